@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Build (once) and install llama-cpp-python without -march=native.
+#
+# Why: the default build compiles llama.cpp with -march=native. On CPUs/VMs that advertise AMX but do
+# not support AMX state (seen on the project's 2-core AMD EPYC VMs), the first llama_decode dies with a
+# general protection fault. We build with GGML_NATIVE=OFF and switch on exactly the x86 SIMD extensions
+# /proc/cpuinfo lists (never AMX). On non-x86 machines the default build is used.
+#
+# The wheel is cached per flag set in ~/.cache/spectui/wheels/<key>/ so a second install is instant, and
+# pip's own wheel cache is bypassed (it would silently hand back a wheel built with other flags).
+#
+# usage: scripts/build-llama-cpp-python.sh [PYTHON]     (default: python on PATH)
+#   SPECTUI_LLAMA_CMAKE_ARGS=...  overrides the detected flags (e.g. "-DGGML_CUDA=on" for a GPU build)
+set -euo pipefail
+py=${1:-python}
+ver=0.3.36
+if [[ -n ${SPECTUI_LLAMA_CMAKE_ARGS:-} ]]; then
+  args=$SPECTUI_LLAMA_CMAKE_ARGS
+elif [[ $(uname -m) == x86_64 || $(uname -m) == amd64 ]]; then
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  args="-DGGML_NATIVE=OFF"
+  has() { [[ " $flags " == *" $1 "* ]]; }
+  has avx && args+=" -DGGML_AVX=ON"
+  has avx2 && args+=" -DGGML_AVX2=ON"
+  has fma && args+=" -DGGML_FMA=ON"
+  has f16c && args+=" -DGGML_F16C=ON"
+  has avx512f && args+=" -DGGML_AVX512=ON"
+  has avx512_vnni && args+=" -DGGML_AVX512_VNNI=ON"
+  has avx512_bf16 && args+=" -DGGML_AVX512_BF16=ON"
+  has avx512_vbmi && args+=" -DGGML_AVX512_VBMI=ON"
+  has avx_vnni && args+=" -DGGML_AVX_VNNI=ON"
+  args+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+else
+  args=""
+fi
+key=$(printf '%s %s %s' "$ver" "$args" "$("$py" -c 'import sys;print(sys.implementation.cache_tag)')" | sha256sum | cut -c1-12)
+wheels=${SPECTUI_WHEEL_CACHE:-$HOME/.cache/spectui/wheels}/$key
+if ! ls "$wheels"/llama_cpp_python-$ver-*.whl >/dev/null 2>&1; then
+  echo "building llama-cpp-python $ver with CMAKE_ARGS='$args' (takes several minutes)" >&2
+  mkdir -p "$wheels.tmp"
+  CMAKE_ARGS="$args" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$py" -m pip wheel --no-cache-dir --no-deps \
+    -w "$wheels.tmp" "llama-cpp-python==$ver" >&2
+  rm -rf "$wheels"; mv "$wheels.tmp" "$wheels"
+  printf '%s\n' "$args" >"$wheels/CMAKE_ARGS"
+fi
+"$py" -m pip install -q --no-deps --force-reinstall "$wheels"/llama_cpp_python-$ver-*.whl >&2
+echo "$wheels"

@@ -1,0 +1,98 @@
+"""Command line: ``spectui --target T.gguf --draft D.gguf`` (live TUI or --headless) and subcommands.
+
+Subcommands live in their own modules and are imported lazily, so ``spectui demo`` or
+``spectui replay`` never load llama.cpp, and ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .errors import SpectuiError
+
+# name -> "module:attribute" of a click.Command
+SUBCOMMANDS = {
+    "replay": "spectui.replay:replay_cmd",
+    "cast": "spectui.cast:cast_cmd",
+    "demo": "spectui.demo:demo_cmd",
+    "sweep": "spectui.sweep:sweep_cmd",
+}
+SUBCOMMAND_HELP = {
+    "replay": "Replay a recorded trace in the TUI, or --headless.",
+    "cast": "Render a trace to an asciicast v2 file (no terminal needed).",
+    "demo": "Replay the bundled demo trace (no model needed).",
+    "sweep": "Run every draft length x temperature and report when speculation pays.",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx, name):
+        spec = SUBCOMMANDS.get(name)
+        if spec is None:
+            return None
+        mod, attr = spec.split(":")
+        return getattr(importlib.import_module(mod), attr)
+
+    def format_commands(self, ctx, formatter):  # static: --help must not import the subcommands
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(SUBCOMMAND_HELP.items()))
+
+
+def fail(message: str) -> "NoReturn":  # noqa: F821
+    click.echo(f"spectui: error: {message}", err=True)
+    sys.exit(SpectuiError.exit_code)
+
+
+def run_options(f):
+    """Options shared by the live run, headless run and sweep (llama.cpp's spellings work too)."""
+    opts = [
+        click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
+        click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None, help="draft model (GGUF)"),
+        click.option("-p", "--prompt", type=str, default=None, help="prompt text"),
+        click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None),
+        click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True),
+        click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
+                     help="draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
+        click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True),
+        click.option("--seed", "-s", type=int, default=0, show_default=True),
+        click.option("--drafter", type=click.Choice(["model", "ngram", "none"]), default=None,
+                     help="default: model when --draft is given, else ngram"),
+        click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
+        click.option("-t", "--threads", type=int, default=None, help="default: all cores"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@run_options
+@click.option("--headless", is_flag=True, help="no TUI: print the text as it is generated, then a summary")
+@click.option("--json", "as_json", is_flag=True, help="with --headless: print one JSON object instead")
+@click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
+@click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@click.option("--no-repack", is_flag=True, help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp builds whose AMX kernels crash")
+@click.version_option(package_name="spectui")
+@click.pass_context
+def main(ctx: click.Context, **kwargs) -> None:
+    """Speculative decoding, made visible.
+
+    \b
+    spectui --target 7b.gguf --draft 0.5b.gguf            live TUI
+    spectui --target T --draft D --headless -p "..." -n 128
+    spectui demo | replay FILE | cast FILE -o OUT.cast | sweep ...
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from .run import run_main  # the live/headless run (engine + faces)
+
+    try:
+        sys.exit(run_main(**kwargs))
+    except SpectuiError as exc:
+        fail(str(exc))

@@ -1,0 +1,70 @@
+"""Thread-safe run control: the settings a UI (or script) changes while the engine runs.
+
+The engine's loop reads a consistent ``Settings`` snapshot between passes, never during one, so a key
+press takes effect at the next pass. Also carries stop and pause requests. No UI imports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from .events import AUTO_MODES, DRAFTERS, Settings
+
+DRAFT_MAX_LIMIT = 32
+TEMPERATURE_LIMIT = 2.0
+
+
+def clamp_settings(s: Settings) -> Settings:
+    """Bring settings into their documented ranges (k 0..32, temperature 0..2, known drafter)."""
+    k = max(0, min(DRAFT_MAX_LIMIT, int(s.draft_max)))
+    t = round(max(0.0, min(TEMPERATURE_LIMIT, float(s.temperature))), 3)
+    drafter = s.drafter if s.drafter in DRAFTERS else "model"
+    auto = s.auto if s.auto in AUTO_MODES else None
+    return dataclasses.replace(s, draft_max=k, temperature=t, drafter=drafter, auto=auto)
+
+
+class RunControl:
+    """Shared between the thread that runs the engine and whoever steers it."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._lock = threading.Lock()
+        self._settings = clamp_settings(settings or Settings())
+        self._stop = threading.Event()
+        self._running = threading.Event()  # set = not paused
+        self._running.set()
+
+    # settings -----------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        with self._lock:
+            return self._settings
+
+    def update(self, **changes) -> Settings:
+        """Change some settings (clamped to their ranges); returns the new settings."""
+        with self._lock:
+            self._settings = clamp_settings(dataclasses.replace(self._settings, **changes))
+            return self._settings
+
+    # stop / pause ---------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()  # wake a paused loop so it can see the stop
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def wait_if_paused(self, timeout: float | None = None) -> None:
+        """Block while paused (returns at once when running or stopped)."""
+        self._running.wait(timeout)

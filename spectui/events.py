@@ -1,0 +1,233 @@
+"""The engine's event stream: plain, immutable, typed records and their JSON form.
+
+Everything downstream (the TUI, traces, replay, headless summaries, sweeps) consumes exactly these
+events, so a live run and a replayed trace are indistinguishable. This module imports nothing of the
+project and nothing of the UI.
+
+One run is: ``RunStarted``, then one ``PassEvent`` per draft/verify pass (pass 0 is the prefill pass
+that emits the first token), ``SettingsChanged`` whenever a setting changed between passes, and
+finally ``RunEnded``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+# Verdict of one drafted token.
+ACCEPTED = "accepted"  # the target agreed (greedy) or the acceptance test passed (sampling)
+REJECTED = "rejected"  # the first draft the target refused; the target's own token replaces it
+DISCARDED = "discarded"  # drafted after the first rejection: never usable, thrown away
+
+# Kind of the token the target itself contributes in a pass.
+CORRECTION = "correction"  # replaces the first rejected draft
+BONUS = "bonus"  # every draft was accepted: the verify pass yields one more token for free
+PLAIN = "plain"  # no drafts this pass (k = 0, or the drafter proposed nothing, or prefill)
+
+# Why a run stopped.
+STOP_EOG = "eog"  # end-of-generation token
+STOP_N_PREDICT = "n_predict"  # reached -n/--n-predict
+STOP_CTX_FULL = "ctx_full"  # the context window is full
+STOP_USER = "stopped"  # stopped by the user (q, Ctrl+C, SIGTERM/SIGHUP, restart)
+STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
+
+DRAFTERS = ("model", "ngram", "none")
+AUTO_MODES = ("cost", "schedule")  # running cost model / HF-style +2 / -1 schedule
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs in force for one pass. Changed between passes, never during one."""
+
+    draft_max: int = 2  # k: how many tokens to draft per pass (0 = speculation off)
+    temperature: float = 0.0
+    drafter: str = "model"  # one of DRAFTERS
+    seed: int = 0
+    auto: str | None = None  # None (fixed k) or one of AUTO_MODES
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: str
+    name: str = ""
+    size_bytes: int = 0
+    quantization: str = ""
+    n_params: int = 0
+    n_vocab: int = 0
+    vocab_type: str = ""
+    architecture: str = ""
+    n_ctx_train: int = 0
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token: its id, the exact text it adds to the output, and a probability.
+
+    ``text`` comes from UTF-8-safe incremental decoding, so a multi-byte character split over two
+    tokens shows up whole on the token that completes it (the first token's text is then "").
+    ``prob`` is the probability of this token under the model that produced it (draft q for drafts,
+    target p for the target token), at the temperature in force (temperature 0 reports the
+    temperature-1 softmax, so the number stays informative).
+    """
+
+    id: int
+    text: str
+    prob: float = 0.0
+
+
+@dataclass(frozen=True)
+class DraftToken(Token):
+    verdict: str = ACCEPTED  # ACCEPTED / REJECTED / DISCARDED
+    target_prob: float = 0.0  # p(x) under the target for this draft (0 when not evaluated)
+
+
+@dataclass(frozen=True)
+class TargetToken(Token):
+    kind: str = PLAIN  # CORRECTION / BONUS / PLAIN
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Milliseconds spent in one pass, measured with time.perf_counter()."""
+
+    draft_ms: float = 0.0  # drafter work (draft-model decodes and sampling, or n-gram lookup)
+    verify_ms: float = 0.0  # the target's llama_decode over [last token + drafts]
+    other_ms: float = 0.0  # everything else: acceptance test, rollback, detokenising, bookkeeping
+    wall_ms: float = 0.0  # whole pass = draft + verify + other
+    t_end: float = 0.0  # seconds since the run started, at the end of this pass
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    type: Literal["start"] = "start"
+    run_id: str = ""
+    started_at: float = 0.0  # unix time
+    target: ModelInfo = field(default_factory=lambda: ModelInfo(path=""))
+    draft: ModelInfo | None = None
+    prompt: str = ""
+    prompt_tokens: int = 0
+    n_predict: int = 128
+    n_ctx: int = 0
+    threads: int = 0
+    settings: Settings = field(default_factory=Settings)
+    # Single-token decode times measured at start (median of a few decodes, rolled back), used by the
+    # cost model before any k = 0 pass has run. 0.0 when not measured.
+    target_decode_ms: float = 0.0
+    draft_decode_ms: float = 0.0
+    replay: bool = False  # True when the stream comes from a trace rather than a live engine
+
+
+@dataclass(frozen=True)
+class PassEvent:
+    type: Literal["pass"] = "pass"
+    index: int = 0  # 0 = prefill pass (prompt eval, emits the first token)
+    prefill: bool = False
+    settings: Settings = field(default_factory=Settings)
+    k: int = 0  # draft length asked for this pass (auto modes choose it)
+    drafts: tuple[DraftToken, ...] = ()
+    target: TargetToken | None = None  # None only when the run stopped inside the accepted drafts
+    n_accepted: int = 0
+    emitted: tuple[Token, ...] = ()  # accepted drafts then the target token, cut at EOG / n_predict
+    timing: Timing = field(default_factory=Timing)
+    n_ctx_used: int = 0  # target KV cells holding accepted context after this pass
+
+
+@dataclass(frozen=True)
+class SettingsChanged:
+    type: Literal["settings"] = "settings"
+    before_pass: int = 0  # index of the first pass that uses the new settings
+    old: Settings = field(default_factory=Settings)
+    new: Settings = field(default_factory=Settings)
+    t: float = 0.0  # seconds since the run started
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    type: Literal["end"] = "end"
+    reason: str = STOP_N_PREDICT
+    error: str = ""
+    n_passes: int = 0
+    n_emitted: int = 0
+    n_drafted: int = 0
+    n_accepted: int = 0
+    wall_s: float = 0.0  # seconds from start to end
+
+
+Event = Union[RunStarted, PassEvent, SettingsChanged, RunEnded]
+EVENT_TYPES: dict[str, type] = {"start": RunStarted, "pass": PassEvent, "settings": SettingsChanged, "end": RunEnded}
+
+
+# ---------------------------------------------------------------- JSON form
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    """Plain JSON-ready dict (tuples become lists)."""
+    return dataclasses.asdict(event)
+
+
+class EventFormatError(ValueError):
+    """A dict that is not a valid event."""
+
+
+def _build(cls: type, data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise EventFormatError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        kwargs[f.name] = _convert(f.name, data[f.name])
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # pragma: no cover - defensive
+        raise EventFormatError(str(exc)) from exc
+
+
+_NESTED: dict[str, type] = {
+    "settings": Settings,
+    "old": Settings,
+    "new": Settings,
+    "timing": Timing,
+    "target": ModelInfo,  # RunStarted.target; PassEvent.target handled in from_dict
+    "draft": ModelInfo,
+}
+
+
+def _convert(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name in _NESTED:
+        return _build(_NESTED[name], value)
+    if name == "drafts":
+        return tuple(_build(DraftToken, v) for v in _list(value))
+    if name == "emitted":
+        return tuple(_build(Token, v) for v in _list(value))
+    return value
+
+
+def _list(value: Any) -> list:
+    if not isinstance(value, list):
+        raise EventFormatError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def from_dict(data: Any) -> Event:
+    """Inverse of to_dict. Raises EventFormatError for anything that is not an event."""
+    if not isinstance(data, dict):
+        raise EventFormatError(f"an event must be a JSON object, got {type(data).__name__}")
+    kind = data.get("type")
+    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise EventFormatError(f"unknown event type {kind!r}")
+    if cls is PassEvent:
+        rest = {k: v for k, v in data.items() if k != "target"}
+        ev = _build(PassEvent, rest)
+        tgt = data.get("target")
+        return dataclasses.replace(ev, target=None if tgt is None else _build(TargetToken, tgt))
+    try:
+        return _build(cls, data)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, EventFormatError):
+            raise
+        raise EventFormatError(str(exc)) from exc

@@ -1,0 +1,222 @@
+"""Statistics computed from events alone, with vLLM's and llama.cpp's definitions.
+
+Definitions (identical for a live run and a replayed trace, because both are the same events):
+
+- ``n_drafted``: draft tokens proposed, summed over passes. ``n_accepted``: drafts accepted.
+- acceptance rate = n_accepted / n_drafted  (llama.cpp's ``accept``, vLLM's draft acceptance rate).
+- mean acceptance length = 1 + n_accepted / (passes that drafted at least one token)  (vLLM: the
+  tokens one verify pass yields on average, counting the target's own token).
+- acceptance at position i (1-based) = passes whose draft i was accepted / passes that drafted
+  position i.  Drafts after the first rejection count as drafted and not accepted (as in vLLM).
+- TTFT = wall time of the prefill pass (pass 0): the first token comes from prompt evaluation, which
+  speculation cannot shorten.
+- decode tokens/s = tokens emitted after the first / wall time of the passes after the prefill (the
+  figure llama.cpp prints as "decoded ... t/s"). Windowed TPS uses the last ``window`` passes.
+- ITL (inter-token latency) per emitted token = wall time of its pass / tokens that pass emitted:
+  a pass that yields 3 tokens in 150 ms contributes three ITLs of 50 ms. The prefill token is excluded
+  (its latency is the TTFT). p50/p95 are nearest-rank percentiles over all such tokens.
+- draft cost ratio c = draft time per drafted token / target single-token decode time; the target
+  single-token time is the mean verify time of k = 0 passes when there are any, else the start event's
+  calibration ``target_decode_ms``.
+- verify time by k: mean verify ms of passes that verified k drafts (batch of k + 1 tokens).
+
+``RunStats`` is an incremental accumulator (O(1) per event except the ITL list), so the TUI, a
+streaming replay and the headless summary all use the same code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from .events import ACCEPTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0.0 for an empty list."""
+    if not values:
+        return 0.0
+    s = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(s)))
+    return s[min(rank, len(s)) - 1]
+
+
+@dataclass(frozen=True)
+class PositionStat:
+    position: int  # 1-based draft position
+    drafted: int
+    accepted: int
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+
+@dataclass(frozen=True)
+class StatsSnapshot:
+    """A frozen view of the statistics after some prefix of the event stream."""
+
+    n_passes: int = 0  # passes after the prefill pass
+    n_emitted: int = 0  # all emitted tokens, the prefill token included
+    n_drafted: int = 0
+    n_accepted: int = 0
+    passes_drafted: int = 0
+    acceptance_rate: float = 0.0
+    mean_acceptance_length: float = 0.0
+    tokens_per_pass: float = 0.0  # emitted per decode pass (prefill excluded)
+    acceptance_by_position: tuple[PositionStat, ...] = ()
+    ttft_ms: float = 0.0
+    tokens_per_second: float = 0.0  # decode TPS over the whole run so far
+    tokens_per_second_window: float = 0.0
+    itl_ms_p50: float = 0.0
+    itl_ms_p95: float = 0.0
+    draft_ms_total: float = 0.0  # totals over decode passes (prefill excluded: that is TTFT)
+    verify_ms_total: float = 0.0
+    other_ms_total: float = 0.0
+    decode_wall_ms: float = 0.0  # wall of all passes after prefill
+    draft_ms_per_token: float = 0.0
+    target_decode_ms: float = 0.0  # single-token target decode (k=0 passes or calibration)
+    draft_cost_ratio: float = 0.0  # c
+    verify_ms_by_k: tuple[tuple[int, float, int], ...] = ()  # (k, mean ms, count)
+    n_ctx_used: int = 0
+    n_ctx: int = 0
+    elapsed_s: float = 0.0
+    stop_reason: str = ""
+
+
+@dataclass
+class RunStats:
+    window: int = 20
+    start: RunStarted | None = None
+    end: RunEnded | None = None
+    n_passes: int = 0
+    n_emitted: int = 0
+    n_drafted: int = 0
+    n_accepted: int = 0
+    passes_drafted: int = 0
+    pos_drafted: list[int] = field(default_factory=list)
+    pos_accepted: list[int] = field(default_factory=list)
+    ttft_ms: float = 0.0
+    decode_tokens: int = 0
+    decode_wall_ms: float = 0.0
+    draft_ms: float = 0.0
+    verify_ms: float = 0.0
+    other_ms: float = 0.0
+    itl_ms: list[float] = field(default_factory=list)
+    verify_by_k: dict[int, list[float]] = field(default_factory=dict)  # k -> [sum_ms, count]
+    recent: deque = field(default_factory=lambda: deque(maxlen=20))  # (tokens, wall_ms)
+    n_ctx_used: int = 0
+    elapsed_s: float = 0.0
+    tokens: list[int] = field(default_factory=list)
+    text_parts: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.recent = deque(maxlen=self.window)
+
+    # ------------------------------------------------------------ feeding
+    def update(self, ev: Event) -> None:
+        if isinstance(ev, PassEvent):
+            self._pass(ev)
+        elif isinstance(ev, RunStarted):
+            self.start = ev
+        elif isinstance(ev, RunEnded):
+            self.end = ev
+            self.elapsed_s = max(self.elapsed_s, ev.wall_s)
+        elif isinstance(ev, SettingsChanged):
+            pass
+
+    def extend(self, events) -> "RunStats":
+        for ev in events:
+            self.update(ev)
+        return self
+
+    def _pass(self, ev: PassEvent) -> None:
+        n_out = len(ev.emitted)
+        self.n_emitted += n_out
+        for t in ev.emitted:
+            self.tokens.append(t.id)
+            self.text_parts.append(t.text)
+        self.n_ctx_used = ev.n_ctx_used
+        self.elapsed_s = ev.timing.t_end
+        if ev.prefill:
+            self.ttft_ms = ev.timing.wall_ms
+            return
+        self.draft_ms += ev.timing.draft_ms
+        self.verify_ms += ev.timing.verify_ms
+        self.other_ms += ev.timing.other_ms
+        self.n_passes += 1
+        self.decode_tokens += n_out
+        self.decode_wall_ms += ev.timing.wall_ms
+        self.recent.append((n_out, ev.timing.wall_ms))
+        if n_out:
+            per = ev.timing.wall_ms / n_out
+            self.itl_ms.extend([per] * n_out)
+        nd = len(ev.drafts)
+        acc = sum(1 for d in ev.drafts if d.verdict == ACCEPTED)
+        self.n_drafted += nd
+        self.n_accepted += acc
+        if nd:
+            self.passes_drafted += 1
+        while len(self.pos_drafted) < nd:
+            self.pos_drafted.append(0)
+            self.pos_accepted.append(0)
+        for i, d in enumerate(ev.drafts):
+            self.pos_drafted[i] += 1
+            if d.verdict == ACCEPTED:
+                self.pos_accepted[i] += 1
+        slot = self.verify_by_k.setdefault(nd, [0.0, 0])
+        slot[0] += ev.timing.verify_ms
+        slot[1] += 1
+
+    # ------------------------------------------------------------ reading
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+    def target_decode_ms(self) -> float:
+        k0 = self.verify_by_k.get(0)
+        if k0 and k0[1]:
+            return k0[0] / k0[1]
+        return self.start.target_decode_ms if self.start else 0.0
+
+    def snapshot(self) -> StatsSnapshot:
+        tgt = self.target_decode_ms()
+        dpt = self.draft_ms / self.n_drafted if self.n_drafted else 0.0
+        win_tok = sum(t for t, _ in self.recent)
+        win_ms = sum(w for _, w in self.recent)
+        return StatsSnapshot(
+            n_passes=self.n_passes,
+            n_emitted=self.n_emitted,
+            n_drafted=self.n_drafted,
+            n_accepted=self.n_accepted,
+            passes_drafted=self.passes_drafted,
+            acceptance_rate=self.n_accepted / self.n_drafted if self.n_drafted else 0.0,
+            mean_acceptance_length=(1.0 + self.n_accepted / self.passes_drafted) if self.passes_drafted else 0.0,
+            tokens_per_pass=self.decode_tokens / self.n_passes if self.n_passes else 0.0,
+            acceptance_by_position=tuple(
+                PositionStat(i + 1, d, a) for i, (d, a) in enumerate(zip(self.pos_drafted, self.pos_accepted))
+            ),
+            ttft_ms=self.ttft_ms,
+            tokens_per_second=1000.0 * self.decode_tokens / self.decode_wall_ms if self.decode_wall_ms else 0.0,
+            tokens_per_second_window=1000.0 * win_tok / win_ms if win_ms else 0.0,
+            itl_ms_p50=percentile(self.itl_ms, 50),
+            itl_ms_p95=percentile(self.itl_ms, 95),
+            draft_ms_total=self.draft_ms,
+            verify_ms_total=self.verify_ms,
+            other_ms_total=self.other_ms,
+            decode_wall_ms=self.decode_wall_ms,
+            draft_ms_per_token=dpt,
+            target_decode_ms=tgt,
+            draft_cost_ratio=dpt / tgt if (tgt and self.n_drafted) else 0.0,
+            verify_ms_by_k=tuple(sorted((k, s / c, c) for k, (s, c) in self.verify_by_k.items() if c)),
+            n_ctx_used=self.n_ctx_used,
+            n_ctx=self.start.n_ctx if self.start else 0,
+            elapsed_s=self.elapsed_s,
+            stop_reason=self.end.reason if self.end else "",
+        )
+
+
+def compute(events) -> StatsSnapshot:
+    """Statistics of a complete (or partial) event list."""
+    return RunStats().extend(events).snapshot()
