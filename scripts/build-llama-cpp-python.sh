@@ -43,5 +43,7 @@ if ! ls "$wheels"/llama_cpp_python-$ver-*.whl >/dev/null 2>&1; then
   rm -rf "$wheels"; mv "$wheels.tmp" "$wheels"
   printf '%s\n' "$args" >"$wheels/CMAKE_ARGS"
 fi
-"$py" -m pip install -q --no-deps --force-reinstall "$wheels"/llama_cpp_python-$ver-*.whl >&2
+whl=$(ls "$wheels"/llama_cpp_python-$ver-*.whl | head -n1)
+"$py" -m pip install -q --no-deps --force-reinstall "$whl" >&2
+"$py" -m pip install -q "$whl" >&2   # its own dependencies (numpy, diskcache, jinja2, ...)
 echo "$wheels"
