@@ -1,0 +1,165 @@
+"""Headless face: print the text as it is generated, then a summary (or one JSON object).
+
+A consumer of the event stream like any other: a live ``--headless`` run and ``spectui replay FILE
+--headless`` both call :func:`consume` with the same events and therefore print the same summary.
+Every number comes from :mod:`spectui.stats`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import IO, Callable, Iterable
+
+from .events import Event, PassEvent, RunEnded, RunStarted, to_dict
+from .stats import RunStats, StatsSnapshot
+
+STOP_REASONS = {
+    "eog": "end of generation",
+    "n_predict": "reached -n/--n-predict",
+    "ctx_full": "context full",
+    "stopped": "stopped by the user",
+    "error": "error",
+}
+
+
+def consume(
+    events: Iterable[Event],
+    out: IO[str] | None = None,
+    *,
+    as_json: bool = False,
+    sink: Callable[[Event], None] | None = None,
+) -> tuple[RunStats, list[Event]]:
+    """Drive the stream to its end. Streams text to ``out`` (unless as_json), then prints the summary.
+
+    ``sink`` sees every event first (the trace recorder). Returns the statistics and the event list.
+    """
+    out = out or sys.stdout
+    stats = RunStats()
+    kept: list[Event] = []
+    for ev in events:
+        if sink is not None:
+            sink(ev)
+        stats.update(ev)
+        kept.append(ev)
+        if not as_json and isinstance(ev, PassEvent):
+            text = "".join(t.text for t in ev.emitted)
+            if text:
+                out.write(text)
+                out.flush()
+    if as_json:
+        out.write(json.dumps(summary_dict(stats, kept), ensure_ascii=False) + "\n")
+    else:
+        out.write("\n\n" + summary_text(stats) + "\n")
+    out.flush()
+    return stats, kept
+
+
+def _prediction(snap: StatsSnapshot):
+    try:
+        from .costmodel import predict
+    except ImportError:  # pragma: no cover - costmodel is part of the package
+        return None
+    try:
+        return predict(snap)
+    except Exception:  # noqa: BLE001 - advice must never break a summary
+        return None
+
+
+def summary_dict(stats: RunStats, events: list[Event]) -> dict:
+    snap = stats.snapshot()
+    start = stats.start
+    end = stats.end
+    passes = [to_dict(e) for e in events if isinstance(e, PassEvent)]
+    pred = _prediction(snap)
+    d = {
+        "tokens": list(stats.tokens),
+        "text": stats.text,
+        "n_draft": start.settings.draft_max if start else 0,
+        "n_predict": snap.n_emitted,
+        "n_drafted": snap.n_drafted,
+        "n_accept": snap.n_accepted,
+        "n_passes": snap.n_passes,
+        "acceptance_rate": snap.acceptance_rate,
+        "mean_acceptance_length": snap.mean_acceptance_length,
+        "tokens_per_pass": snap.tokens_per_pass,
+        "acceptance_by_position": [
+            {"position": p.position, "drafted": p.drafted, "accepted": p.accepted, "rate": p.rate}
+            for p in snap.acceptance_by_position
+        ],
+        "tokens_per_second": snap.tokens_per_second,
+        "ttft_ms": snap.ttft_ms,
+        "itl_ms_p50": snap.itl_ms_p50,
+        "itl_ms_p95": snap.itl_ms_p95,
+        "draft_ms_total": snap.draft_ms_total,
+        "verify_ms_total": snap.verify_ms_total,
+        "other_ms_total": snap.other_ms_total,
+        "draft_ms_per_token": snap.draft_ms_per_token,
+        "target_decode_ms": snap.target_decode_ms,
+        "draft_cost_ratio": snap.draft_cost_ratio,
+        "verify_ms_by_k": [{"k": k, "mean_ms": ms, "count": n} for k, ms, n in snap.verify_ms_by_k],
+        "stop_reason": snap.stop_reason,
+        "error": end.error if end else "",
+        "wall_s": end.wall_s if end else snap.elapsed_s,
+        "start": to_dict(start) if start else None,
+        "advice": pred.advice if pred is not None else "",
+        "passes": passes,
+    }
+    return d
+
+
+def summary_text(stats: RunStats) -> str:
+    snap = stats.snapshot()
+    start = stats.start
+    end = stats.end
+    lines = []
+    if start is not None:
+        prompt_s = snap.ttft_ms / 1000.0
+        lines.append(
+            f"encoded {start.prompt_tokens:4d} tokens in {prompt_s:8.3f} seconds (prefill + first token = TTFT)"
+        )
+    dec_s = snap.decode_wall_ms / 1000.0
+    lines.append(
+        f"decoded {max(0, snap.n_emitted - 1):4d} tokens in {dec_s:8.3f} seconds, speed: {snap.tokens_per_second:8.3f} t/s"
+    )
+    lines.append("")
+    # llama.cpp's llama-speculative-simple lines, same names and meaning
+    lines.append(f"n_draft   = {start.settings.draft_max if start else 0}")
+    lines.append(f"n_predict = {snap.n_emitted}")
+    lines.append(f"n_drafted = {snap.n_drafted}")
+    lines.append(f"n_accept  = {snap.n_accepted}")
+    lines.append(f"accept    = {100.0 * snap.acceptance_rate:.3f}%")
+    lines.append("")
+    # ours
+    lines.append(f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts")
+    lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass")
+    lines.append(f"tokens per pass        {snap.tokens_per_pass:.3f}")
+    if snap.acceptance_by_position:
+        pos = "  ".join(f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position)
+        lines.append(f"acceptance by position {pos}")
+    lines.append(f"tokens/s (decode)      {snap.tokens_per_second:.2f}")
+    lines.append(f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)")
+    lines.append(f"ITL p50 / p95          {snap.itl_ms_p50:.1f} / {snap.itl_ms_p95:.1f} ms")
+    tot = snap.decode_wall_ms or 1.0
+    lines.append(
+        f"time split             draft {snap.draft_ms_total:.0f} ms ({100 * snap.draft_ms_total / tot:.0f}%), "
+        f"verify {snap.verify_ms_total:.0f} ms ({100 * snap.verify_ms_total / tot:.0f}%), "
+        f"other {snap.other_ms_total:.0f} ms ({100 * snap.other_ms_total / tot:.0f}%)"
+    )
+    if snap.target_decode_ms:
+        lines.append(
+            f"draft cost ratio c     {snap.draft_cost_ratio:.2f} (draft {snap.draft_ms_per_token:.1f} ms/token, "
+            f"target {snap.target_decode_ms:.1f} ms/token)"
+        )
+    if snap.verify_ms_by_k:
+        vk = "  ".join(f"k={k}:{ms:.0f}ms" for k, ms, _ in snap.verify_ms_by_k)
+        lines.append(f"verify time by k       {vk}")
+    reason = STOP_REASONS.get(snap.stop_reason, snap.stop_reason or "unfinished (trace ends early)")
+    if end is not None and end.error:
+        reason += f": {end.error}"
+    lines.append(f"stopped                {reason}")
+    pred = _prediction(snap)
+    if pred is not None and getattr(pred, "advice", ""):
+        lines.append(f"advice                 {pred.advice}")
+    return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""The live run behind ``spectui --target T --draft D``: load the engine, then hand its events to a face.
+
+Models load before any full-screen UI starts (llama.cpp may write to the terminal while loading). In
+headless mode SIGINT/SIGTERM/SIGHUP ask the engine to stop at the next pass, so the run still ends with
+its summary and a complete trace; a second Ctrl+C interrupts at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+from .control import RunControl
+from .errors import SpectuiError
+from .events import Settings
+
+DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
+
+
+def parse_draft_max(value: str | int) -> tuple[int, str | None]:
+    """'5' -> (5, None); 'auto' -> (2, 'cost'); 'schedule' -> (2, 'schedule')."""
+    v = str(value).strip().lower()
+    if v == "auto":
+        return 2, "cost"
+    if v in ("schedule", "heuristic"):
+        return 2, "schedule"
+    try:
+        k = int(v)
+    except ValueError:
+        raise SpectuiError(f"--draft-max must be an integer 0..32, 'auto' or 'schedule', not {value!r}") from None
+    if not 0 <= k <= 32:
+        raise SpectuiError(f"--draft-max must be between 0 and 32, not {k}")
+    return k, None
+
+
+def resolve_prompt(prompt: str | None, prompt_file: str | None) -> str:
+    if prompt is not None and prompt_file is not None:
+        raise SpectuiError("give either -p/--prompt or --prompt-file, not both")
+    if prompt_file is not None:
+        p = Path(prompt_file)
+        try:
+            return p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SpectuiError(f"prompt file not found: {prompt_file}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpectuiError(f"cannot read prompt file {prompt_file}: {exc}") from None
+    return prompt if prompt is not None else DEFAULT_PROMPT
+
+
+def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool) -> Settings:
+    k, auto = parse_draft_max(draft_max)
+    if not 0.0 <= temp <= 2.0:
+        raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
+    if drafter is None:
+        drafter = "model" if have_draft else "ngram"
+    if drafter == "model" and not have_draft:
+        raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram / none)")
+    return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto)
+
+
+def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False):
+    if not target:
+        raise SpectuiError("--target PATH is required (a GGUF model); try `spectui demo` for a replay without models")
+    from .engine.loop import Engine
+
+    def warn(msg: str) -> None:
+        print(f"spectui: warning: {msg}", file=sys.stderr)
+
+    if not quiet:
+        print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
+    return Engine(target, draft, n_ctx=ctx_size, threads=threads, no_repack=no_repack, warn=warn)
+
+
+class _Signals:
+    """Turn SIGINT/SIGTERM/SIGHUP into a clean stop of the engine (headless mode)."""
+
+    def __init__(self, control: RunControl) -> None:
+        self.control = control
+        self.old = {}
+
+    def _handler(self, signum, frame):
+        if self.control.stopped and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.control.stop()
+
+    def __enter__(self):
+        for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if s is not None:
+                self.old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        return False
+
+
+def run_main(
+    target=None, draft=None, prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0,
+    drafter=None, ctx_size=4096, threads=None, headless=False, as_json=False, record=None, theme=None,
+    no_repack=False,
+) -> int:
+    text = resolve_prompt(prompt, prompt_file)
+    settings = make_settings(draft_max, temp, seed, drafter, have_draft=bool(draft))
+    if n_predict <= 0:
+        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
+    if as_json and not headless:
+        raise SpectuiError("--json needs --headless")
+    if not headless and theme is not None:
+        from .tui.themes import check_theme  # fail before loading models
+
+        check_theme(theme)
+    recorder = None
+    if record:
+        from .trace import TraceWriter
+
+        recorder = TraceWriter(record)
+    engine = load_engine(target, draft, ctx_size, threads, no_repack, quiet=as_json)
+    control = RunControl(settings)
+    try:
+        if headless:
+            from .headless import consume
+
+            with _Signals(control):
+                try:
+                    consume(
+                        engine.run(text, control, n_predict),
+                        sys.stdout,
+                        as_json=as_json,
+                        sink=recorder.write if recorder else None,
+                    )
+                except BrokenPipeError:  # reader went away (| head, dropped SSH): stop quietly
+                    control.stop()
+                    try:
+                        sys.stdout = open(os.devnull, "w")
+                    except OSError:
+                        pass
+            return 0
+        from .tui.app import run_live
+
+        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder) or 0
+    finally:
+        if recorder is not None:
+            recorder.close()
+        engine.close()

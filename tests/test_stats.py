@@ -1,0 +1,105 @@
+"""Statistics recomputed by hand from a recorded event list (vLLM / llama.cpp definitions)."""
+
+import pytest
+
+from spectui.events import (
+    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, DraftToken, PassEvent, RunEnded, RunStarted,
+    Settings, TargetToken, Timing, Token, from_dict, to_dict,
+)
+from spectui.stats import RunStats, compute, percentile
+
+
+def _pass(i, verdicts, target_kind, wall, draft_ms=0.0, verify_ms=0.0, prefill=False):
+    drafts = tuple(DraftToken(id=10 + j, text=f"d{j}", prob=0.5, verdict=v) for j, v in enumerate(verdicts))
+    n_acc = sum(1 for v in verdicts if v == ACCEPTED)
+    tgt = TargetToken(id=99, text="t", prob=0.9, kind=target_kind)
+    emitted = tuple(Token(id=d.id, text=d.text) for d in drafts[:n_acc]) + (Token(id=99, text="t"),)
+    return PassEvent(
+        index=i, prefill=prefill, settings=Settings(draft_max=len(verdicts)), k=len(verdicts), drafts=drafts,
+        target=tgt, n_accepted=n_acc, emitted=emitted,
+        timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=wall - draft_ms - verify_ms, wall_ms=wall),
+    )
+
+
+A, R, D = ACCEPTED, REJECTED, DISCARDED
+
+
+@pytest.fixture
+def events():
+    return [
+        RunStarted(n_ctx=512, target_decode_ms=20.0, settings=Settings(draft_max=3)),
+        _pass(0, [], PLAIN, wall=50.0, verify_ms=45.0, prefill=True),  # TTFT 50 ms, 1 token
+        _pass(1, [A, A, A], BONUS, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 4 tokens
+        _pass(2, [A, R, D], CORRECTION, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 2 tokens
+        _pass(3, [R, D, D], CORRECTION, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 1 token
+        _pass(4, [], PLAIN, wall=20.0, verify_ms=18.0),  # k=0 pass: 1 token
+        RunEnded(reason="n_predict", n_passes=4, n_emitted=9, n_drafted=9, n_accepted=4, wall_s=0.31),
+    ]
+
+
+def test_counts_and_rates_by_hand(events):
+    s = compute(events)
+    assert s.n_emitted == 9
+    assert s.n_passes == 4
+    assert s.n_drafted == 9
+    assert s.n_accepted == 4
+    assert s.passes_drafted == 3
+    assert s.acceptance_rate == pytest.approx(4 / 9)
+    assert s.mean_acceptance_length == pytest.approx(1 + 4 / 3)
+    assert [(p.position, p.accepted, p.drafted) for p in s.acceptance_by_position] == [(1, 2, 3), (2, 1, 3), (3, 1, 3)]
+    assert s.acceptance_by_position[0].rate == pytest.approx(2 / 3)
+    assert s.tokens_per_pass == pytest.approx(8 / 4)
+    assert s.ttft_ms == 50.0
+    # decode TPS: 8 tokens after the first over 80+80+80+20 ms
+    assert s.tokens_per_second == pytest.approx(1000 * 8 / 260)
+    # ITL: pass walls divided over their tokens: 4x20, 2x40, 1x80, 1x20
+    assert s.itl_ms_p50 == pytest.approx(20.0)
+    assert s.itl_ms_p95 == pytest.approx(80.0)
+    # target single-token decode from the k=0 pass (18 ms), not the calibration (20 ms)
+    assert s.target_decode_ms == pytest.approx(18.0)
+    assert s.draft_ms_per_token == pytest.approx(90.0 / 9)
+    assert s.draft_cost_ratio == pytest.approx(10.0 / 18.0)
+    assert s.verify_ms_by_k == ((0, 18.0, 1), (3, 40.0, 3))
+    assert s.stop_reason == "n_predict"
+    assert s.n_ctx == 512
+    # prefill excluded from the time split
+    assert s.draft_ms_total == 90.0 and s.verify_ms_total == 138.0
+
+
+def test_calibration_used_without_k0_passes(events):
+    s = compute([e for e in events if not (isinstance(e, PassEvent) and e.index == 4)])
+    assert s.target_decode_ms == 20.0
+    assert s.draft_cost_ratio == pytest.approx(10.0 / 20.0)
+
+
+def test_incremental_equals_batch(events):
+    rs = RunStats()
+    for e in events:
+        rs.update(e)
+    assert rs.snapshot() == compute(events)
+    assert rs.text == "t" + "d0d1d2t" + "d0t" + "t" + "t"
+
+
+def test_windowed_tps():
+    rs = RunStats(window=2)
+    rs.update(_pass(0, [], PLAIN, wall=10.0, prefill=True))
+    rs.update(_pass(1, [A, A], BONUS, wall=100.0))  # 3 tokens
+    rs.update(_pass(2, [], PLAIN, wall=10.0))  # 1 token
+    rs.update(_pass(3, [], PLAIN, wall=10.0))  # 1 token
+    snap = rs.snapshot()
+    assert snap.tokens_per_second_window == pytest.approx(1000 * 2 / 20)
+    assert snap.tokens_per_second == pytest.approx(1000 * 5 / 120)
+
+
+def test_percentile_nearest_rank():
+    assert percentile([], 50) == 0.0
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([1, 2, 3, 4], 50) == 2
+    assert percentile(list(range(1, 101)), 95) == 95
+
+
+def test_events_json_round_trip(events):
+    import json
+
+    for e in events:
+        assert from_dict(json.loads(json.dumps(to_dict(e)))) == e
