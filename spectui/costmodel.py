@@ -1,0 +1,329 @@
+"""Cost model: predicted tokens/s by draft length k, from measured times and acceptance, plus advice.
+
+For a draft length k (k = 0 is the target alone):
+
+- expected tokens per pass  E(k) = 1 + sum_{i=1..k} prod_{j<=i} a_j, where a_j is the *conditional*
+  acceptance of draft j (the chance that draft j is accepted given drafts 1..j-1 were). With a constant
+  rate a this is Leviathan et al.'s (1 - a^(k+1)) / (1 - a).
+- time per pass  T(k) = k * draft_ms_per_token + verify_ms(k) + other_ms_per_pass, where verify_ms(k) is
+  the target's decode of a batch of k + 1 tokens and other_ms_per_pass is the loop's own bookkeeping
+  (acceptance test, rollback, detokenising; 0 in the textbook formula, measured here because the
+  prediction is checked against measured tokens/s).
+- tokens/s  TPS(k) = 1000 * E(k) / T(k).
+
+Where the numbers come from (each figure says whether it was measured or extrapolated):
+
+- acceptance: ``StatsSnapshot.acceptance_by_position`` gives r_i = passes whose draft i was accepted /
+  passes that drafted position i (vLLM's definition), i.e. the chance that the first i drafts were all
+  accepted. The conditional rate is a_i = r_i / r_{i-1} (clamped to 0..1). Beyond the deepest measured
+  position the conditional rate is held constant at the sample-weighted average of the conditional
+  rates of the last ``TAIL_POSITIONS`` measured positions ("last rate", not a fitted decay: on the
+  Qwen pair the per-draft rate is nearly flat after the first two positions, and a fitted decay over
+  a few noisy points extrapolates wildly).
+- verify time: measured means by batch size (the snapshot's ``verify_ms_by_k``, the target's single
+  decode ``target_decode_ms`` for k = 0, and any figures measured on demand and passed in as
+  ``verify_ms_by_k``). Gaps between measured sizes are interpolated linearly between the neighbours;
+  sizes beyond the largest measured one are extrapolated along a least-squares line fitted to all
+  measured points (slope floored at 0), anchored at the largest measured size. With a single measured
+  size, verify time is assumed flat (the textbook "verification costs one pass"), and the note says so.
+
+Imports nothing of the UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .stats import StatsSnapshot
+
+K_MAX = 16
+TAIL_POSITIONS = 3  # conditional rates averaged for the extrapolated tail
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted throughput for k = 0..k_max (every tuple is indexed by k, or by position - 1)."""
+
+    k_max: int
+    tps_by_k: tuple[float, ...]  # predicted tokens/s, index k
+    tokens_per_pass_by_k: tuple[float, ...]  # E(k)
+    ms_per_pass_by_k: tuple[float, ...]  # T(k)
+    speedup_by_k: tuple[float, ...]  # TPS(k) / TPS(0)
+    verify_ms_by_k: tuple[float, ...]  # verify time used for a batch of k + 1 tokens
+    verify_measured_by_k: tuple[bool, ...]  # True = measured, False = interpolated / extrapolated
+    verify_note: str  # how the unmeasured verify times were obtained
+    acceptance_by_position: tuple[float, ...]  # conditional rate a_i used, positions 1..k_max
+    reach_by_position: tuple[float, ...]  # prod_{j<=i} a_j: chance draft i is accepted (vLLM per-position)
+    acceptance_measured_by_position: tuple[bool, ...]
+    acceptance_note: str  # how positions beyond the deepest measured one were filled in
+    draft_ms_per_token: float
+    target_decode_ms: float  # verify_ms(0): one target decode
+    other_ms_per_pass: float
+    best_k: int
+    current_k: int | None
+    advice: str
+    ready: bool = True  # False when there were no timings to predict from
+
+    @property
+    def baseline_tps(self) -> float:
+        return self.tps_by_k[0] if self.tps_by_k else 0.0
+
+    @property
+    def best_tps(self) -> float:
+        return self.tps_by_k[self.best_k] if self.tps_by_k else 0.0
+
+    @property
+    def measured_k(self) -> tuple[int, ...]:
+        return tuple(k for k, m in enumerate(self.verify_measured_by_k) if m)
+
+    def describe_k(self, k: int) -> str:
+        """One line about draft length k (used by the sweep report and the TUI tooltip)."""
+        src = "measured" if self.verify_measured_by_k[k] else "extrapolated"
+        return (
+            f"k={k}: {self.tokens_per_pass_by_k[k]:.2f} tokens/pass in {self.ms_per_pass_by_k[k]:.0f} ms "
+            f"(verify {self.verify_ms_by_k[k]:.0f} ms {src}) -> {self.tps_by_k[k]:.2f} t/s, "
+            f"{self.speedup_by_k[k]:.2f}x"
+        )
+
+
+# ---------------------------------------------------------------- pure pieces
+
+
+def expected_tokens_per_pass(rates: Sequence[float], k: int) -> float:
+    """1 + sum_{i=1..k} prod_{j<=i} a_j for conditional per-position rates a_1.. (len >= k)."""
+    if k > len(rates):
+        raise ValueError(f"need {k} per-position rates, got {len(rates)}")
+    total, reach = 1.0, 1.0
+    for a in rates[:k]:
+        reach *= a
+        total += reach
+    return total
+
+
+def leviathan(a: float, k: int) -> float:
+    """Expected tokens per pass with a constant per-draft acceptance a: (1 - a^(k+1)) / (1 - a)."""
+    if a >= 1.0:
+        return float(k + 1)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def conditional_rates(position_counts: Sequence[tuple[int, int]]) -> tuple[list[float], list[float]]:
+    """From (drafted, accepted) per position (vLLM counting) to conditional rates and their weights.
+
+    Returns (a_i, w_i) for the measured positions (drafted > 0, stopping at the first unmeasured one),
+    with w_i the effective sample count of a_i (passes that reached position i with all before accepted).
+    """
+    rates: list[float] = []
+    weights: list[float] = []
+    prev_reach = 1.0
+    for drafted, accepted in position_counts:
+        if drafted <= 0:
+            break
+        reach = accepted / drafted
+        if prev_reach <= 0.0:
+            a = 0.0
+            w = 0.0
+        else:
+            a = min(1.0, reach / prev_reach)
+            w = drafted * prev_reach
+        rates.append(a)
+        weights.append(w)
+        prev_reach = reach
+    return rates, weights
+
+
+def fill_rates(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
+    """Extend measured conditional rates to n positions (see the module docstring)."""
+    measured = list(rates[:n])
+    flags = [True] * len(measured)
+    if len(measured) >= n:
+        return measured, flags, f"acceptance measured at all positions 1..{n}"
+    if not rates:
+        return [0.0] * n, [False] * n, "no drafts measured yet: acceptance assumed 0"
+    tail_r = list(rates[-TAIL_POSITIONS:])
+    tail_w = list(weights[-TAIL_POSITIONS:])
+    wsum = sum(tail_w)
+    tail = sum(r * w for r, w in zip(tail_r, tail_w)) / wsum if wsum > 0 else tail_r[-1]
+    d = len(rates)
+    out = measured + [tail] * (n - len(measured))
+    flags = flags + [False] * (n - len(flags))
+    note = (
+        f"acceptance measured at positions 1..{d}; beyond {d} the per-draft rate is held at "
+        f"{tail:.0%} (weighted mean of the last {len(tail_r)} measured positions)"
+    )
+    return out, flags, note
+
+
+def verify_curve(points: Mapping[int, float], k_max: int) -> tuple[list[float], list[bool], str]:
+    """Verify ms for k = 0..k_max from measured {k: ms} (see the module docstring)."""
+    pts = sorted((int(k), float(ms)) for k, ms in points.items() if ms > 0 and k >= 0)
+    if not pts:
+        return [0.0] * (k_max + 1), [False] * (k_max + 1), "no verify time measured yet"
+    ks = [k for k, _ in pts]
+    ms = [m for _, m in pts]
+    if len(pts) == 1:
+        k0, m0 = pts[0]
+        out = [m0] * (k_max + 1)
+        flags = [k == k0 for k in range(k_max + 1)]
+        return out, flags, f"only k={k0} measured: verify time assumed flat ({m0:.0f} ms) for every k"
+    n = len(pts)
+    mk = sum(ks) / n
+    mm = sum(ms) / n
+    sxx = sum((k - mk) ** 2 for k in ks)
+    slope = sum((k - mk) * (m - mm) for k, m in pts) / sxx if sxx else 0.0
+    slope = max(0.0, slope)
+    known = dict(pts)
+    out: list[float] = []
+    flags: list[bool] = []
+    for k in range(k_max + 1):
+        if k in known:
+            out.append(known[k])
+            flags.append(True)
+            continue
+        flags.append(False)
+        if k > ks[-1]:
+            out.append(ms[-1] + slope * (k - ks[-1]))
+        elif k < ks[0]:
+            out.append(max(0.5 * ms[0], ms[0] - slope * (ks[0] - k)))
+        else:
+            hi = next(i for i, kk in enumerate(ks) if kk > k)
+            k_lo, k_hi = ks[hi - 1], ks[hi]
+            m_lo, m_hi = ms[hi - 1], ms[hi]
+            out.append(m_lo + (m_hi - m_lo) * (k - k_lo) / (k_hi - k_lo))
+    measured = ",".join(str(k) for k in ks)
+    note = (
+        f"verify time measured for k={measured}; gaps interpolated, k>{ks[-1]} extrapolated along a "
+        f"least-squares line ({slope:.1f} ms per extra token)"
+    )
+    return out, flags, note
+
+
+def predict_from(
+    rates: Sequence[float],
+    rate_weights: Sequence[float],
+    verify_points: Mapping[int, float],
+    draft_ms_per_token: float,
+    other_ms_per_pass: float = 0.0,
+    *,
+    k_max: int = K_MAX,
+    current_k: int | None = None,
+) -> Prediction:
+    """The model itself, from plain numbers (``predict`` and the auto-k policy feed it)."""
+    if k_max < 0:
+        raise ValueError("k_max must be >= 0")
+    a, a_meas, a_note = fill_rates(rates, rate_weights, k_max)
+    v, v_meas, v_note = verify_curve(verify_points, k_max)
+    d = max(0.0, float(draft_ms_per_token))
+    other = max(0.0, float(other_ms_per_pass))
+    reach: list[float] = []
+    r = 1.0
+    for x in a:
+        r *= x
+        reach.append(r)
+    tpp = [1.0 + sum(reach[:k]) for k in range(k_max + 1)]
+    ms = [k * d + v[k] + other for k in range(k_max + 1)]
+    ready = ms[0] > 0
+    tps = [1000.0 * t / m if m > 0 else 0.0 for t, m in zip(tpp, ms)]
+    base = tps[0]
+    speed = [t / base if base > 0 else 0.0 for t in tps]
+    # ties go to the shorter draft (less work, same speed)
+    best = max(range(k_max + 1), key=lambda k: (round(tps[k], 9), -k)) if ready else 0
+    pred = Prediction(
+        k_max=k_max,
+        tps_by_k=tuple(tps),
+        tokens_per_pass_by_k=tuple(tpp),
+        ms_per_pass_by_k=tuple(ms),
+        speedup_by_k=tuple(speed),
+        verify_ms_by_k=tuple(v),
+        verify_measured_by_k=tuple(v_meas),
+        verify_note=v_note,
+        acceptance_by_position=tuple(a),
+        reach_by_position=tuple(reach),
+        acceptance_measured_by_position=tuple(a_meas),
+        acceptance_note=a_note,
+        draft_ms_per_token=d,
+        target_decode_ms=v[0],
+        other_ms_per_pass=other,
+        best_k=best,
+        current_k=current_k,
+        advice="",
+        ready=ready,
+    )
+    return _with_advice(pred, bool(rates))
+
+
+def _with_advice(p: Prediction, have_rates: bool) -> Prediction:
+    from dataclasses import replace
+
+    return replace(p, advice=advice(p, have_rates))
+
+
+def advice(p: Prediction, have_rates: bool = True) -> str:
+    """One plain sentence: what speculation costs here and which k wins."""
+    if not p.ready:
+        return "no timings measured yet: nothing to predict"
+    t0 = p.target_decode_ms
+    c = p.draft_ms_per_token / t0 if t0 else 0.0
+    if not have_rates or p.k_max == 0:
+        return (
+            f"one target decode takes {t0:.0f} ms; no drafts measured yet, so acceptance is unknown: "
+            f"draft a few passes (k > 0) to see whether speculation pays"
+        )
+    ref = p.current_k if p.current_k else max(1, p.best_k)
+    ref = min(ref, p.k_max)
+    cur = ""
+    if p.current_k is not None and p.current_k != p.best_k and 0 <= p.current_k <= p.k_max:
+        cur = f" (current k = {p.current_k}: {p.speedup_by_k[p.current_k]:.2f}x)"
+    a1 = p.acceptance_by_position[0]
+    if p.best_k == 0:
+        v = p.verify_ms_by_k[ref] / t0 if t0 else 0.0
+        return (
+            f"verifying {ref + 1} tokens costs {v:.1f}x one decode and a draft token costs {c:.1f}x, "
+            f"while a pass of k = {ref} yields only {p.tokens_per_pass_by_k[ref]:.2f} tokens: "
+            f"speculation loses here; best k = 0{cur}"
+        )
+    b = p.best_k
+    pass_cost = p.ms_per_pass_by_k[b] / (p.ms_per_pass_by_k[0] or 1.0)
+    return (
+        f"with {a1:.0%} acceptance at the first draft, a pass of k = {b} yields "
+        f"{p.tokens_per_pass_by_k[b]:.2f} tokens for {pass_cost:.1f}x the time of one decode "
+        f"(draft token {c:.1f}x): best k = {b}, {p.speedup_by_k[b]:.2f}x the target alone{cur}"
+    )
+
+
+# ---------------------------------------------------------------- from statistics
+
+
+def predict(
+    snapshot: StatsSnapshot,
+    k_max: int = K_MAX,
+    verify_ms_by_k: Mapping[int, float] | None = None,
+    *,
+    current_k: int | None = None,
+    draft_ms_per_token: float | None = None,
+) -> Prediction:
+    """Predict tokens/s for k = 0..k_max from a statistics snapshot.
+
+    ``verify_ms_by_k``: extra measured verify times {k: ms} (e.g. from ``engine.measure_verify_ms``);
+    they override the snapshot's means for the same k. ``current_k``: the draft length in force (marked
+    in the advice); when None, the most used k of the run. ``draft_ms_per_token``: override (e.g. the
+    start event's calibration ``draft_decode_ms`` before any draft was made).
+    """
+    points: dict[int, float] = {}
+    if snapshot.target_decode_ms > 0:
+        points[0] = snapshot.target_decode_ms
+    for k, ms, n in snapshot.verify_ms_by_k:
+        if n > 0 and ms > 0:
+            points[int(k)] = float(ms)
+    if verify_ms_by_k:
+        for k, ms in verify_ms_by_k.items():
+            if ms and ms > 0:
+                points[int(k)] = float(ms)
+    counts = [(p.drafted, p.accepted) for p in snapshot.acceptance_by_position]
+    rates, weights = conditional_rates(counts)
+    d = snapshot.draft_ms_per_token if draft_ms_per_token is None else draft_ms_per_token
+    other = snapshot.other_ms_total / snapshot.n_passes if snapshot.n_passes else 0.0
+    if current_k is None and snapshot.verify_ms_by_k:
+        current_k = max(snapshot.verify_ms_by_k, key=lambda t: (t[2], t[0]))[0]
+    return predict_from(rates, weights, points, d, other, k_max=k_max, current_k=current_k)

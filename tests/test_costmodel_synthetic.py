@@ -1,0 +1,63 @@
+"""Hand-built event streams for the cost-model, auto-k and sweep unit tests (no engine involved; no tests here).
+
+``make_pass`` builds one PassEvent exactly as the engine would describe it: drafts 1..n_acc accepted,
+the next one rejected, the rest discarded; the target token is a correction (or a bonus when every draft
+was accepted); timings are given in ms.
+"""
+
+from __future__ import annotations
+
+from spectui.events import (
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    DraftToken,
+    ModelInfo,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+    TargetToken,
+    Timing,
+    Token,
+)
+
+
+def make_pass(index: int, k: int, n_acc: int, *, draft_ms_per_token: float = 0.0, verify_ms: float = 0.0,
+              other_ms: float = 0.0, t_end: float = 0.0, settings: Settings | None = None) -> PassEvent:
+    assert 0 <= n_acc <= k
+    drafts = []
+    for i in range(k):
+        verdict = ACCEPTED if i < n_acc else (REJECTED if i == n_acc else DISCARDED)
+        drafts.append(DraftToken(id=10 + i, text=f"d{i}", prob=0.5, verdict=verdict, target_prob=0.5))
+    kind = PLAIN if k == 0 else (BONUS if n_acc == k else CORRECTION)
+    target = TargetToken(id=99, text="t", prob=0.9, kind=kind)
+    emitted = tuple(Token(id=d.id, text=d.text, prob=d.prob) for d in drafts[:n_acc]) + (
+        Token(id=99, text="t", prob=0.9),
+    )
+    draft_ms = draft_ms_per_token * k
+    timing = Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=other_ms,
+                    wall_ms=draft_ms + verify_ms + other_ms, t_end=t_end)
+    return PassEvent(index=index, prefill=False, settings=settings or Settings(draft_max=k), k=k,
+                     drafts=tuple(drafts), target=target, n_accepted=n_acc, emitted=emitted, timing=timing)
+
+
+def make_start(target_decode_ms: float = 0.0, draft_decode_ms: float = 0.0, settings: Settings | None = None,
+               n_predict: int = 128) -> RunStarted:
+    return RunStarted(run_id="synthetic", target=ModelInfo(path="t.gguf"), draft=ModelInfo(path="d.gguf"),
+                      prompt="p", prompt_tokens=3, n_predict=n_predict, n_ctx=512, threads=2,
+                      settings=settings or Settings(), target_decode_ms=target_decode_ms,
+                      draft_decode_ms=draft_decode_ms)
+
+
+def make_prefill(wall_ms: float = 50.0) -> PassEvent:
+    return PassEvent(index=0, prefill=True, k=0, target=TargetToken(id=5, text="x", prob=0.9, kind=PLAIN),
+                     emitted=(Token(id=5, text="x", prob=0.9),),
+                     timing=Timing(verify_ms=wall_ms, wall_ms=wall_ms, t_end=wall_ms / 1000.0))
+
+
+def make_end(n_passes: int = 0) -> RunEnded:
+    return RunEnded(reason="n_predict", n_passes=n_passes)
