@@ -1,0 +1,61 @@
+"""Shared pytest fixtures: tiny GGUF models built once per test session (see tests/tinymodels.py).
+
+- ``tiny_target``: the target (seed 0, end-of-sequence never the argmax, so runs have length).
+- ``tiny_draft_same``: identical weights => every draft accepted at temperature 0.
+- ``tiny_draft_noisy``: the target's weights plus noise => partial acceptance (about 50-65% at k = 2).
+- ``tiny_other_vocab``: same shapes, one token text different (id 300) => vocabulary mismatch.
+- ``tiny_eog_target``: a target whose end-of-sequence row is large, so greedy runs end on it.
+All are ``pathlib.Path`` objects; ``tinymodels.build_model`` builds more.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tinymodels  # noqa: E402
+
+TARGET_SEED = 0
+NOISY_DRAFT_NOISE = 0.1
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "qwen: needs the real Qwen2.5-Coder GGUF pair (skipped when absent)")
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("tinymodels")
+
+
+@pytest.fixture(scope="session")
+def tiny_target(tiny_dir) -> Path:
+    return tinymodels.build_model(tiny_dir / "target.gguf", seed=TARGET_SEED, name="tiny-target")
+
+
+@pytest.fixture(scope="session")
+def tiny_draft_same(tiny_dir) -> Path:
+    return tinymodels.build_model(tiny_dir / "draft-same.gguf", seed=TARGET_SEED, name="tiny-draft-same")
+
+
+@pytest.fixture(scope="session")
+def tiny_draft_noisy(tiny_dir) -> Path:
+    return tinymodels.build_model(
+        tiny_dir / "draft-noisy.gguf", seed=TARGET_SEED, noise=NOISY_DRAFT_NOISE, name="tiny-draft-noisy"
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_other_vocab(tiny_dir) -> Path:
+    return tinymodels.build_model(
+        tiny_dir / "other-vocab.gguf", seed=TARGET_SEED, vocab=tinymodels.other_vocab(), name="tiny-other-vocab"
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_eog_target(tiny_dir) -> Path:
+    return tinymodels.build_model(tiny_dir / "eog-target.gguf", seed=TARGET_SEED, eos_logit="often", name="tiny-eog")

@@ -1,0 +1,81 @@
+"""Model file checks and loading: every bad input is a one-line SpectuiError; tiny models load and decode."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from spectui.engine.models import LoadedModel, check_gguf_file
+from spectui.errors import SpectuiError
+
+
+def test_tiny_models_load_and_decode(tiny_target):
+    m = LoadedModel(str(tiny_target), "target", 128, 1, True)
+    try:
+        assert m.info.architecture == "llama"
+        assert m.info.name == "tiny-target"
+        assert m.info.n_vocab == m.n_vocab > 300
+        assert m.info.vocab_type == "SPM"
+        assert m.info.n_params > 0
+        ids = m.tokenize("the hash map handles collisions")
+        assert ids[0] == 1 and len(ids) < 12  # BOS, then word pieces (not bytes)
+        assert m.detokenize(ids).strip() == "the hash map handles collisions"
+        m.decode(ids, 0, "last")
+        row = m.logits_last()
+        assert row.shape == (m.n_vocab,) and np.isfinite(row).all()
+    finally:
+        m.close()
+
+
+def test_check_gguf_file_accepts_tiny(tiny_target):
+    assert check_gguf_file(str(tiny_target)) == os.path.abspath(tiny_target)
+
+
+def _one_line(exc: pytest.ExceptionInfo) -> str:
+    msg = str(exc.value)
+    assert "\n" not in msg and msg
+    return msg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(SpectuiError) as e:
+        check_gguf_file(str(tmp_path / "nope.gguf"), "target")
+    assert "not found" in _one_line(e)
+
+
+def test_directory(tmp_path):
+    with pytest.raises(SpectuiError) as e:
+        check_gguf_file(str(tmp_path), "draft")
+    assert "directory" in _one_line(e)
+
+
+def test_unreadable(tmp_path, tiny_target):
+    if os.geteuid() != 0:
+        p = tmp_path / "locked.gguf"
+        p.write_bytes(tiny_target.read_bytes())
+        p.chmod(0)
+        expect = "permission denied"
+    else:  # root reads any mode-0 file; /proc/self/mem is a regular file whose offset 0 cannot be read
+        p = "/proc/self/mem"
+        expect = "cannot read"
+    with pytest.raises(SpectuiError) as e:
+        check_gguf_file(str(p))
+    assert expect in _one_line(e)
+
+
+def test_not_gguf(tmp_path):
+    p = tmp_path / "model.gguf"
+    p.write_bytes(b"PK\x03\x04 this is a zip, not a model")
+    with pytest.raises(SpectuiError) as e:
+        check_gguf_file(str(p))
+    assert "not a GGUF" in _one_line(e)
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.gguf"
+    p.write_bytes(b"")
+    with pytest.raises(SpectuiError) as e:
+        check_gguf_file(str(p))
+    assert "not a GGUF" in _one_line(e)
