@@ -1,0 +1,116 @@
+"""The acceptance rules as pure numpy functions (no llama.cpp, no state).
+
+- Greedy (temperature 0): accept drafts while each equals the argmax of the target's logit row at its
+  position; the target's argmax at the first mismatch replaces it (correction), or, when all k drafts
+  were accepted, the argmax of the last row is a bonus token.
+- Speculative sampling (temperature > 0, Leviathan et al. 2023 / Chen et al. 2023): accept draft x with
+  probability min(1, p(x) / q(x)); at the first rejection sample from norm(max(0, p - q)); when all are
+  accepted sample the bonus token from p. The emitted tokens are then distributed exactly as sampling from
+  p one token at a time. A drafter without a distribution (n-gram lookup) is a point mass: q(x) = 1.
+
+``p_rows`` / ``q_rows`` may be any indexable sequences (e.g. lazily computed rows): rows past the first
+rejection are never touched, so a caller can avoid computing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Verdict:
+    n_accepted: int  # drafts accepted (a prefix of the drafts)
+    token: int  # the target's own token: correction (n_accepted < k) or bonus (n_accepted == k)
+
+
+def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Softmax of ``logits / temperature`` (temperature <= 0 is treated as 1), in float64, stable."""
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature > 0 and temperature != 1.0:
+        x = x / temperature
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def logsumexp(logits: np.ndarray, temperature: float = 1.0) -> float:
+    """log(sum(exp(logits / temperature))), stable; float32 arithmetic on the row (it is 150k floats)."""
+    x = logits if (temperature <= 0 or temperature == 1.0) else logits / np.float32(temperature)
+    m = float(x.max())
+    return m + float(np.log(np.exp(x - m).sum(dtype=np.float64)))
+
+
+def prob_of(logits: np.ndarray, token: int, temperature: float = 1.0, lse: float | None = None) -> float:
+    """p(token) under softmax(logits / temperature) without building the full distribution."""
+    t = temperature if temperature > 0 else 1.0
+    if lse is None:
+        lse = logsumexp(logits, t)
+    return float(np.exp(float(logits[token]) / t - lse))
+
+
+def sample(p: np.ndarray, rng: np.random.Generator) -> int:
+    """Draw one index from the probability vector ``p`` (inverse CDF; p need not be exactly normalised)."""
+    c = np.cumsum(p)
+    u = rng.random() * c[-1]
+    i = int(np.searchsorted(c, u, side="right"))
+    return min(i, len(p) - 1)
+
+
+def accept_probability(p: np.ndarray, q: np.ndarray | None, x: int) -> float:
+    """min(1, p(x) / q(x)); ``q`` None means a point mass on x (q(x) = 1)."""
+    qx = 1.0 if q is None else float(q[x])
+    px = float(p[x])
+    if qx <= 0.0:  # the draft could not have proposed x; accept only if the target agrees it is possible
+        return 1.0 if px > 0.0 else 0.0
+    return min(1.0, px / qx)
+
+
+def residual(p: np.ndarray, q: np.ndarray | None, x: int) -> np.ndarray:
+    """norm(max(0, p - q)), the distribution to sample from after rejecting draft x.
+
+    For a point-mass q on x this is p with x removed. When p - q has no positive mass (p == q up to
+    rounding; a rejection then has probability ~0) it falls back to p.
+    """
+    if q is None:
+        r = np.array(p, dtype=np.float64, copy=True)
+        r[x] = 0.0
+    else:
+        r = np.maximum(np.asarray(p, dtype=np.float64) - np.asarray(q, dtype=np.float64), 0.0)
+    s = r.sum()
+    if not s > 0.0:
+        return np.asarray(p, dtype=np.float64) / float(np.sum(p))
+    return r / s
+
+
+def greedy_verify(logit_rows: Sequence[np.ndarray], draft_ids: Sequence[int]) -> Verdict:
+    """Greedy rule over target logit rows 0..k (row i predicts the token after draft i)."""
+    k = len(draft_ids)
+    for i in range(k):
+        best = int(np.argmax(logit_rows[i]))
+        if best != draft_ids[i]:
+            return Verdict(i, best)
+    return Verdict(k, int(np.argmax(logit_rows[k])))
+
+
+def speculative_verify(
+    p_rows: Sequence[np.ndarray],
+    q_rows: Sequence[np.ndarray | None] | None,
+    draft_ids: Sequence[int],
+    rng: np.random.Generator,
+) -> Verdict:
+    """Speculative sampling over target probability rows 0..k and draft probability rows 0..k-1.
+
+    ``q_rows`` None (or a None row) means the drafter is a point mass on its token.
+    """
+    k = len(draft_ids)
+    for i in range(k):
+        x = int(draft_ids[i])
+        p = p_rows[i]
+        q = None if q_rows is None else q_rows[i]
+        a = accept_probability(p, q, x)
+        if a >= 1.0 or rng.random() < a:
+            continue
+        return Verdict(i, sample(residual(p, q, x), rng))
+    return Verdict(k, sample(p_rows[k], rng))
