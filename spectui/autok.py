@@ -1,0 +1,269 @@
+"""Draft-length policies for ``--draft-max auto`` (mode "cost") and ``--draft-max schedule``.
+
+The engine's loop, when ``settings.auto`` is set, calls ``policy.observe(event)`` for every event it
+emits and ``policy.choose(settings)`` before each pass; ``choose`` returns the k for that pass (0..32).
+
+``cost`` (``CostPolicy``): keeps a running cost model built from the events it has seen and picks the k
+that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included when speculation loses.
+
+- acceptance: the conditional acceptance of each draft position (accepted / reached with every earlier
+  draft accepted), exponentially weighted per observation of that position (``ACC_DECAY``), so it
+  follows a change of text within a few dozen passes; a weak prior (``PRIOR_RATE`` with weight
+  ``PRIOR_WEIGHT``) keeps the first decisions sane. A position not seen for ``STALE_PASSES`` passes
+  counts as unmeasured (the cost model then holds the last measured rate). A change of temperature
+  or drafter resets acceptance (it is a different game) and keeps the timings.
+- times: target verify ms per batch size k (EWMA), the k = 0 pass cost (target decode, plus whatever
+  draft work the engine does in a k = 0 pass), draft ms per drafted token measured only on passes
+  that follow a drafting pass (a pass right after k = 0 passes also pays the draft model's catch-up on
+  the skipped text: a one-off cost, not the price of the next k), and the loop's other ms per pass.
+  Before anything is measured it uses the start event's calibration (``target_decode_ms``,
+  ``draft_decode_ms``).
+- warm-up: the first ``WARMUP_PASSES`` decode passes draft ``WARMUP_K`` tokens, to measure acceptance at a
+  few positions and one verify size besides k = 0.
+- leaving k > 0: k = 0 stops the flow of acceptance data, so the policy settles on k = 0 only when
+  even an optimistic reading of acceptance (``OPTIMISM`` standard errors up) says speculation loses.
+- re-probing: while at k = 0, one pass every ``probe_every`` passes drafts the last profitable k (or
+  ``WARMUP_K``); the first comes after ``FIRST_PROBE`` passes, and each probe that confirms k = 0
+  doubles the interval (up to ``PROBE_MAX``); it resets when speculation starts paying again. While the model says k > 0,
+  every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper positions and the next verify size stay
+  measured.
+
+``schedule`` (``SchedulePolicy``): Hugging Face transformers' "heuristic" schedule for assistant models
+(``num_assistant_tokens_schedule="heuristic"``): +2 after a pass whose drafts were all accepted, -1
+otherwise, kept within 1..32. It starts at ``settings.draft_max`` when that is >= 1, else at 5 (HF
+starts at 20, far too long for a CPU where verifying is not free). It never chooses 0: this is the
+comparison baseline, not an advisor.
+
+Imports nothing of the UI.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .costmodel import K_MAX, Prediction, predict_from
+from .errors import SpectuiError
+from .events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
+
+K_LIMIT = 32  # the engine's draft length range is 0..32
+
+ACC_DECAY = 0.97  # weight kept by older acceptance observations of a position at each new one
+PRIOR_RATE = 0.6
+PRIOR_WEIGHT = 0.5
+STALE_PASSES = 96
+MIN_WEIGHT = 1.5  # a position counts as measured once its (decayed) observation weight reaches this
+TIME_ALPHA = 0.25  # EWMA weight of a new timing observation
+WARMUP_K = 2
+WARMUP_PASSES = 3
+FIRST_PROBE = 12  # passes at k = 0 before the first re-probe (then 24, 48, ... up to PROBE_MAX)
+PROBE_MIN = 24
+OPTIMISM = 0.5  # standard errors added to acceptance before settling on k = 0
+PROBE_MAX = 192
+
+
+def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
+    return new if old is None else old + alpha * (new - old)
+
+
+@dataclass
+class _PositionEstimate:
+    reached: float = 0.0  # decayed count of passes that drafted this position with all earlier accepted
+    accepted: float = 0.0
+    last_pass: int = -1  # decode-pass number when last observed
+
+    def observe(self, accepted: bool, pass_no: int) -> None:
+        self.reached = self.reached * ACC_DECAY + 1.0
+        self.accepted = self.accepted * ACC_DECAY + (1.0 if accepted else 0.0)
+        self.last_pass = pass_no
+
+
+@dataclass
+class CostPolicy:
+    """Choose k each pass by maximising predicted tokens/s from a running cost model."""
+
+    k_max: int = K_MAX
+    name: str = "cost"
+    positions: list[_PositionEstimate] = field(default_factory=list)
+    verify_ms: dict[int, float] = field(default_factory=dict)  # k -> EWMA verify ms (k = 0: whole k=0 pass cost)
+    draft_ms_per_token: float | None = None
+    calib_draft_ms: float = 0.0
+    calib_target_ms: float = 0.0
+    other_ms: float | None = None
+    n_decode_passes: int = 0
+    prev_k: int = 0
+    best_positive_k: int = 0
+    probe_every: int = FIRST_PROBE
+    next_probe: int = FIRST_PROBE
+    probing: bool = False
+    warmup_left: int = WARMUP_PASSES
+    last_prediction: Prediction | None = None
+    last_choice: int = 0
+    last_reason: str = ""
+    _settings_key: tuple | None = None
+    _draft_steady: bool = False
+
+    # ------------------------------------------------------------ observing
+    def observe(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self._reset_all()
+            self.calib_target_ms = max(0.0, event.target_decode_ms)
+            self.calib_draft_ms = max(0.0, event.draft_decode_ms)
+            self._settings_key = (event.settings.temperature, event.settings.drafter)
+        elif isinstance(event, SettingsChanged):
+            key = (event.new.temperature, event.new.drafter)
+            if self._settings_key is not None and key != self._settings_key:
+                self._reset_acceptance()
+            self._settings_key = key
+        elif isinstance(event, PassEvent) and not event.prefill:
+            self._observe_pass(event)
+
+    def _reset_all(self) -> None:
+        self.verify_ms.clear()
+        self.draft_ms_per_token = None
+        self._draft_steady = False
+        self.other_ms = None
+        self.n_decode_passes = 0
+        self.prev_k = 0
+        self._reset_acceptance()
+
+    def _reset_acceptance(self) -> None:
+        self.positions.clear()
+        self.best_positive_k = 0
+        self.probe_every = FIRST_PROBE
+        self.next_probe = self.n_decode_passes + FIRST_PROBE
+        self.probing = False
+        self.warmup_left = WARMUP_PASSES
+
+    def _observe_pass(self, ev: PassEvent) -> None:
+        self.n_decode_passes += 1
+        nd = len(ev.drafts)
+        t = ev.timing
+        self.other_ms = _ewma(self.other_ms, t.other_ms)
+        if nd == 0:
+            self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms + t.draft_ms)
+        else:
+            self.verify_ms[nd] = _ewma(self.verify_ms.get(nd), t.verify_ms)
+            if self.prev_k > 0:
+                # steady state; the first steady figure replaces a catch-up one outright
+                old = self.draft_ms_per_token if self._draft_steady else None
+                self.draft_ms_per_token = _ewma(old, t.draft_ms / nd)
+                self._draft_steady = True
+            elif self.draft_ms_per_token is None:
+                self.draft_ms_per_token = t.draft_ms / nd
+            while len(self.positions) < nd:
+                self.positions.append(_PositionEstimate())
+            # position i is reached when drafts 1..i-1 were accepted; observe up to the first rejection
+            for i in range(min(nd, ev.n_accepted + 1)):
+                self.positions[i].observe(i < ev.n_accepted, self.n_decode_passes)
+        self.prev_k = nd
+
+    # ------------------------------------------------------------ model
+    def rates(self, optimism: float = 0.0) -> tuple[list[float], list[float]]:
+        """Conditional acceptance per measured position (prefix), with the prior, and their weights.
+
+        ``optimism`` > 0 adds that many standard errors (an upper confidence bound)."""
+        rates: list[float] = []
+        weights: list[float] = []
+        for p in self.positions:
+            stale = self.n_decode_passes - p.last_pass > STALE_PASSES
+            if p.reached < MIN_WEIGHT or stale:
+                break
+            n = p.reached + PRIOR_WEIGHT
+            r = (p.accepted + PRIOR_RATE * PRIOR_WEIGHT) / n
+            if optimism:
+                r = min(1.0, r + optimism * math.sqrt(r * (1.0 - r) / n))
+            rates.append(r)
+            weights.append(p.reached)
+        return rates, weights
+
+    def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
+        points = dict(self.verify_ms)
+        if 0 not in points and self.calib_target_ms > 0:
+            points[0] = self.calib_target_ms
+        d = self.draft_ms_per_token if self.draft_ms_per_token is not None else self.calib_draft_ms
+        rates, weights = self.rates(optimism)
+        return predict_from(rates, weights, points, d, self.other_ms or 0.0, k_max=self.k_max, current_k=current_k)
+
+    # ------------------------------------------------------------ choosing
+    def choose(self, settings: Settings) -> int:
+        k, why = self._choose(settings)
+        self.last_choice = max(0, min(K_LIMIT, k))
+        self.last_reason = why
+        return self.last_choice
+
+    def _choose(self, settings: Settings) -> tuple[int, str]:
+        if settings.drafter == "none":
+            return 0, "no drafter"
+        if self.warmup_left > 0:
+            self.warmup_left -= 1
+            return min(WARMUP_K, self.k_max), "warm-up: measuring acceptance"
+        pred = self.prediction(current_k=self.prev_k)
+        self.last_prediction = pred
+        if not pred.ready:
+            return min(WARMUP_K, self.k_max), "no timings yet"
+        best = pred.best_k
+        n = self.n_decode_passes
+        if self.probing:  # the probe pass has been observed: judge it
+            self.probing = False
+            if best == 0:
+                self.probe_every = min(PROBE_MAX, self.probe_every * 2)
+            else:
+                self.probe_every = FIRST_PROBE
+            self.next_probe = n + self.probe_every
+        if best > 0:
+            self.best_positive_k = best
+            self.probe_every = FIRST_PROBE
+            if n >= self.next_probe and best < self.k_max:
+                self.next_probe = n + PROBE_MIN
+                return best + 1, f"probe: measuring k = {best + 1}"
+            return best, f"best predicted k = {best}"
+        # k = 0 stops the flow of acceptance data: leave it only when even an optimistic reading of
+        # the acceptance (OPTIMISM standard errors up) cannot make speculation pay
+        opt = self.prediction(current_k=self.prev_k, optimism=OPTIMISM)
+        if opt.best_k > 0:
+            return opt.best_k, f"k = 0 not yet certain: exploring k = {opt.best_k}"
+        if n >= self.next_probe:
+            self.probing = True
+            k = self.best_positive_k or min(WARMUP_K, self.k_max)
+            return max(1, min(k, self.k_max)), f"probe: re-checking acceptance at k = {k}"
+        return 0, "speculation loses: k = 0"
+
+
+@dataclass
+class SchedulePolicy:
+    """Hugging Face's heuristic schedule: +2 after a fully accepted pass, -1 otherwise (1..32)."""
+
+    name: str = "schedule"
+    k: int | None = None
+    last_choice: int = 0
+    last_reason: str = ""
+    last_prediction: Prediction | None = None
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.k = None
+        elif isinstance(event, PassEvent) and not event.prefill and event.k > 0 and self.k is not None:
+            full = len(event.drafts) == event.k and event.n_accepted == event.k
+            self.k = min(K_LIMIT, self.k + 2) if full else max(1, self.k - 1)
+
+    def choose(self, settings: Settings) -> int:
+        if self.k is None:
+            self.k = settings.draft_max if settings.draft_max >= 1 else 5
+            self.k = max(1, min(K_LIMIT, self.k))
+        if settings.drafter == "none":
+            self.last_choice, self.last_reason = 0, "no drafter"
+            return 0
+        self.last_choice, self.last_reason = self.k, "schedule (+2 after a fully accepted pass, -1 otherwise)"
+        return self.k
+
+
+def make_policy(mode: str | None):
+    """A fresh policy for ``mode`` ("cost" or "schedule"; "auto" means "cost")."""
+    if mode == "auto":
+        mode = "cost"
+    if mode == "cost":
+        return CostPolicy()
+    if mode == "schedule":
+        return SchedulePolicy()
+    raise SpectuiError(f"unknown automatic draft-length mode {mode!r}; use one of: {', '.join(AUTO_MODES)}")

@@ -1,0 +1,194 @@
+"""Auto draft length: the cost policy and HF's schedule, on synthetic worlds (hand-built PassEvents with
+seeded Bernoulli acceptance and fixed timings), so every expectation can be computed exactly."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from spectui.autok import PROBE_MAX, WARMUP_K, CostPolicy, SchedulePolicy, make_policy
+from spectui.costmodel import leviathan
+from spectui.errors import SpectuiError
+from spectui.events import Settings, SettingsChanged
+
+from test_costmodel_synthetic import make_pass, make_prefill, make_start
+
+
+class World:
+    """A speculative loop whose acceptance and costs we choose: constant per-draft rate ``a``,
+    draft ``d`` ms per token, verify ``v0 + slope * k`` ms, ``other`` ms per pass."""
+
+    def __init__(self, a, d, v0, slope, other=1.0, seed=0):
+        self.a, self.d, self.v0, self.slope, self.other = a, d, v0, slope, other
+        self.rng = random.Random(seed)
+        self.index = 0
+
+    def pass_event(self, k):
+        n_acc = 0
+        while n_acc < k and self.rng.random() < self.a:
+            n_acc += 1
+        self.index += 1
+        return make_pass(self.index, k, n_acc, draft_ms_per_token=self.d,
+                         verify_ms=self.v0 + self.slope * k, other_ms=self.other)
+
+    def expected_tps(self, k):
+        return 1000.0 * leviathan(self.a, k) / (k * self.d + self.v0 + self.slope * k + self.other)
+
+    def best_fixed(self, k_max=16):
+        return max(range(k_max + 1), key=self.expected_tps)
+
+
+def drive(policy, world, n_passes, settings=None, start=None):
+    settings = settings or Settings(draft_max=2, auto="cost")
+    policy.observe(start or make_start(target_decode_ms=world.v0, draft_decode_ms=world.d, settings=settings))
+    policy.observe(make_prefill())
+    ks, tokens, ms = [], 0, 0.0
+    for _ in range(n_passes):
+        k = policy.choose(settings)
+        assert 0 <= k <= 32
+        ev = world.pass_event(k)
+        policy.observe(ev)
+        ks.append(k)
+        tokens += len(ev.emitted)
+        ms += ev.timing.wall_ms
+    return ks, 1000.0 * tokens / ms
+
+
+def test_make_policy_modes():
+    assert isinstance(make_policy("cost"), CostPolicy)
+    assert isinstance(make_policy("auto"), CostPolicy)
+    assert isinstance(make_policy("schedule"), SchedulePolicy)
+    with pytest.raises(SpectuiError, match="unknown automatic draft-length mode 'fast'"):
+        make_policy("fast")
+
+
+def test_schedule_plus_two_minus_one():
+    pol = make_policy("schedule")
+    s = Settings(draft_max=3, auto="schedule")
+    pol.observe(make_start(settings=s))
+    pol.observe(make_prefill())
+    seen = []
+    # full, full, partial, partial, partial, partial, partial, full
+    for full in [True, True, False, False, False, False, False, False, False, False, True]:
+        k = pol.choose(s)
+        seen.append(k)
+        pol.observe(make_pass(len(seen), k, k if full else 0))
+    assert seen == [3, 5, 7, 6, 5, 4, 3, 2, 1, 1, 1]
+    assert pol.choose(s) == 3
+    # starts at 5 when draft_max is 0, never exceeds 32
+    pol = make_policy("schedule")
+    s0 = Settings(draft_max=0, auto="schedule")
+    pol.observe(make_start(settings=s0))
+    assert pol.choose(s0) == 5
+    for i in range(20):
+        k = pol.choose(s0)
+        pol.observe(make_pass(i + 1, k, k))
+    assert pol.choose(s0) == 32
+    # a pass where the drafter proposed fewer than k tokens is not a full pass
+    pol = make_policy("schedule")
+    pol.observe(make_start(settings=s))
+    k = pol.choose(s)
+    short = make_pass(1, 2, 2)
+    from dataclasses import replace
+    pol.observe(replace(short, k=k))
+    assert pol.choose(s) == k - 1
+
+
+def test_cost_policy_switches_speculation_off_when_it_loses():
+    # the CPU case measured here: decode 85 ms, draft 44 ms/token, verify +20 ms per draft, a = 0.6
+    world = World(a=0.6, d=44.0, v0=85.0, slope=20.0)
+    assert world.best_fixed() == 0
+    pol = make_policy("cost")
+    ks, tps = drive(pol, world, 400)
+    assert ks.count(0) >= 0.95 * len(ks)
+    assert tps >= 0.95 * world.expected_tps(0)
+    assert "speculation loses" in pol.last_reason or pol.last_reason.startswith("probe")
+    # it keeps re-probing, less often as the probes keep confirming k = 0
+    probes = [i for i, k in enumerate(ks[5:], 5) if k > 0]
+    assert len(probes) >= 3
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert gaps[-1] > gaps[0]
+    assert max(gaps) <= PROBE_MAX + 1
+
+
+def test_cost_policy_finds_a_good_k_when_speculation_pays():
+    # cheap draft, nearly flat verify, high acceptance: the textbook GPU case
+    world = World(a=0.85, d=5.0, v0=85.0, slope=1.0)
+    best = world.best_fixed()
+    assert best >= 5
+    pol = make_policy("cost")
+    ks, tps = drive(pol, world, 400)
+    tail = ks[100:]
+    assert min(tail) >= 3
+    assert tps >= 0.95 * world.expected_tps(best)
+    assert pol.last_prediction is not None and pol.last_prediction.best_k >= 3
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_cost_policy_near_the_best_fixed_k_in_between(seed):
+    # moderate case: speculation pays a little; auto must stay within 5% of the best fixed k
+    world = World(a=0.7, d=10.0, v0=85.0, slope=8.0, seed=seed)
+    best = world.best_fixed()
+    assert 1 <= best <= 4
+    ks, tps = drive(make_policy("cost"), world, 500)
+    assert tps >= 0.95 * world.expected_tps(best)
+
+
+def test_cost_policy_notices_when_acceptance_recovers():
+    pol = make_policy("cost")
+    bad = World(a=0.05, d=5.0, v0=85.0, slope=1.0, seed=4)
+    ks_bad, _ = drive(pol, bad, 150)
+    assert ks_bad[-20:].count(0) >= 18
+    good = World(a=0.9, d=5.0, v0=85.0, slope=1.0, seed=5)
+    good.index = bad.index
+    ks = []
+    s = Settings(draft_max=2, auto="cost")
+    for _ in range(PROBE_MAX + 60):
+        k = pol.choose(s)
+        pol.observe(good.pass_event(k))
+        ks.append(k)
+    first = next(i for i, k in enumerate(ks) if k > 0)
+    assert first <= PROBE_MAX
+    # once noticed, it keeps speculating, and within a few dozen passes (the old acceptance fades
+    # with ACC_DECAY per observation) drafts long
+    assert 0 not in ks[first:]
+    assert min(ks[first + 60:]) >= 5
+
+
+def test_cost_policy_resets_acceptance_on_temperature_change():
+    pol = make_policy("cost")
+    world = World(a=0.9, d=5.0, v0=85.0, slope=1.0)
+    s = Settings(draft_max=2, auto="cost")
+    drive(pol, world, 60, settings=s)
+    assert pol.rates()[0]
+    new = Settings(draft_max=2, temperature=0.8, auto="cost")
+    pol.observe(SettingsChanged(before_pass=61, old=s, new=new))
+    assert pol.rates() == ([], [])
+    assert pol.choose(new) == WARMUP_K and pol.last_reason.startswith("warm-up")
+    # a change of k alone (what the policy itself does) keeps what was learnt
+    pol2 = make_policy("cost")
+    drive(pol2, world, 60, settings=s)
+    pol2.observe(SettingsChanged(before_pass=61, old=s, new=Settings(draft_max=7, auto="cost")))
+    assert pol2.rates()[0]
+
+
+def test_cost_policy_draft_cost_ignores_catch_up_passes():
+    pol = make_policy("cost")
+    s = Settings(draft_max=2, auto="cost")
+    pol.observe(make_start(target_decode_ms=85.0, draft_decode_ms=40.0, settings=s))
+    pol.observe(make_prefill())
+    pol.observe(make_pass(1, 2, 1, draft_ms_per_token=400.0, verify_ms=120.0))  # first pass: catch-up
+    pol.observe(make_pass(2, 2, 1, draft_ms_per_token=40.0, verify_ms=120.0))
+    assert pol.draft_ms_per_token == pytest.approx(40.0)
+    pol.observe(make_pass(3, 0, 0, verify_ms=85.0))
+    pol.observe(make_pass(4, 2, 1, draft_ms_per_token=300.0, verify_ms=120.0))  # after k = 0: catch-up
+    assert pol.draft_ms_per_token == pytest.approx(40.0)
+    pol.observe(make_pass(5, 2, 1, draft_ms_per_token=48.0, verify_ms=120.0))
+    assert pol.draft_ms_per_token == pytest.approx(42.0)
+
+
+def test_no_drafter_means_k_zero():
+    s = Settings(draft_max=4, drafter="none", auto="cost")
+    assert make_policy("cost").choose(s) == 0
+    assert make_policy("schedule").choose(s) == 0
