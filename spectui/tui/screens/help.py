@@ -1,0 +1,75 @@
+"""HelpScreen: the key table and what the colours and glyphs mean."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+LIVE_KEYS = [
+    ("↑ / +", "draft length k + 1"),
+    ("↓ / -", "draft length k - 1 (0 = speculation off)"),
+    ("→ / t", "temperature + 0.1 (max 2)"),
+    ("← / T", "temperature - 0.1 (min 0)"),
+    ("a", "auto k on/off (cost model)"),
+    ("d", "cycle drafter: model / ngram / none"),
+    ("space / p", "pause / resume"),
+    ("r", "restart with the same prompt"),
+    ("n", "new prompt"),
+]
+REPLAY_KEYS = [
+    ("space / p", "pause / resume the replay"),
+    ("→ / ←", "step one pass forward / back (pauses)"),
+    ("home / end", "jump to start / end"),
+    ("> / <", "faster / slower (0.25x .. 8x, max)"),
+    ("r", "restart from the beginning"),
+]
+COMMON_KEYS = [
+    ("s", "save the trace so far (spectui-trace-*.jsonl)"),
+    ("c", "cycle theme"),
+    ("? / h / f1", "this help"),
+    ("q / ctrl+c", "quit (stops the engine, flushes the trace)"),
+]
+LEGEND = [
+    ("underlined", "a draft token the target accepted (✓)"),
+    ("struck through", "a rejected draft (✗) or one drafted after it (·); shown briefly, then removed"),
+    ("bold reverse", "the target's own token: correction (●) or bonus after all drafts accepted (★)"),
+    ("dim italic", "drafts waiting for the verdict (?)"),
+    ("plain colour", "target-only token (k = 0 or prefill) (○)"),
+]
+
+
+def help_text(replay: bool) -> Text:
+    t = Text()
+    t.append("spectui keys\n\n", "bold")
+    for key, what in (REPLAY_KEYS if replay else LIVE_KEYS) + COMMON_KEYS:
+        t.append(f"  {key:<12}", "bold").append(f"{what}\n")
+    t.append("\ntoken styles (colour is never the only cue)\n\n", "bold")
+    for style, what in LEGEND:
+        t.append(f"  {style:<16}", "bold").append(f"{what}\n")
+    t.append("\nA key takes effect at the engine's next pass; the status line shows it at once.\n", "dim")
+    t.append("escape / q / ? closes this screen.", "dim")
+    return t
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 90%; max-width: 96; height: 90%; border: round $primary;
+        background: $surface; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
+
+    def __init__(self, replay: bool = False) -> None:
+        super().__init__()
+        self.replay = replay
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(help_text(self.replay), id="help-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
