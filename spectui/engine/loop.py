@@ -1,0 +1,549 @@
+"""The speculative loop: ``Engine.run()`` drafts, verifies in one target decode, rolls back, and yields one
+``PassEvent`` per pass (pass 0 = prefill), ``SettingsChanged`` between passes, ``RunEnded`` last.
+
+Choices where the brief left room (documented here and in the report):
+
+- End of generation: the EOG token counts as an emitted token (as llama.cpp counts it in n_predict), is
+  in ``PassEvent.emitted`` with text "" (special tokens render as empty text), and ends the run with
+  reason "eog". Tokens after it in the same pass are cut; when the EOG was an accepted draft the pass's
+  ``target`` is None.
+- k is capped so that the pass can never emit more than the tokens still allowed by n_predict
+  (k <= remaining - 1) and so that the verify batch fits the context (k <= free cells - 1).
+  ``PassEvent.k`` is the capped value (what the drafter was asked for).
+- ``n_predict < 0`` means no limit (until EOG or a full context); ``n_predict == 0`` runs no pass.
+- ``RunEnded.n_passes`` counts decode passes (the prefill pass excluded), like ``StatsSnapshot.n_passes``.
+- Ctrl+C (KeyboardInterrupt) inside the loop ends the run with reason "stopped" (RunEnded is yielded,
+  the exception is not re-raised); a closed generator (GeneratorExit) just releases the engine.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import statistics
+import sys
+import time
+import uuid
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..control import DRAFT_MAX_LIMIT, RunControl
+from ..errors import SpectuiError
+from ..events import (
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    STOP_CTX_FULL,
+    STOP_EOG,
+    STOP_ERROR,
+    STOP_N_PREDICT,
+    STOP_USER,
+    DraftToken,
+    Event,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+    SettingsChanged,
+    TargetToken,
+    Timing,
+    Token,
+)
+from . import models as M
+from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
+from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
+
+# The draft should be well under the target's size to pay off; above this parameter ratio we warn.
+DRAFT_SIZE_WARN_RATIO = 0.5
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+class _LazyP:
+    """Target probability rows at temperature T, computed on first use (rows past a rejection never are)."""
+
+    def __init__(self, rows: np.ndarray, temperature: float) -> None:
+        self.rows = rows
+        self.t = temperature
+        self.cache: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        p = self.cache.get(i)
+        if p is None:
+            p = softmax(self.rows[i], self.t)
+            self.cache[i] = p
+        return p
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+class Engine:
+    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop."""
+
+    def __init__(
+        self,
+        target_path: str,
+        draft_path: str | None = None,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        no_repack: bool = False,
+        warn: Callable[[str], None] | None = None,
+        n_batch: int = 512,
+    ) -> None:
+        self.warn = warn or _stderr
+        self.target = None
+        self.draft = None
+        self._closed = False
+        self._gen = 0
+        self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits, see _debug()
+        try:
+            n_ctx = int(n_ctx)
+        except (TypeError, ValueError):
+            raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
+        if n_ctx < 8:
+            raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
+        self.threads = int(threads) if threads else (os.cpu_count() or 1)
+        if self.threads < 1:
+            raise SpectuiError(f"threads must be at least 1, got {threads}")
+        tpath = M.check_gguf_file(target_path, "target")
+        dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
+
+        # Cheap vocabulary-only loads first: vocab check and memory estimate before any weights load.
+        tv = M.VocabOnly(tpath, "target")
+        dv = None
+        try:
+            kv = [tv.kv_shape().bytes_for(n_ctx)]
+            sizes = [os.path.getsize(tpath)]
+            if dpath:
+                dv = M.VocabOnly(dpath, "draft")
+                M.check_vocabs(tv, dv)
+                kv.append(dv.kv_shape().bytes_for(n_ctx))
+                sizes.append(os.path.getsize(dpath))
+        finally:
+            tv.close()
+            if dv is not None:
+                dv.close()
+        try:
+            import psutil  # noqa: PLC0415
+
+            M.memory_report(sizes, kv, psutil.virtual_memory().available, self.warn)
+        except ImportError:  # pragma: no cover - psutil is a dependency
+            pass
+
+        use_extra_bufts = not no_repack
+        if use_extra_bufts and M.system_has_amx():
+            use_extra_bufts = False
+            self.warn(
+                "warning: this llama.cpp build has AMX kernels, which crash on machines (VMs) without AMX "
+                "state; loading without weight repacking (as --no-repack) to stay safe"
+            )
+        self.no_repack = not use_extra_bufts
+        try:
+            self.target = M.LoadedModel(tpath, "target", n_ctx, self.threads, use_extra_bufts, n_batch)
+            if dpath:
+                self.draft = M.LoadedModel(dpath, "draft", n_ctx, self.threads, use_extra_bufts, n_batch)
+        except BaseException:
+            self.close()
+            raise
+        self.n_ctx = self.target.n_ctx
+        self.target_info = self.target.info
+        self.draft_info = self.draft.info if self.draft else None
+        if self.draft is not None and self.target.n_params:
+            ratio = self.draft.n_params / self.target.n_params
+            if ratio > DRAFT_SIZE_WARN_RATIO:
+                self.warn(
+                    f"warning: the draft model is not much smaller than the target ({self.draft.n_params:,} vs "
+                    f"{self.target.n_params:,} parameters, ratio {ratio:.2f}); drafting will cost nearly as much "
+                    "as it saves"
+                )
+        self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
+        if self.draft is not None:
+            self._drafters["model"] = DraftModelDrafter(self.draft)
+        self._warned_no_draft = False
+        self._n_past = 0  # target KV cells holding accepted context (between runs: the last run's)
+        self._last_token = None
+
+    # ------------------------------------------------------------ small API
+    def tokenize(self, text: str) -> list[int]:
+        return self.target.tokenize(text)
+
+    def detokenize(self, ids) -> str:
+        return self.target.detokenize(ids)
+
+    def close(self) -> None:
+        for m in (self.draft, self.target):
+            if m is not None:
+                m.close()
+        self.draft = None
+        self.target = None
+        self._closed = True
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _single_decode_ms(self, model: M.LoadedModel, token: int, pos: int, repeats: int = 3) -> float:
+        """Median time of single-token decodes at ``pos``, each rolled back (one warm-up decode first)."""
+        times = []
+        for i in range(repeats + 1):
+            t = time.perf_counter()
+            model.decode([token], pos, "last")
+            dt = (time.perf_counter() - t) * 1000.0
+            model.rollback(pos)
+            if i:
+                times.append(dt)
+        return statistics.median(times)
+
+    def measure_verify_ms(self, k: int, repeats: int = 3) -> float:
+        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only."""
+        if self.target is None:
+            raise SpectuiError("the engine is closed")
+        k = max(0, int(k))
+        n = k + 1
+        if n > self.target.n_batch:
+            raise SpectuiError(f"a verify batch of {n} tokens exceeds the batch size {self.target.n_batch}")
+        pos0 = self._n_past
+        if pos0 + n > self.n_ctx:
+            pos0 = 0
+            self.target.clear()
+            self._n_past = 0
+        tok = self._last_token
+        if tok is None:
+            ids = self.target.tokenize("a", add_special=False)
+            tok = ids[0] if ids else 0
+        times = []
+        for _ in range(max(1, repeats)):
+            t = time.perf_counter()
+            self.target.decode([tok] * n, pos0, "all")
+            times.append((time.perf_counter() - t) * 1000.0)
+            self.target.rollback(pos0)
+        return statistics.median(times)
+
+    # ------------------------------------------------------------ the run
+    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128) -> Iterator[Event]:
+        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last)."""
+        if self.target is None:
+            raise SpectuiError("the engine is closed")
+        self._gen += 1
+        return self._run(self._gen, prompt, control or RunControl(), int(n_predict))
+
+    def _pick_drafter(self, name: str) -> Drafter:
+        d = self._drafters.get(name)
+        if d is None:  # "model" without a draft model
+            if not self._warned_no_draft:
+                self._warned_no_draft = True
+                self.warn("warning: no draft model loaded; the 'model' drafter falls back to n-gram lookup")
+            d = self._drafters["ngram"]
+        return d
+
+    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
+        st = _RunState()
+        t0 = time.perf_counter()
+        try:
+            for ev in self._body(st, t0, prompt, control, n_predict):
+                st.observe(ev)
+                yield ev
+        except KeyboardInterrupt:
+            st.reason = STOP_USER
+        except SpectuiError as exc:
+            st.reason, st.error = STOP_ERROR, str(exc)
+        except Exception as exc:  # noqa: BLE001 - any engine failure ends the run with its message
+            st.reason = STOP_ERROR
+            st.error = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+        end = RunEnded(
+            reason=st.reason or STOP_ERROR,
+            error=st.error,
+            n_passes=st.n_passes,
+            n_emitted=st.n_emitted,
+            n_drafted=st.n_drafted,
+            n_accepted=st.n_accepted,
+            wall_s=time.perf_counter() - t0,
+        )
+        st.observe(end)
+        yield end
+
+    def _body(self, st: "_RunState", t0: float, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
+        tgt = self.target
+        draft = self.draft
+        n_ctx = self.n_ctx
+        tgt.clear()
+        if draft is not None:
+            draft.clear()
+        self._n_past = 0
+        for d in self._drafters.values():
+            d.start()
+            d.keep_rows = self.debug_hook is not None
+        if not isinstance(prompt, str):
+            raise SpectuiError("the prompt must be text")
+        prompt_tokens = tgt.tokenize(prompt)
+        settings = control.settings
+        calib_tok = prompt_tokens[0] if prompt_tokens else 0
+        target_ms = self._single_decode_ms(tgt, calib_tok, 0)
+        draft_ms_cal = self._single_decode_ms(draft, calib_tok, 0) if draft is not None else 0.0
+        started = RunStarted(
+            run_id=uuid.uuid4().hex[:12],
+            started_at=time.time(),
+            target=self.target_info,
+            draft=self.draft_info,
+            prompt=prompt,
+            prompt_tokens=len(prompt_tokens),
+            n_predict=n_predict,
+            n_ctx=n_ctx,
+            threads=self.threads,
+            settings=settings,
+            target_decode_ms=target_ms,
+            draft_decode_ms=draft_ms_cal,
+        )
+        st.started = started
+        yield started
+        if not prompt_tokens:
+            st.reason, st.error = STOP_ERROR, "the prompt is empty (it tokenizes to no tokens)"
+            return
+        if len(prompt_tokens) >= n_ctx:
+            st.reason = STOP_CTX_FULL
+            st.error = f"the prompt ({len(prompt_tokens)} tokens) does not fit the context (-c {n_ctx}) with room to generate"
+            return
+        if n_predict == 0:
+            st.reason = STOP_N_PREDICT
+            return
+        if control.stopped:
+            st.reason = STOP_USER
+            return
+
+        rng = np.random.default_rng(settings.seed)
+        seed = settings.seed
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        tokens = list(prompt_tokens)
+        hook = self.debug_hook
+
+        # ---------------- pass 0: prefill
+        tp = time.perf_counter()
+        drafter = self._pick_drafter(settings.drafter)
+        t_d = time.perf_counter()
+        drafter.prefill(prompt_tokens)
+        draft_ms = (time.perf_counter() - t_d) * 1000.0
+        t_v = time.perf_counter()
+        tgt.decode_chunked(prompt_tokens, 0)
+        verify_ms = (time.perf_counter() - t_v) * 1000.0
+        row = tgt.logits_last()
+        temp = settings.temperature
+        if temp > 0:
+            p = softmax(row, temp)
+            tok = sample(p, rng)
+            prob = float(p[tok])
+        else:
+            tok = int(np.argmax(row))
+            prob = float(np.exp(float(row[tok]) - logsumexp(row)))
+        if hook is not None:
+            hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [], "n_accepted": 0,
+                  "token": tok, "draft_logits": None, "temperature": temp})
+        n_past = len(prompt_tokens)
+        self._n_past = n_past
+        text = decoder.decode(tgt.piece(tok))
+        target_token = TargetToken(id=tok, text=text, prob=prob, kind=PLAIN)
+        emitted = (Token(id=tok, text=text, prob=prob),)
+        tokens.append(tok)
+        self._last_token = tok
+        st.n_emitted = 1
+        if tgt.is_eog(tok):
+            st.reason = STOP_EOG
+        elif 0 < n_predict <= 1:
+            st.reason = STOP_N_PREDICT
+        wall = (time.perf_counter() - tp) * 1000.0
+        yield PassEvent(
+            index=0, prefill=True, settings=settings, k=0, target=target_token, emitted=emitted,
+            timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
+                          wall_ms=wall, t_end=time.perf_counter() - t0),
+            n_ctx_used=n_past,
+        )
+        if st.reason:
+            return
+
+        # ---------------- decode passes
+        prev = settings
+        index = 1
+        policy = None
+        policy_mode = None
+        while True:
+            if control.stopped:
+                st.reason = STOP_USER
+                return
+            control.wait_if_paused()
+            if control.stopped:
+                st.reason = STOP_USER
+                return
+            s = control.settings
+            if s != prev:
+                yield SettingsChanged(before_pass=index, old=prev, new=s, t=time.perf_counter() - t0)
+                prev = s
+            tp = time.perf_counter()
+            if s.seed != seed:
+                rng = np.random.default_rng(s.seed)
+                seed = s.seed
+            k_want = s.draft_max
+            if s.auto:
+                if s.auto != policy_mode:
+                    policy_mode = s.auto
+                    policy = st.make_policy(s.auto, self.warn)
+                if policy is not None:
+                    k_want = int(policy.choose(s))
+            else:
+                policy_mode = policy = None
+            st.policy = policy
+            k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
+            room = n_ctx - n_past  # free target cells; the verify batch needs k + 1 of them
+            if room < 1:
+                st.reason = STOP_CTX_FULL
+                return
+            k = min(k_want, room - 1, tgt.n_batch - 1)
+            if n_predict > 0:
+                k = min(k, n_predict - st.n_emitted - 1)
+            k = max(0, k)
+            temp = s.temperature
+            drafter = self._pick_drafter(s.drafter)
+
+            # draft
+            t_d = time.perf_counter()
+            prop = drafter.propose(tokens, k, temp, rng) if k > 0 else None
+            draft_ms = (time.perf_counter() - t_d) * 1000.0
+            ids = prop.ids if prop is not None else []
+            kd = len(ids)
+
+            # verify: one target decode over [last, d1..dk], logits for all k + 1 positions
+            t_v = time.perf_counter()
+            tgt.decode([tokens[-1]] + ids, n_past, "all")
+            verify_ms = (time.perf_counter() - t_v) * 1000.0
+            rows = tgt.logits_rows(kd + 1)
+            if temp > 0:
+                p_rows = _LazyP(rows, temp)
+                v = speculative_verify(p_rows, prop.q_rows if prop is not None else None, ids, rng)
+            else:
+                p_rows = None
+                v = greedy_verify(rows, ids)
+            n_acc = v.n_accepted
+            tok = v.token
+
+            # probabilities to report (T = 0: temperature-1 softmax; only rows that were on the accepted path)
+            def p_of(i: int, t_id: int) -> float:
+                if p_rows is not None:
+                    return float(p_rows[i][t_id])
+                r = rows[i]
+                return float(np.exp(float(r[t_id]) - logsumexp(r)))
+
+            if hook is not None:
+                hook({"index": index, "n_past": n_past, "target_logits": np.array(rows[: n_acc + 1]),
+                      "draft_ids": list(ids), "n_accepted": n_acc, "token": tok,
+                      "draft_logits": prop.logit_rows if prop is not None else None, "temperature": temp})
+
+            # texts: drafts decoded on a copy of the decoder state (rejected ones never reach the output)
+            state = decoder.getstate()
+            dtexts = [decoder.decode(tgt.piece(d)) for d in ids]
+            decoder.setstate(state)
+            drafts = []
+            q_probs = prop.q_probs if prop is not None else []
+            for i, d in enumerate(ids):
+                if i < n_acc:
+                    verdict, tp_ = ACCEPTED, p_of(i, d)
+                elif i == n_acc:
+                    verdict, tp_ = REJECTED, p_of(i, d)
+                else:
+                    verdict, tp_ = DISCARDED, 0.0
+                drafts.append(DraftToken(id=d, text=dtexts[i], prob=q_probs[i], verdict=verdict, target_prob=tp_))
+            kind = PLAIN if kd == 0 else (BONUS if n_acc == kd else CORRECTION)
+            tok_prob = p_of(n_acc, tok)
+
+            # emit: accepted drafts then the target token, cut at EOG / n_predict
+            out: list[Token] = []
+            target_token = None
+            stop = None
+            for i in range(n_acc + 1):
+                t_id = ids[i] if i < n_acc else tok
+                txt = decoder.decode(tgt.piece(t_id))
+                pr = q_probs[i] if i < n_acc else tok_prob
+                out.append(Token(id=t_id, text=txt, prob=pr))
+                if i == n_acc:
+                    target_token = TargetToken(id=tok, text=txt, prob=tok_prob, kind=kind)
+                if tgt.is_eog(t_id):
+                    stop = STOP_EOG
+                    break
+                if n_predict > 0 and st.n_emitted + len(out) >= n_predict:
+                    stop = STOP_N_PREDICT
+                    break
+
+            # roll back: target keeps [last, accepted drafts]; the drafter drops its rejected positions
+            if n_acc < kd:
+                tgt.rollback(n_past + 1 + n_acc)
+            n_past += 1 + n_acc
+            self._n_past = n_past
+            if prop is not None:
+                drafter.accept(n_acc)
+            tokens.extend(ids[:n_acc])
+            tokens.append(tok)
+            self._last_token = tok
+
+            st.n_passes += 1
+            st.n_emitted += len(out)
+            st.n_drafted += kd
+            st.n_accepted += n_acc
+            wall = (time.perf_counter() - tp) * 1000.0
+            yield PassEvent(
+                index=index, prefill=False, settings=s, k=k, drafts=tuple(drafts), target=target_token,
+                n_accepted=n_acc, emitted=tuple(out),
+                timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms,
+                              other_ms=max(0.0, wall - draft_ms - verify_ms), wall_ms=wall,
+                              t_end=time.perf_counter() - t0),
+                n_ctx_used=n_past,
+            )
+            index += 1
+            if stop:
+                st.reason = stop
+                return
+
+
+class _RunState:
+    """Counters and the auto-k policy of one run."""
+
+    def __init__(self) -> None:
+        self.reason = ""
+        self.error = ""
+        self.n_passes = 0
+        self.n_emitted = 0
+        self.n_drafted = 0
+        self.n_accepted = 0
+        self.started: RunStarted | None = None
+        self.policy = None
+        self._history: list[Event] = []
+        self._warned = False
+
+    def make_policy(self, mode: str, warn: Callable[[str], None]):
+        try:
+            from ..autok import make_policy  # noqa: PLC0415 - written by another part; optional
+        except ImportError:
+            if not self._warned:
+                self._warned = True
+                warn("warning: auto draft length is unavailable (spectui.autok missing); using --draft-max")
+            return None
+        policy = make_policy(mode)
+        for ev in self._history:  # a policy created mid-run sees the run so far
+            policy.observe(ev)
+        return policy
+
+    def observe(self, ev: Event) -> None:
+        if isinstance(ev, PassEvent) or isinstance(ev, RunStarted):
+            self._history.append(ev)
+        if self.policy is not None:
+            self.policy.observe(ev)
+
+
+def settings_from(**kw) -> Settings:
+    """Convenience for scripts and tests."""
+    return Settings(**kw)
