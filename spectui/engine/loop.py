@@ -152,7 +152,8 @@ class Engine:
         except BaseException:
             self.close()
             raise
-        self.n_ctx = self.target.n_ctx
+        # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
+        self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
         if self.draft is not None and self.target.n_params:
