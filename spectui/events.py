@@ -12,6 +12,7 @@ finally ``RunEnded``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
@@ -215,7 +216,7 @@ def _optional(conv: Any) -> Any:
 
 def _nested(cls: type) -> Any:
     def c(v: Any) -> Any:
-        return _build(cls, v)
+        return _build_checked(cls, v)
 
     return c
 
@@ -227,7 +228,7 @@ def _tuple_of(cls: type) -> Any:
         out = []
         for i, x in enumerate(v):
             try:
-                out.append(_build(cls, x))
+                out.append(_build_checked(cls, x))
             except EventFormatError as exc:
                 raise EventFormatError(f"[{i}]{_sep(exc)}") from None
         return tuple(out)
@@ -298,7 +299,8 @@ def _spec(cls: type) -> tuple[tuple[tuple[str, int, Any], ...], dict[str, Any], 
     return spec
 
 
-def _build(cls: type, data: Any) -> Any:
+def _build_checked(cls: type, data: Any) -> Any:
+    """The reference builder: field by field, with an error message that names the bad field."""
     if type(data) is not dict:
         raise EventFormatError(f"expected an object for {cls.__name__}, got {_type_name(data)}")
     items, defaults, n_fields = _spec(cls)
@@ -322,6 +324,74 @@ def _build(cls: type, data: Any) -> Any:
     obj = object.__new__(cls)
     obj.__dict__.update(values)
     return obj
+
+
+_FAST: dict[type, Any] = {}
+
+
+def _compile(cls: type) -> Any:
+    """Generate a straight-line builder for ``cls`` (like dataclasses does for __init__): the same checks
+    as _build_checked without its per-field loop. On any problem it raises a bare EventFormatError and
+    from_dict re-runs _build_checked to name the field."""
+    items, defaults, _n = _spec(cls)
+    kinds = {name: (kind, conv) for name, kind, conv in items}
+    hints = {f.name: (f.type if isinstance(f.type, str) else f.type.__name__).replace(" ", "") for f in dataclasses.fields(cls)}
+    env: dict[str, Any] = {"M": _MISSING, "D": defaults, "E": EventFormatError, "S": _scalar, "new": object.__new__, "C": cls,
+                           "I": sys.intern}
+    lines = ["def build(data):", "    if type(data) is not dict: raise E('not an object')", "    g = data.get"]
+    out = []
+    for f in dataclasses.fields(cls):
+        v = f"v_{f.name}"
+        out.append(f"{f.name!r}: {v}")
+        if f.name not in kinds:  # the type tag
+            lines.append(f"    {v} = D[{f.name!r}]")
+            continue
+        kind, conv = kinds[f.name]
+        lines.append(f"    {v} = g({f.name!r}, M)")
+        if f.name in defaults:
+            lines.append(f"    if {v} is M: {v} = D[{f.name!r}]")
+        else:
+            lines.append(f"    if {v} is M: raise E('missing')")
+        ann = hints[f.name]
+        optional = ann.endswith("|None")
+        base = ann[: -len("|None")] if optional else ann
+        if kind == _STR and f.name == "text" and issubclass(cls, Token):
+            # token texts repeat endlessly: interned, a long replay keeps one copy of each
+            lines.append(f"    elif type({v}) is not str: {v} = S({kind}, {v})")
+            lines.append(f"    else: {v} = I({v})")
+        elif kind in _PY:
+            lines.append(f"    elif type({v}) is not {_PY[kind].__name__}: {v} = S({kind}, {v})")
+        elif (cls.__name__, f.name) not in _ENUMS and base in _CLASSES:
+            env[f"B_{base}"] = _fast_builder(_CLASSES[base])
+            cond = f"{v} is not None" if optional else "True"
+            lines.append(f"    elif {cond}: {v} = B_{base}({v})")
+        elif (cls.__name__, f.name) not in _ENUMS and base.startswith("tuple["):
+            inner = base[6:-5]
+            env[f"B_{inner}"] = _fast_builder(_CLASSES[inner])
+            lines.append(f"    elif type({v}) is not list: raise E('not a list')")
+            lines.append(f"    else: {v} = tuple([B_{inner}(x) for x in {v}])")
+        else:
+            env[f"K_{f.name}"] = conv
+            lines.append(f"    else: {v} = K_{f.name}({v})")
+    lines.append("    obj = new(C)")
+    lines.append("    obj.__dict__.update({" + ", ".join(out) + "})")
+    lines.append("    return obj")
+    exec("\n".join(lines), env)  # noqa: S102 - generated from our own dataclass fields only
+    return env["build"]
+
+
+def _fast_builder(cls: type) -> Any:
+    b = _FAST.get(cls)
+    if b is None:
+        b = _FAST[cls] = _compile(cls)
+    return b
+
+
+def _build(cls: type, data: Any) -> Any:
+    try:
+        return _fast_builder(cls)(data)
+    except (EventFormatError, TypeError, AttributeError):
+        return _build_checked(cls, data)  # raises with the field's name (or builds, if the fast path erred)
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing)})

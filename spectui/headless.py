@@ -33,7 +33,8 @@ def consume(
 ) -> tuple[RunStats, list[Event]]:
     """Drive the stream to its end. Streams text to ``out`` (unless as_json), then prints the summary.
 
-    ``sink`` sees every event first (the trace recorder). Returns the statistics and the event list.
+    ``sink`` sees every event first (the trace recorder). Returns the statistics and the event list
+    (kept only with ``as_json``, so that a long replay prints its text summary in flat memory).
     """
     out = out or sys.stdout
     stats = RunStats()
@@ -42,7 +43,8 @@ def consume(
         if sink is not None:
             sink(ev)
         stats.update(ev)
-        kept.append(ev)
+        if as_json:  # only the JSON lists every pass: the text summary streams in flat memory
+            kept.append(ev)
         if not as_json and isinstance(ev, PassEvent):
             text = "".join(t.text for t in ev.emitted)
             if text:
