@@ -1,0 +1,118 @@
+"""Automatic draft length vs the best of {target only, best fixed k}, side by side in one script.
+
+On the Qwen pair: two prompts (code, prose) x temperatures 0 and 0.8. For each of the four, with ONE
+loaded engine and the same prompt and seed, it runs: target only (drafter none), auto (cost model),
+every fixed k in --ks, and HF's schedule (for comparison). The order inside a block is interleaved
+(target only, auto, fixed ks, schedule, auto again when --auto-twice) so slow drifts of the shared
+machine hit all of them alike. Prints decode tokens/s per run and auto / best-of ratio. Target:
+auto >= 0.95x the best of {target only, best fixed k}.
+
+    .venv/bin/python benchmarks/bench_auto.py [--target T --draft D] [-n 128] [--ks 1,2,3,5] [--save DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+MODELS = os.path.expanduser("~/.cache/spectui/models")
+TARGET = os.path.join(MODELS, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+DRAFT = os.path.join(MODELS, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+PROMPTS = {
+    "code": "Write a Python function that reads a CSV file and returns the average of each numeric column, "
+            "with type hints and a docstring.",
+    "prose": "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default=TARGET)
+    ap.add_argument("--draft", default=DRAFT)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--ks", default="1,2,3,5", help="fixed draft lengths to compare")
+    ap.add_argument("--temps", default="0,0.8")
+    ap.add_argument("--prompts", default="code,prose")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--save", default=None, help="keep every run's trace here")
+    args = ap.parse_args()
+    for path in (args.target, args.draft):
+        if not os.path.exists(path):
+            print(f"bench_auto: model not found: {path} (../shared/models/fetch-qwen-coder-pair.sh)", file=sys.stderr)
+            return 2
+    ks = [int(x) for x in args.ks.split(",") if x.strip()]
+    temps = [float(x) for x in args.temps.split(",") if x.strip()]
+    prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
+
+    from spectui.control import RunControl
+    from spectui.engine.loop import Engine
+    from spectui.events import PassEvent, Settings
+    from spectui.stats import compute
+
+    writer = None
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+        from spectui.trace import write_trace as writer
+
+    t_start = time.time()
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    results = []  # (prompt, temp, label, tps, acceptance, k histogram)
+    try:
+        list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
+        for pname in prompts:
+            for t in temps:
+                plan = [("target only", Settings(draft_max=0, temperature=t, drafter="none"))]
+                plan.append(("auto", Settings(draft_max=2, temperature=t, auto="cost")))
+                plan += [(f"k={k}", Settings(draft_max=k, temperature=t)) for k in ks]
+                plan.append(("schedule", Settings(draft_max=2, temperature=t, auto="schedule")))
+                for label, s in plan:
+                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n))
+                    snap = compute(evs)
+                    hist = collections.Counter(e.k for e in evs if isinstance(e, PassEvent) and not e.prefill)
+                    results.append((pname, t, label, snap.tokens_per_second, snap.acceptance_rate, hist))
+                    print(f"  {pname} temp {t:g} {label}: {snap.tokens_per_second:.2f} t/s", file=sys.stderr)
+                    if writer is not None:
+                        writer(os.path.join(args.save, f"{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"), evs)
+    finally:
+        engine.close()
+
+    print(f"auto draft length vs best of {{target only, best fixed k}}: {os.path.basename(args.target)} / "
+          f"{os.path.basename(args.draft)}, -n {args.n}, threads {args.threads or os.cpu_count()}, "
+          f"fixed k in {ks}")
+    print()
+    print(f"{'prompt':<6} {'temp':>4}  {'target only':>11}  {'best fixed k':>14}  {'auto':>6}  {'auto/best':>9}  "
+          f"{'>=0.95':>6}  {'schedule':>8}  auto's k (passes)")
+    all_ok = True
+    ratios = []
+    for pname in prompts:
+        for t in temps:
+            rows = {label: (tps, acc, hist) for p, tt, label, tps, acc, hist in results if p == pname and tt == t}
+            base = rows["target only"][0]
+            fixed = {label: v for label, v in rows.items() if label.startswith("k=")}
+            best_label = max(fixed, key=lambda lb: fixed[lb][0])
+            best_fixed = fixed[best_label][0]
+            best = max(base, best_fixed)
+            auto, _, hist = rows["auto"]
+            ratio = auto / best if best else 0.0
+            ratios.append(ratio)
+            ok = ratio >= 0.95
+            all_ok &= ok
+            khist = " ".join(f"{k}:{n}" for k, n in sorted(hist.items()))
+            print(f"{pname:<6} {t:>4g}  {base:>11.2f}  {best_fixed:>8.2f} ({best_label:<4})  {auto:>6.2f}  {ratio:>9.3f}  "
+                  f"{'yes' if ok else 'NO':>6}  {rows['schedule'][0]:>8.2f}  {khist}")
+    print()
+    print("acceptance rate by run: " + "; ".join(
+        f"{p}/{t:g}/{label} {acc:.0%}" for p, t, label, tps, acc, _ in results if label != "target only"))
+    print(f"auto / best-of: min {min(ratios):.3f}, mean {sum(ratios) / len(ratios):.3f} "
+          f"({'all' if all_ok else 'NOT all'} >= 0.95); wall time {time.time() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
