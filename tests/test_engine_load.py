@@ -1,0 +1,131 @@
+"""Engine construction: every bad model input is a one-line SpectuiError; warnings go to the callable."""
+
+from __future__ import annotations
+
+import pytest
+
+import tinymodels
+from spectui.engine import Engine
+from spectui.engine import models as M
+from spectui.errors import SpectuiError
+
+
+def one_line(excinfo) -> str:
+    msg = str(excinfo.value)
+    assert msg and "\n" not in msg
+    return msg
+
+
+def make(target, draft=None, **kw):
+    kw.setdefault("warn", lambda m: None)
+    return Engine(str(target), str(draft) if draft else None, n_ctx=128, threads=1, **kw)
+
+
+def test_vocab_mismatch_names_token_and_texts(tiny_target, tiny_other_vocab):
+    with pytest.raises(SpectuiError) as e:
+        make(tiny_target, tiny_other_vocab)
+    msg = one_line(e)
+    assert "token id 300" in msg
+    v = tinymodels.default_vocab()
+    assert repr(v[300]) in msg and repr("\u2581zebra") in msg
+
+
+def test_vocab_size_mismatch(tiny_target, tmp_path):
+    bigger = tinymodels.build_model(tmp_path / "bigger.gguf", vocab=tinymodels.default_vocab() + ["\u2581extra"])
+    with pytest.raises(SpectuiError) as e:
+        make(tiny_target, bigger)
+    assert "tokens" in one_line(e) and "vocabulary mismatch" in str(e.value)
+
+
+def test_special_token_mismatch(tiny_target, tmp_path):
+    v = tinymodels.default_vocab()
+    v[1], v[2] = v[2], v[1]  # BOS/EOS texts swapped: the first differing token id is 1
+    other = tinymodels.build_model(tmp_path / "swapped.gguf", vocab=v)
+    with pytest.raises(SpectuiError) as e:
+        make(tiny_target, other)
+    assert "token id 1" in one_line(e)
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+def test_bad_paths(tiny_target, tmp_path, role):
+    not_gguf = tmp_path / "x.gguf"
+    not_gguf.write_text("hello")
+    for bad, words in [(tmp_path / "missing.gguf", "not found"), (tmp_path, "directory"), (not_gguf, "not a GGUF")]:
+        with pytest.raises(SpectuiError) as e:
+            make(bad, tiny_target) if role == "target" else make(tiny_target, bad)
+        msg = one_line(e)
+        assert words in msg and role in msg
+
+
+def test_corrupt_gguf_is_a_load_error(tiny_target, tmp_path):
+    p = tmp_path / "truncated.gguf"
+    p.write_bytes(tiny_target.read_bytes()[:300])  # valid magic, truncated metadata
+    with pytest.raises(SpectuiError) as e:
+        make(p)
+    assert "could not load" in one_line(e)
+
+
+def test_bad_context_and_threads(tiny_target):
+    with pytest.raises(SpectuiError):
+        Engine(str(tiny_target), n_ctx=2, warn=lambda m: None)
+    with pytest.raises(SpectuiError):
+        Engine(str(tiny_target), n_ctx="lots", warn=lambda m: None)
+    with pytest.raises(SpectuiError):
+        Engine(str(tiny_target), threads=-1, warn=lambda m: None)
+
+
+def test_draft_not_smaller_warns(tiny_target, tiny_draft_same):
+    warnings = []
+    e = make(tiny_target, tiny_draft_same, warn=warnings.append)
+    e.close()
+    assert any("not much smaller" in w and "ratio 1.00" in w for w in warnings)
+    assert all("\n" not in w for w in warnings)
+
+
+def test_model_info(tiny_target, tiny_draft_noisy):
+    with make(tiny_target, tiny_draft_noisy) as e:
+        t = e.target_info
+        assert t.path == str(tiny_target) and t.name == "tiny-target" and t.architecture == "llama"
+        assert t.size_bytes == tiny_target.stat().st_size and t.quantization == "ALL_F32"
+        assert t.n_params > 100_000 and t.n_vocab == len(tinymodels.default_vocab()) and t.vocab_type == "SPM"
+        assert t.n_ctx_train == tinymodels.N_CTX_TRAIN
+        assert e.draft_info.name == "tiny-draft-noisy"
+        assert e.tokenize("the hash")[0] == 1 and e.detokenize(e.tokenize("the hash")).strip() == "the hash"
+
+
+def test_memory_report_numbers():
+    warnings = []
+    gib = 1024**3
+    assert M.memory_report([gib, gib // 2], [gib // 4, gib // 4], 4 * gib, warnings.append)
+    assert not warnings
+    assert not M.memory_report([3 * gib, gib], [gib, gib], 4 * gib, warnings.append)
+    (w,) = warnings
+    assert "4.00 GiB" in w and "2.00 GiB" in w and "6.00 GiB" in w and "\n" not in w
+
+
+def test_kv_shape_from_metadata(tiny_target):
+    v = M.VocabOnly(str(tiny_target), "target")
+    try:
+        shape = v.kv_shape()
+    finally:
+        v.close()
+    assert shape == M.KVShape(tinymodels.N_LAYER, tinymodels.N_HEAD_KV, 16, 16)
+    assert shape.bytes_for(1000) == 2 * 1000 * 4 * (16 + 16) * 2
+
+
+def test_amx_build_loads_without_repacking(tiny_target, monkeypatch):
+    """A library built with AMX kernels must load with use_extra_bufts=False and say why (one line)."""
+    monkeypatch.setattr(M, "system_has_amx", lambda: True)
+    warnings = []
+    with make(tiny_target, warn=warnings.append) as e:
+        assert e.no_repack
+    assert any("AMX" in w for w in warnings)
+    with make(tiny_target, no_repack=True) as e:
+        assert e.no_repack
+
+
+def test_close_then_run_is_an_error(tiny_target):
+    e = make(tiny_target)
+    e.close()
+    with pytest.raises(SpectuiError):
+        e.run("x")
