@@ -1,0 +1,210 @@
+"""``spectui cast FILE -o OUT.cast``: the replay TUI rendered to an asciicast v2 file, no terminal needed.
+
+The real app (``spectui.tui.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
+test harness with a capture driver: a driver that is not "headless" (so the app renders ANSI exactly
+as it would to a terminal) but writes into a list instead of a tty. A simulated clock steps over the
+trace: each pass arrives at its recorded time (``Timing.t_end``) divided by ``--speed``; its drafts
+show as pending, then their verdicts, then settle, as on a live screen. Every write is stamped with
+the simulated time, so a 5-minute recording renders in seconds and plays at the recorded pace.
+
+File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
+``{"version": 2, "width": W, "height": H, "timestamp": ..., "title": ..., "env": {...}}`` then one
+``[time, "o", data]`` line per terminal write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import click
+
+from .errors import SpectuiError
+from .events import Event, PassEvent, RunStarted
+
+DEFAULT_COLS, DEFAULT_ROWS = 120, 36
+PENDING_S = 0.12  # drafts shown as pending (capped at a third of the gap to the next pass)
+VERDICT_S = 0.9  # rejected drafts shown struck through (capped at two thirds of the gap)
+HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
+
+
+@dataclass
+class CastInfo:
+    path: str
+    width: int
+    height: int
+    n_events: int  # "o" events written
+    duration_s: float
+    n_passes: int
+
+
+def _frames(events: list[Event], speed: float) -> list[tuple[int, float, str | None]]:
+    """(event position, time, phase) steps: when each event is shown and in which animation phase."""
+    from .tui.panel import PENDING, SETTLED, VERDICT
+
+    pass_times = [(i, ev.timing.t_end / speed) for i, ev in enumerate(events) if isinstance(ev, PassEvent)]
+    next_time = {}
+    for (i, t), nxt in zip(pass_times, pass_times[1:] + [(None, None)]):
+        next_time[i] = nxt[1]
+    steps: list[tuple[int, float, str | None]] = []
+    now = 0.0  # arrival of the latest pass
+    last = 0.0  # latest step (time never goes back)
+    for i, ev in enumerate(events):
+        if isinstance(ev, PassEvent):
+            now = max(last, ev.timing.t_end / speed)
+            if ev.drafts:
+                gap = (next_time[i] - now) if next_time.get(i) is not None else VERDICT_S * 1.5
+                gap = max(gap, 0.0)
+                steps.append((i, now, PENDING))
+                steps.append((i, now + min(PENDING_S, gap / 3), VERDICT))
+                steps.append((i, now + min(VERDICT_S, 2 * gap / 3), SETTLED))
+            else:
+                steps.append((i, now, SETTLED))
+        else:
+            steps.append((i, last, SETTLED))
+        last = steps[-1][1]
+    return steps
+
+
+def render_cast(
+    events: Iterable[Event],
+    out_path: str | os.PathLike,
+    *,
+    cols: int = DEFAULT_COLS,
+    rows: int = DEFAULT_ROWS,
+    speed: float = 1.0,
+    theme: str | None = None,
+    title: str | None = None,
+) -> CastInfo:
+    """Render ``events`` (a recorded run) to an asciicast v2 file. Returns what was written."""
+    if not (1 <= cols <= 1000 and 1 <= rows <= 1000):
+        raise SpectuiError(f"terminal size {cols}x{rows} is out of range (1..1000 each)")
+    if not (0 < speed < float("inf")):
+        raise SpectuiError("cast speed must be a number between 0.25 and 8")
+    evs = list(events)
+    if not any(isinstance(e, PassEvent) for e in evs):
+        raise SpectuiError("the trace holds no passes to render")
+    return asyncio.run(_render(evs, os.fspath(out_path), cols, rows, speed, theme, title))
+
+
+async def _render(events: list[Event], out: str, cols: int, rows: int, speed: float, theme: str | None,
+                  title: str | None) -> CastInfo:
+    from rich.console import Console
+    from textual.drivers.headless_driver import HeadlessDriver
+
+    from .control import RunControl
+    from .player import ReplayPlayer
+    from .tui.app import SpectuiApp
+    from .tui.replay_banner import banner_text
+
+    chunks: list[tuple[float, str]] = []
+    clock = [0.0]
+
+    class CaptureDriver(HeadlessDriver):
+        """Renders like a terminal driver (not headless), writing into ``chunks`` at the simulated time."""
+
+        @property
+        def is_headless(self) -> bool:
+            return False
+
+        def write(self, data: str) -> None:
+            if data:
+                chunks.append((clock[0], data))
+
+    class CastApp(SpectuiApp):
+        casting = True
+
+        def _start_run(self) -> None:  # no worker: the cast loop feeds the state itself
+            pass
+
+        @property
+        def running(self) -> bool:
+            return self.casting
+
+    player = ReplayPlayer(events, speed=speed)
+    app = CastApp(None, RunControl(), theme=theme, replay=player, freeze_phase="settled")
+    app.driver_class = CaptureDriver
+    if not os.environ.get("NO_COLOR"):  # a recording is played on someone else's terminal: full colour
+        app.console = Console(
+            color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
+            legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
+        )
+    start = next((e for e in events if isinstance(e, RunStarted)), None)
+    async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
+        await pilot.pause()
+        for i, t, phase in _frames(events, speed):
+            if app.state.n_events <= i:
+                app.state.feed(events[i], index=i)
+                player.seek(i + 1)
+            clock[0] = t
+            app.freeze_phase = phase
+            app.refresh_from_state()
+            await pilot.pause()
+        app.casting = False  # the status line says the replay ended
+        app._status_key = None
+        app.refresh_from_state()
+        await pilot.pause()
+        end_t = clock[0]
+    ends_at = end_t + HOLD_END_S
+    header: dict[str, Any] = {
+        "version": 2,
+        "width": cols,
+        "height": rows,
+        "timestamp": int(start.started_at) if start is not None and start.started_at > 0 else 0,
+        "duration": round(ends_at, 6),
+        "title": title or ("spectui " + banner_text(start)),
+        "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
+    }
+    n = 0
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(header, ensure_ascii=False) + "\n")
+            fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
+            n += 1
+            merged: list[list[Any]] = []
+            for t, data in chunks:
+                if merged and abs(merged[-1][0] - t) < 1e-9:
+                    merged[-1][1] += data
+                else:
+                    merged.append([t, data])
+            for t, data in merged:
+                fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")
+                n += 1
+            fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
+            n += 1
+    except OSError as exc:
+        raise SpectuiError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return CastInfo(out, cols, rows, n, ends_at, sum(isinstance(e, PassEvent) for e in events))
+
+
+@click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("file", type=str)
+@click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
+@click.option("--cols", type=int, default=DEFAULT_COLS, show_default=True, help="terminal width")
+@click.option("--rows", type=int, default=DEFAULT_ROWS, show_default=True, help="terminal height")
+@click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 (1 = recorded speed)")
+@click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@click.option("--title", type=str, default=None, help="title in the cast header")
+def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None) -> None:
+    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
+    from .cli import fail
+    from .player import parse_speed
+    from .replay import load_for_tui
+
+    try:
+        sp = parse_speed(speed)
+        if sp == float("inf"):
+            raise SpectuiError("a cast needs a finite --speed (0.25..8)")
+        from .tui.themes import check_theme
+
+        check_theme(theme)
+        _header, events = load_for_tui(file)
+        info = render_cast(events, output, cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+    except SpectuiError as exc:
+        fail(str(exc))
+    print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+          f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
