@@ -18,13 +18,20 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   the skipped text: a one-off cost, not the price of the next k), and the loop's other ms per pass.
   Before anything is measured it uses the start event's calibration (``target_decode_ms``,
   ``draft_decode_ms``).
-- warm-up: the first ``WARMUP_PASSES`` decode passes draft ``WARMUP_K`` tokens, to measure acceptance at a
-  few positions and one verify size besides k = 0.
+- warm-up: the first ``WARMUP_PASSES`` decode passes draft ``WARMUP_K`` token(s): the cheapest way to
+  measure the first position's acceptance and a second verify size besides k = 0 (deeper positions
+  are extrapolated until measured; when k > 0 pays, the k + 1 probes measure them).
 - leaving k > 0: k = 0 stops the flow of acceptance data, so the policy settles on k = 0 only when
-  even an optimistic reading of acceptance (``OPTIMISM`` standard errors up) says speculation loses.
+  even an optimistic reading of acceptance (``OPTIMISM`` standard errors up) says speculation loses,
+  and after at least ``MIN_EVIDENCE`` first drafts (until then it explores with k = 1, the cheapest).
 - re-probing: while at k = 0, one pass every ``probe_every`` passes drafts the last profitable k (or
   ``WARMUP_K``); the first comes after ``FIRST_PROBE`` passes, and each probe that confirms k = 0
-  doubles the interval (up to ``PROBE_MAX``); it resets when speculation starts paying again. While the model says k > 0,
+  doubles the interval (up to ``PROBE_MAX``), or stretches it further so that probes cost at most
+  ``PROBE_BUDGET`` of the time (a probe's cost is measured: its wall time minus what a k = 0 pass takes
+  for the tokens it yielded; it includes the draft model catching up on the text it skipped). When
+  that catch-up alone costs more per skipped pass than the budget allows (the case on a 2-core CPU:
+  a few ms per skipped token against an 85 ms decode), no interval fits the budget and the policy
+  waits ``PROBE_MAX`` passes between probes. The interval resets when speculation starts paying again. While the model says k > 0,
   every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper positions and the next verify size stay
   measured.
 
@@ -54,11 +61,13 @@ PRIOR_WEIGHT = 0.5
 STALE_PASSES = 96
 MIN_WEIGHT = 1.5  # a position counts as measured once its (decayed) observation weight reaches this
 TIME_ALPHA = 0.25  # EWMA weight of a new timing observation
-WARMUP_K = 2
+WARMUP_K = 1
 WARMUP_PASSES = 3
-FIRST_PROBE = 12  # passes at k = 0 before the first re-probe (then 24, 48, ... up to PROBE_MAX)
+FIRST_PROBE = 16  # passes at k = 0 before the first re-probe (then 32, 64, ... up to PROBE_MAX)
 PROBE_MIN = 24
+PROBE_BUDGET = 0.015  # re-probes at k = 0 may cost at most this share of the run's time
 OPTIMISM = 0.5  # standard errors added to acceptance before settling on k = 0
+MIN_EVIDENCE = 6.0  # first-position observations needed before settling on k = 0
 PROBE_MAX = 192
 
 
@@ -96,12 +105,16 @@ class CostPolicy:
     probe_every: int = FIRST_PROBE
     next_probe: int = FIRST_PROBE
     probing: bool = False
+    probe_cost_ms: float = 0.0  # measured overhead of the last probe pass
+    probe_skipped: int = 0  # k = 0 passes before that probe (the draft model caught up on their tokens)
+    zero_run: int = 0  # consecutive k = 0 passes so far
     warmup_left: int = WARMUP_PASSES
     last_prediction: Prediction | None = None
     last_choice: int = 0
     last_reason: str = ""
     _settings_key: tuple | None = None
     _draft_steady: bool = False
+    _at_zero: bool = False
 
     # ------------------------------------------------------------ observing
     def observe(self, event: Event) -> None:
@@ -125,6 +138,7 @@ class CostPolicy:
         self.other_ms = None
         self.n_decode_passes = 0
         self.prev_k = 0
+        self.zero_run = 0
         self._reset_acceptance()
 
     def _reset_acceptance(self) -> None:
@@ -133,12 +147,21 @@ class CostPolicy:
         self.probe_every = FIRST_PROBE
         self.next_probe = self.n_decode_passes + FIRST_PROBE
         self.probing = False
+        self._at_zero = False
         self.warmup_left = WARMUP_PASSES
 
     def _observe_pass(self, ev: PassEvent) -> None:
         self.n_decode_passes += 1
         nd = len(ev.drafts)
         t = ev.timing
+        if nd == 0:
+            self.zero_run += 1
+        else:
+            if self.probing:
+                k0 = self._k0_pass_ms()
+                self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
+                self.probe_skipped = self.zero_run
+            self.zero_run = 0
         self.other_ms = _ewma(self.other_ms, t.other_ms)
         if nd == 0:
             self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms + t.draft_ms)
@@ -177,6 +200,10 @@ class CostPolicy:
             weights.append(p.reached)
         return rates, weights
 
+    def _k0_pass_ms(self) -> float:
+        v0 = self.verify_ms.get(0, self.calib_target_ms)
+        return v0 + (self.other_ms or 0.0) if v0 else 0.0
+
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         points = dict(self.verify_ms)
         if 0 not in points and self.calib_target_ms > 0:
@@ -207,13 +234,22 @@ class CostPolicy:
         if self.probing:  # the probe pass has been observed: judge it
             self.probing = False
             if best == 0:
-                self.probe_every = min(PROBE_MAX, self.probe_every * 2)
+                k0 = self._k0_pass_ms()
+                per_skipped = self.probe_cost_ms / max(1, self.probe_skipped)
+                if k0 <= 0 or per_skipped >= PROBE_BUDGET * k0:
+                    # the probe's cost grows with the text skipped (the draft model catches up on it), so
+                    # no interval keeps it within budget: probe as rarely as allowed
+                    budget = PROBE_MAX
+                else:
+                    budget = int(self.probe_cost_ms / (PROBE_BUDGET * k0))
+                self.probe_every = min(PROBE_MAX, max(self.probe_every * 2, budget))
             else:
                 self.probe_every = FIRST_PROBE
             self.next_probe = n + self.probe_every
         if best > 0:
             self.best_positive_k = best
             self.probe_every = FIRST_PROBE
+            self._at_zero = False
             if n >= self.next_probe and best < self.k_max:
                 self.next_probe = n + PROBE_MIN
                 return best + 1, f"probe: measuring k = {best + 1}"
@@ -223,6 +259,12 @@ class CostPolicy:
         opt = self.prediction(current_k=self.prev_k, optimism=OPTIMISM)
         if opt.best_k > 0:
             return opt.best_k, f"k = 0 not yet certain: exploring k = {opt.best_k}"
+        first = self.positions[0].reached if self.positions else 0.0
+        if first < MIN_EVIDENCE:
+            return 1, f"k = 0 not yet certain: {first:.0f} of {MIN_EVIDENCE:.0f} first drafts seen"
+        if not self._at_zero:  # a stretch at k = 0 begins: the next probe is probe_every passes away
+            self._at_zero = True
+            self.next_probe = max(self.next_probe, n + self.probe_every)
         if n >= self.next_probe:
             self.probing = True
             k = self.best_positive_k or min(WARMUP_K, self.k_max)

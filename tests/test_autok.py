@@ -19,8 +19,10 @@ class World:
     """A speculative loop whose acceptance and costs we choose: constant per-draft rate ``a``,
     draft ``d`` ms per token, verify ``v0 + slope * k`` ms, ``other`` ms per pass."""
 
-    def __init__(self, a, d, v0, slope, other=1.0, seed=0):
+    def __init__(self, a, d, v0, slope, other=1.0, seed=0, catch_up=0.0):
         self.a, self.d, self.v0, self.slope, self.other = a, d, v0, slope, other
+        self.catch_up = catch_up  # extra draft ms per token the draft model skipped while k was 0
+        self.skipped = 0
         self.rng = random.Random(seed)
         self.index = 0
 
@@ -29,7 +31,12 @@ class World:
         while n_acc < k and self.rng.random() < self.a:
             n_acc += 1
         self.index += 1
-        return make_pass(self.index, k, n_acc, draft_ms_per_token=self.d,
+        extra = 0.0
+        if k == 0:
+            self.skipped += 1
+        else:
+            extra, self.skipped = self.catch_up * self.skipped, 0
+        return make_pass(self.index, k, n_acc, draft_ms_per_token=self.d + extra / max(k, 1),
                          verify_ms=self.v0 + self.slope * k, other_ms=self.other)
 
     def expected_tps(self, k):
@@ -192,3 +199,17 @@ def test_no_drafter_means_k_zero():
     s = Settings(draft_max=4, drafter="none", auto="cost")
     assert make_policy("cost").choose(s) == 0
     assert make_policy("schedule").choose(s) == 0
+
+
+def test_probes_back_off_to_the_maximum_when_catching_up_costs_more_than_the_budget():
+    # the draft model must catch up on every token it skipped at k = 0 (3 ms each here, 3.5% of a
+    # decode): no probe interval keeps that within PROBE_BUDGET, so after one probe it waits PROBE_MAX
+    world = World(a=0.6, d=44.0, v0=85.0, slope=20.0, catch_up=3.0)
+    assert world.best_fixed() == 0
+    pol = make_policy("cost")
+    ks, tps = drive(pol, world, 128)
+    assert tps >= 0.96 * world.expected_tps(0)
+    assert pol.probe_every == PROBE_MAX
+    ks, _ = drive(make_policy("cost"), World(a=0.6, d=44.0, v0=85.0, slope=20.0, catch_up=3.0), 800)
+    zero_stretch_starts = [i for i in range(1, len(ks)) if ks[i] > 0 and ks[i - 1] == 0]
+    assert 2 <= len(zero_stretch_starts) <= 2 + 800 // PROBE_MAX
