@@ -64,11 +64,16 @@ def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False):
     if not target:
         raise SpectuiError("--target PATH is required (a GGUF model); try `spectui demo` for a replay without models")
     from .engine.loop import Engine
+    from .engine.models import check_gguf_file
+
+    check_gguf_file(target, "target")  # one-line errors before any progress output
+    if draft:
+        check_gguf_file(draft, "draft")
 
     def warn(msg: str) -> None:
         print(f"spectui: warning: {msg}", file=sys.stderr)
 
-    if not quiet:
+    if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
     return Engine(target, draft, n_ctx=ctx_size, threads=threads, no_repack=no_repack, warn=warn)
 
