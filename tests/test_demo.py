@@ -1,0 +1,111 @@
+"""`spectui demo`: the bundled recording is a real Qwen run that shows acceptance changing; it is package
+data (found after a plain wheel install); the app is labelled as a recording and loops."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from spectui.demo import DEMO_TRACE, demo_trace_path, make_demo_app
+from spectui.events import PassEvent, RunEnded, RunStarted, SettingsChanged
+from spectui.replay import load_for_tui, replay_headless
+from spectui.stats import compute
+from spectui.trace import read_trace
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return read_trace(demo_trace_path())
+
+
+def test_bundled_trace_is_a_real_qwen_recording(demo):
+    header, events, warnings = demo
+    assert warnings == []
+    assert "qwen2.5-coder-1.5b" in header["models"]["target"]["path"].lower()
+    assert "qwen2.5-coder-0.5b" in header["models"]["draft"]["path"].lower()
+    tgt, drf = header["models"]["target"], header["models"]["draft"]
+    assert tgt["n_params"] > drf["n_params"] > 0 and tgt["n_vocab"] == drf["n_vocab"] > 100_000
+    assert header["recording"]["script"] == "demos/record_demo.py"
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunEnded)
+    passes = [e for e in events if isinstance(e, PassEvent)]
+    assert 100 <= len(passes) <= 1000
+    assert [p.index for p in passes] == list(range(len(passes)))
+    end = events[-1]
+    assert end.reason in ("n_predict", "eog")
+    assert end.n_passes == len(passes) - 1  # decode passes (the prefill pass not counted)
+    assert end.n_emitted == sum(len(p.emitted) for p in passes)
+
+
+def test_bundled_trace_shows_acceptance_changing(demo):
+    _, events, _ = demo
+    changes = [e for e in events if isinstance(e, SettingsChanged)]
+    assert {c.new.draft_max for c in changes} >= {5, 2}  # draft length changed mid-run ...
+    assert any(c.new.temperature != c.old.temperature for c in changes)  # ... and the temperature
+    # acceptance differs between the phases of the run
+    rates = []
+    bounds = [0] + [c.before_pass for c in changes] + [10**9]
+    passes = [e for e in events if isinstance(e, PassEvent)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        seg = [p for p in passes if lo <= p.index < hi and not p.prefill]
+        snap = compute(seg)
+        if snap.n_drafted:
+            rates.append(snap.acceptance_rate)
+    assert len(rates) >= 3 and max(rates) - min(rates) > 0.1, rates
+
+
+def test_demo_headless_prints_the_recording_summary():
+    env = {**os.environ, "PYTHONPATH": REPO}
+    r = subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", "demo", "--headless"],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = io.StringIO()
+    replay_headless(demo_trace_path(), out)
+    assert r.stdout == out.getvalue()
+    assert "def is_palindrome" in r.stdout and "n_accept  =" in r.stdout
+
+
+async def test_demo_app_is_labelled_a_recording_and_loops():
+    _, events = load_for_tui(demo_trace_path())
+    app = make_demo_app(events, speed="max", loop_hold_s=0.3)
+    from spectui.tui.replay_banner import ReplayBanner, banner_text
+
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.3)
+        banner = app.query_one(ReplayBanner)
+        assert banner.display
+        text = banner_text(banner.start).lower()
+        assert text.startswith("replay of ") and "1.5b" in text and "0.5b" in text and "recorded 20" in text
+        assert "recording" in app.title
+        for _ in range(400):  # at most ~40 s: reach the end, hold, and start over
+            await pilot.pause(0.1)
+            if app.loops >= 1 and app.player.cursor < len(events):
+                break
+        assert app.loops >= 1
+        assert app.player.cursor < len(events)  # back near the start, playing again
+        await pilot.press("q")
+
+
+@pytest.mark.slow
+def test_wheel_contains_the_demo_trace(tmp_path):
+    pytest.importorskip("hatchling")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", REPO, "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (wheel,) = tmp_path.glob("spectui-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert f"spectui/data/{DEMO_TRACE}" in names
+    # installed from the wheel (not the source tree), the demo still finds its trace
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = "import spectui.demo as d, sys; p = d.demo_trace_path(); print(p); assert p.startswith(sys.argv[1])"
+    r = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True, cwd=str(tmp_path),
+                       env={**os.environ, "PYTHONPATH": str(site)}, timeout=60)
+    assert r.returncode == 0, r.stderr
