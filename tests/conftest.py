@@ -23,10 +23,6 @@ TARGET_SEED = 0
 NOISY_DRAFT_NOISE = 0.1
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "qwen: needs the real Qwen2.5-Coder GGUF pair (skipped when absent)")
-
-
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("tinymodels")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+from time import perf_counter as _perf
 from dataclasses import dataclass
 from typing import Callable
 
@@ -248,6 +249,8 @@ class LoadedModel:
         self._seq_rm = L.llama_memory_seq_rm
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
+        self.decode_s = 0.0  # cumulative seconds inside llama_decode (benchmarks: time outside decode)
+        self.n_decodes = 0
         self._eog_cache: dict[int, bool] = {}
         self.n_params = int(L.llama_model_n_params(self.model))
         self.info = self._info()
@@ -331,7 +334,10 @@ class LoadedModel:
         else:
             n_out = 0
         b.n_tokens = n
+        t = _perf()
         rc = self._decode(self.ctx, b)
+        self.decode_s += _perf() - t
+        self.n_decodes += 1
         if rc != 0:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"
