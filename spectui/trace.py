@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import gzip
-import io
 import json
 import os
 import platform
-import shutil
 import sys
 import tempfile
 import threading
@@ -213,8 +211,8 @@ class TraceWriter:
             try:
                 with open(tmp, "wb") as out:
                     target: IO[bytes] = gzip.GzipFile(fileobj=out, mode="wb", mtime=0) if dest.endswith(".gz") else out
-                    with self._reopen() as src:
-                        shutil.copyfileobj(src, target, 1 << 20)
+                    for block in self._recorded_blocks():
+                        target.write(block)
                     if target is not out:
                         target.close()
                 os.replace(tmp, dest)
@@ -226,19 +224,24 @@ class TraceWriter:
                 raise TraceError(f"cannot save trace to {dest}: {exc.strerror or exc}") from None
             return n
 
-    def _reopen(self) -> IO[bytes]:
-        """A reader over the decompressed bytes written so far (without disturbing the writer)."""
-        if self.path is None:
-            fd = os.dup(self._raw.fileno())
-            raw = os.fdopen(fd, "rb")
-            raw.seek(0)
+    def _recorded_blocks(self) -> Iterator[bytes]:
+        """The (decompressed) bytes written so far, in blocks, without moving the writer's file offset."""
+        if self.path is None:  # our anonymous temporary file: positional reads leave its offset alone
+            fd, pos = self._raw.fileno(), 0
+            while True:
+                block = os.pread(fd, 1 << 20, pos)
+                if not block:
+                    return
+                pos += len(block)
+                yield block
+        elif self._gz:
+            for line in _gzip_lines(open(self.path, "rb")):
+                if isinstance(line, _Damage):  # the open stream has no end marker yet: expected
+                    return
+                yield line
         else:
-            raw = open(self.path, "rb")
-        if not self._gz:
-            return raw
-        data = raw.read()
-        raw.close()
-        return io.BytesIO(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data))
+            with open(self.path, "rb") as fh:
+                yield from iter(lambda: fh.read(1 << 20), b"")
 
     def close(self) -> None:
         with self._lock:
