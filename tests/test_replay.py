@@ -116,3 +116,48 @@ def test_mark_replay_only_touches_the_start_event():
     marked = list(mark_replay(EVENTS))
     assert isinstance(marked[0], RunStarted) and marked[0].replay and not EVENTS[0].replay
     assert marked[1:] == EVENTS[1:]
+
+
+# ------------------------------------------------------------------ any readable trace replays cleanly
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from spectui.events import (  # noqa: E402
+    AUTO_MODES, BONUS, CORRECTION, DISCARDED, DRAFTERS, PLAIN, REJECTED, ACCEPTED, DraftToken, ModelInfo, PassEvent,
+    RunEnded, Settings, SettingsChanged, TargetToken, Timing, Token,
+)
+
+_num = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6)
+_int = st.integers(-5, 10**6)
+_settings = st.builds(Settings, draft_max=st.integers(-2, 40), temperature=_num, drafter=st.sampled_from(DRAFTERS),
+                      seed=_int, auto=st.none() | st.sampled_from(AUTO_MODES))
+_tok = st.builds(Token, id=_int, text=st.text(max_size=4), prob=_num)
+_draft = st.builds(DraftToken, id=_int, text=st.text(max_size=4), prob=_num,
+                   verdict=st.sampled_from([ACCEPTED, REJECTED, DISCARDED]), target_prob=_num)
+_target = st.builds(TargetToken, id=_int, text=st.text(max_size=4), prob=_num,
+                    kind=st.sampled_from([CORRECTION, BONUS, PLAIN]))
+_pass = st.builds(PassEvent, index=_int, prefill=st.booleans(), settings=_settings, k=_int,
+                  drafts=st.lists(_draft, max_size=6).map(tuple), target=st.none() | _target, n_accepted=_int,
+                  emitted=st.lists(_tok, max_size=6).map(tuple),
+                  timing=st.builds(Timing, draft_ms=_num, verify_ms=_num, other_ms=_num, wall_ms=_num, t_end=_num),
+                  n_ctx_used=_int)
+_start = st.builds(RunStarted, run_id=st.text(max_size=5), started_at=st.floats(0, 4e9),
+                   target=st.builds(ModelInfo, path=st.text(max_size=8), n_params=_int, n_vocab=_int),
+                   draft=st.none() | st.builds(ModelInfo, path=st.text(max_size=8)), prompt=st.text(max_size=10),
+                   n_predict=_int, n_ctx=_int, threads=_int, settings=_settings, target_decode_ms=_num,
+                   draft_decode_ms=_num)
+_other = st.builds(SettingsChanged, before_pass=_int, old=_settings, new=_settings, t=_num) | st.builds(
+    RunEnded, reason=st.text(max_size=8), error=st.text(max_size=8), n_passes=_int, wall_s=_num)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_pass | _other, max_size=12), start=st.none() | _start, as_json=st.booleans())
+def test_any_well_typed_trace_replays_without_crashing(tmp_path, events, start, as_json):
+    """Whatever the reader accepts (well-typed, however odd the values), the headless face summarises it."""
+    p = tmp_path / "odd.jsonl"
+    write_trace(p, ([start] if start else []) + events)
+    out = io.StringIO()
+    replay_headless(p, out, as_json=as_json)
+    if as_json:
+        assert len(json.loads(out.getvalue())["passes"]) == sum(isinstance(e, PassEvent) for e in events)
