@@ -137,3 +137,21 @@ def test_sample_edges():
 def test_residual_degenerate_falls_back_to_p():
     p = np.array([0.2, 0.8])
     np.testing.assert_allclose(residual(p, p.copy(), 0), p)
+
+
+def test_sample_law_across_blocks():
+    """The two-level inverse CDF over a 5000-entry float32 vector (5 blocks) follows p: chi-square, fixed seed."""
+    p = softmax((np.random.default_rng(11).standard_normal(5000) * 2.5).astype(np.float32))
+    p[[0, 1023, 1024, 4999]] = 0.0  # zeros at block edges are never drawn
+    p /= p.sum(dtype=np.float64)
+    rng = np.random.default_rng(2024)
+    N = 100_000
+    counts = np.bincount([sample(p, rng) for _ in range(N)], minlength=len(p))
+    assert counts[[0, 1023, 1024, 4999]].sum() == 0
+    big = np.flatnonzero(N * p >= 20)
+    obs = np.append(counts[big], N - counts[big].sum())
+    exp = np.append(N * p[big], N - N * p[big].sum())
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    df = len(obs) - 1
+    bound = df * (1 - 2 / (9 * df) + 3.0902 * np.sqrt(2 / (9 * df))) ** 3  # chi-square 0.999 quantile
+    assert chi2 < bound, (chi2, bound, df)

@@ -27,12 +27,19 @@ class Verdict:
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Softmax of ``logits / temperature`` (temperature <= 0 is treated as 1), in float64, stable."""
-    x = np.asarray(logits, dtype=np.float64)
+    """Softmax of ``logits / temperature`` (temperature <= 0 is treated as 1), stable, as a new array.
+
+    float64 input stays float64 (exact tests); anything else is computed in float32 with a float64 sum
+    (a 150k-token row costs a fraction of a millisecond instead of several).
+    """
+    x = np.asarray(logits)
+    x = x.copy() if x.dtype == np.float64 else x.astype(np.float32)
     if temperature > 0 and temperature != 1.0:
-        x = x / temperature
-    e = np.exp(x - x.max())
-    return e / e.sum()
+        x *= x.dtype.type(1.0 / temperature)
+    x -= x.max()
+    np.exp(x, out=x)
+    x /= x.dtype.type(x.sum(dtype=np.float64))
+    return x
 
 
 def logsumexp(logits: np.ndarray, temperature: float = 1.0) -> float:
@@ -50,12 +57,30 @@ def prob_of(logits: np.ndarray, token: int, temperature: float = 1.0, lse: float
     return float(np.exp(float(logits[token]) / t - lse))
 
 
+_BLOCK = 1024
+
+
 def sample(p: np.ndarray, rng: np.random.Generator) -> int:
-    """Draw one index from the probability vector ``p`` (inverse CDF; p need not be exactly normalised)."""
-    c = np.cumsum(p)
-    u = rng.random() * c[-1]
-    i = int(np.searchsorted(c, u, side="right"))
-    return min(i, len(p) - 1)
+    """Draw one index from the probability vector ``p`` (inverse CDF; p need not be exactly normalised).
+
+    Two-level inverse CDF: block sums pick a block of 1024 entries, a cumulative sum inside it picks the
+    entry (the same law as one big cumsum, about 10x cheaper on a 150k-token row).
+    """
+    p = np.asarray(p)
+    n = len(p)
+    starts = np.arange(0, n, _BLOCK)
+    cb = np.cumsum(np.add.reduceat(p, starts, dtype=np.float64))
+    u = rng.random() * cb[-1]
+    b = min(int(np.searchsorted(cb, u, side="right")), len(cb) - 1)
+    if b:
+        u -= cb[b - 1]
+    seg = p[starts[b] : starts[b] + _BLOCK]
+    cs = np.cumsum(seg, dtype=np.float64)
+    i = min(int(np.searchsorted(cs, u, side="right")), len(seg) - 1)
+    idx = int(starts[b]) + i
+    while p[idx] <= 0 and idx > 0:  # rounding at the very top can land on a zero-probability tail
+        idx -= 1
+    return idx
 
 
 def accept_probability(p: np.ndarray, q: np.ndarray | None, x: int) -> float:
@@ -71,17 +96,20 @@ def residual(p: np.ndarray, q: np.ndarray | None, x: int) -> np.ndarray:
     """norm(max(0, p - q)), the distribution to sample from after rejecting draft x.
 
     For a point-mass q on x this is p with x removed. When p - q has no positive mass (p == q up to
-    rounding; a rejection then has probability ~0) it falls back to p.
+    rounding; a rejection then has probability ~0) it falls back to p. Keeps p's dtype.
     """
+    p = np.asarray(p)
     if q is None:
-        r = np.array(p, dtype=np.float64, copy=True)
-        r[x] = 0.0
+        r = p.copy()
+        r[x] = 0
     else:
-        r = np.maximum(np.asarray(p, dtype=np.float64) - np.asarray(q, dtype=np.float64), 0.0)
-    s = r.sum()
+        r = p - np.asarray(q, dtype=p.dtype)
+        np.maximum(r, 0, out=r)
+    s = float(r.sum(dtype=np.float64))
     if not s > 0.0:
-        return np.asarray(p, dtype=np.float64) / float(np.sum(p))
-    return r / s
+        return p / p.dtype.type(p.sum(dtype=np.float64))
+    r /= r.dtype.type(s)
+    return r
 
 
 def greedy_verify(logit_rows: Sequence[np.ndarray], draft_ids: Sequence[int]) -> Verdict:
