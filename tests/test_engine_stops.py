@@ -142,3 +142,14 @@ def test_measure_verify_ms(engine):
     for k in (0, 3, 8):
         assert engine.measure_verify_ms(k) > 0
     assert ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10))) == before
+
+
+def test_measure_verify_ms_between_passes_keeps_the_run_intact(engine):
+    fresh = ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40)))
+    events = []
+    for ev in engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40):
+        events.append(ev)
+        if isinstance(ev, PassEvent) and ev.index in (0, 3, 7):
+            assert engine.measure_verify_ms(ev.index + 1, repeats=2) > 0
+    assert check_end(events).reason == "n_predict"
+    assert ids(events) == fresh

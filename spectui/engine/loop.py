@@ -169,6 +169,7 @@ class Engine:
             self._drafters["model"] = DraftModelDrafter(self.draft)
         self._warned_no_draft = False
         self._n_past = 0  # target KV cells holding accepted context (between runs: the last run's)
+        self._in_run = False
         self._last_token = None
 
     # ------------------------------------------------------------ small API
@@ -214,9 +215,12 @@ class Engine:
             raise SpectuiError(f"a verify batch of {n} tokens exceeds the batch size {self.target.n_batch}")
         pos0 = self._n_past
         if pos0 + n > self.n_ctx:
+            if self._in_run:
+                raise SpectuiError(f"no room left in the context to measure a verify batch of {n} tokens")
             pos0 = 0
             self.target.clear()
             self._n_past = 0
+        self.target.rollback(pos0)  # cells past the accepted context (an interrupted pass) would collide
         tok = self._last_token
         if tok is None:
             ids = self.target.tokenize("a", add_special=False)
@@ -249,6 +253,7 @@ class Engine:
     def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
         st = _RunState()
         t0 = time.perf_counter()
+        self._in_run = True
         try:
             for ev in self._body(st, t0, prompt, control, n_predict):
                 st.observe(ev)
@@ -260,6 +265,9 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - any engine failure ends the run with its message
             st.reason = STOP_ERROR
             st.error = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+        finally:
+            if gen == self._gen:  # an older, abandoned generator must not touch a newer run's state
+                self._in_run = False
         end = RunEnded(
             reason=st.reason or STOP_ERROR,
             error=st.error,
