@@ -271,3 +271,23 @@ async def test_source_error_shows_on_the_status_line():
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert "ERROR: model exploded" in status(app)
+
+
+async def test_no_color_keeps_meaning_in_text_attributes(monkeypatch):
+    from textual.filter import Monochrome, NoColor
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = SpectuiApp(lambda c, p: iter(sample_events(38)), RunControl(), freeze_phase=VERDICT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        app.refresh_from_state()
+        await pilot.pause()
+        assert app.no_color and any(isinstance(f, (Monochrome, NoColor)) for f in app._filters)
+        stream = app.query_one(TokenStream)
+        st = stream.styles_map()
+        # each token state differs by an attribute that survives without colour
+        assert st["accepted"].underline and st["rejected"].strike and st["discarded"].strike
+        assert st["correction"].bold and st["bonus"].bold and st["pending"].italic
+        body = stream.body(st, 10_000)
+        used = {s.style for s in body.spans}
+        assert {st["accepted"], st["rejected"], st["correction"]} <= used

@@ -1,7 +1,7 @@
 """Panel: base widget that renders one ScreenSnapshot (plus the UI's animation phase) as Rich text.
 
 Also the token styles, read from the theme's app variables. Meaning never rests on colour alone:
-accepted = underline, rejected = strike, target = bold reverse, pending = dim italic, plus glyphs.
+accepted = underline, rejected = strike, target = bold, pending = dim italic, plus glyphs in the ribbon.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def token_styles(app) -> dict[str, Style]:
         "rejected": Style.parse(f"strike {rej}"),
         "discarded": Style.parse(f"strike dim {rej}"),
         "pending": Style.parse(f"italic dim {pen}"),
-        "correction": Style.parse(f"bold reverse {tgt}"),
-        "bonus": Style.parse(f"bold reverse {tgt}"),
+        "correction": Style.parse(f"bold {tgt}"),
+        "bonus": Style.parse(f"bold {tgt}"),
         "plain": Style.parse(tgt),
         "bar": Style.parse(acc),
         "title": Style.parse("bold"),

@@ -2,7 +2,7 @@
 
 The newest pass goes through three phases driven by the UI clock (never by the engine): pending
 (its drafts shown dim italic), verdict (accepted drafts underlined, rejected and discarded drafts
-struck through, the target's token bold reverse) and settled (rejected drafts gone). A legend line
+struck through, the target's token bold) and settled (rejected drafts gone). A legend line
 is always visible at the bottom.
 """
 

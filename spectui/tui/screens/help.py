@@ -36,7 +36,7 @@ COMMON_KEYS = [
 LEGEND = [
     ("underlined", "a draft token the target accepted (✓)"),
     ("struck through", "a rejected draft (✗) or one drafted after it (·); shown briefly, then removed"),
-    ("bold reverse", "the target's own token: correction (●) or bonus after all drafts accepted (★)"),
+    ("bold", "the target's own token: correction (●) or bonus after all drafts accepted (★)"),
     ("dim italic", "drafts waiting for the verdict (?)"),
     ("plain colour", "target-only token (k = 0 or prefill) (○)"),
 ]

@@ -1,0 +1,117 @@
+"""TUI overhead: decode tokens/s with the TUI attached vs headless, same engine, same settings, alternating.
+
+The TUI runs under Textual's test driver (headless terminal, full compositor at its 30 Hz refresh),
+with the engine in a worker thread. Two headless baselines: ``headless`` is spectui.headless.consume
+in the main thread (what ``--headless`` does), ``thread`` is the same consumer iterating the engine in
+a worker thread (the TUI's arrangement, so tui/thread isolates the cost of the UI). The engine and
+models are loaded once and shared; the modes rotate round by round so machine noise hits all.
+Prints every run, then the median TPS per mode and the ratios (target: tui/thread >= 0.97).
+
+    .venv/bin/python benchmarks/bench_tui_overhead.py            # Qwen2.5-Coder 1.5B / 0.5B pair
+    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 3 -n 128 -k 2 --screenshot docs/screenshot.svg
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spectui.control import RunControl  # noqa: E402
+from spectui.events import Settings  # noqa: E402
+from spectui.headless import consume  # noqa: E402
+
+MODELS = Path.home() / ".cache" / "spectui" / "models"
+PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
+
+
+def run_headless(engine, settings: Settings, n: int) -> float:
+    stats, _ = consume(engine.run(PROMPT, RunControl(settings), n), out=io.StringIO())
+    return stats.snapshot().tokens_per_second
+
+
+def run_headless_thread(engine, settings: Settings, n: int) -> float:
+    """The headless consumer, but iterating the engine in a worker thread as the TUI does."""
+    out: list[float] = []
+    th = threading.Thread(target=lambda: out.append(run_headless(engine, settings, n)))
+    th.start()
+    th.join()
+    return out[0]
+
+
+def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None) -> float:
+    from spectui.tui.app import SpectuiApp
+
+    app = SpectuiApp(lambda c, p: engine.run(p, c, n), RunControl(settings), prompt=PROMPT, n_predict=n)
+
+    async def drive() -> float:
+        shot_taken = screenshot is None
+        async with app.run_test(size=size) as pilot:
+            while True:
+                await pilot.pause(0.05)
+                snap = app.snap
+                if not shot_taken and snap is not None and snap.stats.n_emitted >= n * 0.6:
+                    app.save_screenshot(os.path.basename(screenshot), path=os.path.dirname(screenshot) or ".")
+                    shot_taken = True
+                if snap is not None and snap.end is not None and not app.running:
+                    break
+            app.refresh_from_state()
+            tps = app.snap.stats.tokens_per_second
+            await pilot.press("q")
+        app.stop_engine(10)
+        return tps
+
+    return asyncio.run(drive())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default=str(MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"))
+    ap.add_argument("--draft", default=str(MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-k", type=int, default=2)
+    ap.add_argument("-t", "--threads", type=int, default=None)
+    ap.add_argument("--screenshot", default=None, help="save an SVG of the first TUI run at 60%% of the tokens")
+    args = ap.parse_args()
+
+    from spectui.engine.loop import Engine
+
+    t0 = time.perf_counter()
+    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads)
+    print(f"loaded {Path(args.target).name} + {Path(args.draft).name} in {time.perf_counter() - t0:.1f} s; "
+          f"k={args.k} n={args.n} temp=0 rounds={args.rounds}", flush=True)
+    settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
+    modes = ["headless", "thread", "tui"]
+    res: dict[str, list[float]] = {m: [] for m in modes}
+    try:
+        run_headless(engine, settings, 16)  # warm-up (page cache, thread pool)
+        for r in range(args.rounds):
+            order = modes[r % 3:] + modes[: r % 3]
+            for mode in order:
+                if mode == "headless":
+                    tps = run_headless(engine, settings, args.n)
+                elif mode == "thread":
+                    tps = run_headless_thread(engine, settings, args.n)
+                else:
+                    tps = run_tui(engine, settings, args.n, screenshot=args.screenshot if r == 0 else None)
+                res[mode].append(tps)
+                print(f"round {r + 1} {mode:8s} {tps:6.2f} tok/s", flush=True)
+    finally:
+        engine.close()
+    h, th, t = (statistics.median(res[m]) for m in modes)
+    print(f"\nmedian decode tok/s   headless(main thread) {h:.2f}   headless(worker thread) {th:.2f}   tui {t:.2f}")
+    print(f"tui/thread {t / th:.3f} ({100 * (1 - t / th):+.1f}% slower)   tui/headless {t / h:.3f}   "
+          f"thread/headless {th / h:.3f}")
+
+
+if __name__ == "__main__":
+    main()
