@@ -3,7 +3,8 @@
 The real app (``spectui.tui.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
 test harness with a capture driver: a driver that is not "headless" (so the app renders ANSI exactly
 as it would to a terminal) but writes into a list instead of a tty. A simulated clock steps over the
-trace: each pass arrives at its recorded time (``Timing.t_end``) divided by ``--speed``; its drafts
+trace: each pass arrives at its recorded time (``Timing.t_end``, counted from the first pass as the
+TUI's replay does) divided by ``--speed``; its drafts
 show as pending, then their verdicts, then settle, as on a live screen. Every write is stamped with
 the simulated time, so a 5-minute recording renders in seconds and plays at the recorded pace.
 
@@ -30,6 +31,7 @@ DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 PENDING_S = 0.12  # drafts shown as pending (capped at a third of the gap to the next pass)
 VERDICT_S = 0.9  # rejected drafts shown struck through (capped at two thirds of the gap)
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
+LEAD_IN_S = 0.5  # the start screen (banner, empty panels) shows this long before the first pass
 
 
 @dataclass
@@ -43,10 +45,19 @@ class CastInfo:
 
 
 def _frames(events: list[Event], speed: float) -> list[tuple[int, float, str | None]]:
-    """(event position, time, phase) steps: when each event is shown and in which animation phase."""
+    """(event position, time, phase) steps: when each event is shown and in which animation phase.
+
+    As in the TUI's replay (spectui.player), the clock starts at the first pass: the recording's
+    time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
+    start screen, pass i arrives at (t_end_i - t_end_0) / speed."""
     from .tui.panel import PENDING, SETTLED, VERDICT
 
-    pass_times = [(i, ev.timing.t_end / speed) for i, ev in enumerate(events) if isinstance(ev, PassEvent)]
+    t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
+
+    def arrival(ev: PassEvent) -> float:
+        return LEAD_IN_S + max(0.0, ev.timing.t_end - t0) / speed
+
+    pass_times = [(i, arrival(ev)) for i, ev in enumerate(events) if isinstance(ev, PassEvent)]
     next_time = {}
     for (i, t), nxt in zip(pass_times, pass_times[1:] + [(None, None)]):
         next_time[i] = nxt[1]
@@ -55,7 +66,7 @@ def _frames(events: list[Event], speed: float) -> list[tuple[int, float, str | N
     last = 0.0  # latest step (time never goes back)
     for i, ev in enumerate(events):
         if isinstance(ev, PassEvent):
-            now = max(last, ev.timing.t_end / speed)
+            now = max(last, arrival(ev))
             if ev.drafts:
                 gap = (next_time[i] - now) if next_time.get(i) is not None else VERDICT_S * 1.5
                 gap = max(gap, 0.0)

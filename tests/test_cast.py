@@ -12,7 +12,7 @@ import sys
 import pytest
 from rich.cells import cell_len
 
-from spectui.cast import render_cast
+from spectui.cast import LEAD_IN_S, render_cast
 from spectui.events import PassEvent, SettingsChanged
 from spectui.replay import mark_replay
 from spectui.trace import synthetic_run, write_trace
@@ -96,11 +96,12 @@ def test_asciicast_v2_format(cast_file):
         assert isinstance(t, (int, float)) and t >= last
         assert kind == "o" and isinstance(data, str) and data
         last = t
-    # the timeline follows the recording at 2x: the last pass arrives at t_end / 2
-    last_pass = [e for e in EVENTS if isinstance(e, PassEvent)][-1]
-    assert last >= last_pass.timing.t_end / 2
+    # the timeline follows the recording at 2x, from the first pass on (as the TUI's replay does)
+    passes = [e for e in EVENTS if isinstance(e, PassEvent)]
+    span = (passes[-1].timing.t_end - passes[0].timing.t_end) / 2
+    assert last >= LEAD_IN_S + span
     assert header["duration"] == pytest.approx(events[-1][0])
-    assert last_pass.timing.t_end / 2 < header["duration"] < last_pass.timing.t_end / 2 + 5
+    assert LEAD_IN_S + span < header["duration"] < LEAD_IN_S + span + 5
 
 
 def test_frames_show_panels_banner_and_the_recorded_text(cast_file):
@@ -120,9 +121,12 @@ def test_frames_change_over_time(cast_file):
     path, _ = cast_file
     header, events = load_cast(path)
     passes = [e for e in EVENTS if isinstance(e, PassEvent)]
-    arrive = passes[2].timing.t_end / 2  # pass 2 reaches the screen at its recorded time / speed
+    def at(p):  # when pass p reaches the screen: recorded time since the first pass / speed
+        return LEAD_IN_S + (p.timing.t_end - passes[0].timing.t_end) / 2
+
+    arrive = at(passes[2])
     early = screen_at(header, events, arrive + 0.01)
-    settled = screen_at(header, events, passes[3].timing.t_end / 2 - 0.001)  # just before pass 3
+    settled = screen_at(header, events, at(passes[3]) - 0.001)  # just before pass 3
     late = screen_at(header, events, float("inf"))
     assert early != late
     assert "#2 " in early and "prefill" in early and "#3 " not in early
