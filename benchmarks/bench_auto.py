@@ -41,6 +41,7 @@ def main() -> int:
     ap.add_argument("--prompts", default="code,prose")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--save", default=None, help="keep every run's trace here")
+    ap.add_argument("--no-schedule", action="store_true", help="skip the HF schedule runs (saves time)")
     args = ap.parse_args()
     for path in (args.target, args.draft):
         if not os.path.exists(path):
@@ -70,7 +71,8 @@ def main() -> int:
                 plan = [("target only", Settings(draft_max=0, temperature=t, drafter="none"))]
                 plan.append(("auto", Settings(draft_max=2, temperature=t, auto="cost")))
                 plan += [(f"k={k}", Settings(draft_max=k, temperature=t)) for k in ks]
-                plan.append(("schedule", Settings(draft_max=2, temperature=t, auto="schedule")))
+                if not args.no_schedule:
+                    plan.append(("schedule", Settings(draft_max=2, temperature=t, auto="schedule")))
                 plan.append(("auto", plan[1][1]))
                 plan.append(("target only", plan[0][1]))
                 for label, s in plan:
@@ -117,7 +119,7 @@ def main() -> int:
             all_ok &= ok
             khist = " ".join(f"{k}:{n}" for k, n in sorted(hist.items()))
             print(f"{pname:<6} {t:>4g}  {base:>11.2f}  {best_fixed:>8.2f} ({best_label:<4})  {auto:>6.2f}  {ratio:>9.3f}  "
-                  f"{'yes' if ok else 'NO':>6}  {rows['schedule'][0]:>8.2f}  {khist}")
+                  f"{'yes' if ok else 'NO':>6}  {rows['schedule'][0] if 'schedule' in rows else float('nan'):>8.2f}  {khist}")
             details.append(f"{pname}/{t:g}: target only " + " + ".join(f"{x:.2f}" for x in runs_of["target only"])
                            + ", auto " + " + ".join(f"{x:.2f}" for x in runs_of["auto"]))
     print()
