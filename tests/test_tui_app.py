@@ -240,14 +240,14 @@ async def test_animation_shows_rejected_drafts_then_removes_them():
         await pilot.pause()
         stream = app.query_one(TokenStream)
         styles = stream.styles_map()
-        body = stream.body(styles, 10_000)
+        body = stream.body(styles, (10_000, 80))
         assert body.plain.endswith("".join(rejected) + last.target.text)
         struck = [body.plain[s.start:s.end] for s in body.spans if s.style == styles["rejected"]]
         assert struck and struck[0] in rejected
         assert "✗" in app.query_one(PassRibbon).render().plain
         app.freeze_phase = SETTLED
         app.refresh_from_state()
-        body = stream.body(styles, 10_000)
+        body = stream.body(styles, (10_000, 80))
         assert "".join(rejected) not in body.plain[-40:]
         assert body.plain.endswith(last.target.text)
 
@@ -288,6 +288,6 @@ async def test_no_color_keeps_meaning_in_text_attributes(monkeypatch):
         # each token state differs by an attribute that survives without colour
         assert st["accepted"].underline and st["rejected"].strike and st["discarded"].strike
         assert st["correction"].bold and st["bonus"].bold and st["pending"].italic
-        body = stream.body(st, 10_000)
+        body = stream.body(st, (10_000, 80))
         used = {s.style for s in body.spans}
         assert {st["accepted"], st["rejected"], st["correction"]} <= used

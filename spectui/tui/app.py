@@ -50,6 +50,8 @@ MIN_WIDTH, MIN_HEIGHT = 60, 20  # below this: "terminal too small"
 WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
 PENDING_S = 0.12  # drafts shown as pending this long after a pass arrives (slow passes only)
 VERDICT_S = 0.9  # rejected drafts stay struck through this long, then disappear
+STATS_INTERVAL_S = 0.25  # the statistics panels repaint at most 4 times a second (repaints cost CPU the
+# engine needs on small machines); the token stream, pass ribbon and status line follow every pass
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
@@ -130,6 +132,8 @@ class SpectuiApp(App):
         self._status_key: object = None
         self._layout_key: object = None
         self._force = True
+        self._stats_t = 0.0
+        self._stats_due = False
         self._signals: list[int] = []
 
     # ------------------------------------------------------------------ setup
@@ -263,13 +267,19 @@ class SpectuiApp(App):
         self._phase = phase
         force = self._force
         self._force = False
+        if changed:
+            self._stats_due = True
         with self.batch_update():
-            if changed or force:
-                for panel in self.query(Panel):
-                    panel.show(snap, phase)
-            elif phase_changed:
+            if changed or force or phase_changed:
                 for panel in (self.query_one(TokenStream), self.query_one(PassRibbon)):
                     panel.show(snap, phase)
+            ended = snap is not None and snap.end is not None
+            if self._stats_due and (force or ended or now - self._stats_t >= STATS_INTERVAL_S):
+                self._stats_due = False
+                self._stats_t = now
+                for panel in self.query(Panel):
+                    if not isinstance(panel, (TokenStream, PassRibbon)):
+                        panel.show(snap, phase)
             if snap is not None and self.player is not None:
                 self.query_one(ReplayBanner).set_start(snap.start)
             key = (self._seen_version, self.control.settings, self.run_state(), self.theme,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rich.style import Style
 from rich.text import Text
+from textual.strip import Strip
 from textual.widget import Widget
 
 from .state import ScreenSnapshot
@@ -50,7 +51,11 @@ def token_styles(app) -> dict[str, Style]:
 
 
 class Panel(Widget):
-    """A widget drawn from the latest snapshot; subclasses implement ``draw(width, height)``."""
+    """A widget drawn from the latest snapshot; subclasses implement ``draw(width, height)``.
+
+    Uses Textual's line API: the Rich text is rendered to strips once per snapshot / phase / size
+    (``render_line`` then only indexes them), which keeps repaints cheap for the engine's sake.
+    """
 
     DEFAULT_CSS = "Panel { height: 1fr; }"
 
@@ -58,20 +63,47 @@ class Panel(Widget):
         super().__init__(id=id, classes=classes)
         self.snap: ScreenSnapshot | None = None
         self.phase: str = SETTLED
+        self._strips: list[Strip] | None = None
+        self._strips_key: object = None
 
     def show(self, snap: ScreenSnapshot | None, phase: str = SETTLED) -> None:
         self.snap = snap
         self.phase = phase
+        self._strips = None
         self.refresh()
 
     def styles_map(self) -> dict[str, Style]:
         return token_styles(self.app)
 
     def render(self) -> Text:
+        """The panel as Rich text (also what tests read)."""
         w, h = self.content_size.width, self.content_size.height
         if w <= 0 or h <= 0:
             return Text("")
         return self.draw(w, h)
+
+    def notify_style_update(self) -> None:  # theme change: colours come from the theme variables
+        super().notify_style_update()
+        self._strips = None
+
+    def render_line(self, y: int) -> Strip:
+        size = self.content_size
+        key = (size.width, size.height)
+        if self._strips is None or self._strips_key != key:
+            self._strips_key = key
+            self._strips = self._build_strips(size.width, size.height)
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(size.width, self.rich_style)
+
+    def _build_strips(self, width: int, height: int) -> list[Strip]:
+        if width <= 0 or height <= 0:
+            return []
+        text = self.draw(width, height)
+        console = self.app.console
+        options = console.options.update(width=width, height=height, no_wrap=False)
+        lines = console.render_lines(text, options, style=self.rich_style, pad=True, new_lines=False)
+        return [Strip(line, width) for line in lines[:height]]
 
     def draw(self, width: int, height: int) -> Text:  # pragma: no cover - abstract
         raise NotImplementedError

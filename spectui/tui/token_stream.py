@@ -25,18 +25,28 @@ class TokenStream(Panel):
         t.append("k=0", st["plain"]).append(f" {GLYPH['plain']}")
         return t
 
-    def body(self, st, budget: int) -> Text:
+    def body(self, st, budget: tuple[int, int]) -> Text:
+        """The visible tail of the stream; ``budget`` = (rows, width) it must fill."""
         snap = self.snap
         text = Text()
         if snap is None:
             return text
         tokens = snap.tokens
         cut = len(tokens) - snap.last_pass_tokens if self.phase != SETTLED and snap.last_pass else len(tokens)
-        # only the tail that can be visible
-        used, first = 0, cut
-        while first > 0 and used < budget:
+        # only the tail that can be visible: walk back until it surely fills ``rows`` rows of ``width``
+        rows, width = budget
+        first, line_chars, n_rows = cut, 0, 0
+        while first > 0 and n_rows <= rows + 1:
             first -= 1
-            used += len(tokens[first][0]) or 1
+            txt = tokens[first][0]
+            if "\n" in txt:
+                n_rows += txt.count("\n") + line_chars // max(1, width)
+                line_chars = 0
+            else:
+                line_chars += len(txt)
+                if line_chars >= width:
+                    n_rows += line_chars // width
+                    line_chars %= width
         for txt, kind in tokens[first:cut]:
             text.append(txt, st.get(kind))
         lp = snap.last_pass
@@ -60,7 +70,7 @@ class TokenStream(Panel):
         legend = self.legend(st)
         legend.truncate(width, overflow="ellipsis")
         n_text = max(0, height - 1)
-        body = self.body(st, budget=width * (n_text + 2) * 2)
+        body = self.body(st, budget=(n_text, width))
         if self.snap is not None and not self.snap.tokens and self.snap.start is not None:
             body = Text(f"prompt: {self.snap.start.prompt[: width * max(1, n_text - 1)]}", style="dim")
         lines = body.wrap(self.app.console, width) if body.plain else []
