@@ -85,8 +85,8 @@ def trace_file(tmp_path) -> Path:
 def pane_factory(tmp_path):
     panes = []
 
-    def make(args: str) -> Pane:
-        cmd = f"cd {REPO} && env TERM=xterm-256color {sys.executable} -m spectui.tui {args}"
+    def make(args: str, module: str = "spectui.tui") -> Pane:
+        cmd = f"cd {REPO} && env TERM=xterm-256color {sys.executable} -m {module} {args}"
         p = Pane(cmd, socket=f"spectui-test-{uuid.uuid4().hex[:12]}",
                  flag=tmp_path / f"go{len(panes)}")
         panes.append(p)
@@ -132,3 +132,22 @@ def test_tmux_unknown_theme_is_one_line(pane_factory, trace_file):
     lines = [line for line in lines if not line.startswith("Pane is dead")]
     assert len(lines) == 1, lines
     assert lines[0].startswith("spectui: error: unknown theme 'neon'; available themes:")
+
+
+def test_tmux_live_run_on_the_tiny_models(pane_factory, tiny_target, tiny_draft_noisy, tmp_path):
+    """`spectui --target T --draft D` in a real 80x24 terminal: the live TUI, a key, q, a trace on disk."""
+    rec = tmp_path / "live.jsonl"
+    pane = pane_factory(f"--target {tiny_target} --draft {tiny_draft_noisy} -p 'the cat' -n 60 -k 2 -t 1 "
+                        f"--record {rec}", module="spectui")
+    screen = pane.wait_for("acceptance by draft position", timeout=60)
+    assert "current pass" in screen
+    pane.wait_for("ENDED", timeout=60)
+    pane.tmux("send-keys", "-t", "t", "Up")
+    screen = pane.wait_for(" k 3")
+    pane.tmux("send-keys", "-t", "t", "q")
+    assert pane.wait_dead() == 0
+    assert pane.fmt("#{alternate_on}") == "0"
+    from spectui.trace import read_trace
+
+    events = read_trace(str(rec)).events
+    assert events[0].type == "start" and events[-1].type == "end"
