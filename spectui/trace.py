@@ -149,6 +149,7 @@ class TraceWriter:
         self.n_events = 0
         self._lock = threading.Lock()
         self._closed = False
+        self._failed = False
         try:
             if self.path is None:
                 self._raw: IO[bytes] = tempfile.TemporaryFile(prefix="spectui-trace-")
@@ -172,13 +173,17 @@ class TraceWriter:
         with self._lock:
             if self._closed:
                 raise TraceError(f"trace {self.path or '(temporary)'} is closed")
-            if self.header is None:
-                self.header = make_header(event if isinstance(event, RunStarted) else None, self.header_extra)
-                self._emit(_dumps(self.header))
-            self._emit(_dumps(to_dict(event)))
-            self.n_events += 1
-            if self.flush_each:
-                self._flush()
+            try:
+                if self.header is None:
+                    self.header = make_header(event if isinstance(event, RunStarted) else None, self.header_extra)
+                    self._emit(_dumps(self.header))
+                self._emit(_dumps(to_dict(event)))
+                self.n_events += 1
+                if self.flush_each:
+                    self._flush()
+            except OSError as exc:  # disk full, file system gone: one line, not a traceback mid-run
+                self._failed = True
+                raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
 
     __call__ = write  # usable as headless.consume(..., sink=writer)
 
@@ -248,12 +253,20 @@ class TraceWriter:
             if self._closed:
                 return
             self._closed = True
-            if self.header is None:
-                self.header = make_header(None, self.header_extra)
-                self._emit(_dumps(self.header))
-            if self._out is not self._raw:
-                self._out.close()
-            self._raw.close()
+            try:
+                if self.header is None:
+                    self.header = make_header(None, self.header_extra)
+                    self._emit(_dumps(self.header))
+                if self._out is not self._raw:
+                    self._out.close()
+                self._raw.close()
+            except OSError as exc:
+                try:
+                    self._raw.close()
+                except OSError:
+                    pass
+                if not self._failed:  # already reported by write()
+                    raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
 
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:

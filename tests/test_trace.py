@@ -371,3 +371,16 @@ def test_core_does_not_import_textual():
     code = "import sys, spectui.trace, spectui.events; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_a_trace_error_not_a_traceback():
+    w = TraceWriter("/dev/full")
+    with pytest.raises(TraceError, match="cannot write trace /dev/full: No space left"):
+        for ev in EVENTS:
+            w.write(ev)
+    w.close()  # the failure was reported once: closing does not raise it again
+    w2 = TraceWriter("/dev/full", flush_each=False)
+    w2.write(EVENTS[0])  # buffered
+    with pytest.raises(TraceError, match="No space left"):
+        w2.close()
