@@ -82,7 +82,7 @@ def main() -> int:
                     results.append((pname, t, label, snap.tokens_per_second, snap.acceptance_rate, hist))
                     print(f"  {pname} temp {t:g} {label}: {snap.tokens_per_second:.2f} t/s", file=sys.stderr)
                     if writer is not None:
-                        writer(os.path.join(args.save, f"{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"), evs)
+                        writer(os.path.join(args.save, f"{len(results):02d}-{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"), evs)
     finally:
         engine.close()
 
