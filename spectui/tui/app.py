@@ -50,7 +50,7 @@ MIN_WIDTH, MIN_HEIGHT = 60, 20  # below this: "terminal too small"
 WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
 PENDING_S = 0.12  # drafts shown as pending this long after a pass arrives (slow passes only)
 VERDICT_S = 0.9  # rejected drafts stay struck through this long, then disappear
-STATS_INTERVAL_S = 0.25  # the statistics panels repaint at most 4 times a second (repaints cost CPU the
+STATS_INTERVAL_S = 0.5  # the statistics panels repaint at most twice a second (repaints cost CPU the
 # engine needs on small machines); the token stream, pass ribbon and status line follow every pass
 
 Source = Callable[[RunControl, str], Iterable[Event]]
