@@ -138,6 +138,15 @@ class Cell:
     verify_ms: Spread  # mean verify ms of this k's passes
     draft_ms_per_pass: Spread
     acceptance_by_position: tuple[float, ...]  # pooled over repeats (vLLM per-position rate)
+    n_drafted: int = 0  # drafts over all repeats
+
+    def acceptance_se(self) -> float:
+        """Standard error of the mean acceptance rate: the larger of the spread over repeats and the
+        binomial sampling error of the drafts counted (so one run still has an honest error bar)."""
+        a = self.acceptance_rate
+        rep = a.sd / math.sqrt(a.n) if a.n > 1 else 0.0
+        binom = math.sqrt(a.mean * (1 - a.mean) / self.n_drafted) if self.n_drafted else 0.0
+        return max(rep, binom)
 
     @property
     def is_baseline(self) -> bool:
@@ -196,6 +205,7 @@ def aggregate(runs: Sequence[SweepRun]) -> list[Cell]:
                     [r.stats.draft_ms_total / r.stats.n_passes if r.stats.n_passes else 0.0 for r in rs]
                 ),
                 acceptance_by_position=pos,
+                n_drafted=sum(r.stats.n_drafted for r in rs),
             )
         )
     return cells
@@ -437,24 +447,44 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
             a = next((c for c in spec if c.k == k and c.temperature == t0), None)
             b = next((c for c in spec if c.k == k and c.temperature == t1), None)
             if a and b:
-                diffs.append((k, a.acceptance_rate, b.acceptance_rate))
+                diffs.append((k, a, b))
         if diffs:
-            parts = ", ".join(f"k={k} {a.mean:.0%} -> {b.mean:.0%}" for k, a, b in diffs)
-            deltas = [b.mean - a.mean for _, a, b in diffs]
-            noise = max(max(a.sd, b.sd) for _, a, b in diffs)
-            if all(d < -max(noise, 0.02) for d in deltas):
+            # a change counts when it exceeds the standard error of the difference
+            kinds = []
+            for k, a, b in diffs:
+                d = b.acceptance_rate.mean - a.acceptance_rate.mean
+                se = math.hypot(a.acceptance_se(), b.acceptance_se())
+                kinds.append("lower" if d < -se else "higher" if d > se else "same")
+            parts = ", ".join(
+                f"k={k} {a.acceptance_rate.mean:.0%} -> {b.acceptance_rate.mean:.0%}"
+                f" (±{math.hypot(a.acceptance_se(), b.acceptance_se()):.0%})"
+                for k, a, b in diffs
+            )
+            if all(x == "lower" for x in kinds):
                 verdict = "lowered acceptance at every draft length, as the textbook expects"
-            elif all(d > max(noise, 0.02) for d in deltas):
+            elif all(x == "higher" for x in kinds):
                 verdict = (
                     "raised acceptance at every draft length, against the textbook expectation "
-                    "(sampling spreads both models' probability over the same plausible tokens; at temp 0 one "
-                    "argmax disagreement rejects)"
+                    "(a plausible reason: sampling spreads both models' probability over the same likely "
+                    "tokens, while at temp 0 a single argmax disagreement rejects)"
                 )
-            elif all(abs(d) <= max(noise, 0.02) for d in deltas):
+            elif all(x == "same" for x in kinds):
                 verdict = "left acceptance unchanged within the noise"
             else:
-                verdict = "changed acceptance in different directions at different draft lengths"
-            lines.append(f"Temperature {t0:g} -> {t1:g} {verdict}: {parts}.")
+                by = {"lower": [], "higher": [], "same": []}
+                for (k, _, _), x in zip(diffs, kinds):
+                    by[x].append(f"k={k}")
+                said = []
+                if by["lower"]:
+                    said.append("lowered acceptance at " + ", ".join(by["lower"]))
+                if by["higher"]:
+                    said.append("raised it at " + ", ".join(by["higher"]))
+                if by["same"]:
+                    said.append("left it unchanged within the noise at " + ", ".join(by["same"]))
+                verdict = "; ".join(said)
+            lines.append(
+                f"Temperature {t0:g} -> {t1:g} {verdict}: {parts}; ± is the standard error of the difference."
+            )
 
     # 5. the cost model's view
     if prediction is not None and getattr(prediction, "advice", ""):

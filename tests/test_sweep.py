@@ -127,7 +127,8 @@ def test_report_answers_from_the_data():
     # TTFT: baseline 200/204 ms vs 230/234 ms with a drafter
     assert "TTFT: target only 202.0 ±2.3 ms (range 200-204)" in text and "30 ms (+15%) longer with a drafter" in text
     assert "Temperature 0 -> 0.8 lowered acceptance at every draft length" in text
-    assert "k=2 62% -> 25%, k=5 45% -> 15%" in text
+    # ± = standard error of the difference (binomial over the 32 / 80 drafts counted per cell)
+    assert "k=2 62% -> 25% (±11%), k=5 45% -> 15% (±7%)" in text
     assert "Cost model (from the temp 0 runs): " in text and "best k = 0" in text
 
 
@@ -142,6 +143,18 @@ def test_report_says_when_temperature_raises_acceptance():
     assert "raised acceptance at every draft length, against the textbook expectation" in text
     assert "Tokens/s peaked at k=3, temp 0.8" in text
     assert "one run each: no spread measured" in text
+
+
+def test_report_does_not_read_noise_as_a_temperature_effect():
+    # 3 of 8 vs 4 of 8 drafts accepted: a 12-point difference with a 25-point standard error
+    runs = [
+        _run(0.0, 0, 0, [0] * 4, 80.0, draft_ms_per_token=0.0, drafter="none"),
+        _run(0.0, 2, 0, [1, 1, 1, 0], 100.0, draft_ms_per_token=2.0),
+        _run(0.8, 0, 0, [0] * 4, 80.0, draft_ms_per_token=0.0, drafter="none"),
+        _run(0.8, 2, 0, [2, 1, 1, 0], 100.0, draft_ms_per_token=2.0),
+    ]
+    text = "\n".join(report_lines(aggregate(runs), runs))
+    assert "Temperature 0 -> 0.8 left acceptance unchanged within the noise: k=2 38% -> 50% (±25%)" in text
 
 
 # ------------------------------------------------------------------ the command on tiny models
