@@ -319,7 +319,8 @@ def _ms(x: float) -> str:
     return f"{x:.1f}" if abs(x) < 10 else f"{x:.0f}"
 
 
-def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=None) -> list[str]:
+def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=None,
+                 on_demand_k: Sequence[int] = ()) -> list[str]:
     """The short report under the table, written from the measured numbers only."""
     lines: list[str] = []
     spec = [c for c in cells if not c.is_baseline]
@@ -488,12 +489,16 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
 
     # 5. the cost model's view
     if prediction is not None and getattr(prediction, "advice", ""):
-        lines.append(f"Cost model (from the temp {temps[0]:g} runs): {prediction.advice}")
+        how = f"from the temp {temps[0]:g} runs"
+        if on_demand_k:
+            how += "; verify times for k=" + ",".join(str(k) for k in on_demand_k) + " measured on demand after them"
+        lines.append(f"Cost model ({how}): {prediction.advice}")
     return lines
 
 
-def sweep_prediction(runs: Sequence[SweepRun]):
-    """Cost-model prediction from the lowest temperature's deepest run, with every verify time measured."""
+def sweep_prediction(runs: Sequence[SweepRun], on_demand: dict[int, float] | None = None):
+    """Cost-model prediction from the lowest temperature's deepest run, with the verify times measured in
+    the runs at that temperature plus ``on_demand`` ones (batch sizes no run used, measured afterwards)."""
     from .costmodel import predict
 
     temps = sorted({r.temperature for r in runs})
@@ -507,8 +512,25 @@ def sweep_prediction(runs: Sequence[SweepRun]):
             continue
         for k, ms, n in r.stats.verify_ms_by_k:
             verify.setdefault(k, []).append(ms)
-    pts = {k: statistics.fmean(v) for k, v in verify.items()}
+    pts = {**(on_demand or {}), **{k: statistics.fmean(v) for k, v in verify.items()}}
     return predict(deepest.stats, k_max=16, verify_ms_by_k=pts, current_k=deepest.k)
+
+
+def measure_missing_verify(engine, runs: Sequence[SweepRun], k_max: int = 16) -> dict[int, float]:
+    """Verify times for the batch sizes no run used, measured on demand (between runs, never during)."""
+    measure = getattr(engine, "measure_verify_ms", None)
+    if measure is None:
+        return {}
+    seen = {k for r in runs for k, _, n in r.stats.verify_ms_by_k if n}
+    out: dict[int, float] = {}
+    for k in range(k_max + 1):
+        if k in seen:
+            continue
+        try:
+            out[k] = float(measure(k, repeats=2))
+        except SpectuiError:
+            break
+    return out
 
 
 # ---------------------------------------------------------------- JSON / CSV
@@ -570,6 +592,7 @@ def to_json(runs: Sequence[SweepRun], cells: Sequence[Cell], report: Sequence[st
         out["prediction"] = {
             "tps_by_k": list(prediction.tps_by_k),
             "speedup_by_k": list(prediction.speedup_by_k),
+            "verify_ms_by_k": list(prediction.verify_ms_by_k),
             "verify_measured_by_k": list(prediction.verify_measured_by_k),
             "best_k": prediction.best_k,
             "advice": prediction.advice,
@@ -715,6 +738,7 @@ def sweep_main(target, draft, prompt, prompt_file, n_predict=256, draft_max="2,5
                          quiet=as_json or as_csv)
     try:
         runs = _run_with_progress(engine, text, plan, n_predict, seed, rec)
+        on_demand = measure_missing_verify(engine, runs)
     finally:
         close = getattr(engine, "close", None)
         if close is not None:
@@ -722,14 +746,14 @@ def sweep_main(target, draft, prompt, prompt_file, n_predict=256, draft_max="2,5
     cells = aggregate(runs)
     pred = None
     try:
-        pred = sweep_prediction(runs)
+        pred = sweep_prediction(runs, on_demand)
     except Exception:  # noqa: BLE001 - advice must never break the sweep's results
         pred = None
-    report = report_lines(cells, runs, pred)
+    report = report_lines(cells, runs, pred, sorted(on_demand))
     params = {
         "target": target, "draft": draft, "drafter": drafter, "prompt": text, "n_predict": n_predict,
         "draft_max": ks, "temperatures": temps, "seed": seed, "repeat": repeat, "threads": threads,
-        "ctx_size": ctx_size,
+        "ctx_size": ctx_size, "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},
     }
     if as_json:
         out.write(json.dumps(to_json(runs, cells, report, params, pred)) + "\n")

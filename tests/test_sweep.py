@@ -195,6 +195,13 @@ def test_sweep_json_and_traces_on_tiny_models(tiny_target, tiny_draft_noisy, tmp
     assert len(out["cells"]) == 6
     assert any(line.startswith("Acceptance rate by draft length") for line in out["report"])
     assert any(line.startswith("TTFT: target only") for line in out["report"])
+    # the batch sizes no run used were measured on demand after the runs: the prediction extrapolates nothing
+    on_demand = {int(k) for k in out["params"]["verify_measured_on_demand"]}
+    seen = {v["k"] for r in runs for v in r["verify_ms_by_k"] if v["count"]}
+    assert 3 in seen and 16 not in seen
+    assert on_demand == set(range(17)) - seen
+    assert all(out["prediction"]["verify_measured_by_k"])
+    assert any("measured on demand after them" in line for line in out["report"] if line.startswith("Cost model"))
 
 
 def test_sweep_table_and_csv_on_tiny_models(tiny_target, tiny_draft_noisy):
