@@ -28,8 +28,8 @@ out = open(sys.argv[2], "w")
 stats = replay_headless(sys.argv[1], out, as_json=False)
 out.close()
 dt = time.perf_counter() - t0
-peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(dt, peak_kib, stats.n_passes, stats.n_emitted)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(dt, ru.ru_maxrss, stats.n_passes, stats.n_emitted, ru.ru_utime + ru.ru_stime)
 """
 
 BASELINE = r"""
@@ -64,25 +64,29 @@ def main() -> None:
         write_trace(path, synthetic_run(n, seed=1))
         gen_s = time.perf_counter() - t0
         mb = os.path.getsize(path) / 1e6
-        dt, peak_kib, n_passes, n_emitted = run_child(CHILD, path, os.devnull)
-        rows.append((n, mb, gen_s, float(dt), int(peak_kib), int(n_passes), int(n_emitted)))
+        dt, peak_kib, n_passes, n_emitted, cpu = run_child(CHILD, path, os.devnull)
+        rows.append((n, mb, gen_s, float(dt), int(peak_kib), int(n_passes), int(n_emitted), float(cpu)))
         if not args.keep:
             os.unlink(path)
     if not args.keep:
         os.rmdir(d)
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; baseline RSS after imports {base_kib / 1024:.1f} MiB")
-    print(f"{'passes':>8} {'file MB':>8} {'write s':>8} {'replay s':>9} {'passes/s':>10} {'peak RSS MiB':>13} {'tokens':>8}")
-    for n, mb, gen_s, dt, peak, n_passes, n_emitted in rows:
-        print(f"{n:>8} {mb:>8.1f} {gen_s:>8.2f} {dt:>9.2f} {n_passes / dt:>10.0f} {peak / 1024:>13.1f} {n_emitted:>8}")
+    print(f"load average (1 min): {os.getloadavg()[0]:.2f} (other jobs on the machine stretch wall times; "
+          f"'cpu s' is this process's own CPU time)")
+    print(f"{'passes':>8} {'file MB':>8} {'write s':>8} {'replay s':>9} {'cpu s':>6} {'passes/s':>10} "
+          f"{'peak RSS MiB':>13} {'tokens':>8}")
+    for n, mb, gen_s, dt, peak, n_passes, n_emitted, cpu in rows:
+        print(f"{n:>8} {mb:>8.1f} {gen_s:>8.2f} {dt:>9.2f} {cpu:>6.2f} {n_passes / dt:>10.0f} {peak / 1024:>13.1f} "
+              f"{n_emitted:>8}")
     if len(rows) == 2:
-        (n1, _, _, t1, m1, _, _), (n2, _, _, t2, m2, _, _) = rows
+        (n1, _, _, t1, m1, _, _, _), (n2, _, _, t2, m2, _, _, c2) = rows
         per_pass = (m2 - m1) * 1024 / (n2 - n1)
         print(f"ratio {n2 // n1}x passes: time {t2 / t1:.2f}x, peak RSS {m2 / m1:.2f}x; "
               f"growth {per_pass:.0f} bytes/pass (spectui.stats.RunStats keeps each token's id, text and ITL "
               f"for the summary/JSON; the reader itself streams: no event is kept)")
         verdict = "OK" if t2 <= 3.0 else "SLOWER than the 3 s target"
-        print(f"{n2} passes replayed headless in {t2:.2f} s: {verdict}")
+        print(f"{n2} passes replayed headless in {t2:.2f} s wall ({c2:.2f} s CPU): {verdict}")
 
 
 if __name__ == "__main__":

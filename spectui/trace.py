@@ -289,7 +289,7 @@ def _open_lines(path: str) -> Iterator[bytes]:
     try:
         if os.path.isdir(path):
             raise TraceError(f"{path}: is a directory, not a trace")
-        fh = open(path, "rb")
+        fh = open(path, "rb", buffering=1 << 20)
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except OSError as exc:
