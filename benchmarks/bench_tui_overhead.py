@@ -48,8 +48,14 @@ def run_headless_thread(engine, settings: Settings, n: int) -> float:
     return out[0]
 
 
-def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None) -> float:
+def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None,
+            switch_s: float | None = None) -> float:
+    import spectui.tui.app as tui_app
     from spectui.tui.app import SpectuiApp
+
+    default_switch = tui_app.GIL_SWITCH_INTERVAL_S
+    if switch_s is not None:
+        tui_app.GIL_SWITCH_INTERVAL_S = switch_s
 
     app = SpectuiApp(lambda c, p: engine.run(p, c, n), RunControl(settings), prompt=PROMPT, n_predict=n)
 
@@ -76,7 +82,10 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
         app.stop_engine(10)
         return tps
 
-    return asyncio.run(drive())
+    try:
+        return asyncio.run(drive())
+    finally:
+        tui_app.GIL_SWITCH_INTERVAL_S = default_switch
 
 
 def main() -> None:
@@ -88,6 +97,8 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--screenshot", default=None, help="save an SVG of the first TUI run (past 60%% of the tokens, showing a rejected draft)")
+    ap.add_argument("--compare-switch", action="store_true",
+                    help="add a TUI mode with Python's default 5 ms GIL switch interval (the app uses 0.5 ms)")
     args = ap.parse_args()
 
     from spectui.engine.loop import Engine
@@ -97,24 +108,29 @@ def main() -> None:
     print(f"loaded {Path(args.target).name} + {Path(args.draft).name} in {time.perf_counter() - t0:.1f} s; "
           f"k={args.k} n={args.n} temp=0 rounds={args.rounds}", flush=True)
     settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
-    modes = ["headless", "thread", "tui"]
+    modes = ["headless", "thread", "tui"] + (["tui-5ms"] if args.compare_switch else [])
     res: dict[str, list[float]] = {m: [] for m in modes}
     try:
         run_headless(engine, settings, 16)  # warm-up (page cache, thread pool)
         for r in range(args.rounds):
-            order = modes[r % 3:] + modes[: r % 3]
+            order = modes[r % len(modes):] + modes[: r % len(modes)]
             for mode in order:
                 if mode == "headless":
                     tps = run_headless(engine, settings, args.n)
                 elif mode == "thread":
                     tps = run_headless_thread(engine, settings, args.n)
+                elif mode == "tui-5ms":
+                    tps = run_tui(engine, settings, args.n, switch_s=0.005)
                 else:
                     tps = run_tui(engine, settings, args.n, screenshot=args.screenshot if r == 0 else None)
                 res[mode].append(tps)
                 print(f"round {r + 1} {mode:8s} {tps:6.2f} tok/s", flush=True)
     finally:
         engine.close()
-    h, th, t = (statistics.median(res[m]) for m in modes)
+    h, th, t = (statistics.median(res[m]) for m in modes[:3])
+    if args.compare_switch:
+        t5 = statistics.median(res["tui-5ms"])
+        print(f"\nTUI with the default 5 ms GIL switch interval: {t5:.2f} tok/s (tui-5ms/thread {t5 / th:.3f})")
     print(f"\nmedian decode tok/s   headless(main thread) {h:.2f}   headless(worker thread) {th:.2f}   tui {t:.2f}")
     print(f"tui/thread {t / th:.3f} ({100 * (1 - t / th):+.1f}% slower)   tui/headless {t / h:.3f}   "
           f"thread/headless {th / h:.3f}")

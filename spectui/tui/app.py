@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -50,6 +51,10 @@ MIN_WIDTH, MIN_HEIGHT = 60, 20  # below this: "terminal too small"
 WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
 PENDING_S = 0.12  # drafts shown as pending this long after a pass arrives (slow passes only)
 VERDICT_S = 0.9  # rejected drafts stay struck through this long, then disappear
+# The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
+# each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
+# the app runs keeps the engine from queueing behind repaints.
+GIL_SWITCH_INTERVAL_S = 0.0005
 STATS_INTERVAL_S = 0.5  # the statistics panels repaint at most twice a second (repaints cost CPU the
 # engine needs on small machines); the token stream, pass ribbon and status line follow every pass
 
@@ -155,6 +160,8 @@ class SpectuiApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
         for name in available_themes():
             self.register_theme(textual_theme(name))
         self.theme = self.theme_name
@@ -182,6 +189,8 @@ class SpectuiApp(App):
 
     def on_unmount(self) -> None:
         self.control.stop()
+        if getattr(self, "_switch_interval", None):
+            sys.setswitchinterval(self._switch_interval)
         try:
             loop = asyncio.get_running_loop()
             for sig in self._signals:
