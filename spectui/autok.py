@@ -24,6 +24,9 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
 - leaving k > 0: k = 0 stops the flow of acceptance data, so the policy settles on k = 0 only when
   even an optimistic reading of acceptance (``OPTIMISM`` standard errors up) says speculation loses,
   and after at least ``MIN_EVIDENCE`` first drafts (until then it explores with k = 1, the cheapest).
+  When even drafts that are always accepted could not pay with the measured times (the case on a
+  2-core CPU: verifying 2 tokens plus one draft costs more than two plain decodes), it settles on
+  k = 0 right after the warm-up: acceptance cannot change that verdict.
 - re-probing: while at k = 0, one pass every ``probe_every`` passes drafts the last profitable k (or
   ``WARMUP_K``); the first comes after ``FIRST_PROBE`` passes, and each probe that confirms k = 0
   doubles the interval (up to ``PROBE_MAX``), or stretches it further so that probes cost at most
@@ -31,7 +34,9 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   for the tokens it yielded; it includes the draft model catching up on the text it skipped). When
   that catch-up alone costs more per skipped pass than the budget allows (the case on a 2-core CPU:
   a few ms per skipped token against an 85 ms decode), no interval fits the budget and the policy
-  waits ``PROBE_MAX`` passes between probes. The interval resets when speculation starts paying again. While the model says k > 0,
+  waits ``PROBE_MAX`` passes between probes. Before any probe is measured, the catch-up is estimated
+  as ``CATCHUP_FRACTION`` of a draft decode per skipped token (measured on the Qwen pair: 85 ms to
+  catch up 16 tokens against 21 ms per single draft decode). The interval resets when speculation starts paying again. While the model says k > 0,
   every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper positions and the next verify size stay
   measured.
 
@@ -62,12 +67,13 @@ STALE_PASSES = 96
 MIN_WEIGHT = 1.5  # a position counts as measured once its (decayed) observation weight reaches this
 TIME_ALPHA = 0.25  # EWMA weight of a new timing observation
 WARMUP_K = 1
-WARMUP_PASSES = 3
+WARMUP_PASSES = 2
 FIRST_PROBE = 16  # passes at k = 0 before the first re-probe (then 32, 64, ... up to PROBE_MAX)
 PROBE_MIN = 24
 PROBE_BUDGET = 0.015  # re-probes at k = 0 may cost at most this share of the run's time
 OPTIMISM = 0.5  # standard errors added to acceptance before settling on k = 0
-MIN_EVIDENCE = 6.0  # first-position observations needed before settling on k = 0
+MIN_EVIDENCE = 4.0  # first-position observations needed before settling on k = 0
+CATCHUP_FRACTION = 0.25  # assumed draft catch-up cost per skipped token, as a share of a draft decode
 PROBE_MAX = 192
 
 
@@ -204,6 +210,15 @@ class CostPolicy:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
+    def bound_prediction(self) -> Prediction:
+        """The best case: every draft accepted, with the measured times."""
+        points = dict(self.verify_ms)
+        if 0 not in points and self.calib_target_ms > 0:
+            points[0] = self.calib_target_ms
+        d = self.draft_ms_per_token if self.draft_ms_per_token is not None else self.calib_draft_ms
+        return predict_from([1.0] * self.k_max, [1.0] * self.k_max, points, d, self.other_ms or 0.0,
+                            k_max=self.k_max)
+
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         points = dict(self.verify_ms)
         if 0 not in points and self.calib_target_ms > 0:
@@ -254,16 +269,26 @@ class CostPolicy:
                 self.next_probe = n + PROBE_MIN
                 return best + 1, f"probe: measuring k = {best + 1}"
             return best, f"best predicted k = {best}"
-        # k = 0 stops the flow of acceptance data: leave it only when even an optimistic reading of
-        # the acceptance (OPTIMISM standard errors up) cannot make speculation pay
-        opt = self.prediction(current_k=self.prev_k, optimism=OPTIMISM)
-        if opt.best_k > 0:
-            return opt.best_k, f"k = 0 not yet certain: exploring k = {opt.best_k}"
-        first = self.positions[0].reached if self.positions else 0.0
-        if first < MIN_EVIDENCE:
-            return 1, f"k = 0 not yet certain: {first:.0f} of {MIN_EVIDENCE:.0f} first drafts seen"
+        # when even drafts that are always accepted could not pay (verify and drafting cost more than
+        # the tokens they yield), acceptance does not matter: no more exploring
+        hopeless = self.bound_prediction().best_k == 0
+        if not hopeless:
+            # k = 0 stops the flow of acceptance data: leave it only when even an optimistic reading of
+            # the acceptance (OPTIMISM standard errors up) cannot make speculation pay
+            opt = self.prediction(current_k=self.prev_k, optimism=OPTIMISM)
+            if opt.best_k > 0:
+                return opt.best_k, f"k = 0 not yet certain: exploring k = {opt.best_k}"
+            first = self.positions[0].reached if self.positions else 0.0
+            if first < MIN_EVIDENCE:
+                return 1, f"k = 0 not yet certain: {first:.0f} of {MIN_EVIDENCE:.0f} first drafts seen"
         if not self._at_zero:  # a stretch at k = 0 begins: the next probe is probe_every passes away
             self._at_zero = True
+            if self.probe_cost_ms == 0.0:
+                # no probe measured yet: estimate the draft model's catch-up on the skipped text
+                k0 = self._k0_pass_ms()
+                d = self.draft_ms_per_token if self.draft_ms_per_token is not None else self.calib_draft_ms
+                if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
+                    self.probe_every = PROBE_MAX
             self.next_probe = max(self.next_probe, n + self.probe_every)
         if n >= self.next_probe:
             self.probing = True

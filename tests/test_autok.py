@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from spectui.autok import PROBE_MAX, WARMUP_K, CostPolicy, SchedulePolicy, make_policy
+from spectui.autok import PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy
 from spectui.costmodel import leviathan
 from spectui.errors import SpectuiError
 from spectui.events import Settings, SettingsChanged
@@ -213,3 +213,17 @@ def test_probes_back_off_to_the_maximum_when_catching_up_costs_more_than_the_bud
     ks, _ = drive(make_policy("cost"), World(a=0.6, d=44.0, v0=85.0, slope=20.0, catch_up=3.0), 800)
     zero_stretch_starts = [i for i in range(1, len(ks)) if ks[i] > 0 and ks[i - 1] == 0]
     assert 2 <= len(zero_stretch_starts) <= 2 + 800 // PROBE_MAX
+
+
+def test_settles_at_once_when_even_perfect_acceptance_cannot_pay():
+    # the Qwen pair measured on a quiet 2-core machine: decode 34 ms, draft 21 ms/token, verify 34 + 25 k
+    # ms, catch-up 5.3 ms per skipped token: k = 1 yields at most 2 tokens in 80 ms > 2 x 35 ms
+    for a in (0.5, 0.95):
+        world = World(a=a, d=21.0, v0=34.0, slope=25.0, catch_up=5.3)
+        pol = make_policy("cost")
+        ks, tps = drive(pol, world, 128)
+        assert ks[:WARMUP_PASSES] == [WARMUP_K] * WARMUP_PASSES
+        assert sum(1 for k in ks if k) == WARMUP_PASSES  # no exploring, no probe within PROBE_MAX
+        assert pol.bound_prediction().best_k == 0
+        assert tps >= 0.97 * world.expected_tps(0)
+        assert pol.last_reason == "speculation loses: k = 0"
