@@ -71,6 +71,7 @@ def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False):
         check_gguf_file(draft, "draft")
 
     def warn(msg: str) -> None:
+        msg = msg.removeprefix("warning: ")
         print(f"spectui: warning: {msg}", file=sys.stderr)
 
     if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings

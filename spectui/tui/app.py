@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 
 from rich.text import Text
 from textual import work
+from textual.css.query import NoMatches
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
@@ -252,6 +253,12 @@ class SpectuiApp(App):
 
     def refresh_from_state(self) -> None:
         """Pull the latest snapshot (if it changed), advance the animation, repaint what changed."""
+        try:
+            self._refresh_from_state()
+        except NoMatches:  # a tick while the screen is being built or torn down (startup, quit): nothing to paint
+            pass
+
+    def _refresh_from_state(self) -> None:
         self._apply_layout()
         changed = False
         if self.state.version != self._seen_version or self._force:
