@@ -3,7 +3,8 @@
 Drives spectui.engine.loop.Engine directly with a RunControl and changes the settings between passes
 at fixed pass numbers (the loop reads the settings once per pass, so the change takes effect at the
 next pass and the engine records a SettingsChanged event), so the recording shows acceptance changing:
-code at k = 3, longer drafts (k = 5), then sampling at temperature 0.8, then k = 2.
+code at k = 3 and temperature 0, longer drafts (k = 8: acceptance falls with depth), then sampling at
+temperature 1.0 over prose and a poem (acceptance falls with temperature), then k = 2.
 
     .venv/bin/python demos/record_demo.py [--target T.gguf --draft D.gguf] [-o spectui/data/demo-trace.jsonl.gz]
 """
@@ -24,8 +25,8 @@ DRAFT = os.path.join(MODELS, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 
 QUESTION = (
     "Write a Python function is_palindrome(s) that ignores case, spaces and punctuation, with a docstring "
-    "and three assert tests. Then explain in three short plain-English paragraphs, for a beginner, why it "
-    "works, what its running time is, and one other way to write it."
+    "and three assert tests. Then explain in two short plain-English paragraphs, for a beginner, why it "
+    "works and what its running time is, and end with a playful four-line poem about palindromes."
 )
 # Qwen2.5 instruct chat template (the engine parses special tokens in the prompt).
 PROMPT = (
@@ -35,9 +36,9 @@ PROMPT = (
 START = dict(draft_max=3, temperature=0.0, drafter="model", seed=42)
 # before pass N: settings changes (pass 0 is the prefill pass)
 SCHEDULE = [
-    (48, dict(draft_max=5)),
-    (80, dict(temperature=0.8)),
-    (112, dict(draft_max=2)),
+    (30, dict(draft_max=8)),
+    (46, dict(temperature=1.0)),
+    (60, dict(draft_max=2)),
 ]
 N_PREDICT = 600
 

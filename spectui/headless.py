@@ -58,13 +58,13 @@ def consume(
     return stats, kept
 
 
-def _prediction(snap: StatsSnapshot):
+def _prediction(snap: StatsSnapshot, current_k: int | None = None):
     try:
         from .costmodel import predict
     except ImportError:  # pragma: no cover - costmodel is part of the package
         return None
     try:
-        return predict(snap)
+        return predict(snap, current_k=current_k)
     except Exception:  # noqa: BLE001 - advice must never break a summary
         return None
 
@@ -74,7 +74,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     start = stats.start
     end = stats.end
     passes = [to_dict(e) for e in events if isinstance(e, PassEvent)]
-    pred = _prediction(snap)
+    pred = _prediction(snap, stats.last_k)
     d = {
         "tokens": list(stats.tokens),
         "text": stats.text,
@@ -161,7 +161,7 @@ def summary_text(stats: RunStats) -> str:
     if end is not None and end.error:
         reason += f": {end.error}"
     lines.append(f"stopped                {reason}")
-    pred = _prediction(snap)
+    pred = _prediction(snap, stats.last_k)
     if pred is not None and getattr(pred, "advice", ""):
         lines.append(f"advice                 {pred.advice}")
     return "\n".join(lines)

@@ -110,6 +110,7 @@ class RunStats:
     elapsed_s: float = 0.0
     tokens: list[int] = field(default_factory=list)
     text_parts: list[str] = field(default_factory=list)
+    last_k: int | None = None  # draft length asked for in the latest decode pass (settings in force)
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=self.window)
@@ -146,6 +147,7 @@ class RunStats:
         self.verify_ms += ev.timing.verify_ms
         self.other_ms += ev.timing.other_ms
         self.n_passes += 1
+        self.last_k = ev.k if ev.settings.auto else ev.settings.draft_max
         self.decode_tokens += n_out
         self.decode_wall_ms += ev.timing.wall_ms
         self.recent.append((n_out, ev.timing.wall_ms))

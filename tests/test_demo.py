@@ -47,7 +47,8 @@ def test_bundled_trace_is_a_real_qwen_recording(demo):
 def test_bundled_trace_shows_acceptance_changing(demo):
     _, events, _ = demo
     changes = [e for e in events if isinstance(e, SettingsChanged)]
-    assert {c.new.draft_max for c in changes} >= {5, 2}  # draft length changed mid-run ...
+    k_changes = [c for c in changes if c.new.draft_max != c.old.draft_max]
+    assert len({c.new.draft_max for c in k_changes}) >= 2  # draft length changed mid-run, twice ...
     assert any(c.new.temperature != c.old.temperature for c in changes)  # ... and the temperature
     # acceptance differs between the phases of the run
     rates = []
