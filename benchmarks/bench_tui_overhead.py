@@ -1,14 +1,14 @@
-"""TUI overhead: decode tokens/s with the TUI attached vs headless, same engine, same settings, alternating.
+"""TUI overhead: decode tokens/s with the TUI attached vs --headless, same settings, alternating.
 
-The TUI runs under Textual's test driver (headless terminal, full compositor at its 30 Hz refresh),
-with the engine in a worker thread. Two headless baselines: ``headless`` is spectui.headless.consume
-in the main thread (what ``--headless`` does), ``thread`` is the same consumer iterating the engine in
-a worker thread (the TUI's arrangement, so tui/thread isolates the cost of the UI). The engine and
-models are loaded once and shared; the modes rotate round by round so machine noise hits all.
-Prints every run, then the median TPS per mode and the ratios (target: tui/thread >= 0.97).
+Each run is its own process, set up as the CLI sets it up: ``headless`` runs the engine in the main
+thread and feeds spectui.headless.consume (what ``--headless`` does); ``tui`` builds the engine on an
+EngineThread (loaded, run and closed on one thread, as ``spectui --target ...`` does) and runs the real
+SpectuiApp under Textual's test driver (headless terminal, full compositor at its 30 Hz refresh).
+Both get a 16-token warm-up run first. The order alternates round by round so machine noise hits both.
+Prints every run, then the median TPS per mode and the ratio (issue target: at most 3% slower).
 
-    .venv/bin/python benchmarks/bench_tui_overhead.py            # Qwen2.5-Coder 1.5B / 0.5B pair
-    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 3 -n 128 -k 2 --screenshot docs/screenshot.svg
+    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 4 -n 128 -k 2
+    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 1 --screenshot docs/screenshot.svg
 """
 
 from __future__ import annotations
@@ -37,15 +37,6 @@ PROMPT = "Write a step-by-step explanation of how a hash map handles collisions.
 def run_headless(engine, settings: Settings, n: int) -> float:
     stats, _ = consume(engine.run(PROMPT, RunControl(settings), n), out=io.StringIO())
     return stats.snapshot().tokens_per_second
-
-
-def run_headless_thread(engine, settings: Settings, n: int) -> float:
-    """The headless consumer, but iterating the engine in a worker thread as the TUI does."""
-    out: list[float] = []
-    th = threading.Thread(target=lambda: out.append(run_headless(engine, settings, n)))
-    th.start()
-    th.join()
-    return out[0]
 
 
 def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None,
@@ -88,53 +79,74 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
         tui_app.GIL_SWITCH_INTERVAL_S = default_switch
 
 
+def child_tui(args) -> None:
+    """One TUI run in this process, built exactly as `spectui --target T --draft D` builds it."""
+    from spectui.engine.loop import Engine
+    from spectui.engine.thread import EngineThread
+
+    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads))
+    try:
+        settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
+        run_tui(engine, settings, 16)  # warm-up, as the headless child gets
+        tps = run_tui(engine, settings, args.n, screenshot=args.screenshot)
+    finally:
+        engine.close()
+    print(f"TPS {tps:.4f} UICPU {UI_CPU[-1]:.4f}", flush=True)
+
+
+def child_headless(args) -> None:
+    """One headless run in this process: main thread, as `spectui --headless` runs it."""
+    from spectui.engine.loop import Engine
+
+    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads)
+    try:
+        settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
+        run_headless(engine, settings, 16)  # warm-up
+        tps = run_headless(engine, settings, args.n)
+    finally:
+        engine.close()
+    print(f"TPS {tps:.4f}", flush=True)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--target", default=str(MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"))
     ap.add_argument("--draft", default=str(MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-t", "--threads", type=int, default=None)
-    ap.add_argument("--screenshot", default=None, help="save an SVG of the first TUI run (past 60%% of the tokens, showing a rejected draft)")
-    ap.add_argument("--compare-switch", action="store_true",
-                    help="add a TUI mode with Python's default 5 ms GIL switch interval (the app uses 0.5 ms)")
+    ap.add_argument("--screenshot", default=None, help="save an SVG of a TUI run (past 60%% of the tokens, showing a rejected draft)")
+    ap.add_argument("--child", choices=["tui", "headless"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child == "tui":
+        return child_tui(args)
+    if args.child == "headless":
+        return child_headless(args)
 
-    from spectui.engine.loop import Engine
+    import subprocess
 
-    t0 = time.perf_counter()
-    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads)
-    print(f"loaded {Path(args.target).name} + {Path(args.draft).name} in {time.perf_counter() - t0:.1f} s; "
-          f"k={args.k} n={args.n} temp=0 rounds={args.rounds}", flush=True)
-    settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
-    modes = ["headless", "thread", "tui"] + (["tui-5ms"] if args.compare_switch else [])
+    base = [sys.executable, __file__, "--target", args.target, "--draft", args.draft, "-n", str(args.n),
+            "-k", str(args.k)] + (["-t", str(args.threads)] if args.threads else [])
+    print(f"{Path(args.target).name} + {Path(args.draft).name}; k={args.k} n={args.n} temp=0 rounds={args.rounds}; "
+          "each run in its own process (models loaded as the CLI loads them)", flush=True)
+    modes = ["headless", "tui"]
     res: dict[str, list[float]] = {m: [] for m in modes}
-    try:
-        run_headless(engine, settings, 16)  # warm-up (page cache, thread pool)
-        for r in range(args.rounds):
-            order = modes[r % len(modes):] + modes[: r % len(modes)]
-            for mode in order:
-                if mode == "headless":
-                    tps = run_headless(engine, settings, args.n)
-                elif mode == "thread":
-                    tps = run_headless_thread(engine, settings, args.n)
-                elif mode == "tui-5ms":
-                    tps = run_tui(engine, settings, args.n, switch_s=0.005)
-                else:
-                    tps = run_tui(engine, settings, args.n, screenshot=args.screenshot if r == 0 else None)
-                res[mode].append(tps)
-                print(f"round {r + 1} {mode:8s} {tps:6.2f} tok/s", flush=True)
-    finally:
-        engine.close()
-    h, th, t = (statistics.median(res[m]) for m in modes[:3])
-    if args.compare_switch:
-        t5 = statistics.median(res["tui-5ms"])
-        print(f"\nTUI with the default 5 ms GIL switch interval: {t5:.2f} tok/s (tui-5ms/thread {t5 / th:.3f})")
-    print(f"\nmedian decode tok/s   headless(main thread) {h:.2f}   headless(worker thread) {th:.2f}   tui {t:.2f}")
-    print(f"tui/thread {t / th:.3f} ({100 * (1 - t / th):+.1f}% slower)   tui/headless {t / h:.3f}   "
-          f"thread/headless {th / h:.3f}")
-    print("UI thread CPU while the TUI ran: " + ", ".join(f"{100 * c:.1f}%" for c in UI_CPU) + " of one core")
+    ui_cpu: list[float] = []
+    for r in range(args.rounds):
+        order = modes if r % 2 == 0 else modes[::-1]  # alternate which goes first
+        for mode in order:
+            extra = ["--screenshot", args.screenshot] if (mode == "tui" and r == 0 and args.screenshot) else []
+            out = subprocess.run(base + ["--child", mode] + extra, capture_output=True, text=True, check=True).stdout
+            line = [ln for ln in out.splitlines() if ln.startswith("TPS ")][-1].split()
+            res[mode].append(float(line[1]))
+            if mode == "tui":
+                ui_cpu.append(float(line[3]))
+            print(f"round {r + 1} {mode:8s} {res[mode][-1]:6.2f} tok/s", flush=True)
+    h, t = statistics.median(res["headless"]), statistics.median(res["tui"])
+    print(f"\nmedian decode tok/s   headless {h:.2f}   tui {t:.2f}")
+    print(f"tui/headless {t / h:.3f} ({100 * (1 - t / h):+.1f}% slower; target: at most 3%)")
+    print("UI thread CPU while the TUI ran: " + ", ".join(f"{100 * c:.1f}%" for c in ui_cpu) + " of one core")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def consume(
     (kept only with ``as_json``, so that a long replay prints its text summary in flat memory).
     """
     out = out or sys.stdout
-    stats = RunStats()
+    stats = RunStats(keep_tokens=as_json)  # the text summary streams the text: no need to keep it
     kept: list[Event] = []
     for ev in events:
         if sink is not None:

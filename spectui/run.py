@@ -60,7 +60,7 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
     return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto)
 
 
-def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False):
+def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False, own_thread=False):
     if not target:
         raise SpectuiError("--target PATH is required (a GGUF model); try `spectui demo` for a replay without models")
     from .engine.loop import Engine
@@ -76,7 +76,15 @@ def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False):
 
     if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
-    return Engine(target, draft, n_ctx=ctx_size, threads=threads, no_repack=no_repack, warn=warn)
+
+    def build():
+        return Engine(target, draft, n_ctx=ctx_size, threads=threads, no_repack=no_repack, warn=warn)
+
+    if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
+        from .engine.thread import EngineThread
+
+        return EngineThread(build)
+    return build()
 
 
 class _Signals:
@@ -123,7 +131,7 @@ def run_main(
         from .trace import TraceWriter
 
         recorder = TraceWriter(record)
-    engine = load_engine(target, draft, ctx_size, threads, no_repack, quiet=as_json)
+    engine = load_engine(target, draft, ctx_size, threads, no_repack, quiet=as_json, own_thread=not headless)
     control = RunControl(settings)
     try:
         if headless:

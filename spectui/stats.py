@@ -20,20 +20,23 @@ Definitions (identical for a live run and a replayed trace, because both are the
   calibration ``target_decode_ms``.
 - verify time by k: mean verify ms of passes that verified k drafts (batch of k + 1 tokens).
 
-``RunStats`` is an incremental accumulator (O(1) per event except the ITL list), so the TUI, a
-streaming replay and the headless summary all use the same code.
+``RunStats`` is an incremental accumulator, so the TUI, a streaming replay and the headless summary
+all use the same code. Exact ITL percentiles need every token's ITL: they are kept in a compact
+``array('d')`` (8 bytes per token); token ids and texts are kept only with ``keep_tokens=True`` (the
+JSON summary needs them, the text summary does not).
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
 from .events import ACCEPTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values, q: float) -> float:
     """Nearest-rank percentile (q in 0..100); 0.0 for an empty list."""
     if not values:
         return 0.0
@@ -88,6 +91,7 @@ class StatsSnapshot:
 @dataclass
 class RunStats:
     window: int = 20
+    keep_tokens: bool = True
     start: RunStarted | None = None
     end: RunEnded | None = None
     n_passes: int = 0
@@ -103,12 +107,12 @@ class RunStats:
     draft_ms: float = 0.0
     verify_ms: float = 0.0
     other_ms: float = 0.0
-    itl_ms: list[float] = field(default_factory=list)
+    itl_ms: array = field(default_factory=lambda: array("d"))
     verify_by_k: dict[int, list[float]] = field(default_factory=dict)  # k -> [sum_ms, count]
     recent: deque = field(default_factory=lambda: deque(maxlen=20))  # (tokens, wall_ms)
     n_ctx_used: int = 0
     elapsed_s: float = 0.0
-    tokens: list[int] = field(default_factory=list)
+    tokens: array = field(default_factory=lambda: array("q"))
     text_parts: list[str] = field(default_factory=list)
     last_k: int | None = None  # draft length asked for in the latest decode pass (settings in force)
 
@@ -135,9 +139,10 @@ class RunStats:
     def _pass(self, ev: PassEvent) -> None:
         n_out = len(ev.emitted)
         self.n_emitted += n_out
-        for t in ev.emitted:
-            self.tokens.append(t.id)
-            self.text_parts.append(t.text)
+        if self.keep_tokens:
+            for t in ev.emitted:
+                self.tokens.append(t.id)
+                self.text_parts.append(t.text)
         self.n_ctx_used = ev.n_ctx_used
         self.elapsed_s = ev.timing.t_end
         if ev.prefill:
@@ -153,7 +158,7 @@ class RunStats:
         self.recent.append((n_out, ev.timing.wall_ms))
         if n_out:
             per = ev.timing.wall_ms / n_out
-            self.itl_ms.extend([per] * n_out)
+            self.itl_ms.extend(array("d", (per,)) * n_out)
         nd = len(ev.drafts)
         acc = sum(1 for d in ev.drafts if d.verdict == ACCEPTED)
         self.n_drafted += nd
