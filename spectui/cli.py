@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import NoReturn
 
 import click
 
@@ -44,7 +45,7 @@ class LazyGroup(click.Group):
             formatter.write_dl(sorted(SUBCOMMAND_HELP.items()))
 
 
-def fail(message: str) -> "NoReturn":  # noqa: F821
+def fail(message: str) -> NoReturn:
     click.echo(f"spectui: error: {message}", err=True)
     sys.exit(SpectuiError.exit_code)
 

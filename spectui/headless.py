@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from typing import IO, Callable, Iterable
 
-from .events import Event, PassEvent, RunEnded, RunStarted, to_dict
+from .events import Event, PassEvent, to_dict
 from .stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {

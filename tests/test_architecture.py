@@ -6,7 +6,7 @@ import sys
 CORE = [
     "spectui.events", "spectui.stats", "spectui.control", "spectui.errors", "spectui.headless",
     "spectui.engine.loop", "spectui.engine.models", "spectui.engine.verify", "spectui.engine.drafters",
-    "spectui.trace", "spectui.costmodel", "spectui.autok", "spectui.player", "spectui.tui.state",
+    "spectui.trace", "spectui.costmodel", "spectui.autok", "spectui.player", "spectui.tui.state", "spectui.cast",
 ]
 
 

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from rich.text import Text
 from textual import work
 from textual.css.query import NoMatches
 from textual.app import App, ComposeResult
