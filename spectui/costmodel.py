@@ -64,6 +64,7 @@ class Prediction:
     current_k: int | None
     advice: str
     ready: bool = True  # False when there were no timings to predict from
+    draft_ms_fixed: float = 0.0  # drafting k tokens costs draft_ms_fixed + k * draft_ms_per_token
 
     @property
     def baseline_tps(self) -> float:
@@ -208,8 +209,14 @@ def predict_from(
     *,
     k_max: int = K_MAX,
     current_k: int | None = None,
+    draft_ms_fixed: float = 0.0,
 ) -> Prediction:
-    """The model itself, from plain numbers (``predict`` and the auto-k policy feed it)."""
+    """The model itself, from plain numbers (``predict`` and the auto-k policy feed it).
+
+    Drafting k tokens costs ``draft_ms_fixed + k * draft_ms_per_token`` (k > 0): the fixed part is
+    what a pass's first draft decode costs beyond a back-to-back one (measured on the Qwen pair: draft
+    time per pass = 11.5 + 18.2 k ms for k = 1..8, the target's pass having just run).
+    """
     if k_max < 0:
         raise ValueError("k_max must be >= 0")
     a, a_meas, a_note = fill_rates(rates, rate_weights, k_max)
@@ -222,7 +229,8 @@ def predict_from(
         r *= x
         reach.append(r)
     tpp = [1.0 + sum(reach[:k]) for k in range(k_max + 1)]
-    ms = [k * d + v[k] + other for k in range(k_max + 1)]
+    fixed = max(0.0, float(draft_ms_fixed))
+    ms = [(fixed + k * d if k > 0 else 0.0) + v[k] + other for k in range(k_max + 1)]
     ready = ms[0] > 0
     tps = [1000.0 * t / m if m > 0 else 0.0 for t, m in zip(tpp, ms)]
     base = tps[0]
@@ -249,6 +257,7 @@ def predict_from(
         current_k=current_k,
         advice="",
         ready=ready,
+        draft_ms_fixed=fixed,
     )
     return _with_advice(pred, bool(rates))
 
@@ -322,8 +331,18 @@ def predict(
                 points[int(k)] = float(ms)
     counts = [(p.drafted, p.accepted) for p in snapshot.acceptance_by_position]
     rates, weights = conditional_rates(counts)
-    d = snapshot.draft_ms_per_token if draft_ms_per_token is None else draft_ms_per_token
+    fixed = 0.0
+    if draft_ms_per_token is not None:
+        d = draft_ms_per_token
+    elif snapshot.draft_decode_ms > 0 and snapshot.passes_drafted and snapshot.n_drafted:
+        # slope: a back-to-back draft decode (calibration); intercept: what the measured passes cost
+        # beyond that (the first draft decode after a target pass is slower, and catches up accepted text)
+        d = min(snapshot.draft_decode_ms, snapshot.draft_ms_per_token)
+        per_pass = snapshot.draft_ms_total / snapshot.passes_drafted
+        fixed = max(0.0, per_pass - d * snapshot.n_drafted / snapshot.passes_drafted)
+    else:
+        d = snapshot.draft_ms_per_token
     other = snapshot.other_ms_total / snapshot.n_passes if snapshot.n_passes else 0.0
     if current_k is None and snapshot.verify_ms_by_k:
         current_k = max(snapshot.verify_ms_by_k, key=lambda t: (t[2], t[0]))[0]
-    return predict_from(rates, weights, points, d, other, k_max=k_max, current_k=current_k)
+    return predict_from(rates, weights, points, d, other, k_max=k_max, current_k=current_k, draft_ms_fixed=fixed)

@@ -80,6 +80,7 @@ class StatsSnapshot:
     decode_wall_ms: float = 0.0  # wall of all passes after prefill
     draft_ms_per_token: float = 0.0
     target_decode_ms: float = 0.0  # single-token target decode (k=0 passes or calibration)
+    draft_decode_ms: float = 0.0  # single-token draft decode, back to back (start event's calibration)
     draft_cost_ratio: float = 0.0  # c
     verify_ms_by_k: tuple[tuple[int, float, int], ...] = ()  # (k, mean ms, count)
     n_ctx_used: int = 0
@@ -215,6 +216,7 @@ class RunStats:
             decode_wall_ms=self.decode_wall_ms,
             draft_ms_per_token=dpt,
             target_decode_ms=tgt,
+            draft_decode_ms=self.start.draft_decode_ms if self.start else 0.0,
             draft_cost_ratio=dpt / tgt if (tgt and self.n_drafted) else 0.0,
             verify_ms_by_k=tuple(sorted((k, s / c, c) for k, (s, c) in self.verify_by_k.items() if c)),
             n_ctx_used=self.n_ctx_used,

@@ -160,3 +160,29 @@ def test_core_modules_do_not_import_textual():
     code = "import sys, spectui.costmodel, spectui.autok; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_draft_cost_has_a_fixed_part_per_pass():
+    """Drafting k tokens = fixed + k * per-token, the per-token slope from the start's calibration."""
+    from spectui.events import (ACCEPTED, REJECTED, DraftToken, PassEvent, RunStarted, Settings, TargetToken,
+                                Timing, Token)
+    from spectui.stats import compute
+    from spectui.costmodel import predict
+
+    def p(i, k, draft_ms):
+        drafts = tuple(DraftToken(id=1, text="a", verdict=ACCEPTED if j == 0 else REJECTED) for j in range(k))
+        return PassEvent(index=i, settings=Settings(draft_max=k), k=k, drafts=drafts, n_accepted=1,
+                         target=TargetToken(id=2, text="b"), emitted=(Token(1, "a"), Token(2, "b")),
+                         timing=Timing(draft_ms=draft_ms, verify_ms=50.0, wall_ms=draft_ms + 50.0))
+
+    start = RunStarted(target_decode_ms=30.0, draft_decode_ms=18.0, settings=Settings(draft_max=4))
+    events = [start] + [p(i, 4, 12.0 + 4 * 18.0) for i in range(1, 11)]  # 84 ms of drafting per pass
+    pred = predict(compute(events), k_max=8)
+    assert pred.draft_ms_per_token == pytest.approx(18.0)
+    assert pred.draft_ms_fixed == pytest.approx(12.0)
+    # a k = 1 pass: 12 + 18 ms of drafting + the verify time of k = 1 (50 ms, the only measured size)
+    assert pred.ms_per_pass_by_k[1] == pytest.approx(12.0 + 18.0 + pred.verify_ms_by_k[1])
+    assert pred.ms_per_pass_by_k[0] == pytest.approx(30.0)  # no drafting at k = 0
+    # without a calibration the average per token is used, with no fixed part (the older model)
+    pred2 = predict(compute([RunStarted(target_decode_ms=30.0)] + events[1:]), k_max=8)
+    assert pred2.draft_ms_fixed == 0.0 and pred2.draft_ms_per_token == pytest.approx(21.0)
