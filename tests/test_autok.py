@@ -12,7 +12,7 @@ from spectui.costmodel import leviathan
 from spectui.errors import SpectuiError
 from spectui.events import Settings, SettingsChanged
 
-from test_costmodel_synthetic import make_pass, make_prefill, make_start
+from synthetic_events import make_pass, make_prefill, make_start
 
 
 class World:

@@ -19,7 +19,7 @@ from spectui.costmodel import (
 )
 from spectui.stats import PositionStat, StatsSnapshot, compute
 
-from test_costmodel_synthetic import make_end, make_pass, make_prefill, make_start
+from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 
 def _snapshot_with_rate(a: float, positions: int, drafted: int = 100000, **kw) -> StatsSnapshot:

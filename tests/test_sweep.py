@@ -28,7 +28,7 @@ from spectui.sweep import (
 )
 from spectui.errors import SpectuiError
 
-from test_costmodel_synthetic import make_end, make_pass, make_prefill, make_start
+from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 
 # ------------------------------------------------------------------ hand-built runs
