@@ -59,6 +59,11 @@ class ModelInfo:
     vocab_type: str = ""
     architecture: str = ""
     n_ctx_train: int = 0
+    # Where the model runs (recorded so a replay says what hardware produced it).
+    backend: str = ""  # llama.cpp backend of the offloaded layers ("CUDA", "Metal", "Vulkan"), or "CPU"
+    device: str = ""  # device description as the backend reports it ("" when unknown)
+    n_layer: int = 0  # repeating layers in the model
+    n_gpu_layers: int = 0  # layers offloaded to the device (0 = all on the CPU)
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,9 @@ class PassEvent:
     emitted: tuple[Token, ...] = ()  # accepted drafts then the target token, cut at EOG / n_predict
     timing: Timing = field(default_factory=Timing)
     n_ctx_used: int = 0  # target KV cells holding accepted context after this pass
+    # CPU cores other processes kept busy during this pass (on the CPUs this process may use), from
+    # /proc/stat; -1.0 when not measured. Lets statistics say "another process took the cores".
+    others_cpu: float = -1.0
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,11 @@ class StatsSnapshot:
     n_ctx: int = 0
     elapsed_s: float = 0.0
     stop_reason: str = ""
+    # Contention: other processes took this run's cores (see ``RunStats.contention``). ``contention`` is
+    # a one-line explanation while it lasts ("" otherwise); ``contended_passes`` counts such passes.
+    others_cpu: float = -1.0  # cores other processes used, recent passes (-1 = not measured)
+    contention: str = ""
+    contended_passes: int = 0
 
 
 @dataclass
