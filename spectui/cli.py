@@ -50,11 +50,39 @@ def fail(message: str) -> NoReturn:
     sys.exit(SpectuiError.exit_code)
 
 
-def run_options(f):
-    """Options shared by the live run, headless run and sweep (llama.cpp's spellings work too)."""
+def model_options(f):
+    """Where the models come from and where they run: shared by the live run and the sweep.
+
+    The values reach ``spectui.run.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
+    """
     opts = [
         click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
         click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None, help="draft model (GGUF)"),
+        click.option("-hf", "-hfr", "--hf-repo", "hf_repo", type=str, default=None,
+                     help="target from Hugging Face: user/repo[:quant] (default quant Q4_K_M)"),
+        click.option("-hfd", "-hfrd", "--hf-repo-draft", "hf_repo_draft", type=str, default=None,
+                     help="draft from Hugging Face: user/repo[:quant]"),
+        click.option("-hff", "--hf-file", "hf_file", type=str, default=None, help="exact file in the -hf repo"),
+        click.option("--hf-file-draft", "hf_file_draft", type=str, default=None, help="exact file in the -hfd repo"),
+        click.option("-ngl", "--n-gpu-layers", "--gpu-layers", "n_gpu_layers", type=str, default=None,
+                     help="target layers on the GPU: N or 'all' (default: all when the build can offload, else 0)"),
+        click.option("-ngld", "--n-gpu-layers-draft", "--gpu-layers-draft", "n_gpu_layers_draft", type=str,
+                     default=None, help="draft layers on the GPU: N or 'all' (default as -ngl)"),
+        click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
+        click.option("-t", "--threads", type=int, default=None,
+                     help="default: physical performance cores this process may use (as llama.cpp)"),
+        click.option("--no-repack", is_flag=True,
+                     help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp "
+                          "builds whose AMX kernels crash"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def run_options(f):
+    """Options of the live and headless run besides the models' (llama.cpp's spellings work too)."""
+    opts = [
         click.option("-p", "--prompt", type=str, default=None, help="prompt text"),
         click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None),
         click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True),
@@ -64,8 +92,6 @@ def run_options(f):
         click.option("--seed", "-s", type=int, default=0, show_default=True),
         click.option("--drafter", type=click.Choice(["model", "ngram", "none"]), default=None,
                      help="default: model when --draft is given, else ngram"),
-        click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
-        click.option("-t", "--threads", type=int, default=None, help="default: all cores"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -73,12 +99,12 @@ def run_options(f):
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@model_options
 @run_options
 @click.option("--headless", is_flag=True, help="no TUI: print the text as it is generated, then a summary")
 @click.option("--json", "as_json", is_flag=True, help="with --headless: print one JSON object instead")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
-@click.option("--no-repack", is_flag=True, help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp builds whose AMX kernels crash")
 @click.version_option(package_name="spectui")
 @click.pass_context
 def main(ctx: click.Context, **kwargs) -> None:

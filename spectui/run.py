@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .control import RunControl
@@ -60,12 +61,43 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
     return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto)
 
 
-def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False, own_thread=False):
-    if not target:
-        raise SpectuiError("--target PATH is required (a GGUF model); try `spectui demo` for a replay without models")
-    from .engine.loop import Engine
-    from .engine.models import check_gguf_file
+@dataclass(frozen=True)
+class ModelOptions:
+    """Where the models come from (paths or Hugging Face repos) and where they run: the options of
+    ``cli.model_options``, shared by the live run and the sweep."""
 
+    target: str | None = None
+    draft: str | None = None
+    hf_repo: str | None = None
+    hf_repo_draft: str | None = None
+    hf_file: str | None = None
+    hf_file_draft: str | None = None
+    n_gpu_layers: str | None = None
+    n_gpu_layers_draft: str | None = None
+    ctx_size: int = 4096
+    threads: int | None = None
+    no_repack: bool = False
+
+    @classmethod
+    def pop_from(cls, kwargs: dict) -> "ModelOptions":
+        """Take this class's fields out of a click kwargs dict (the rest stays for the caller)."""
+        names = [f.name for f in fields(cls)]
+        return cls(**{n: kwargs.pop(n) for n in names if n in kwargs})
+
+    @property
+    def has_draft(self) -> bool:
+        return bool(self.draft or self.hf_repo_draft)
+
+
+def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False):
+    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
+    Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
+    from .engine.models import check_gguf_file
+    from .hub import resolve_models
+
+    target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
+    if not target:
+        raise SpectuiError("--target PATH (or -hf user/repo) is required; try `spectui demo` for a replay without models")
     check_gguf_file(target, "target")  # one-line errors before any progress output
     if draft:
         check_gguf_file(draft, "draft")
@@ -78,7 +110,12 @@ def load_engine(target, draft, ctx_size, threads, no_repack, quiet=False, own_th
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
 
     def build():
-        return Engine(target, draft, n_ctx=ctx_size, threads=threads, no_repack=no_repack, warn=warn)
+        from .engine.loop import Engine
+
+        return Engine(
+            target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
+            n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
+        )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
         from .engine.thread import EngineThread
@@ -112,12 +149,14 @@ class _Signals:
 
 
 def run_main(
-    target=None, draft=None, prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0,
-    drafter=None, ctx_size=4096, threads=None, headless=False, as_json=False, record=None, theme=None,
-    no_repack=False,
+    prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
+    headless=False, as_json=False, record=None, theme=None, **model_kwargs,
 ) -> int:
+    models = ModelOptions.pop_from(model_kwargs)
+    if model_kwargs:
+        raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
     text = resolve_prompt(prompt, prompt_file)
-    settings = make_settings(draft_max, temp, seed, drafter, have_draft=bool(draft))
+    settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft)
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
     if as_json and not headless:
@@ -131,7 +170,7 @@ def run_main(
         from .trace import TraceWriter
 
         recorder = TraceWriter(record)
-    engine = load_engine(target, draft, ctx_size, threads, no_repack, quiet=as_json, own_thread=not headless)
+    engine = load_engine(models, quiet=as_json, own_thread=not headless)
     control = RunControl(settings)
     try:
         if headless:

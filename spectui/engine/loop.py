@@ -96,6 +96,8 @@ class Engine:
         no_repack: bool = False,
         warn: Callable[[str], None] | None = None,
         n_batch: int = 512,
+        n_gpu_layers: int | str | None = None,
+        n_gpu_layers_draft: int | str | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.target = None
