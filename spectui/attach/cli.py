@@ -1,0 +1,234 @@
+"""``spectui attach URL [URL...]``: watch serving engines' speculative decoding (headless for now).
+
+Two producer threads put events on one queue: the scraper (every ``--interval``) and, with ``-p``,
+one streaming request. The main thread consumes them in arrival order: statistics
+(:class:`~spectui.attach.window.AttachStats`), the optional trace (``--record``) and the text or JSON
+face. Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is always the last event written.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import click
+
+from .events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestChunk, RequestEnded, Target
+from .request import stream_completion
+from .scraper import Scraper
+from .text import interval_lines, request_lines, session_lines, snapshot_json, window_line
+from .window import AttachStats
+
+_TICK = object()  # one round of scrapes is complete
+_REQUEST_DONE = object()
+
+
+class AttachSession:
+    """The attach loop, UI-free: events -> ``sink`` (statistics, trace, face). Used by the CLI and tests."""
+
+    def __init__(
+        self,
+        urls: list[str],
+        *,
+        interval: float = 1.0,
+        timeout: float | None = None,
+        prompt: str | None = None,
+        n_predict: int = 128,
+        draft_max: int = -1,
+        count: int = 0,
+        request_timeout: float = 60.0,
+    ) -> None:
+        self.urls = urls
+        self.interval = interval
+        self.timeout = timeout if timeout is not None else max(0.2, min(5.0, 0.8 * interval))
+        self.prompt = prompt
+        self.n_predict = n_predict
+        self.draft_max = draft_max
+        self.count = count
+        self.request_timeout = request_timeout
+        self.stop = threading.Event()
+        self.stats = AttachStats()
+        self.t0 = time.monotonic()
+        self.scraper = Scraper(urls, timeout=self.timeout, clock=self._clock)
+
+    def _clock(self) -> float:
+        return time.monotonic()
+
+    def run(self, sink: Callable[[Any], None], on_tick: Callable[[], None], on_chunk: Callable[[RequestChunk], None]) -> None:
+        q: queue.Queue = queue.Queue()
+        self.scraper.t0 = self.t0
+        emit = self._emitter(sink)
+        emit(AttachStarted(
+            started_at=time.time(), targets=tuple(Target(u) for u in self.urls), interval=self.interval,
+            prompt=self.prompt or "", n_predict=self.n_predict if self.prompt else 0, draft_max=self.draft_max,
+        ))
+        # The baseline first (request mode: before the request, so the session window is the request).
+        for ev in self.scraper.scrape_all():
+            emit(ev)
+        on_tick()
+        threads = [threading.Thread(target=self._scrape_worker, args=(q,), name="spectui-attach-scrape", daemon=True)]
+        if self.prompt is not None:
+            threads.append(threading.Thread(target=self._request_worker, args=(q,), name="spectui-attach-request",
+                                            daemon=True))
+        for th in threads:
+            th.start()
+        reason, ticks = "stopped", 0
+        try:
+            while not self.stop.is_set():
+                try:
+                    item = q.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if item is _TICK:
+                    ticks += 1
+                    on_tick()
+                    if self.count and ticks >= self.count and self.prompt is None:
+                        reason = "done"
+                        break
+                elif item is _REQUEST_DONE:
+                    self._final_scrapes(emit)
+                    reason = "done"
+                    break
+                else:
+                    emit(item)
+                    if isinstance(item, RequestChunk):
+                        on_chunk(item)
+        except KeyboardInterrupt:
+            reason = "stopped"
+        finally:
+            self.stop.set()
+            for th in threads:
+                th.join(timeout=self.timeout + 1)
+            while not q.empty():  # a request cut short still ends with its RequestEnded
+                item = q.get_nowait()
+                if isinstance(item, RequestEnded):
+                    emit(item)
+            if self.stats.request_running:  # blocked in a read: it ends with the process
+                emit(RequestEnded(t=self._clock() - self.t0, reason=REQ_STOPPED))
+            self.scraper.close()
+            emit(AttachEnded(t=self._clock() - self.t0, reason=reason))
+
+    def _emitter(self, sink: Callable[[Any], None]) -> Callable[[Any], None]:
+        def emit(ev: Any) -> None:
+            self.stats.update(ev)
+            sink(ev)
+
+        return emit
+
+    def _scrape_worker(self, q: queue.Queue) -> None:
+        next_at = time.monotonic() + self.interval
+        while not self.stop.wait(max(0.0, next_at - time.monotonic())):
+            for ev in self.scraper.scrape_all():
+                q.put(ev)
+            q.put(_TICK)
+            next_at = max(next_at + self.interval, time.monotonic())
+
+    def _request_worker(self, q: queue.Queue) -> None:
+        url = self.urls[0]
+        kind = self.scraper.kinds.get(url, "")
+        for ev in stream_completion(url, kind, self.prompt or "", self.n_predict, draft_max=self.draft_max,
+                                    timeout=self.request_timeout, t0=self.t0, stop=self.stop):
+            q.put(ev)
+        q.put(_REQUEST_DONE)
+
+    def _final_scrapes(self, emit: Callable[[Any], None]) -> None:
+        """After the request: scrape until the server's counters include it (llama-server adds a
+        request's counts when its slot is released, just after the last chunk), at most ~2 s."""
+        req = self.stats.snapshot().request
+        for _ in range(20):
+            evs = self.scraper.scrape_all()
+            for ev in evs:
+                emit(ev)
+            first = next((e for e in evs if e.url == self.urls[0]), None)
+            if first is None or first.error or first.kind != KIND_LLAMA_SERVER or req is None or req.draft_n <= 0:
+                return
+            win = next((w for w in self.stats.snapshot().session if w.url == self.urls[0]), None)
+            if win is not None and win.draft_tokens >= req.draft_n:
+                return
+            time.sleep(0.1)
+
+
+@click.command("attach")
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+              help="seconds between scrapes of /metrics")
+@click.option("--timeout", type=click.FloatRange(min=0.05), default=None,
+              help="seconds to wait for one scrape (default 0.8 x interval, 0.2-5 s)")
+@click.option("--headless", is_flag=True, help="no TUI: one line per engine per interval")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text")
+@click.option("-p", "--prompt", type=str, default=None, help="send this prompt as one streaming completion")
+@click.option("-n", "--n-predict", "n_predict", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--draft-max", "-k", "draft_max", type=click.IntRange(min=-1), default=-1,
+              help="llama-server: speculative.n_max for the request (-1: the server's own)")
+@click.option("--count", type=click.IntRange(min=0), default=0, help="stop after this many intervals (0: until Ctrl+C)")
+@click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
+def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
+               prompt: str | None, n_predict: int, draft_max: int, count: int, record: str | None) -> None:
+    """Watch llama-server / vLLM / SGLang speculative decoding through /metrics (and one request).
+
+    \b
+    spectui attach http://127.0.0.1:8080 --headless              every second, per engine
+    spectui attach URL1 URL2 --json                               one JSON object per line
+    spectui attach URL -p "Write a haiku" -n 64 --headless        one streamed request, timed
+    """
+    if not headless:
+        click.echo("spectui attach: the TUI for attach is not there yet; running --headless", err=True)
+    session = AttachSession(list(urls), interval=interval, timeout=timeout, prompt=prompt, n_predict=n_predict,
+                            draft_max=draft_max, count=count)
+    writer = None
+    if record:
+        from ..errors import SpectuiError
+        from ..trace import TraceWriter
+
+        try:
+            writer = TraceWriter(record, header_extra={"attach": True})
+        except SpectuiError as exc:
+            click.echo(f"spectui: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+    out = sys.stdout
+
+    def sink(ev: Any) -> None:
+        if writer is not None:
+            writer.write(ev)
+
+    def on_tick() -> None:
+        snap = session.stats.snapshot()
+        if as_json:
+            print(snapshot_json(snap, "interval"), file=out, flush=True)
+        elif prompt is None:
+            for line in interval_lines(snap):
+                print(line, file=out)
+            out.flush()
+
+    def on_chunk(ev: RequestChunk) -> None:
+        if not as_json:
+            out.write(ev.text)
+            out.flush()
+
+    old = signal.signal(signal.SIGTERM, lambda *_: session.stop.set())
+    try:
+        session.run(sink, on_tick, on_chunk)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if writer is not None:
+            writer.close()
+    snap = session.stats.snapshot()
+    if as_json:
+        if snap.request is not None:
+            print(snapshot_json(snap, "request"), file=out)
+        print(snapshot_json(snap, "session"), file=out, flush=True)
+        return
+    if snap.request is not None:
+        print("", file=out)
+        for line in request_lines(snap.request):
+            print(line, file=out)
+    for line in session_lines(snap):
+        print(line, file=out)
+    out.flush()
+
+
+__all__ = ["attach_cmd", "AttachSession", "MetricsScraped", "window_line"]

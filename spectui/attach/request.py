@@ -1,0 +1,211 @@
+"""Request mode: one streaming completion, timed on the client, as attach events.
+
+- llama-server: ``POST /completion`` with ``"stream": true, "timings_per_token": true`` (every chunk
+  then carries ``timings.draft_n`` / ``draft_n_accepted`` so far: llama.cpp tools/server
+  server-context.cpp) and, when asked, ``"speculative.n_max"``.
+- Anything else (vLLM, SGLang): OpenAI ``POST /v1/completions`` with ``"stream": true`` and
+  ``stream_options.include_usage``; vLLM started with ``--per-request-spec-decode-metrics`` puts
+  ``metrics.speculative_decoding`` (``num_draft_tokens``, ``num_accepted_draft_tokens``,
+  ``num_spec_steps``) in the last chunk.
+
+``stream_completion(...)`` yields ``RequestStarted``, ``RequestChunk``... and always a final
+``RequestEnded`` (a server that dies mid-stream, an HTTP error or a malformed stream end it with
+reason "error" and one line); it never raises for network trouble.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Callable, Iterator
+
+from .events import (
+    KIND_LLAMA_SERVER,
+    REQ_ERROR,
+    REQ_LENGTH,
+    REQ_STOP,
+    REQ_STOPPED,
+    RequestChunk,
+    RequestEnded,
+    RequestStarted,
+)
+from .scraper import FetchError, USER_AGENT, base_url, describe_error, http_get
+
+API_COMPLETION = "completion"
+API_OPENAI = "openai"
+
+
+def openai_model(root: str, timeout: float) -> str:
+    """The first model id of /v1/models ("" when the server does not say)."""
+    try:
+        text, _, _ = http_get(root + "/v1/models", timeout)
+        return str(json.loads(text)["data"][0]["id"])
+    except (FetchError, ValueError, KeyError, IndexError, TypeError):
+        return ""
+
+
+def build_request(kind: str, prompt: str, n_predict: int, draft_max: int, model: str = "") -> tuple[str, str, dict]:
+    """(api, path, JSON body) for a greedy streaming completion."""
+    if kind == KIND_LLAMA_SERVER:
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "stream": True,
+            "timings_per_token": True,
+            "temperature": 0.0,
+            "cache_prompt": False,  # every request measured the same way
+        }
+        if draft_max >= 0:
+            body["speculative.n_max"] = draft_max
+        return API_COMPLETION, "/completion", body
+    body = {
+        "prompt": prompt,
+        "max_tokens": n_predict,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.0,
+    }
+    if model:
+        body["model"] = model
+    return API_OPENAI, "/v1/completions", body
+
+
+def _sse_data(resp: Any) -> Iterator[str]:
+    """The ``data:`` payloads of a server-sent event stream, one per event."""
+    data: list[str] = []
+    while True:
+        raw = resp.readline()
+        if not raw:
+            if data:
+                yield "\n".join(data)
+            return
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif line.startswith("error:"):  # llama-server's way of failing mid-stream
+            yield json.dumps({"error": line[6:].strip()})
+
+
+def stream_completion(
+    url: str,
+    kind: str,
+    prompt: str,
+    n_predict: int,
+    *,
+    draft_max: int = -1,
+    timeout: float = 60.0,
+    clock: Callable[[], float] = time.monotonic,
+    t0: float | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[RequestStarted | RequestChunk | RequestEnded]:
+    """Send one streaming completion and yield its events (``t`` in seconds since ``t0``)."""
+    t0 = clock() if t0 is None else t0
+    root = base_url(url)
+    model = openai_model(root, min(timeout, 5.0)) if kind != KIND_LLAMA_SERVER else ""
+    api, path, body = build_request(kind, prompt, n_predict, draft_max, model)
+    yield RequestStarted(url=url, t=clock() - t0, api=api, prompt=prompt, n_predict=n_predict, draft_max=draft_max)
+    n_tokens = 0
+    last: dict[str, Any] = {}
+    req = urllib.request.Request(
+        root + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": USER_AGENT},
+    )
+
+    def ended(reason: str, error: str = "") -> RequestEnded:
+        timings = last.get("timings") or {}
+        spec = (last.get("metrics") or {}).get("speculative_decoding") or {}
+        usage = last.get("usage") or {}
+        server_n = last.get("tokens_predicted", usage.get("completion_tokens", -1))
+        return RequestEnded(
+            t=clock() - t0,
+            reason=reason,
+            error=error,
+            n_tokens=server_n if isinstance(server_n, int) and server_n >= 0 and not error else n_tokens,
+            draft_n=int(timings.get("draft_n", spec.get("num_draft_tokens", -1))),
+            draft_n_accepted=int(timings.get("draft_n_accepted", spec.get("num_accepted_draft_tokens", -1))),
+            spec_steps=int(spec.get("num_spec_steps", -1)),
+            prompt_ms=float(timings.get("prompt_ms", -1.0)),
+            predicted_ms=float(timings.get("predicted_ms", -1.0)),
+            predicted_n=int(timings.get("predicted_n", -1)),
+        )
+
+    try:
+        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - URL the user gave
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        yield ended(REQ_ERROR, describe_error(exc, timeout))
+        return
+    except http.client.HTTPException as exc:
+        yield ended(REQ_ERROR, f"bad HTTP response: {type(exc).__name__}")
+        return
+    finish = ""
+    try:
+        with resp:
+            for payload in _sse_data(resp):
+                if stop is not None and stop.is_set():
+                    yield ended(REQ_STOPPED)
+                    return
+                if payload == "[DONE]":
+                    break
+                try:
+                    msg = json.loads(payload)
+                except ValueError:
+                    yield ended(REQ_ERROR, f"malformed stream chunk: {payload[:80]!r}")
+                    return
+                if not isinstance(msg, dict):
+                    continue
+                if "error" in msg:
+                    err = msg["error"]
+                    text = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                    yield ended(REQ_ERROR, f"server error: {text[:160]}")
+                    return
+                now = clock() - t0
+                text, n, finish_now = _chunk_text(msg, api)
+                finish = finish_now or finish
+                last.update({k: v for k, v in msg.items() if k in ("timings", "metrics", "usage", "tokens_predicted")})
+                if text or n:
+                    n_tokens += n
+                    timings = msg.get("timings") or {}
+                    yield RequestChunk(
+                        t=now,
+                        text=text,
+                        n_tokens=n,
+                        draft_n=int(timings.get("draft_n", -1)) if timings else -1,
+                        draft_n_accepted=int(timings.get("draft_n_accepted", -1)) if timings else -1,
+                    )
+                if api == API_COMPLETION and msg.get("stop"):
+                    finish = REQ_LENGTH if msg.get("stop_type") == "limit" else REQ_STOP
+                    break
+            else:
+                if not finish:  # the stream ended without its last chunk: the server went away
+                    yield ended(REQ_ERROR, "the server closed the stream before the end of the completion")
+                    return
+    except (OSError, http.client.HTTPException) as exc:
+        yield ended(REQ_ERROR, f"stream broken: {describe_error(exc, timeout)}")
+        return
+    yield ended(REQ_LENGTH if finish == REQ_LENGTH else REQ_STOP)
+
+
+def _chunk_text(msg: dict, api: str) -> tuple[str, int, str]:
+    """(text, tokens in this chunk, finish reason or "")."""
+    if api == API_COMPLETION:
+        text = msg.get("content", "") or ""
+        tokens = msg.get("tokens")
+        n = len(tokens) if isinstance(tokens, list) else (1 if text else 0)
+        return text, n, ""
+    choices = msg.get("choices") or []
+    if not choices:
+        return "", 0, ""
+    c = choices[0]
+    text = c.get("text", "") or ""
+    fr = c.get("finish_reason") or ""
+    finish = REQ_LENGTH if fr == "length" else (REQ_STOP if fr else "")
+    return text, (1 if text else 0), finish

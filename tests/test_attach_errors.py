@@ -1,0 +1,153 @@
+"""attach against bad URLs: refused port, unresolvable host, a hung server, an HTML page, an HTTP error.
+Each is one line for that URL while the others keep going; nothing raises. Real sockets on 127.0.0.1
+(tests/servers.py), no mocks. Also: the attach events' JSON form and --record."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+
+import pytest
+
+pytest.importorskip("prometheus_client")
+
+from click.testing import CliRunner
+
+from servers import SilentServer, StaticServer, free_port
+from spectui.attach import events as aev
+from spectui.attach.cli import attach_cmd
+from spectui.attach.request import stream_completion
+from spectui.attach.scraper import Scraper, base_url
+
+LLAMA_LIKE = (
+    "# HELP llamacpp:spec_decode_num_drafts_total Speculative: Total speculative decoding verification steps\n"
+    "# TYPE llamacpp:spec_decode_num_drafts_total counter\n"
+    "llamacpp:spec_decode_num_drafts_total 0\n"
+)
+
+
+@pytest.fixture
+def html():
+    s = StaticServer("<!DOCTYPE html>\n<html><head><title>llama.cpp</title></head><body>UI</body></html>")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def silent():
+    s = SilentServer()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_base_url():
+    assert base_url("127.0.0.1:8080") == "http://127.0.0.1:8080"
+    assert base_url("http://h:1/metrics") == "http://h:1"
+    assert base_url("https://h/v/metrics/") == "https://h/v"
+
+
+def test_each_bad_url_is_one_line_and_others_go_on(html, silent):
+    good = StaticServer(LLAMA_LIKE, "text/plain; version=0.0.4")
+    not_found = StaticServer('{"error":{"code":501,"message":"This server does not support metrics endpoint. '
+                             'Start it with `--metrics`","type":"not_supported_error"}}', "application/json", 501)
+    refused = f"http://127.0.0.1:{free_port()}"
+    try:
+        urls = [good.url, refused, html.url, silent.url, "http://no-such-host.invalid:1", not_found.url]
+        s = Scraper(urls, timeout=0.5)
+        try:
+            by_url = {ev.url: ev for ev in s.scrape_all()}
+        finally:
+            s.close()
+        assert by_url[good.url].error == "" and by_url[good.url].kind == aev.KIND_LLAMA_SERVER
+        assert "connection refused" in by_url[refused].error
+        assert "HTML" in by_url[html.url].error
+        assert "timed out after 0.5 s" in by_url[silent.url].error
+        assert "resolve" in by_url["http://no-such-host.invalid:1"].error or "unreachable" in by_url[
+            "http://no-such-host.invalid:1"].error
+        assert by_url[not_found.url].error.startswith("HTTP 501") and "--metrics" in by_url[not_found.url].error
+        for ev in by_url.values():
+            assert "\n" not in ev.error
+    finally:
+        good.stop()
+        not_found.stop()
+
+
+def test_cli_headless_lines_and_json(html):
+    refused = f"http://127.0.0.1:{free_port()}"
+    r = CliRunner().invoke(attach_cmd, [html.url, refused, "--interval", "0.1", "--count", "2", "--headless"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert sum("not Prometheus metrics: got an HTML" in ln for ln in lines) == 3  # baseline + 2 intervals
+    assert sum("connection refused" in ln for ln in lines) == 3
+    r = CliRunner().invoke(attach_cmd, [refused, "--interval", "0.1", "--count", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    objs = [json.loads(ln) for ln in r.output.splitlines() if ln.startswith("{")]
+    assert objs[0]["what"] == "interval" and objs[0]["engines"][0]["status"] == "error"
+    assert objs[-1]["what"] == "session"
+
+
+def test_request_to_refused_and_html_ends_with_one_line(html):
+    evs = list(stream_completion(f"http://127.0.0.1:{free_port()}", aev.KIND_LLAMA_SERVER, "hi", 4, timeout=2))
+    assert isinstance(evs[0], aev.RequestStarted) and isinstance(evs[-1], aev.RequestEnded)
+    assert evs[-1].reason == aev.REQ_ERROR and "connection refused" in evs[-1].error
+    evs = list(stream_completion(html.url, aev.KIND_VLLM, "hi", 4, timeout=2))
+    assert evs[-1].reason == aev.REQ_ERROR and evs[-1].error
+
+
+def test_request_to_hung_server_times_out(silent):
+    evs = list(stream_completion(silent.url, aev.KIND_LLAMA_SERVER, "hi", 4, timeout=0.5))
+    assert evs[-1].reason == aev.REQ_ERROR and "timed out" in evs[-1].error
+
+
+def test_event_json_round_trip_and_checks():
+    hist = aev.Histogram((aev.Bucket(0.1, 1.0), aev.Bucket(0.5, 3.0)), 4.0, 0.9)
+    eng = aev.EngineCounters(engine="1", model="m", speculation=True, num_drafts=3, num_draft_tokens=9,
+                             num_accepted_tokens=5, accepted_per_pos=(aev.PositionCount(0, 3), aev.PositionCount(1, 2)),
+                             ttft=hist, itl=None)
+    evs = [
+        aev.AttachStarted(started_at=1.5, targets=(aev.Target("http://a"),), interval=0.5, prompt="p", n_predict=3),
+        aev.MetricsScraped(url="http://a", t=0.5, kind=aev.KIND_VLLM, engines=(eng,)),
+        aev.MetricsScraped(url="http://b", t=0.5, error="connection refused"),
+        aev.RequestStarted(url="http://a", t=0.6, api="completion", prompt="p", n_predict=3, draft_max=2),
+        aev.RequestChunk(t=0.7, text="x", draft_n=3, draft_n_accepted=2),
+        aev.RequestEnded(t=0.8, reason=aev.REQ_ERROR, error="stream broken"),
+        aev.AttachEnded(t=1.0),
+    ]
+    for ev in evs:
+        d = json.loads(json.dumps(aev.to_dict(ev)))
+        assert aev.from_dict(d) == ev
+    with pytest.raises(aev.AttachEventFormatError, match="num_drafts"):
+        d = aev.to_dict(evs[1])
+        d["engines"][0]["num_drafts"] = "3"
+        aev.from_dict(d)
+    with pytest.raises(aev.AttachEventFormatError, match="one of"):
+        aev.from_dict(dict(aev.to_dict(evs[5]), reason="exploded"))
+    with pytest.raises(aev.AttachEventFormatError, match="unknown event type"):
+        aev.from_dict({"type": "pass"})
+    # every field type is one spectui/events.py decodes today (scalars, X | None, nested, tuple[Nested, ...])
+    for cls in list(aev.ATTACH_EVENT_TYPES.values()) + list(aev.NESTED):
+        for f in dataclasses.fields(cls):
+            ann = str(f.type).replace(" ", "")
+            ok = ann in ("int", "float", "str", "bool") or ann.startswith("Literal[")
+            ok = ok or ann.removesuffix("|None") in {c.__name__ for c in aev.NESTED}
+            ok = ok or (ann.startswith("tuple[") and ann[6:-5] in {c.__name__ for c in aev.NESTED})
+            assert ok, f"{cls.__name__}.{f.name}: {ann}"
+
+
+def test_record_writes_a_trace(tmp_path, html):
+    out = tmp_path / "attach.jsonl.gz"
+    r = CliRunner().invoke(attach_cmd, [html.url, "--interval", "0.1", "--count", "2", "--headless",
+                                        "--record", str(out)])
+    assert r.exit_code == 0, r.output
+    lines = gzip.open(out, "rt").read().splitlines()
+    header = json.loads(lines[0])
+    assert header["schema"] == "spectui.trace" and header["attach"] is True
+    evs = [aev.from_dict(json.loads(ln)) for ln in lines[1:]]
+    assert isinstance(evs[0], aev.AttachStarted) and isinstance(evs[-1], aev.AttachEnded)
+    scrapes = [e for e in evs if isinstance(e, aev.MetricsScraped)]
+    assert len(scrapes) == 3 and all("HTML" in e.error for e in scrapes)
