@@ -7,6 +7,11 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +156,27 @@ def test_record_writes_a_trace(tmp_path, html):
     assert isinstance(evs[0], aev.AttachStarted) and isinstance(evs[-1], aev.AttachEnded)
     scrapes = [e for e in evs if isinstance(e, aev.MetricsScraped)]
     assert len(scrapes) == 3 and all("HTML" in e.error for e in scrapes)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_stops_cleanly(html, tmp_path, sig):
+    """Ctrl+C (SIGINT) or SIGTERM: the session summary is printed, exit 0, the trace ends with AttachEnded."""
+    out = tmp_path / "t.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", html.url, "--interval", "0.1", "--headless",
+                             "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 200):
+            time.sleep(0.1)
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    assert "since start" in stdout and "Traceback" not in stderr
+    last = json.loads(out.read_text().splitlines()[-1])
+    assert last["type"] == "attach_end" and last["reason"] == "stopped"

@@ -66,18 +66,18 @@ class AttachSession:
             started_at=time.time(), targets=tuple(Target(u) for u in self.urls), interval=self.interval,
             prompt=self.prompt or "", n_predict=self.n_predict if self.prompt else 0, draft_max=self.draft_max,
         ))
-        # The baseline first (request mode: before the request, so the session window is the request).
-        for ev in self.scraper.scrape_all():
-            emit(ev)
-        on_tick()
         threads = [threading.Thread(target=self._scrape_worker, args=(q,), name="spectui-attach-scrape", daemon=True)]
         if self.prompt is not None:
             threads.append(threading.Thread(target=self._request_worker, args=(q,), name="spectui-attach-request",
                                             daemon=True))
-        for th in threads:
-            th.start()
         reason, ticks = "stopped", 0
         try:
+            # The baseline first (request mode: before the request, so the session window is the request).
+            for ev in self.scraper.scrape_all():
+                emit(ev)
+            on_tick()
+            for th in threads:
+                th.start()
             while not self.stop.is_set():
                 try:
                     item = q.get(timeout=0.2)
@@ -102,7 +102,8 @@ class AttachSession:
         finally:
             self.stop.set()
             for th in threads:
-                th.join(timeout=self.timeout + 1)
+                if th.is_alive():
+                    th.join(timeout=self.timeout + 1)
             while not q.empty():  # a request cut short still ends with its RequestEnded
                 item = q.get_nowait()
                 if isinstance(item, RequestEnded):
