@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import json
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from spectui.attach import events as aev
 from spectui.attach.cli import attach_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper, base_url
+from spectui.attach.text import HeadlessFace
 
 LLAMA_LIKE = (
     "# HELP llamacpp:spec_decode_num_drafts_total Speculative: Total speculative decoding verification steps\n"
@@ -156,6 +158,12 @@ def test_record_writes_a_trace(tmp_path, html):
     assert isinstance(evs[0], aev.AttachStarted) and isinstance(evs[-1], aev.AttachEnded)
     scrapes = [e for e in evs if isinstance(e, aev.MetricsScraped)]
     assert len(scrapes) == 3 and all("HTML" in e.error for e in scrapes)
+    # the recorded events through the same headless face print what the live run printed
+    buf = io.StringIO()
+    face = HeadlessFace(buf)
+    for ev in evs:
+        face(ev)
+    assert buf.getvalue() == r.output.split("running --headless\n", 1)[-1]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

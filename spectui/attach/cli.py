@@ -20,7 +20,7 @@ import click
 from .events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestChunk, RequestEnded, Target
 from .request import stream_completion
 from .scraper import Scraper
-from .text import interval_lines, request_lines, session_lines, snapshot_json, window_line
+from .text import HeadlessFace, window_line
 from .window import AttachStats
 
 _TICK = object()  # one round of scrapes is complete
@@ -58,7 +58,7 @@ class AttachSession:
     def _clock(self) -> float:
         return time.monotonic()
 
-    def run(self, sink: Callable[[Any], None], on_tick: Callable[[], None], on_chunk: Callable[[RequestChunk], None]) -> None:
+    def run(self, sink: Callable[[Any], None]) -> None:
         q: queue.Queue = queue.Queue()
         self.scraper.t0 = self.t0
         emit = self._emitter(sink)
@@ -75,7 +75,6 @@ class AttachSession:
             # The baseline first (request mode: before the request, so the session window is the request).
             for ev in self.scraper.scrape_all():
                 emit(ev)
-            on_tick()
             for th in threads:
                 th.start()
             while not self.stop.is_set():
@@ -85,7 +84,6 @@ class AttachSession:
                     continue
                 if item is _TICK:
                     ticks += 1
-                    on_tick()
                     if self.count and ticks >= self.count and self.prompt is None:
                         reason = "done"
                         break
@@ -95,8 +93,6 @@ class AttachSession:
                     break
                 else:
                     emit(item)
-                    if isinstance(item, RequestChunk):
-                        on_chunk(item)
         except KeyboardInterrupt:
             reason = "stopped"
         finally:
@@ -190,46 +186,20 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         except SpectuiError as exc:
             click.echo(f"spectui: error: {exc}", err=True)
             sys.exit(exc.exit_code)
-    out = sys.stdout
+    face = HeadlessFace(sys.stdout, as_json)
 
     def sink(ev: Any) -> None:
         if writer is not None:
             writer.write(ev)
-
-    def on_tick() -> None:
-        snap = session.stats.snapshot()
-        if as_json:
-            print(snapshot_json(snap, "interval"), file=out, flush=True)
-        elif prompt is None:
-            for line in interval_lines(snap):
-                print(line, file=out)
-            out.flush()
-
-    def on_chunk(ev: RequestChunk) -> None:
-        if not as_json:
-            out.write(ev.text)
-            out.flush()
+        face(ev)
 
     old = signal.signal(signal.SIGTERM, lambda *_: session.stop.set())
     try:
-        session.run(sink, on_tick, on_chunk)
+        session.run(sink)
     finally:
         signal.signal(signal.SIGTERM, old)
         if writer is not None:
             writer.close()
-    snap = session.stats.snapshot()
-    if as_json:
-        if snap.request is not None:
-            print(snapshot_json(snap, "request"), file=out)
-        print(snapshot_json(snap, "session"), file=out, flush=True)
-        return
-    if snap.request is not None:
-        print("", file=out)
-        for line in request_lines(snap.request):
-            print(line, file=out)
-    for line in session_lines(snap):
-        print(line, file=out)
-    out.flush()
 
 
 __all__ = ["attach_cmd", "AttachSession", "MetricsScraped", "window_line"]

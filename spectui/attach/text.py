@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import sys
+from typing import IO, Any
 
-from .window import BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, RequestView, Window
+from .events import AttachEnded, AttachStarted, MetricsScraped, RequestChunk
+from .window import BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window
 
 
 def _pct(x: float | None) -> str:
@@ -91,4 +93,55 @@ def snapshot_json(snap: AttachSnapshot, what: str = "interval") -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False)
 
 
-__all__ = ["window_line", "interval_lines", "session_lines", "request_lines", "snapshot_json", "OK"]
+class HeadlessFace:
+    """Consumes attach events (live or from a trace) and prints: after each round of scrapes (the
+    scrape of the last target URL) one line per engine, or one JSON object; in request mode the text
+    as it streams; at ``AttachEnded`` the request summary and the session windows. A live attach and
+    a replayed attach trace print the same thing."""
+
+    def __init__(self, out: IO[str] | None = None, as_json: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.as_json = as_json
+        self.stats = AttachStats()
+        self.last_url = ""
+        self.request_mode = False
+
+    def __call__(self, ev: Any) -> None:
+        self.stats.update(ev)
+        if isinstance(ev, AttachStarted):
+            self.last_url = ev.targets[-1].url if ev.targets else ""
+            self.request_mode = bool(ev.prompt)
+        elif isinstance(ev, MetricsScraped) and ev.url == self.last_url:
+            self.tick()
+        elif isinstance(ev, RequestChunk) and not self.as_json:
+            self.out.write(ev.text)
+            self.out.flush()
+        elif isinstance(ev, AttachEnded):
+            self.finish()
+
+    def tick(self) -> None:
+        snap = self.stats.snapshot()
+        if self.as_json:
+            print(snapshot_json(snap, "interval"), file=self.out, flush=True)
+        elif not self.request_mode:
+            for line in interval_lines(snap):
+                print(line, file=self.out)
+            self.out.flush()
+
+    def finish(self) -> None:
+        snap = self.stats.snapshot()
+        if self.as_json:
+            if snap.request is not None:
+                print(snapshot_json(snap, "request"), file=self.out)
+            print(snapshot_json(snap, "session"), file=self.out, flush=True)
+            return
+        if snap.request is not None:
+            print("", file=self.out)
+            for line in request_lines(snap.request):
+                print(line, file=self.out)
+        for line in session_lines(snap):
+            print(line, file=self.out)
+        self.out.flush()
+
+
+__all__ = ["window_line", "interval_lines", "session_lines", "request_lines", "snapshot_json", "HeadlessFace", "OK"]
