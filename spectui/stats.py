@@ -19,6 +19,12 @@ Definitions (identical for a live run and a replayed trace, because both are the
   single-token time is the mean verify time of k = 0 passes when there are any, else the start event's
   calibration ``target_decode_ms``.
 - verify time by k: mean verify ms of passes that verified k drafts (batch of k + 1 tokens).
+- contention: other processes' CPU use on this run's cores (``PassEvent.others_cpu``, wall-weighted
+  over the last ``window`` passes). The run is *contended* while that is at least
+  ``CONTENDED_CORES`` and the windowed tokens/s is below ``CONTENDED_FRACTION`` of the best windowed
+  tokens/s seen without contention since the settings last changed (or while there is no such
+  reference yet). llama.cpp's OpenMP threads wait for each other at every layer, so one busy core
+  can cut a 2-thread run's speed several times over; this says so instead of blaming speculation.
 
 ``RunStats`` is an incremental accumulator, so the TUI, a streaming replay and the headless summary
 all use the same code. Exact ITL percentiles need every token's ITL: they are kept in a compact
@@ -34,6 +40,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .events import ACCEPTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
+
+CONTENDED_CORES = 0.5  # other processes using at least this many of the run's cores ...
+CONTENDED_FRACTION = 0.6  # ... while tokens/s is below this fraction of the run's own uncontended rate
 
 
 def percentile(values, q: float) -> float:
@@ -92,6 +101,8 @@ class StatsSnapshot:
     others_cpu: float = -1.0  # cores other processes used, recent passes (-1 = not measured)
     contention: str = ""
     contended_passes: int = 0
+    contention_peak_others: float = 0.0  # most cores other processes took in a contended window
+    contention_low_tps: float = 0.0  # slowest windowed tokens/s while contended
 
 
 @dataclass
@@ -121,9 +132,15 @@ class RunStats:
     tokens: array = field(default_factory=lambda: array("q"))
     text_parts: list[str] = field(default_factory=list)
     last_k: int | None = None  # draft length asked for in the latest decode pass (settings in force)
+    recent_others: deque = field(default_factory=lambda: deque(maxlen=20))  # (others_cpu, wall_ms), measured only
+    best_uncontended_tps: float = 0.0  # reference rate since the last settings change
+    contended_passes: int = 0
+    contention_low_tps: float = 0.0  # slowest windowed tokens/s seen while contended
+    contention_max_others: float = 0.0
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=self.window)
+        self.recent_others = deque(maxlen=self.window)
 
     # ------------------------------------------------------------ feeding
     def update(self, ev: Event) -> None:
@@ -135,7 +152,7 @@ class RunStats:
             self.end = ev
             self.elapsed_s = max(self.elapsed_s, ev.wall_s)
         elif isinstance(ev, SettingsChanged):
-            pass
+            self.best_uncontended_tps = 0.0  # k or temperature moved the rate legitimately: new reference
 
     def extend(self, events) -> "RunStats":
         for ev in events:
@@ -181,6 +198,42 @@ class RunStats:
         slot = self.verify_by_k.setdefault(nd, [0.0, 0])
         slot[0] += ev.timing.verify_ms
         slot[1] += 1
+        if ev.others_cpu >= 0.0:
+            self.recent_others.append((ev.others_cpu, ev.timing.wall_ms))
+            if self._contended():
+                self.contended_passes += 1
+                tps = self._window_tps()
+                self.contention_low_tps = min(self.contention_low_tps or tps, tps)
+                self.contention_max_others = max(self.contention_max_others, self._window_others())
+            elif len(self.recent) >= min(self.window, 5):
+                self.best_uncontended_tps = max(self.best_uncontended_tps, self._window_tps())
+
+    def _window_tps(self) -> float:
+        ms = sum(w for _, w in self.recent)
+        return 1000.0 * sum(t for t, _ in self.recent) / ms if ms else 0.0
+
+    def _window_others(self) -> float:
+        ms = sum(w for _, w in self.recent_others)
+        return sum(o * w for o, w in self.recent_others) / ms if ms else -1.0
+
+    def _contended(self) -> bool:
+        others = self._window_others()
+        if others < CONTENDED_CORES:
+            return False
+        ref = self.best_uncontended_tps
+        return ref <= 0.0 or self._window_tps() < CONTENDED_FRACTION * ref
+
+    def contention(self) -> str:
+        """One line while the run is contended, else ""."""
+        if not self.recent_others or not self._contended():
+            return ""
+        others = self._window_others()
+        threads = self.start.threads if self.start and self.start.threads else 0
+        of = f" of this run's {threads}" if threads else ""
+        msg = f"other processes keep {others:.1f}{of} cores busy"
+        if self.best_uncontended_tps > 0:
+            msg += f": {self._window_tps():.1f} t/s against {self.best_uncontended_tps:.1f} before"
+        return msg + " (llama.cpp's threads wait for each other; see README: -t, OMP_WAIT_POLICY)"
 
     # ------------------------------------------------------------ reading
     @property
@@ -228,6 +281,11 @@ class RunStats:
             n_ctx=self.start.n_ctx if self.start else 0,
             elapsed_s=self.elapsed_s,
             stop_reason=self.end.reason if self.end else "",
+            others_cpu=self._window_others() if self.recent_others else -1.0,
+            contention=self.contention(),
+            contended_passes=self.contended_passes,
+            contention_peak_others=self.contention_max_others,
+            contention_low_tps=self.contention_low_tps,
         )
 
 
