@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..autok import make_policy
 from ..control import DRAFT_MAX_LIMIT, RunControl
 from ..errors import SpectuiError
 from ..events import (
@@ -65,8 +66,10 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-class _LazyP:
-    """Target probability rows at temperature T, computed on first use (rows past a rejection never are)."""
+class _TargetProbs:
+    """The target's probability rows of one pass. At T > 0 rows are softmaxed at T on first use (rows past a
+    rejection never are) and ``speculative_verify`` indexes them; ``prob(i, token)`` is the probability
+    reported in events (at T = 0: the temperature-1 softmax)."""
 
     def __init__(self, rows: np.ndarray, temperature: float) -> None:
         self.rows = rows
@@ -82,6 +85,12 @@ class _LazyP:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def prob(self, i: int, token: int) -> float:
+        if self.t > 0:
+            return float(self[i][token])
+        r = self.rows[i]
+        return float(np.exp(float(r[token]) - logsumexp(r)))
 
 
 class Engine:
@@ -282,25 +291,41 @@ class Engine:
         st.observe(end)
         yield end
 
+    # ------------------------------------------------------------ one run, pass by pass
     def _body(self, st: "_RunState", t0: float, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
-        tgt = self.target
-        draft = self.draft
-        n_ctx = self.n_ctx
-        tgt.clear()
-        if draft is not None:
-            draft.clear()
+        """RunStarted, the prefill pass, then decode passes until a stop reason is set in ``st``."""
+        self._reset_for_run()
+        if not isinstance(prompt, str):
+            raise SpectuiError("the prompt must be text")
+        prompt_tokens = self.target.tokenize(prompt)
+        settings = control.settings
+        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings)
+        yield st.started
+        st.reason, st.error = self._why_not_start(prompt_tokens, control, n_predict)
+        if st.reason:
+            return
+        g = _Generation(prompt_tokens, settings.seed, self.debug_hook)
+        yield self._prefill_pass(st, g, settings, t0, n_predict)
+        if st.reason:
+            return
+        yield from self._decode_passes(st, g, control, settings, t0, n_predict)
+
+    def _reset_for_run(self) -> None:
+        """Empty both KV caches and restart the drafters."""
+        self.target.clear()
+        if self.draft is not None:
+            self.draft.clear()
         self._n_past = 0
         for d in self._drafters.values():
             d.start()
             d.keep_rows = self.debug_hook is not None
-        if not isinstance(prompt, str):
-            raise SpectuiError("the prompt must be text")
-        prompt_tokens = tgt.tokenize(prompt)
-        settings = control.settings
+
+    def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings) -> RunStarted:
+        """The first event, with single-token decode times of both models measured at position 0."""
         calib_tok = prompt_tokens[0] if prompt_tokens else 0
-        target_ms = self._single_decode_ms(tgt, calib_tok, 0)
-        draft_ms_cal = self._single_decode_ms(draft, calib_tok, 0) if draft is not None else 0.0
-        started = RunStarted(
+        target_ms = self._single_decode_ms(self.target, calib_tok, 0)
+        draft_ms = self._single_decode_ms(self.draft, calib_tok, 0) if self.draft is not None else 0.0
+        return RunStarted(
             run_id=uuid.uuid4().hex[:12],
             started_at=time.time(),
             target=self.target_info,
@@ -308,35 +333,35 @@ class Engine:
             prompt=prompt,
             prompt_tokens=len(prompt_tokens),
             n_predict=n_predict,
-            n_ctx=n_ctx,
+            n_ctx=self.n_ctx,
             threads=self.threads,
             settings=settings,
             target_decode_ms=target_ms,
-            draft_decode_ms=draft_ms_cal,
+            draft_decode_ms=draft_ms,
         )
-        st.started = started
-        yield started
+
+    def _why_not_start(self, prompt_tokens: list[int], control: RunControl, n_predict: int) -> tuple[str, str]:
+        """(reason, error) when the run ends before the prefill pass; ("", "") when it can go on."""
         if not prompt_tokens:
-            st.reason, st.error = STOP_ERROR, "the prompt is empty (it tokenizes to no tokens)"
-            return
-        if len(prompt_tokens) >= n_ctx:
-            st.reason = STOP_CTX_FULL
-            st.error = f"the prompt ({len(prompt_tokens)} tokens) does not fit the context (-c {n_ctx}) with room to generate"
-            return
+            return STOP_ERROR, "the prompt is empty (it tokenizes to no tokens)"
+        if len(prompt_tokens) >= self.n_ctx:
+            return STOP_CTX_FULL, (
+                f"the prompt ({len(prompt_tokens)} tokens) does not fit the context (-c {self.n_ctx}) "
+                "with room to generate"
+            )
         if n_predict == 0:
-            st.reason = STOP_N_PREDICT
-            return
+            return STOP_N_PREDICT, ""
         if control.stopped:
-            st.reason = STOP_USER
-            return
+            return STOP_USER, ""
+        return "", ""
 
-        rng = np.random.default_rng(settings.seed)
-        seed = settings.seed
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        tokens = list(prompt_tokens)
-        hook = self.debug_hook
-
-        # ---------------- pass 0: prefill
+    # ---------------- pass 0: prefill
+    def _prefill_pass(
+        self, st: "_RunState", g: "_Generation", settings: Settings, t0: float, n_predict: int
+    ) -> PassEvent:
+        """The target evaluates the whole prompt and picks the first token (no drafts); its wall time is the TTFT."""
+        tgt = self.target
+        prompt_tokens = g.prompt_tokens
         tp = time.perf_counter()
         drafter = self._pick_drafter(settings.drafter)
         t_d = time.perf_counter()
@@ -347,22 +372,15 @@ class Engine:
         verify_ms = (time.perf_counter() - t_v) * 1000.0
         row = tgt.logits_last()
         temp = settings.temperature
-        if temp > 0:
-            p = softmax(row, temp)
-            tok = sample(p, rng)
-            prob = float(p[tok])
-        else:
-            tok = int(np.argmax(row))
-            prob = float(np.exp(float(row[tok]) - logsumexp(row)))
-        if hook is not None:
-            hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [], "n_accepted": 0,
-                  "token": tok, "draft_logits": None, "temperature": temp})
-        n_past = len(prompt_tokens)
-        self._n_past = n_past
-        text = decoder.decode(tgt.piece(tok))
+        tok, prob = _first_token(row, temp, g.rng)
+        if g.debug_hook is not None:
+            g.debug_hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [],
+                             "n_accepted": 0, "token": tok, "draft_logits": None, "temperature": temp})
+        self._n_past = g.n_past = len(prompt_tokens)
+        text = g.decoder.decode(tgt.piece(tok))
         target_token = TargetToken(id=tok, text=text, prob=prob, kind=PLAIN)
         emitted = (Token(id=tok, text=text, prob=prob),)
-        tokens.append(tok)
+        g.tokens.append(tok)
         self._last_token = tok
         st.n_emitted = 1
         if tgt.is_eog(tok):
@@ -370,20 +388,20 @@ class Engine:
         elif 0 < n_predict <= 1:
             st.reason = STOP_N_PREDICT
         wall = (time.perf_counter() - tp) * 1000.0
-        yield PassEvent(
+        return PassEvent(
             index=0, prefill=True, settings=settings, k=0, target=target_token, emitted=emitted,
             timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
                           wall_ms=wall, t_end=time.perf_counter() - t0),
-            n_ctx_used=n_past,
+            n_ctx_used=g.n_past,
         )
-        if st.reason:
-            return
 
-        # ---------------- decode passes
+    # ---------------- decode passes
+    def _decode_passes(
+        self, st: "_RunState", g: "_Generation", control: RunControl, settings: Settings, t0: float, n_predict: int
+    ) -> Iterator[Event]:
+        """Settings read between passes (SettingsChanged when they changed), k chosen, one pass each."""
         prev = settings
         index = 1
-        policy = None
-        policy_mode = None
         while True:
             if control.stopped:
                 st.reason = STOP_USER
@@ -397,131 +415,181 @@ class Engine:
                 yield SettingsChanged(before_pass=index, old=prev, new=s, t=time.perf_counter() - t0)
                 prev = s
             tp = time.perf_counter()
-            if s.seed != seed:
-                rng = np.random.default_rng(s.seed)
-                seed = s.seed
-            k_want = s.draft_max
-            if s.auto:
-                if s.auto != policy_mode:
-                    policy_mode = s.auto
-                    policy = st.make_policy(s.auto, self.warn)
-                if policy is not None:
-                    k_want = int(policy.choose(s))
-            else:
-                policy_mode = policy = None
-            st.policy = policy
-            k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
-            room = n_ctx - n_past  # free target cells; the verify batch needs k + 1 of them
-            if room < 1:
+            g.reseed(s.seed)
+            k = self._choose_k(st, g, s, n_predict)
+            if k is None:
                 st.reason = STOP_CTX_FULL
                 return
-            k = min(k_want, room - 1, tgt.n_batch - 1)
-            if n_predict > 0:
-                k = min(k, n_predict - st.n_emitted - 1)
-            k = max(0, k)
-            temp = s.temperature
-            drafter = self._pick_drafter(s.drafter)
-
-            # draft
-            t_d = time.perf_counter()
-            prop = drafter.propose(tokens, k, temp, rng) if k > 0 else None
-            draft_ms = (time.perf_counter() - t_d) * 1000.0
-            ids = prop.ids if prop is not None else []
-            kd = len(ids)
-
-            # verify: one target decode over [last, d1..dk], logits for all k + 1 positions
-            t_v = time.perf_counter()
-            tgt.decode([tokens[-1]] + ids, n_past, "all")
-            verify_ms = (time.perf_counter() - t_v) * 1000.0
-            rows = tgt.logits_rows(kd + 1)
-            if temp > 0:
-                p_rows = _LazyP(rows, temp)
-                v = speculative_verify(p_rows, prop.q_rows if prop is not None else None, ids, rng)
-            else:
-                p_rows = None
-                v = greedy_verify(rows, ids)
-            n_acc = v.n_accepted
-            tok = v.token
-
-            # probabilities to report (T = 0: temperature-1 softmax; only rows that were on the accepted path)
-            def p_of(i: int, t_id: int) -> float:
-                if p_rows is not None:
-                    return float(p_rows[i][t_id])
-                r = rows[i]
-                return float(np.exp(float(r[t_id]) - logsumexp(r)))
-
-            if hook is not None:
-                hook({"index": index, "n_past": n_past, "target_logits": np.array(rows[: n_acc + 1]),
-                      "draft_ids": list(ids), "n_accepted": n_acc, "token": tok,
-                      "draft_logits": prop.logit_rows if prop is not None else None, "temperature": temp})
-
-            # texts: drafts decoded on a copy of the decoder state (rejected ones never reach the output)
-            state = decoder.getstate()
-            dtexts = [decoder.decode(tgt.piece(d)) for d in ids]
-            decoder.setstate(state)
-            drafts = []
-            q_probs = prop.q_probs if prop is not None else []
-            for i, d in enumerate(ids):
-                if i < n_acc:
-                    verdict, tp_ = ACCEPTED, p_of(i, d)
-                elif i == n_acc:
-                    verdict, tp_ = REJECTED, p_of(i, d)
-                else:
-                    verdict, tp_ = DISCARDED, 0.0
-                drafts.append(DraftToken(id=d, text=dtexts[i], prob=q_probs[i], verdict=verdict, target_prob=tp_))
-            kind = PLAIN if kd == 0 else (BONUS if n_acc == kd else CORRECTION)
-            tok_prob = p_of(n_acc, tok)
-
-            # emit: accepted drafts then the target token, cut at EOG / n_predict
-            out: list[Token] = []
-            target_token = None
-            stop = None
-            for i in range(n_acc + 1):
-                t_id = ids[i] if i < n_acc else tok
-                txt = decoder.decode(tgt.piece(t_id))
-                pr = q_probs[i] if i < n_acc else tok_prob
-                out.append(Token(id=t_id, text=txt, prob=pr))
-                if i == n_acc:
-                    target_token = TargetToken(id=tok, text=txt, prob=tok_prob, kind=kind)
-                if tgt.is_eog(t_id):
-                    stop = STOP_EOG
-                    break
-                if n_predict > 0 and st.n_emitted + len(out) >= n_predict:
-                    stop = STOP_N_PREDICT
-                    break
-
-            # roll back: target keeps [last, accepted drafts]; the drafter drops its rejected positions
-            if n_acc < kd:
-                tgt.rollback(n_past + 1 + n_acc)
-            n_past += 1 + n_acc
-            self._n_past = n_past
-            if prop is not None:
-                drafter.accept(n_acc)
-            tokens.extend(ids[:n_acc])
-            tokens.append(tok)
-            self._last_token = tok
-
-            st.n_passes += 1
-            st.n_emitted += len(out)
-            st.n_drafted += kd
-            st.n_accepted += n_acc
-            wall = (time.perf_counter() - tp) * 1000.0
-            yield PassEvent(
-                index=index, prefill=False, settings=s, k=k, drafts=tuple(drafts), target=target_token,
-                n_accepted=n_acc, emitted=tuple(out),
-                timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms,
-                              other_ms=max(0.0, wall - draft_ms - verify_ms), wall_ms=wall,
-                              t_end=time.perf_counter() - t0),
-                n_ctx_used=n_past,
-            )
+            ev, stop = self._decode_pass(st, g, s, k, index, tp, t0, n_predict)
+            yield ev
             index += 1
             if stop:
                 st.reason = stop
                 return
 
+    # ---------------- choosing k
+    def _choose_k(self, st: "_RunState", g: "_Generation", s: Settings, n_predict: int) -> int | None:
+        """The draft length for the next pass: --draft-max or the auto-k policy, capped so that the verify
+        batch fits the context and the batch size and the pass cannot emit past n_predict. None: the
+        context is full."""
+        k_want = s.draft_max
+        if s.auto:
+            if s.auto != st.policy_mode:
+                st.policy_mode = s.auto
+                st.policy = st.make_policy(s.auto)
+            k_want = int(st.policy.choose(s))
+        else:
+            st.policy_mode = st.policy = None
+        k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
+        room = self.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
+        if room < 1:
+            return None
+        k = min(k_want, room - 1, self.target.n_batch - 1)
+        if n_predict > 0:
+            k = min(k, n_predict - st.n_emitted - 1)
+        return max(0, k)
+
+    # ---------------- one decode pass: draft, verify, emit, roll back
+    def _decode_pass(
+        self, st: "_RunState", g: "_Generation", s: Settings, k: int, index: int, tp: float, t0: float,
+        n_predict: int,
+    ) -> tuple[PassEvent, str | None]:
+        """Draft k tokens, verify them in one target decode, emit, roll back; returns the event and the
+        stop reason (EOG or n_predict reached) or None."""
+        tgt = self.target
+        temp = s.temperature
+        drafter = self._pick_drafter(s.drafter)
+
+        # draft
+        t_d = time.perf_counter()
+        prop = drafter.propose(g.tokens, k, temp, g.rng) if k > 0 else None
+        draft_ms = (time.perf_counter() - t_d) * 1000.0
+        ids = prop.ids if prop is not None else []
+        kd = len(ids)
+
+        # verify: one target decode over [last, d1..dk], logits for all k + 1 positions
+        t_v = time.perf_counter()
+        tgt.decode([g.tokens[-1]] + ids, g.n_past, "all")
+        verify_ms = (time.perf_counter() - t_v) * 1000.0
+        rows = tgt.logits_rows(kd + 1)
+        p = _TargetProbs(rows, temp)
+        if temp > 0:
+            v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng)
+        else:
+            v = greedy_verify(rows, ids)
+        n_acc = v.n_accepted
+        tok = v.token
+        if g.debug_hook is not None:
+            g.debug_hook({"index": index, "n_past": g.n_past, "target_logits": np.array(rows[: n_acc + 1]),
+                             "draft_ids": list(ids), "n_accepted": n_acc, "token": tok,
+                             "draft_logits": prop.logit_rows if prop is not None else None, "temperature": temp})
+
+        q_probs = prop.q_probs if prop is not None else []
+        drafts = self._judged_drafts(g, ids, q_probs, n_acc, p)
+        kind = PLAIN if kd == 0 else (BONUS if n_acc == kd else CORRECTION)
+        out, target_token, stop = self._emit(st, g, ids, q_probs, n_acc, tok, p.prob(n_acc, tok), kind, n_predict)
+
+        # roll back: target keeps [last, accepted drafts]; the drafter drops its rejected positions
+        if n_acc < kd:
+            tgt.rollback(g.n_past + 1 + n_acc)
+        g.n_past += 1 + n_acc
+        self._n_past = g.n_past
+        if prop is not None:
+            drafter.accept(n_acc)
+        g.tokens.extend(ids[:n_acc])
+        g.tokens.append(tok)
+        self._last_token = tok
+
+        st.n_passes += 1
+        st.n_emitted += len(out)
+        st.n_drafted += kd
+        st.n_accepted += n_acc
+        wall = (time.perf_counter() - tp) * 1000.0
+        ev = PassEvent(
+            index=index, prefill=False, settings=s, k=k, drafts=tuple(drafts), target=target_token,
+            n_accepted=n_acc, emitted=tuple(out),
+            timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms,
+                          other_ms=max(0.0, wall - draft_ms - verify_ms), wall_ms=wall,
+                          t_end=time.perf_counter() - t0),
+            n_ctx_used=g.n_past,
+        )
+        return ev, stop
+
+    def _judged_drafts(
+        self, g: "_Generation", ids: list[int], q_probs: list[float], n_acc: int, p: "_TargetProbs"
+    ) -> list[DraftToken]:
+        """The drafts with their verdicts; texts decoded on a copy of the decoder state (rejected ones never
+        reach the output)."""
+        state = g.decoder.getstate()
+        texts = [g.decoder.decode(self.target.piece(d)) for d in ids]
+        g.decoder.setstate(state)
+        drafts = []
+        for i, d in enumerate(ids):
+            if i < n_acc:
+                verdict, target_prob = ACCEPTED, p.prob(i, d)
+            elif i == n_acc:
+                verdict, target_prob = REJECTED, p.prob(i, d)
+            else:
+                verdict, target_prob = DISCARDED, 0.0
+            drafts.append(DraftToken(id=d, text=texts[i], prob=q_probs[i], verdict=verdict, target_prob=target_prob))
+        return drafts
+
+    def _emit(
+        self, st: "_RunState", g: "_Generation", ids: list[int], q_probs: list[float], n_acc: int, tok: int,
+        tok_prob: float, kind: str, n_predict: int,
+    ) -> tuple[list[Token], TargetToken | None, str | None]:
+        """Accepted drafts then the target token, cut at EOG / n_predict: (tokens, target token, stop reason).
+        The target token is None when the cut came before it."""
+        out: list[Token] = []
+        target_token = None
+        stop = None
+        for i in range(n_acc + 1):
+            t_id = ids[i] if i < n_acc else tok
+            txt = g.decoder.decode(self.target.piece(t_id))
+            pr = q_probs[i] if i < n_acc else tok_prob
+            out.append(Token(id=t_id, text=txt, prob=pr))
+            if i == n_acc:
+                target_token = TargetToken(id=tok, text=txt, prob=tok_prob, kind=kind)
+            if self.target.is_eog(t_id):
+                stop = STOP_EOG
+                break
+            if n_predict > 0 and st.n_emitted + len(out) >= n_predict:
+                stop = STOP_N_PREDICT
+                break
+        return out, target_token, stop
+
+
+def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator) -> tuple[int, float]:
+    """The prefill pass's token and its probability: sampled at T > 0, argmax (temperature-1 probability) at 0."""
+    if temperature > 0:
+        p = softmax(row, temperature)
+        tok = sample(p, rng)
+        return tok, float(p[tok])
+    tok = int(np.argmax(row))
+    return tok, float(np.exp(float(row[tok]) - logsumexp(row)))
+
+
+class _Generation:
+    """What one run has generated so far: token history, accepted KV length, RNG, the UTF-8 text decoder."""
+
+    def __init__(self, prompt_tokens: list[int], seed: int | None, debug_hook: Callable[[dict], None] | None) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.tokens = list(prompt_tokens)
+        self.n_past = 0
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.debug_hook = debug_hook  # tests: per-pass logits (the engine's hook when the run began)
+
+    def reseed(self, seed: int | None) -> None:
+        """A new RNG when the seed setting changed mid-run."""
+        if seed != self.seed:
+            self.rng = np.random.default_rng(seed)
+            self.seed = seed
+
 
 class _RunState:
-    """Counters and the auto-k policy of one run."""
+    """Counters, stop reason and the auto-k policy of one run."""
 
     def __init__(self) -> None:
         self.reason = ""
@@ -532,19 +600,13 @@ class _RunState:
         self.n_accepted = 0
         self.started: RunStarted | None = None
         self.policy = None
+        self.policy_mode: str | None = None
         self._history: list[Event] = []
-        self._warned = False
 
-    def make_policy(self, mode: str, warn: Callable[[str], None]):
-        try:
-            from ..autok import make_policy  # noqa: PLC0415 - written by another part; optional
-        except ImportError:
-            if not self._warned:
-                self._warned = True
-                warn("warning: auto draft length is unavailable (spectui.autok missing); using --draft-max")
-            return None
+    def make_policy(self, mode: str):
+        """A fresh policy for ``mode`` that has seen the run so far (a policy created mid-run)."""
         policy = make_policy(mode)
-        for ev in self._history:  # a policy created mid-run sees the run so far
+        for ev in self._history:
             policy.observe(ev)
         return policy
 
