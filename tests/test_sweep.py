@@ -240,7 +240,7 @@ def test_sweep_bad_options(tiny_target, tiny_draft_noisy, args, message):
 
 def test_sweep_bad_models(tmp_path, tiny_target):
     res = _invoke(["--draft-max", "2"])
-    assert res.exit_code == 2 and "--target PATH is required" in res.stderr
+    assert res.exit_code == 2 and "--target PATH (or -hf user/repo) is required" in res.stderr
     res = _invoke(["--target", tmp_path / "missing.gguf", "--drafter", "ngram"])
     errors = [line for line in res.stderr.splitlines() if line.startswith("spectui: error:")]
     assert res.exit_code == 2 and len(errors) == 1 and "not found" in errors[0]

@@ -1,0 +1,34 @@
+"""``spectui sweep``: the draft-length x temperature exercise in one command.
+
+Runs every (k, temperature) combination plus the target-only baseline (drafter "none", same prompt,
+same seed) at each temperature, ``--repeat`` times, with ONE loaded engine; then prints a table, a
+terminal chart of tokens/s against acceptance rate, and a report written from the measured numbers.
+``--json`` prints one object (every run and every cell), ``--csv`` one line per run. Every statistic
+comes from :func:`spectui.stats.compute` over the run's events; spread is the standard deviation over
+repeats. Speedup is a run's tokens/s over the baseline's of the same temperature and repeat.
+
+One module per step, each importing only the ones above it:
+
+    plan.py       parse --draft-max / --temp, the runs to do and their order, the baseline's name and label
+    aggregate.py  SweepRun (one measured run) -> Cell (its repeats pooled, with spread and speedup)
+    runner.py     run the plan on one loaded engine (traces optional); verify times measured on demand
+    report.py     the report lines and the cost model's prediction
+    render.py     the table and the text chart
+    export.py     --csv and --json
+    cli.py        the click command (``spectui.sweep:sweep_cmd``)
+"""
+
+from .aggregate import Cell, Spread, SweepRun, aggregate, baseline_tps, speedups
+from .cli import sweep_cmd, sweep_main
+from .export import CSV_FIELDS, run_record, to_csv, to_json
+from .plan import BASELINE, TARGET_ONLY, Plan, make_plan, parse_ks, parse_temps, run_label
+from .render import TABLE_COLUMNS, render_chart, render_table, table_rows
+from .report import report_lines, sweep_prediction
+from .runner import measure_missing_verify, run_sweep
+
+__all__ = [
+    "BASELINE", "CSV_FIELDS", "TABLE_COLUMNS", "TARGET_ONLY", "Cell", "Plan", "Spread", "SweepRun", "aggregate",
+    "baseline_tps", "make_plan", "measure_missing_verify", "parse_ks", "parse_temps", "render_chart", "render_table",
+    "report_lines", "run_label", "run_record", "run_sweep", "speedups", "sweep_cmd", "sweep_main", "sweep_prediction",
+    "table_rows", "to_csv", "to_json",
+]

@@ -1,0 +1,152 @@
+"""``spectui sweep``: the command line. Model options are the live run's (``cli.model_options``); the
+grid's options take comma-separated lists. Prints the table, chart and report, or ``--json`` / ``--csv``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..cli import fail, model_options
+from ..errors import SpectuiError
+from ..events import PassEvent, RunEnded
+from ..run import ModelOptions, load_engine, resolve_prompt
+from .aggregate import SweepRun, aggregate
+from .export import to_csv, to_json
+from .plan import Plan, make_plan, parse_ks, parse_temps
+from .render import render_chart, render_table
+from .report import report_lines, sweep_prediction
+from .runner import measure_missing_verify, run_sweep
+
+
+@click.command("sweep", context_settings={"help_option_names": ["-h", "--help"]})
+@model_options
+@click.option("-p", "--prompt", type=str, default=None, help="prompt text")
+@click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
+@click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True)
+@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2,5,10", show_default=True,
+              help="comma-separated draft lengths")
+@click.option("--temp", "--temperature", "temp", type=str, default="0,0.8", show_default=True,
+              help="comma-separated temperatures")
+@click.option("--seed", "-s", type=int, default=0, show_default=True)
+@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
+              help="default: model when a draft model is given, else ngram")
+@click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per combination (spread)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object (all runs and cells)")
+@click.option("--csv", "as_csv", is_flag=True, help="print CSV, one line per run")
+@click.option("--record-dir", type=str, default=None, help="keep each run's trace here")
+def sweep_cmd(**kwargs):
+    """Run every draft length x temperature (plus the target alone) and report when speculation pays."""
+    try:
+        code = sweep_main(ModelOptions.pop_from(kwargs), **kwargs)
+    except SpectuiError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("spectui: sweep interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code)
+
+
+def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=256, draft_max="2,5,10",
+               temp="0,0.8", seed=0, drafter=None, repeat=1, as_json=False, as_csv=False, record_dir=None,
+               out=None) -> int:
+    """The whole sweep: check the options, load one engine, run the plan, print. Returns the exit code."""
+    out = out or sys.stdout
+    ks = parse_ks(draft_max)
+    temps = parse_temps(temp)
+    if as_json and as_csv:
+        raise SpectuiError("give either --json or --csv, not both")
+    if repeat < 1:
+        raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
+    if n_predict <= 0:
+        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
+    if drafter is None:
+        drafter = "model" if models.has_draft else "ngram"
+    if drafter == "model" and not models.has_draft:
+        raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
+    text = resolve_prompt(prompt, prompt_file)
+    rec = None
+    if record_dir is not None:
+        rec = Path(record_dir)
+        if rec.exists() and not rec.is_dir():
+            raise SpectuiError(f"--record-dir {record_dir} exists and is not a directory")
+        try:
+            rec.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
+    plan = make_plan(ks, temps, repeat, drafter)
+    engine = load_engine(models, use_draft=(drafter == "model"), quiet=as_json or as_csv)
+    try:
+        runs = _run_with_progress(engine, text, plan, n_predict, seed, rec)
+        on_demand = measure_missing_verify(engine, runs)
+    finally:
+        engine.close()
+    cells = aggregate(runs)
+    pred = None
+    try:
+        pred = sweep_prediction(runs, on_demand)
+    except Exception:  # noqa: BLE001 - advice must never break the sweep's results
+        pred = None
+    report = report_lines(cells, runs, pred, sorted(on_demand))
+    params = {
+        "target": models.target, "draft": models.draft, "drafter": drafter, "prompt": text,
+        "n_predict": n_predict, "draft_max": ks, "temperatures": temps, "seed": seed, "repeat": repeat,
+        "threads": models.threads, "ctx_size": models.ctx_size,
+        "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},
+    }
+    if as_json:
+        out.write(json.dumps(to_json(runs, cells, report, params, pred)) + "\n")
+    elif as_csv:
+        out.write(to_csv(runs))
+    else:
+        width = _term_width() if getattr(out, "isatty", lambda: False)() else 160
+        console = Console(file=out, width=width)
+        console.print(render_table(cells, repeat))
+        console.print(render_chart(cells), markup=False, highlight=False)
+        console.print()
+        for line in report:
+            console.print(line, markup=False, highlight=False)
+    out.flush()
+    return 0
+
+
+def _term_width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def _run_with_progress(engine, text, plan, n_predict, seed, rec) -> list[SweepRun]:
+    """run_sweep with a progress bar on stderr (gone when done)."""
+    console = Console(file=sys.stderr)
+    total = len(plan) * n_predict
+    with Progress(
+        TextColumn("[bold]sweep[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=total)
+        state = {"i": -1, "plan": None, "done": 0}
+
+        def on_event(p: Plan, ev) -> None:
+            if state["plan"] is not p:
+                state["plan"] = p
+                state["i"] += 1
+                state["done"] = state["i"] * n_predict
+                progress.update(
+                    task, completed=state["done"],
+                    description=f"run {state['i'] + 1}/{len(plan)}: {p.label}, temp {p.temperature:g}, "
+                                f"repeat {p.repeat + 1}",
+                )
+            if isinstance(ev, PassEvent):
+                progress.advance(task, len(ev.emitted))
+            elif isinstance(ev, RunEnded):
+                progress.update(task, completed=(state["i"] + 1) * n_predict)
+
+        return run_sweep(engine, text, plan, n_predict, seed, rec, on_event)
