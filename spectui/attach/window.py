@@ -183,7 +183,9 @@ def sum_windows(windows: list[Window]) -> Window:
     Histogram quantiles are not summable from quantiles and are left out of the sum."""
     parts = [w for w in windows if w.status in (OK, IDLE)]
     if not parts:
-        return Window("*", "*", "", windows[0].status if len({w.status for w in windows}) == 1 else IDLE)
+        statuses = {w.status for w in windows}
+        status = statuses.pop() if len(statuses) == 1 else BASELINE
+        return Window("*", "*", "", status, error="no engine answered" if status == ERROR else "")
     drafts = sum(w.drafts for w in parts)
     draft_tokens = sum(w.draft_tokens for w in parts)
     accepted = sum(w.accepted for w in parts)
