@@ -5,9 +5,14 @@ thread and feeds spectui.headless.consume (what ``--headless`` does); ``tui`` bu
 EngineThread (loaded, run and closed on one thread, as ``spectui --target ...`` does) and runs the real
 SpectuiApp under Textual's test driver (headless terminal, full compositor at its 30 Hz refresh).
 Both get a 16-token warm-up run first. The order alternates round by round so machine noise hits both.
-Prints every run, then the median TPS per mode and the ratio (issue target: at most 3% slower).
+Prints every run, then the median TPS per mode and the ratio (issue target: at most 3% slower), and
+the UI thread's CPU time during each TUI run (CPU-seconds per wall second: the figure machine load
+does not move). ``--profile`` adds, per TUI run, what the UI thread spent its time on: each widget's
+repaints (Textual's ``render_lines``, which runs the widget's own drawing), the app's refresh (snapshot,
+view, fan-out) and the rest of Textual (compositor, driver, timers, messages).
 
-    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 4 -n 128 -k 2
+    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 4 -n 128 -k 2 -t 2
+    .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 1 -t 2 --profile
     .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 1 --screenshot docs/screenshot.svg
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import os
 import statistics
 import sys
@@ -31,6 +37,53 @@ from spectui.headless import consume  # noqa: E402
 
 MODELS = Path.home() / ".cache" / "spectui" / "models"
 UI_CPU: list[float] = []  # UI thread CPU seconds per wall second, per TUI run
+PROFILES: list[dict] = []  # per TUI run with --profile: what the UI thread's CPU time went to
+
+
+class UIProfile:
+    """CPU time (time.thread_time) the UI thread spends in wrapped methods, by label.
+
+    Wraps Textual's ``Widget.render_lines`` (one call = one repaint of a widget's changed region, the
+    widget's own drawing included), the app's ``refresh_from_state`` and ``ScreenState.snapshot``.
+    Calls from other threads and nested calls of the same wrapper are not counted twice."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.cpu: dict[str, float] = {}
+        self.ui_thread = threading.get_ident()
+        self._depth = 0
+        self._undo: list = []
+
+    def wrap(self, cls, name: str, label) -> None:
+        orig = cls.__dict__[name]
+        prof = self
+
+        def wrapper(obj, *a, **kw):
+            if threading.get_ident() != prof.ui_thread:
+                return orig(obj, *a, **kw)
+            t0 = time.thread_time()
+            try:
+                return orig(obj, *a, **kw)
+            finally:
+                key = label(obj) if callable(label) else label
+                prof.calls[key] = prof.calls.get(key, 0) + 1
+                prof.cpu[key] = prof.cpu.get(key, 0.0) + time.thread_time() - t0
+
+        setattr(cls, name, wrapper)
+        self._undo.append((cls, name, orig))
+
+    def install(self, app_cls) -> None:
+        from textual.widget import Widget
+
+        from spectui.tui.state import ScreenState
+
+        self.wrap(Widget, "render_lines", lambda w: "repaint " + type(w).__name__)
+        self.wrap(app_cls, "refresh_from_state", "app refresh (snapshot+view+fan-out)")
+        self.wrap(ScreenState, "snapshot", "  of which ScreenState.snapshot")
+
+    def uninstall(self) -> None:
+        for cls, name, orig in reversed(self._undo):
+            setattr(cls, name, orig)
 PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
@@ -40,7 +93,7 @@ def run_headless(engine, settings: Settings, n: int) -> float:
 
 
 def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None,
-            switch_s: float | None = None) -> float:
+            switch_s: float | None = None, profile: bool = False) -> float:
     import spectui.tui.app as tui_app
     from spectui.tui.app import SpectuiApp
 
@@ -49,13 +102,16 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
         tui_app.GIL_SWITCH_INTERVAL_S = switch_s
 
     app = SpectuiApp(lambda c, p: engine.run(p, c, n), RunControl(settings), prompt=PROMPT, n_predict=n)
+    prof = UIProfile() if profile else None
 
     async def drive() -> float:
         shot_taken = screenshot is None
+        if prof is not None:
+            prof.install(SpectuiApp)
         cpu0, wall0 = time.thread_time(), time.perf_counter()  # the UI (event loop) thread's CPU time
         async with app.run_test(size=size) as pilot:
             while True:
-                await pilot.pause(0.05)
+                await asyncio.sleep(0.1)  # the bench's own polling: cheap, and nothing the app asked for
                 snap = app.snap
                 lp = snap.last_pass if snap is not None else None
                 showing_rejection = (lp is not None and app._phase == "verdict"
@@ -68,7 +124,13 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
                     break
             app.refresh_from_state()
             tps = app.snap.stats.tokens_per_second
-            UI_CPU.append((time.thread_time() - cpu0) / (time.perf_counter() - wall0))
+            cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+            UI_CPU.append(cpu / wall)
+            if prof is not None:
+                prof.uninstall()
+                PROFILES.append({"wall_s": wall, "ui_cpu_s": cpu, "calls": prof.calls, "cpu": prof.cpu,
+                                 "paints": getattr(app, "paints", None),
+                                 "passes": app.snap.stats.n_passes + 1})
             await pilot.press("q")
         app.stop_engine(10)
         return tps
@@ -88,10 +150,31 @@ def child_tui(args) -> None:
     try:
         settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
         run_tui(engine, settings, 16)  # warm-up, as the headless child gets
-        tps = run_tui(engine, settings, args.n, screenshot=args.screenshot)
+        tps = run_tui(engine, settings, args.n, screenshot=args.screenshot, profile=args.profile)
     finally:
         engine.close()
     print(f"TPS {tps:.4f} UICPU {UI_CPU[-1]:.4f}", flush=True)
+    if PROFILES:
+        print("PROFILE " + json.dumps(PROFILES[-1]), flush=True)
+
+
+def profile_table(p: dict) -> str:
+    """The UI thread's time by what it was spent on (one TUI run)."""
+    wall, total = p["wall_s"], p["ui_cpu_s"]
+    rows = []
+    accounted = 0.0
+    for key in sorted(p["cpu"], key=lambda k: -p["cpu"][k]):
+        cpu, n = p["cpu"][key], p["calls"][key]
+        if not key.startswith("  "):
+            accounted += cpu
+        rows.append(f"| {key:<42} | {n / wall:8.1f} | {1000 * cpu / max(1, n):8.2f} | {100 * cpu / total:6.1f}% |")
+    rows.append(f"| {'rest of Textual (compositor, driver, timers)':<42} | {'':8} | {'':8} | "
+                f"{100 * max(0.0, total - accounted) / total:6.1f}% |")
+    head = (f"UI thread: {total:.2f} CPU-s over {wall:.1f} s wall = {100 * total / wall:.1f}% of one core; "
+            f"{p['passes']} passes ({p['passes'] / wall:.1f}/s)"
+            + (f", {p['paints']} paints ({p['paints'] / wall:.1f}/s)" if p.get("paints") is not None else "") + "\n\n"
+            f"| {'what':<42} | {'calls/s':>8} | {'ms/call':>8} | {'share':>7} |\n|{'-' * 44}|{'-' * 10}|{'-' * 10}|{'-' * 9}|\n")
+    return head + "\n".join(rows)
 
 
 def child_headless(args) -> None:
@@ -117,6 +200,7 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--screenshot", default=None, help="save an SVG of a TUI run (past 60%% of the tokens, showing a rejected draft)")
+    ap.add_argument("--profile", action="store_true", help="per TUI run: what the UI thread's CPU time went to")
     ap.add_argument("--child", choices=["tui", "headless"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child == "tui":
@@ -137,16 +221,24 @@ def main() -> None:
         order = modes if r % 2 == 0 else modes[::-1]  # alternate which goes first
         for mode in order:
             extra = ["--screenshot", args.screenshot] if (mode == "tui" and r == 0 and args.screenshot) else []
+            if mode == "tui" and args.profile:
+                extra.append("--profile")
             out = subprocess.run(base + ["--child", mode] + extra, capture_output=True, text=True, check=True).stdout
             line = [ln for ln in out.splitlines() if ln.startswith("TPS ")][-1].split()
             res[mode].append(float(line[1]))
             if mode == "tui":
                 ui_cpu.append(float(line[3]))
-            print(f"round {r + 1} {mode:8s} {res[mode][-1]:6.2f} tok/s", flush=True)
+            print(f"round {r + 1} {mode:8s} {res[mode][-1]:6.2f} tok/s"
+                  + (f"   UI thread {100 * ui_cpu[-1]:.1f}% of a core" if mode == "tui" else ""), flush=True)
+            for ln in out.splitlines():
+                if ln.startswith("PROFILE "):
+                    print("\n" + profile_table(json.loads(ln[len("PROFILE "):])) + "\n", flush=True)
     h, t = statistics.median(res["headless"]), statistics.median(res["tui"])
     print(f"\nmedian decode tok/s   headless {h:.2f}   tui {t:.2f}")
     print(f"tui/headless {t / h:.3f} ({100 * (1 - t / h):+.1f}% slower; target: at most 3%)")
-    print("UI thread CPU while the TUI ran: " + ", ".join(f"{100 * c:.1f}%" for c in ui_cpu) + " of one core")
+    print("UI thread CPU while the TUI ran: " + ", ".join(f"{100 * c:.1f}%" for c in ui_cpu) + " of one core"
+          f" (median {100 * statistics.median(ui_cpu):.1f}%; target: under 4%)")
+    print(f"load average after the runs: {open('/proc/loadavg').read().strip()}" if os.path.exists("/proc/loadavg") else "")
 
 
 if __name__ == "__main__":

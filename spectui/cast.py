@@ -8,6 +8,10 @@ TUI's replay does) divided by ``--speed``; its drafts
 show as pending, then their verdicts, then settle, as on a live screen. Every write is stamped with
 the simulated time, so a 5-minute recording renders in seconds and plays at the recorded pace.
 
+This module never needs Textual, also when its functions run: it checks the arguments, plans the
+frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
+only ``spectui.tui.cast_render.capture`` runs the app, and it imports nothing from here.
+
 File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
 ``{"version": 2, "width": W, "height": H, "timestamp": ..., "title": ..., "env": {...}}`` then one
 ``[time, "o", data]`` line per terminal write.
@@ -16,19 +20,19 @@ File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 import click
 
+from .animation import SETTLED, phase_steps
 from .errors import SpectuiError
-from .events import Event, PassEvent
+from .events import Event, PassEvent, RunStarted
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
-PENDING_S = 0.12  # drafts shown as pending (capped at a third of the gap to the next pass)
-VERDICT_S = 0.9  # rejected drafts shown struck through (capped at two thirds of the gap)
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
 LEAD_IN_S = 0.5  # the start screen (banner, empty panels) shows this long before the first pass
 
@@ -43,41 +47,78 @@ class CastInfo:
     n_passes: int
 
 
-def _frames(events: list[Event], speed: float) -> list[tuple[int, float, str | None]]:
+def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     """(event position, time, phase) steps: when each event is shown and in which animation phase.
 
     As in the TUI's replay (spectui.player), the clock starts at the first pass: the recording's
     time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
-    start screen, pass i arrives at (t_end_i - t_end_0) / speed."""
-    from .tui.panel import PENDING, SETTLED, VERDICT
-
+    start screen, pass i arrives at (t_end_i - t_end_0) / speed. Its phases come from
+    ``spectui.animation.phase_steps``, squeezed into the gap before the next pass."""
     t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
 
     def arrival(ev: PassEvent) -> float:
         return LEAD_IN_S + max(0.0, ev.timing.t_end - t0) / speed
 
     pass_times = [(i, arrival(ev)) for i, ev in enumerate(events) if isinstance(ev, PassEvent)]
-    next_time = {}
-    for (i, t), nxt in zip(pass_times, pass_times[1:] + [(None, None)]):
-        next_time[i] = nxt[1]
-    steps: list[tuple[int, float, str | None]] = []
-    now = 0.0  # arrival of the latest pass
+    next_time = {i: nxt[1] for (i, _), nxt in zip(pass_times, pass_times[1:] + [(None, None)])}
+    steps: list[tuple[int, float, str]] = []
     last = 0.0  # latest step (time never goes back)
     for i, ev in enumerate(events):
         if isinstance(ev, PassEvent):
             now = max(last, arrival(ev))
-            if ev.drafts:
-                gap = (next_time[i] - now) if next_time.get(i) is not None else VERDICT_S * 1.5
-                gap = max(gap, 0.0)
-                steps.append((i, now, PENDING))
-                steps.append((i, now + min(PENDING_S, gap / 3), VERDICT))
-                steps.append((i, now + min(VERDICT_S, 2 * gap / 3), SETTLED))
-            else:
-                steps.append((i, now, SETTLED))
+            gap = None if next_time.get(i) is None else next_time[i] - now
+            steps.extend((i, now + offset, phase) for offset, phase in phase_steps(bool(ev.drafts), gap))
         else:
             steps.append((i, last, SETTLED))
         last = steps[-1][1]
     return steps
+
+
+def check_cast_args(cols: int, rows: int, speed: float, events: list[Event]) -> None:
+    if not (1 <= cols <= 1000 and 1 <= rows <= 1000):
+        raise SpectuiError(f"terminal size {cols}x{rows} is out of range (1..1000 each)")
+    if not (0 < speed < float("inf")):
+        raise SpectuiError("cast speed must be a number between 0.25 and 8")
+    if not any(isinstance(e, PassEvent) for e in events):
+        raise SpectuiError("the trace holds no passes to render")
+
+
+def cast_title(start: RunStarted | None) -> str:
+    from .tui.view import banner_text  # no Textual: the replay banner's text
+
+    return "spectui " + banner_text(start)
+
+
+def write_asciicast(out: str | os.PathLike, cols: int, rows: int, chunks: list[tuple[float, str]], end_t: float,
+                    start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
+    """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2; the last frame is
+    held ``HOLD_END_S`` past ``end_t``. Returns ("o" events written, duration)."""
+    ends_at = end_t + HOLD_END_S
+    header: dict[str, Any] = {
+        "version": 2,
+        "width": cols,
+        "height": rows,
+        "timestamp": int(start.started_at) if start is not None and start.started_at > 0 else 0,
+        "duration": round(ends_at, 6),
+        "title": title or cast_title(start),
+        "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
+    }
+    merged: list[list[Any]] = []
+    for t, data in chunks:  # writes at the same simulated instant become one event
+        if merged and abs(merged[-1][0] - t) < 1e-9:
+            merged[-1][1] += data
+        else:
+            merged.append([t, data])
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(header, ensure_ascii=False) + "\n")
+            fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
+            for t, data in merged:
+                fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")
+            fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
+    except OSError as exc:
+        raise SpectuiError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return len(merged) + 2, ends_at
 
 
 def render_cast(
@@ -91,16 +132,15 @@ def render_cast(
     title: str | None = None,
 ) -> CastInfo:
     """Render ``events`` (a recorded run) to an asciicast v2 file. Returns what was written."""
-    if not (1 <= cols <= 1000 and 1 <= rows <= 1000):
-        raise SpectuiError(f"terminal size {cols}x{rows} is out of range (1..1000 each)")
-    if not (0 < speed < float("inf")):
-        raise SpectuiError("cast speed must be a number between 0.25 and 8")
     evs = list(events)
-    if not any(isinstance(e, PassEvent) for e in evs):
-        raise SpectuiError("the trace holds no passes to render")
-    from .tui.cast_render import render  # the Textual half: the real app through a capture driver
+    check_cast_args(cols, rows, speed, evs)
+    steps = frames(evs, speed)
+    from .tui.cast_render import capture  # the Textual half: the real app through a capture driver
 
-    return asyncio.run(render(evs, os.fspath(out_path), cols, rows, speed, theme, title))
+    chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme))
+    start = next((e for e in evs if isinstance(e, RunStarted)), None)
+    n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
+    return CastInfo(os.fspath(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
 
 
 @click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})

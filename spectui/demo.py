@@ -32,31 +32,36 @@ def demo_trace_path() -> str:
 
 def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S, **kw):
     """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start."""
-    import time
-
     from .control import RunControl
     from .player import ReplayPlayer
-    from .tui.app import SpectuiApp
+    from .tui.app import SpectuiApp, StateChanged
 
     class DemoApp(SpectuiApp):
         loops = 0
+        _hold = None  # the timer holding the finished screen
 
         def on_mount(self) -> None:  # Textual also runs SpectuiApp.on_mount (handlers follow the MRO)
-            self._ended_at: float | None = None
-            self.set_interval(0.1, self._maybe_loop)
             self.notify("spectui demo: a recording of a real run, no model needed (q quits)", timeout=6)
 
-        def _maybe_loop(self) -> None:
-            if not self.player.at_end or self.running or self.control.paused:
-                self._ended_at = None
-                return
-            now = time.monotonic()
-            if self._ended_at is None:
-                self._ended_at = now
-            elif now - self._ended_at >= loop_hold_s:
-                self._ended_at = None
+        def _at_rest(self) -> bool:
+            return self.player.at_end and not self.running and not self.control.paused
+
+        def on_state_changed(self, message: StateChanged) -> None:  # also the worker's last word
+            self._arm()
+
+        def settings_changed(self) -> None:  # a key: resuming at the end starts the hold again
+            super().settings_changed()
+            self._arm()
+
+        def _arm(self) -> None:
+            if self._hold is None and self._at_rest():
+                self._hold = self.set_timer(loop_hold_s, self._loop_again)
+
+        def _loop_again(self) -> None:
+            self._hold = None
+            if self._at_rest():
                 self.loops += 1
-                self.action_jump_start()
+                self.run_screen.action_jump_start()
 
     player = ReplayPlayer(events, speed=speed)
     return DemoApp(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)

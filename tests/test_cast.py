@@ -162,3 +162,42 @@ def test_cast_cli(tmp_path):
     r = subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", "cast", str(bad), "-o",
                         str(out)], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
     assert r.returncode == 2 and "not a spectui trace" in r.stderr
+
+
+def test_cast_functions_run_without_textual(tmp_path):
+    """spectui.cast plans the frames, checks its arguments and writes the file without ever loading
+    Textual (only spectui.tui.cast_render, which renders, does): run them, then look at sys.modules."""
+    code = r"""
+import json, sys
+from spectui.cast import check_cast_args, frames, render_cast, write_asciicast
+from spectui.errors import SpectuiError
+from spectui.trace import synthetic_run
+evs = list(synthetic_run(6, seed=2))
+steps = frames(evs, 2.0)
+assert len(steps) >= len(evs) and {p for _, _, p in steps} == {"pending", "verdict", "settled"}, steps
+assert [t for _, t, _ in steps] == sorted(t for _, t, _ in steps)
+for bad in [(0, 24, 1.0, evs), (80, 24, float("inf"), evs), (80, 24, 1.0, evs[:1])]:
+    try:
+        check_cast_args(*bad)
+    except SpectuiError:
+        pass
+    else:
+        raise AssertionError(bad)
+try:
+    render_cast(evs, sys.argv[1], cols=2000)
+except SpectuiError:
+    pass
+else:
+    raise AssertionError("cols 2000 accepted")
+n, duration = write_asciicast(sys.argv[1], 80, 24, [(0.5, "a"), (0.5, "b"), (1.0, "c")], 1.0, evs[0])
+lines = open(sys.argv[1]).read().splitlines()
+header = json.loads(lines[0])
+assert n == 4 == len(lines) - 1 and duration == header["duration"] == 4.0
+assert header["title"].startswith("spectui REPLAY of synthetic target") and json.loads(lines[2]) == [0.5, "o", "ab"]
+print(sorted(m for m in sys.modules if m.split(".")[0] == "textual"))
+"""
+    env = {**os.environ, "PYTHONPATH": REPO}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.cast")], capture_output=True, text=True,
+                       cwd=REPO, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

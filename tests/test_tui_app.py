@@ -18,8 +18,8 @@ from spectui.tui.app import SpectuiApp
 from spectui.tui.panel import SETTLED, VERDICT
 from spectui.tui.pass_ribbon import PassRibbon
 from spectui.tui.sample import sample_events
-from spectui.tui.screens.help import HelpScreen
-from spectui.tui.screens.prompt import PromptScreen
+from spectui.tui.screens.help_screen import HelpScreen
+from spectui.tui.screens.prompt_screen import PromptScreen
 from spectui.tui.status_line import StatusLine
 from spectui.tui.token_stream import TokenStream
 
@@ -291,3 +291,26 @@ async def test_no_color_keeps_meaning_in_text_attributes(monkeypatch):
         body = stream.body(st, (10_000, 80))
         used = {s.style for s in body.spans}
         assert {st["accepted"], st["rejected"], st["correction"]} <= used
+
+
+async def test_contention_shows_a_badge_and_a_bar_only_while_it_lasts(monkeypatch):
+    from spectui.stats import RunStats
+    from spectui.tui.contention_bar import ContentionBar
+
+    app = SpectuiApp(held_source(sample_events()), RunControl())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        bar = app.query_one(ContentionBar)
+        assert not bar.display and "⚠" not in status(app)
+        busy = "other processes keep 1.4 of this run's 2 cores busy"
+        monkeypatch.setattr(RunStats, "contention", lambda self: busy)  # what stats.py says under load
+        app.repaint_all()
+        await pilot.pause()
+        assert bar.display and busy in bar.render().plain
+        line = app.query_one(StatusLine).text.plain
+        assert "⚠ contention" in line and " k " in line
+        monkeypatch.undo()
+        app.repaint_all()
+        await pilot.pause()
+        assert not bar.display
+        await pilot.press("q")

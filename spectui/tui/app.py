@@ -1,16 +1,20 @@
-"""SpectuiApp: the live (or replayed) speculative-decoding screen.
+"""SpectuiApp: one App that owns the run's worker and lifecycle, over a LiveScreen or a ReplayScreen.
 
-A ``@work(thread=True)`` worker iterates ``source(control, prompt)`` (the engine's run generator, or a
-ReplayPlayer) and feeds each event into a ScreenState (no Textual, a lock, O(1) per event). The UI
-never hears from the worker directly: a 30 Hz timer pulls a snapshot when the state's version
-changed, and drives the pass animation from its own clock, so the UI can never slow the engine.
-Keys change settings through RunControl; the engine picks them up at its next pass.
+A ``@work(thread=True)`` worker iterates the screen's events (the engine's run generator, or a
+ReplayPlayer) and feeds each into a ScreenState (no Textual, a lock, O(1) per event), then posts one
+``StateChanged`` message unless one is already waiting: a burst of passes wakes the UI once, and the
+engine never waits for the UI. The UI paints on its own clock, and only when something changed: a new
+snapshot (at most ``FRAME_HZ`` times a second), the newest pass's next animation phase (a one-shot
+timer, only while a pass is animating) or the statistics (at most every ``STATS_INTERVAL_S``). Each
+paint builds one frozen ScreenView (the cost-model prediction included) and the screen hands it to the
+widgets that need it. Keys belong to the screens and change settings through RunControl; the engine
+picks them up at its next pass.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import os
 import signal
 import sys
@@ -20,89 +24,51 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from textual import work
-from textual.css.query import NoMatches
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding
-from textual.containers import Container
-from textual.widgets import Footer, Static
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.timer import Timer
 
+from ..animation import PassClock
 from ..control import RunControl
 from ..errors import SpectuiError
-from ..events import DRAFTERS, Event, to_dict
+from ..events import Event
 from ..player import ReplayPlayer
-from .acceptance_bars import AcceptanceByPosition
-from .itl_panel import InterTokenLatency
-from .panel import PENDING, SETTLED, VERDICT, Panel
-from .pass_ribbon import PassRibbon
-from .prediction_panel import PredictionPanel
-from .replay_banner import ReplayBanner
-from .run_metrics import RunMetrics
-from .screens.help import HelpScreen
-from .screens.prompt import PromptScreen
+from ..trace import write_trace
+from .screens.help_screen import HelpScreen
+from .screens.live_screen import LiveScreen
+from .screens.replay_screen import ReplayScreen
+from .screens.run_screen import RunScreen
 from .state import ScreenSnapshot, ScreenState
-from .status_line import StatusLine, status_text
 from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, available_themes, check_theme, textual_theme
-from .tps_panel import TokensPerSecond
-from .token_stream import TokenStream
+from .view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
-FPS = 30
-MIN_WIDTH, MIN_HEIGHT = 60, 20  # below this: "terminal too small"
-WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
-PENDING_S = 0.12  # drafts shown as pending this long after a pass arrives (slow passes only)
-VERDICT_S = 0.9  # rejected drafts stay struck through this long, then disappear
+FRAME_HZ = 20  # at most this many paints a second for new passes: as often as the eye can follow
+STATS_INTERVAL_S = 0.5  # the statistics panels (and the cost model) at most twice a second
 # The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
 # each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
 # the app runs keeps the engine from queueing behind repaints.
 GIL_SWITCH_INTERVAL_S = 0.0005
-STATS_INTERVAL_S = 0.5  # the statistics panels repaint at most twice a second (repaints cost CPU the
-# engine needs on small machines); the token stream, pass ribbon and status line follow every pass
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
 
+class StateChanged(Message):
+    """The worker fed new events into the screen state (posted at most once until the UI has looked)."""
+
+
 class SpectuiApp(App):
     TITLE = "spectui"
-    CSS = """
-    Screen { layout: vertical; }
-    #banner { display: none; }
-    #body { layout: grid; height: 1fr; grid-size: 3 4; grid-columns: 1fr 1fr 1fr; grid-rows: 1fr 1fr 9 5; }
-    #body > Panel { border: round $panel-lighten-2; padding: 0 1; height: 1fr; }
-    #stream { column-span: 2; row-span: 2; }
-    #prediction { column-span: 3; }
-    #body.narrow { grid-size: 2 5; grid-rows: 1fr 4 6 4 2; grid-columns: 1fr 1fr; grid-gutter: 0 1; }
-    #body.narrow > Panel { border: none; padding: 0; }
-    #body.narrow #stream { column-span: 2; row-span: 1; }
-    #body.narrow #ribbon { column-span: 2; }
-    #body.narrow #prediction { column-span: 2; }
-    #too-small { display: none; height: 1fr; content-align: center middle; text-style: bold; }
-    .too-small #body { display: none; }
-    .too-small #too-small { display: block; }
-    """
+    CSS_PATH = Path(__file__).with_name("spectui.tcss")  # absolute: subclasses live in other folders
     BINDINGS = [
-        Binding("up,plus,equals_sign", "k_up", "k+"),
-        Binding("down,minus", "k_down", "k-"),
-        Binding("right,t", "temp_up", "temp+"),
-        Binding("left,T", "temp_down", "temp-"),
-        Binding("right", "step_forward", "step▶"),
-        Binding("left", "step_back", "◀step"),
-        Binding("home", "jump_start", "start", show=False),
-        Binding("end", "jump_end", "end", show=False),
-        Binding("greater_than_sign", "faster", "faster"),
-        Binding("less_than_sign", "slower", "slower"),
-        Binding("space,p", "pause", "pause"),
-        Binding("r", "restart", "restart"),
-        Binding("n", "new_prompt", "prompt"),
-        Binding("d", "drafter", "drafter"),
-        Binding("a", "auto_k", "auto k"),
         Binding("s", "save_trace", "save"),
         Binding("c", "cycle_theme", "theme"),
         Binding("question_mark,h,f1", "help", "help"),
         Binding("q", "quit", "quit"),
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     ]
-    LIVE_ONLY = {"k_up", "k_down", "temp_up", "temp_down", "new_prompt", "drafter", "auto_k"}
-    REPLAY_ONLY = {"step_forward", "step_back", "jump_start", "jump_end", "faster", "slower"}
 
     def __init__(self, source: Source | None, control: RunControl | None = None, *, theme: str | None = None,
                  replay: ReplayPlayer | None = None, recorder=None, prompt: str | None = None,
@@ -112,52 +78,54 @@ class SpectuiApp(App):
         super().__init__()
         if source is None and replay is None:
             raise SpectuiError("SpectuiApp needs a source or a replay player")
-        self.source = source
+        self.run_screen: RunScreen = ReplayScreen(replay) if replay is not None else LiveScreen(source, recorder)
         self.player = replay
         self.control = control or RunControl()
         self.recorder = recorder
         self.prompt = prompt or DEFAULT_PROMPT
         self.n_predict = n_predict
         self.title = title
-        self.freeze_phase = freeze_phase
         self.save_dir = Path(save_dir) if save_dir else Path.cwd()
         self.state = ScreenState()
         self.snap: ScreenSnapshot | None = None
+        self.view = ScreenView()
         self.saved_paths: list[Path] = []
+        self.clock = PassClock(freeze_phase)
         self._engine_lock = threading.Lock()
         self._active = 0
         self._active_lock = threading.Lock()
         self.engine_idle = threading.Event()
         self.engine_idle.set()
+        self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by the UI)
         self._seen_version = -1
-        self._anim_pass: object = None
-        self._anim_t0 = 0.0
-        self._prev_pass_t = 0.0
-        self._phase = SETTLED
-        self._status_key: object = None
-        self._layout_key: object = None
         self._force = True
-        self._stats_t = 0.0
+        self._last_paint = float("-inf")
+        self._stats_t = float("-inf")
         self._stats_due = False
+        self._frame_timer: Timer | None = None
+        self._frame_at: float | None = None
         self._signals: list[int] = []
+        self.paints = 0  # paints done (the overhead benchmark reports it)
+
+    @property
+    def freeze_phase(self) -> str | None:
+        """Pin the animation to one phase (snapshots, casts); None lets the clock run."""
+        return self.clock.freeze
+
+    @freeze_phase.setter
+    def freeze_phase(self, phase: str | None) -> None:
+        self.clock.freeze = phase
+
+    @property
+    def _phase(self) -> str:
+        return self.view.phase
 
     # ------------------------------------------------------------------ setup
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
-    def compose(self) -> ComposeResult:
-        yield ReplayBanner(id="banner")
-        yield StatusLine(id="status")
-        with Container(id="body"):
-            yield TokenStream(id="stream")
-            yield PassRibbon(id="ribbon")
-            yield AcceptanceByPosition(id="acceptance")
-            yield RunMetrics(id="metrics")
-            yield TokensPerSecond(id="tps")
-            yield InterTokenLatency(id="itl")
-            yield PredictionPanel(id="prediction")
-        yield Static("", id="too-small")
-        yield Footer()
+    def get_default_screen(self) -> RunScreen:
+        return self.run_screen
 
     def on_mount(self) -> None:
         self._switch_interval = sys.getswitchinterval()
@@ -165,12 +133,9 @@ class SpectuiApp(App):
         for name in available_themes():
             self.register_theme(textual_theme(name))
         self.theme = self.theme_name
-        if self.player is not None:
-            self.query_one("#banner").display = True
-        self._apply_layout()
-        self.set_interval(1 / FPS, self._tick)
         self._install_signals()
         self._start_run()
+        self.call_after_refresh(self.repaint_all)
 
     def _install_signals(self) -> None:
         try:
@@ -179,13 +144,10 @@ class SpectuiApp(App):
             return
         for sig in (signal.SIGTERM, signal.SIGHUP):
             try:
-                loop.add_signal_handler(sig, self._on_signal)
+                loop.add_signal_handler(sig, self.action_quit)
                 self._signals.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not main thread
                 pass
-
-    def _on_signal(self) -> None:
-        self.action_quit()
 
     def on_unmount(self) -> None:
         self.control.stop()
@@ -211,15 +173,9 @@ class SpectuiApp(App):
             with self._engine_lock:  # one engine, one thread at a time (a restart waits for the old run)
                 if control.stopped:
                     return
-                if self.player is not None:
-                    for i, ev in self.player.iter_indexed(control):
-                        state.feed(ev, index=i)
-                    return
-                rec = self.recorder
-                for ev in self.source(control, prompt):
-                    state.feed(ev)
-                    if rec is not None:
-                        rec.write(ev)
+                for i, ev in self.run_screen.events(control, prompt):
+                    state.feed(ev, index=i)
+                    self._wake()
         except SpectuiError as exc:
             state.set_error(str(exc))
         except Exception as exc:  # shown on the status line; the UI stays up
@@ -229,6 +185,18 @@ class SpectuiApp(App):
                 self._active -= 1
                 if self._active == 0:
                     self.engine_idle.set()
+            self._wake_posted = False
+            self._wake()  # the run state (ENDED, REPLAY END) depends on the worker being done
+
+    def _wake(self) -> None:
+        """From the worker: tell the UI the state changed, unless it has not looked since the last time."""
+        if not self._wake_posted:
+            self._wake_posted = True
+            self.post_message(StateChanged())
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        self._wake_posted = False
+        self._request_paint(self._last_paint + 1 / FRAME_HZ)
 
     @property
     def running(self) -> bool:
@@ -246,75 +214,91 @@ class SpectuiApp(App):
                 pass
         return done
 
+    def restart_worker(self) -> None:
+        """A new worker with a fresh RunControl (same settings) over the same state."""
+        self.control = RunControl(self.control.settings)
+        self._start_run()
+
+    def restart_run(self) -> None:
+        """Stop the run and start it again from scratch (same prompt and settings)."""
+        self.control.stop()
+        self.state = ScreenState()
+        self.clock.reset()
+        self.restart_worker()
+        self.repaint_all()
+
     # ------------------------------------------------------------------ the UI clock
-    def _tick(self) -> None:
+    def _request_paint(self, at: float) -> None:
+        """Paint at time ``at`` (time.monotonic) at the latest; one timer holds the earliest request."""
+        if self._frame_at is not None and self._frame_at <= at:
+            return
+        if self._frame_timer is not None:
+            self._frame_timer.stop()
+        self._frame_at = at
+        self._frame_timer = self.set_timer(max(0.001, at - time.monotonic()), self._on_frame_timer)
+
+    def _on_frame_timer(self) -> None:
+        self._frame_timer = None
+        self._frame_at = None
+        self.refresh_from_state()
+
+    def settings_changed(self) -> None:
+        """A key changed the settings, the pause state or the replay speed: repaint the status now."""
+        self.refresh_from_state()
+
+    def repaint_all(self) -> None:
+        """Repaint every widget from the state now (start, seek, restart, theme)."""
+        self._force = True
         self.refresh_from_state()
 
     def refresh_from_state(self) -> None:
         """Pull the latest snapshot (if it changed), advance the animation, repaint what changed."""
         try:
-            self._refresh_from_state()
-        except NoMatches:  # a tick while the screen is being built or torn down (startup, quit): nothing to paint
+            self._paint(time.monotonic())
+        except NoMatches:  # a paint while the screen is being built or torn down (startup, quit)
             pass
 
-    def _refresh_from_state(self) -> None:
-        self._apply_layout()
-        changed = False
-        if self.state.version != self._seen_version or self._force:
+    def _paint(self, now: float) -> None:
+        screen = self.run_screen
+        if not screen.is_mounted:
+            return
+        screen.apply_layout()  # a no-op unless the terminal size changed
+        force, self._force = self._force, False
+        new_snap = False
+        if self.state.version != self._seen_version or force:
             self.snap = self.state.snapshot()
             self._seen_version = self.snap.version
-            changed = True
+            new_snap = self._stats_due = True
         snap = self.snap
-        lp = snap.last_pass if snap else None
-        now = time.monotonic()
-        if lp is not None and lp is not self._anim_pass:
-            fast = now - self._prev_pass_t < 0.25
-            self._prev_pass_t = now
-            self._anim_pass = lp
-            self._anim_t0 = now - (PENDING_S if fast else 0.0)
-        phase = SETTLED
-        if lp is not None and lp.drafts:
-            age = now - self._anim_t0
-            phase = PENDING if age < PENDING_S else VERDICT if age < VERDICT_S else SETTLED
-        if self.freeze_phase is not None:
-            phase = self.freeze_phase
-        phase_changed = phase != self._phase
-        self._phase = phase
-        force = self._force
-        self._force = False
-        if changed:
-            self._stats_due = True
-        with self.batch_update():
-            if changed or force or phase_changed:
-                for panel in (self.query_one(TokenStream), self.query_one(PassRibbon)):
-                    panel.show(snap, phase)
-            ended = snap is not None and snap.end is not None
-            if self._stats_due and (force or ended or now - self._stats_t >= STATS_INTERVAL_S):
-                self._stats_due = False
-                self._stats_t = now
-                for panel in self.query(Panel):
-                    if not isinstance(panel, (TokenStream, PassRibbon)):
-                        panel.show(snap, phase)
-            if snap is not None and self.player is not None:
-                self.query_one(ReplayBanner).set_start(snap.start)
-            key = (self._seen_version, self.control.settings, self.run_state(), self.theme,
-                   self.player.speed if self.player else None, self.player.cursor if self.player else None)
-            if key != self._status_key or force:
-                self._status_key = key
-                self.query_one(StatusLine).set(status_text(self))
-
-    def _apply_layout(self) -> None:
-        w, h = self.size
-        key = (w, h)
-        if key == self._layout_key:
-            return
-        self._layout_key = key
-        small = w < MIN_WIDTH or h < MIN_HEIGHT
-        self.screen.set_class(small, "too-small")
-        self.query_one("#body").set_class(w < WIDE_WIDTH or h < WIDE_HEIGHT, "narrow")
-        if small:
-            self.query_one("#too-small", Static).update(
-                f"terminal too small: {w}x{h}\nspectui needs at least {MIN_WIDTH}x{MIN_HEIGHT}\n(q quits)")
+        lp = snap.last_pass if snap is not None else None
+        if lp is not None:
+            self.clock.arrive(lp, bool(lp.drafts), now)
+        old = self.view
+        ended = snap is not None and snap.end is not None
+        stats = self._stats_due and (force or ended or now - self._stats_t >= STATS_INTERVAL_S)
+        view = ScreenView(
+            snap=snap, phase=self.clock.phase(now), asked=self.control.settings, run_state=self.run_state(),
+            replay=screen.position(), theme=self.theme, prediction=old.prediction,
+            prediction_note=old.prediction_note, prediction_error=old.prediction_error)
+        if stats:
+            self._stats_due = False
+            self._stats_t = now
+            pred, note, error = prediction_for(snap, view.asked.draft_max)
+            view = dataclasses.replace(view, prediction=pred, prediction_note=note, prediction_error=error)
+        passes = force or new_snap or view.phase != old.phase
+        status = force or new_snap or (view.asked, view.run_state, view.replay, view.theme) != (
+            old.asked, old.run_state, old.replay, old.theme)
+        if passes or stats or status:
+            self.view = view
+            self.paints += 1
+            self._last_paint = now
+            with self.batch_update():
+                screen.show(view, passes=passes, stats=stats or view.auto != old.auto, status=status)
+        later = self.clock.next_change(now)
+        if later is not None:  # the newest pass is animating: wake for its next phase, not before
+            self._request_paint(now + later)
+        if self._stats_due:  # statistics held back by the throttle: paint them when it allows
+            self._request_paint(self._stats_t + STATS_INTERVAL_S)
 
     def run_state(self) -> tuple[str, str]:
         snap = self.snap
@@ -329,93 +313,9 @@ class SpectuiApp(App):
             return "PAUSED", "yellow"
         if snap is None or snap.start is None:
             return ("LOADING" if self.running else "IDLE"), "blue"
-        if self.player is not None:
-            return ("REPLAY" if self.running else "REPLAY END"), "magenta"
-        return "RUNNING", "green"
+        return self.run_screen.playing_badge(self.running)
 
-    # ------------------------------------------------------------------ keys
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.LIVE_ONLY:
-            return self.player is None
-        if action in self.REPLAY_ONLY:
-            return self.player is not None
-        return True
-
-    def _changed(self, message: str) -> None:
-        self._status_key = None  # status line repaints at the next tick (within 1/30 s)
-        self.refresh_from_state()
-
-    def action_k_up(self) -> None:
-        s = self.control.update(draft_max=self.control.settings.draft_max + 1, auto=None)
-        self._changed(f"k={s.draft_max}")
-
-    def action_k_down(self) -> None:
-        s = self.control.update(draft_max=self.control.settings.draft_max - 1, auto=None)
-        self._changed(f"k={s.draft_max}")
-
-    def action_temp_up(self) -> None:
-        s = self.control.update(temperature=round(self.control.settings.temperature + 0.1, 1))
-        self._changed(f"temperature={s.temperature}")
-
-    def action_temp_down(self) -> None:
-        s = self.control.update(temperature=round(self.control.settings.temperature - 0.1, 1))
-        self._changed(f"temperature={s.temperature}")
-
-    def drafter_choices(self) -> tuple[str, ...]:
-        start = self.snap.start if self.snap else None
-        if start is not None and start.draft is None:
-            return tuple(d for d in DRAFTERS if d != "model")
-        return DRAFTERS
-
-    def action_drafter(self) -> None:
-        choices = self.drafter_choices()
-        cur = self.control.settings.drafter
-        nxt = choices[(choices.index(cur) + 1) % len(choices)] if cur in choices else choices[0]
-        self.control.update(drafter=nxt)
-        self._changed(f"drafter={nxt}")
-
-    @property
-    def auto_mode(self) -> str | None:
-        return self.control.settings.auto
-
-    def action_auto_k(self) -> None:
-        s = self.control.update(auto=None if self.control.settings.auto else "cost")
-        self._changed(f"auto={s.auto}")
-        self.query_one(PredictionPanel).refresh()
-
-    def action_pause(self) -> None:
-        if self.control.paused:
-            self.control.resume()
-            if self.player is not None:
-                self._ensure_replay_worker()
-        else:
-            self.control.pause()
-        self._changed("pause")
-
-    def action_restart(self) -> None:
-        if self.player is not None:
-            self._seek(self.player.jump_start)
-            self.control.resume()
-            self._ensure_replay_worker()
-            return
-        old = self.control
-        old.stop()
-        self.control = RunControl(old.settings)
-        self.state = ScreenState()
-        self._seen_version = -1
-        self._anim_pass = None
-        self._force = True
-        self._start_run()
-        self.notify("restarted with the same prompt", timeout=2)
-
-    def action_new_prompt(self) -> None:
-        def done(value: str | None) -> None:
-            if value:
-                self.prompt = value
-                self.action_restart()
-
-        self.push_screen(PromptScreen(self.prompt), done)
-
+    # ------------------------------------------------------------------ keys every screen has
     def action_save_trace(self) -> None:
         path = self.save_dir / time.strftime("spectui-trace-%Y%m%d-%H%M%S.jsonl")
         n = 1
@@ -439,67 +339,23 @@ class SpectuiApp(App):
         names = self.theme_names()
         cur = self.theme if self.theme in names else names[0]
         self.theme = names[(names.index(cur) + 1) % len(names)]
-        self._force = True
+        self.repaint_all()
         self.notify(f"theme: {self.theme}", timeout=2)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(replay=self.player is not None))
+        self.push_screen(HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY))
 
     def action_quit(self) -> None:
         self.control.stop()
         self.exit()
 
-    # replay --------------------------------------------------------------------
-    def _seek(self, move: Callable[[], int]) -> None:
-        move()
-        self.state.rebuild(self.player.prefix())
-        self._force = True
-        self.refresh_from_state()
-
-    def _ensure_replay_worker(self) -> None:
-        if not self.running and not self.player.at_end:
-            self.control = RunControl(self.control.settings)
-            self._start_run()
-
-    def action_step_forward(self) -> None:
-        self.control.pause()
-        self._seek(self.player.step_forward)
-
-    def action_step_back(self) -> None:
-        self.control.pause()
-        self._seek(self.player.step_back)
-
-    def action_jump_start(self) -> None:
-        self._seek(self.player.jump_start)
-        self._ensure_replay_worker()
-
-    def action_jump_end(self) -> None:
-        self._seek(self.player.jump_end)
-
-    def action_faster(self) -> None:
-        self.player.faster()
-        self._changed("speed")
-
-    def action_slower(self) -> None:
-        self.player.slower()
-        self._changed("speed")
-
 
 def save_trace(path: Path, recorder, events: list[Event]) -> None:
-    """Save the trace: the recorder's own copy if it can, else spectui.trace.write_trace, else JSON Lines."""
+    """Save the trace: the recorder's own copy if it has one, else the events so far."""
     if recorder is not None and hasattr(recorder, "save_to"):
         recorder.save_to(str(path))
         return
-    try:
-        from ..trace import write_trace  # the traces engineer's writer, when present
-    except ImportError:
-        write_trace = None
-    if write_trace is not None:
-        write_trace(str(path), events)
-        return
-    with open(path, "w", encoding="utf-8") as f:  # a trace is exactly the events' dicts, one per line
-        for ev in events:
-            f.write(json.dumps(to_dict(ev), ensure_ascii=False) + "\n")
+    write_trace(str(path), events)
 
 
 # ---------------------------------------------------------------------- entry points

@@ -1,29 +1,39 @@
 """The Textual half of ``spectui cast``: the real SpectuiApp rendered through a capture driver.
 
-``spectui/cast.py`` (no Textual) validates the arguments, reads the trace and plans the frames
-(``_frames``); this module runs the app on a simulated clock and writes the asciicast v2 file.
+``spectui/cast.py`` (no Textual) checks the arguments, plans the frames and writes the asciicast file;
+``capture`` runs the replay app on that plan's simulated clock and returns what the app wrote to the
+"terminal", stamped with the simulated time. It imports nothing from spectui.cast.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
 
-from ..cast import HOLD_END_S, CastInfo, _frames
-from ..errors import SpectuiError
-from ..events import Event, PassEvent, RunStarted
+from rich.console import Console
+from textual.drivers.headless_driver import HeadlessDriver
 
-async def render(events: list[Event], out: str, cols: int, rows: int, speed: float, theme: str | None,
-                  title: str | None) -> CastInfo:
-    from rich.console import Console
-    from textual.drivers.headless_driver import HeadlessDriver
+from ..control import RunControl
+from ..events import Event
+from ..player import ReplayPlayer
+from .app import SpectuiApp
 
-    from ..control import RunControl
-    from ..player import ReplayPlayer
-    from .app import SpectuiApp
-    from .replay_banner import banner_text
 
+class CastApp(SpectuiApp):
+    """The replay app without a worker: the cast loop feeds the state and paints each planned step."""
+
+    casting = True
+
+    def _start_run(self) -> None:
+        pass
+
+    @property
+    def running(self) -> bool:
+        return self.casting
+
+
+async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols: int, rows: int,
+                  speed: float, theme: str | None) -> tuple[list[tuple[float, str]], float]:
+    """Paint ``steps`` ((event position, time, phase)); returns the (time, output) chunks and the end time."""
     chunks: list[tuple[float, str]] = []
     clock = [0.0]
 
@@ -38,17 +48,7 @@ async def render(events: list[Event], out: str, cols: int, rows: int, speed: flo
             if data:
                 chunks.append((clock[0], data))
 
-    class CastApp(SpectuiApp):
-        casting = True
-
-        def _start_run(self) -> None:  # no worker: the cast loop feeds the state itself
-            pass
-
-        @property
-        def running(self) -> bool:
-            return self.casting
-
-    player = ReplayPlayer(events, speed=speed)
+    player = ReplayPlayer(events, speed=speed)  # the status line shows the speed
     app = CastApp(None, RunControl(), theme=theme, replay=player, freeze_phase="settled")
     app.driver_class = CaptureDriver
     if not os.environ.get("NO_COLOR"):  # a recording is played on someone else's terminal: full colour
@@ -56,10 +56,9 @@ async def render(events: list[Event], out: str, cols: int, rows: int, speed: flo
             color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
             legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
         )
-    start = next((e for e in events if isinstance(e, RunStarted)), None)
     async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
         await pilot.pause()
-        for i, t, phase in _frames(events, speed):
+        for i, t, phase in steps:
             if app.state.n_events <= i:
                 app.state.feed(events[i], index=i)
                 player.seek(i + 1)
@@ -68,37 +67,6 @@ async def render(events: list[Event], out: str, cols: int, rows: int, speed: flo
             app.refresh_from_state()
             await pilot.pause()
         app.casting = False  # the status line says the replay ended
-        app._status_key = None
         app.refresh_from_state()
         await pilot.pause()
-        end_t = clock[0]
-    ends_at = end_t + HOLD_END_S
-    header: dict[str, Any] = {
-        "version": 2,
-        "width": cols,
-        "height": rows,
-        "timestamp": int(start.started_at) if start is not None and start.started_at > 0 else 0,
-        "duration": round(ends_at, 6),
-        "title": title or ("spectui " + banner_text(start)),
-        "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
-    }
-    n = 0
-    try:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(header, ensure_ascii=False) + "\n")
-            fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
-            n += 1
-            merged: list[list[Any]] = []
-            for t, data in chunks:
-                if merged and abs(merged[-1][0] - t) < 1e-9:
-                    merged[-1][1] += data
-                else:
-                    merged.append([t, data])
-            for t, data in merged:
-                fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")
-                n += 1
-            fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
-            n += 1
-    except OSError as exc:
-        raise SpectuiError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return CastInfo(out, cols, rows, n, ends_at, sum(isinstance(e, PassEvent) for e in events))
+    return chunks, clock[0]

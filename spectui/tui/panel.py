@@ -1,4 +1,4 @@
-"""Panel: base widget that renders one ScreenSnapshot (plus the UI's animation phase) as Rich text.
+"""Panel: base widget that draws one ScreenView (snapshot, animation phase, prediction) as Rich text.
 
 Also the token styles, read from the theme's app variables. Meaning never rests on colour alone:
 accepted = underline, rejected = strike, target = bold, pending = dim italic, plus glyphs in the ribbon.
@@ -11,8 +11,10 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ..animation import PENDING, SETTLED, VERDICT  # noqa: F401 - re-exported for the widgets
 from .state import ScreenSnapshot
 from .themes import VARIABLE_DEFAULTS
+from .view import ScreenView
 
 GLYPH = {
     "accepted": "✓",
@@ -23,9 +25,6 @@ GLYPH = {
     "bonus": "★",
     "plain": "○",
 }
-
-# animation phases of the newest pass
-PENDING, VERDICT, SETTLED = "pending", "verdict", "settled"
 
 
 def token_styles(app) -> dict[str, Style]:
@@ -51,29 +50,41 @@ def token_styles(app) -> dict[str, Style]:
 
 
 class Panel(Widget):
-    """A widget drawn from the latest snapshot; subclasses implement ``draw(width, height)``.
+    """A widget drawn from the view it was last handed; subclasses implement ``draw(width, height)``.
 
-    Uses Textual's line API: the Rich text is rendered to strips once per snapshot / phase / size
-    (``render_line`` then only indexes them), which keeps repaints cheap for the engine's sake.
+    Uses Textual's line API: the Rich text is rendered to strips once per view / size (``render_line``
+    then only indexes them), which keeps repaints cheap for the engine's sake.
     """
 
     DEFAULT_CSS = "Panel { height: 1fr; }"
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.snap: ScreenSnapshot | None = None
-        self.phase: str = SETTLED
+        self.view = ScreenView()
         self._strips: list[Strip] | None = None
         self._strips_key: object = None
+        self._styles: dict[str, Style] | None = None
+        self._styles_theme = ""
 
-    def show(self, snap: ScreenSnapshot | None, phase: str = SETTLED) -> None:
-        self.snap = snap
-        self.phase = phase
+    @property
+    def snap(self) -> ScreenSnapshot | None:
+        return self.view.snap
+
+    @property
+    def phase(self) -> str:
+        return self.view.phase
+
+    def show(self, view: ScreenView) -> None:
+        """Draw ``view`` at the next repaint."""
+        self.view = view
         self._strips = None
         self.refresh()
 
     def styles_map(self) -> dict[str, Style]:
-        return token_styles(self.app)
+        theme = self.app.theme  # Textual's theme name: the colours come from its variables
+        if self._styles is None or self._styles_theme != theme:
+            self._styles, self._styles_theme = token_styles(self.app), theme
+        return self._styles
 
     def render(self) -> Text:
         """The panel as Rich text (also what tests read)."""
@@ -85,6 +96,7 @@ class Panel(Widget):
     def notify_style_update(self) -> None:  # theme change: colours come from the theme variables
         super().notify_style_update()
         self._strips = None
+        self._styles = None
 
     def render_line(self, y: int) -> Strip:
         size = self.content_size

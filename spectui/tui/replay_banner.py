@@ -1,29 +1,13 @@
-"""ReplayBanner: the line that says this is a recording, of which models, made when."""
+"""ReplayBanner: the line that says this is a recording, of which models, made when (from the
+recording's start event, shown from the first frame and while seeking)."""
 
 from __future__ import annotations
-
-import datetime as _dt
-import os
 
 from rich.text import Text
 from textual.widget import Widget
 
 from ..events import RunStarted
-
-
-def model_name(info) -> str:
-    if info is None:
-        return "no draft model"
-    return info.name or os.path.basename(info.path) or "?"
-
-
-def banner_text(start: RunStarted | None) -> str:
-    if start is None:
-        return "REPLAY"
-    when = "?"
-    if start.started_at:
-        when = _dt.datetime.fromtimestamp(start.started_at, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f"REPLAY of {model_name(start.target)} / {model_name(start.draft)}, recorded {when}"
+from .view import ScreenView, banner_text, model_name  # noqa: F401 - banner_text, model_name: the text helpers
 
 
 class ReplayBanner(Widget):
@@ -33,7 +17,8 @@ class ReplayBanner(Widget):
         super().__init__(id=id)
         self.start: RunStarted | None = None
 
-    def set_start(self, start: RunStarted | None) -> None:
+    def show(self, view: ScreenView) -> None:
+        start = view.replay.start if view.replay is not None else None  # the recording's, wherever the cursor is
         if start is not self.start:
             self.start = start
             self.refresh()

@@ -1,11 +1,13 @@
 """RunMetrics: TTFT (with why speculation cannot change it), acceptance rate, mean acceptance length,
-tokens per pass, the draft / verify / other time split and the context used. All from StatsSnapshot."""
+tokens per pass, the draft / verify / other time split, the context used (all from StatsSnapshot) and
+where each model runs (RunStarted's ModelInfo: "target CPU · draft CUDA 24/24 layers")."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from .panel import Panel, fmt_ms
+from .view import models_where
 
 
 class RunMetrics(Panel):
@@ -38,9 +40,19 @@ class RunMetrics(Panel):
             split = Text.assemble(("time ", "bold"), ("no decode passes yet", "dim"))
         lines.append(split)
         ctx = Text.assemble(("context ", "bold"), f"{s.n_ctx_used}/{s.n_ctx or '?'}")
-        if s.n_ctx:
-            ctx.append(f" ({100 * s.n_ctx_used / s.n_ctx:.1f}%)", "dim")
+        pct = Text(f" ({100 * s.n_ctx_used / s.n_ctx:.1f}%)", "dim") if s.n_ctx else Text("")
         lines.append(ctx)
+        placed = models_where(snap.start)
+        if placed and len(lines) < height - 1:  # a line of its own when there is room (wide layout)
+            ctx.append_text(pct)
+            lines.append(Text.assemble(("runs on ", "bold"), placed))
+        elif placed:  # 80x24: after the context figures, "context 123/4096 (3.0%) · CPU + CPU"
+            short = models_where(snap.start, short=True)
+            if len(ctx) + len(pct) + 3 + len(short) <= width:
+                ctx.append_text(pct)
+            ctx.append(f" · {short}")
+        else:
+            ctx.append_text(pct)
         for line in lines[: max(0, height - 1)]:
             line.truncate(width, overflow="ellipsis")
             out.append("\n")

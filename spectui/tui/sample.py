@@ -48,8 +48,10 @@ def sample_events(n_passes: int = 40, ended: bool = True) -> list:
     s = Settings(draft_max=3, temperature=0.0, drafter="model")
     start = RunStarted(
         run_id="sample", started_at=1764470000.0,
-        target=ModelInfo(path="/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", name="qwen2.5-coder-1.5b"),
-        draft=ModelInfo(path="/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", name="qwen2.5-coder-0.5b"),
+        target=ModelInfo(path="/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", name="qwen2.5-coder-1.5b",
+                         backend="CPU", n_layer=28),
+        draft=ModelInfo(path="/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", name="qwen2.5-coder-0.5b",
+                        backend="CPU", n_layer=24),
         prompt="Write a step-by-step explanation of how a hash map handles collisions.",
         prompt_tokens=18, n_predict=128, n_ctx=4096, threads=2, settings=s,
         target_decode_ms=85.0, draft_decode_ms=44.0,

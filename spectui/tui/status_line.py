@@ -1,10 +1,13 @@
-"""StatusLine: run state, k, temperature, drafter, auto k, progress. Shows the settings the UI just
-asked for at once (from RunControl), marked "next pass" until a pass has used them."""
+"""StatusLine: run state, a contention badge, k, temperature, drafter, auto k, progress. Shows the
+settings the UI just asked for at once (from the view), marked "next pass" until a pass has used them."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widget import Widget
+
+from ..player import speed_label
+from .view import ScreenView
 
 
 class StatusLine(Widget):
@@ -14,9 +17,11 @@ class StatusLine(Widget):
         super().__init__(id=id)
         self.text = Text("starting…")
 
-    def set(self, text: Text) -> None:
-        self.text = text
-        self.refresh()
+    def show(self, view: ScreenView) -> None:
+        text = status_text(view)
+        if text != self.text:
+            self.text = text
+            self.refresh()
 
     def render(self) -> Text:
         t = self.text.copy()
@@ -24,33 +29,36 @@ class StatusLine(Widget):
         return t
 
 
-def status_text(app) -> Text:
-    """Build the status line from the app's control, player and snapshot."""
-    snap = app.snap
-    s = app.control.settings
+def status_text(view: ScreenView) -> Text:
+    """The status line of one view."""
+    snap = view.snap
     t = Text()
-    state, style = app.run_state()
+    state, style = view.run_state
     t.append(f" {state} ", style=f"bold reverse {style}")
-    if app.player is not None:
-        from ..player import speed_label
-
-        t.append(f" {speed_label(app.player.speed)} ", "bold")
-        t.append(f"event {app.player.cursor}/{len(app.player)} ")
-        shown = snap.settings if snap and snap.settings else s
-        t.append(f"k {shown.draft_max}  temp {shown.temperature:.1f}  drafter {shown.drafter}")
-    else:
+    contention = snap.stats.contention if snap is not None else ""
+    if contention:  # other processes take this run's cores (the ContentionBar below says how much)
+        t.append(" ⚠ contention ", "bold reverse yellow")
+    asked = view.asked
+    replay = view.replay
+    if replay is not None:
+        t.append(f" {speed_label(replay.speed)} ", "bold")
+        t.append(f"event {replay.cursor}/{replay.length} ")
+        shown = snap.settings if snap and snap.settings else asked
+        if shown is not None:
+            t.append(f"k {shown.draft_max}  temp {shown.temperature:.1f}  drafter {shown.drafter}")
+    elif asked is not None:
         used = snap.settings if snap else None
         pending = used is not None and (used.draft_max, used.temperature, used.drafter, used.auto) != (
-            s.draft_max, s.temperature, s.drafter, s.auto)
-        t.append(" k ", "bold").append(f"{s.draft_max}" + (" (off)" if s.draft_max == 0 else ""))
-        t.append("  temp ", "bold").append(f"{s.temperature:.1f}")
-        t.append("  drafter ", "bold").append(s.drafter)
-        t.append("  auto ", "bold").append(s.auto or "off")
+            asked.draft_max, asked.temperature, asked.drafter, asked.auto)
+        t.append(" k ", "bold").append(f"{asked.draft_max}" + (" (off)" if asked.draft_max == 0 else ""))
+        t.append("  temp ", "bold").append(f"{asked.temperature:.1f}")
+        t.append("  drafter ", "bold").append(asked.drafter)
+        t.append("  auto ", "bold").append(asked.auto or "off")
         if pending:
             t.append("  (next pass)", "italic")
     if snap is not None:
         st = snap.stats
         n_predict = snap.start.n_predict if snap.start else 0
         t.append(f"  | pass {st.n_passes}  {st.n_emitted}/{n_predict} tok  {st.elapsed_s:.1f}s", "dim")
-    t.append(f"  | theme {app.theme}", "dim")
+    t.append(f"  | theme {view.theme}", "dim")
     return t
