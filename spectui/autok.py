@@ -36,9 +36,9 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   a few ms per skipped token against an 85 ms decode), no interval fits the budget and the policy
   waits ``PROBE_MAX`` passes between probes. Before any probe is measured, the catch-up is estimated
   as ``CATCHUP_FRACTION`` of a draft decode per skipped token (measured on the Qwen pair: 85 ms to
-  catch up 16 tokens against 21 ms per single draft decode). The interval resets when speculation starts paying again. While the model says k > 0,
-  every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper positions and the next verify size stay
-  measured.
+  catch up 16 tokens against 21 ms per single draft decode). The interval resets when speculation starts
+  paying again. While the model says k > 0, every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper
+  positions and the next verify size stay measured.
 
 ``schedule`` (``SchedulePolicy``): Hugging Face transformers' "heuristic" schedule for assistant models
 (``num_assistant_tokens_schedule="heuristic"``): +2 after a pass whose drafts were all accepted, -1

@@ -32,7 +32,7 @@ Imports nothing of the UI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from .stats import StatsSnapshot
@@ -263,8 +263,6 @@ def predict_from(
 
 
 def _with_advice(p: Prediction, have_rates: bool) -> Prediction:
-    from dataclasses import replace
-
     return replace(p, advice=advice(p, have_rates))
 
 

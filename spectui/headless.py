@@ -11,7 +11,9 @@ import json
 import sys
 from typing import IO, Callable, Iterable
 
-from .events import Event, PassEvent, to_dict
+from .costmodel import predict
+from .event_json import to_dict
+from .events import Event, PassEvent
 from .stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
@@ -58,10 +60,6 @@ def consume(
 
 
 def _prediction(snap: StatsSnapshot, current_k: int | None = None):
-    try:
-        from .costmodel import predict
-    except ImportError:  # pragma: no cover - costmodel is part of the package
-        return None
     try:
         return predict(snap, current_k=current_k)
     except Exception:  # noqa: BLE001 - advice must never break a summary

@@ -1,6 +1,6 @@
 """Traces: the event stream written down as JSON Lines, and read back as a stream.
 
-A trace file is one header line, then one line per event, each exactly ``events.to_dict(event)``::
+A trace file is one header line, then one line per event, each exactly ``event_json.to_dict(event)``::
 
     {"schema": "spectui.trace", "version": 1, "spectui": "0.1.0", "created": "...", "machine": {...},
      "models": {"target": {...}, "draft": {...}}, "params": {...}, "prompt": "..."}
@@ -22,6 +22,7 @@ import gzip
 import json
 import os
 import platform
+import random
 import sys
 import tempfile
 import threading
@@ -32,7 +33,26 @@ from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
 
 from . import __version__
 from .errors import SpectuiError
-from .events import Event, EventFormatError, PassEvent, RunStarted, from_dict, to_dict
+from .event_json import EventFormatError, from_dict, to_dict
+from .events import (
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    DraftToken,
+    Event,
+    ModelInfo,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+    SettingsChanged,
+    TargetToken,
+    Timing,
+    Token,
+)
 
 SCHEMA = "spectui.trace"
 VERSION = 1
@@ -266,7 +286,8 @@ class TraceWriter:
                 except OSError:
                     pass
                 if not self._failed:  # already reported by write()
-                    raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
+                    where = self.path or "(temporary)"
+                    raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
 
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:
@@ -432,7 +453,9 @@ class TraceReader:
                 raise StopIteration
             self.close()
             self._lines = iter(())
-            raise TraceError(f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} events read before it)")
+            raise TraceError(
+                f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} events read before it)"
+            )
 
     def close(self) -> None:
         close = getattr(self._lines, "close", None)
@@ -484,26 +507,7 @@ def synthetic_run(n_passes: int, seed: int = 0, k: int = 3, p_accept: float = 0.
     """A made-up but well-formed run (start, prefill, ``n_passes`` decode passes, one settings change
     half-way, end), generated lazily. For the replay benchmark and the reader's tests; never shown as
     a real recording."""
-    import random
-
-    from .events import (
-        ACCEPTED,
-        BONUS,
-        CORRECTION,
-        DISCARDED,
-        PLAIN,
-        REJECTED,
-        DraftToken,
-        ModelInfo,
-        RunEnded,
-        Settings,
-        SettingsChanged,
-        TargetToken,
-        Timing,
-        Token,
-    )
-
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - made-up data, nothing secret
     words = ["the", " cat", " sat", " on", " a", " mat", ".", "\n", " def", " f", "(x", "):", " ré", "sumé", " 🙂"]
     settings = Settings(draft_max=k)
     yield RunStarted(
@@ -549,7 +553,8 @@ def synthetic_run(n_passes: int, seed: int = 0, k: int = 3, p_accept: float = 0.
             n_a = verdicts.count(ACCEPTED)
             kind = PLAIN if kk == 0 else (BONUS if n_a == kk else CORRECTION)
             target = TargetToken(ids[kk], words[ids[kk]], rng.random(), kind=kind)
-            emitted = tuple(Token(d.id, d.text, d.prob) for d in drafts[:n_a]) + (Token(target.id, target.text, target.prob),)
+            emitted = tuple(Token(d.id, d.text, d.prob) for d in drafts[:n_a])
+            emitted += (Token(target.id, target.text, target.prob),)
             dm, vm, om = 40.0 * kk, 80.0 + 15.0 * kk, 2.0
             timing = Timing(dm, vm, om, dm + vm + om, 0.0)
             n_drafted += kk

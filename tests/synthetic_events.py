@@ -1,8 +1,9 @@
-"""Hand-built event streams for the cost-model, auto-k and sweep unit tests (no engine involved; no tests here).
+"""Hand-built events for the unit tests of statistics, the cost model, auto k and the sweep (no engine
+involved; no tests here). Streams long enough for replay tests come from ``spectui.trace.synthetic_run``.
 
 ``make_pass`` builds one PassEvent exactly as the engine would describe it: drafts 1..n_acc accepted,
 the next one rejected, the rest discarded; the target token is a correction (or a bonus when every draft
-was accepted); timings are given in ms.
+was accepted); timings are given in ms. ``make_pass_with_verdicts`` takes the verdicts one by one.
 """
 
 from __future__ import annotations
@@ -61,3 +62,17 @@ def make_prefill(wall_ms: float = 50.0) -> PassEvent:
 
 def make_end(n_passes: int = 0) -> RunEnded:
     return RunEnded(reason="n_predict", n_passes=n_passes)
+
+
+def make_pass_with_verdicts(index: int, verdicts, target_kind: str, wall: float, draft_ms: float = 0.0,
+                            verify_ms: float = 0.0, prefill: bool = False) -> PassEvent:
+    """A pass with the given draft verdicts (k = len(verdicts)); tokens carry no probabilities."""
+    drafts = tuple(DraftToken(id=10 + j, text=f"d{j}", prob=0.5, verdict=v) for j, v in enumerate(verdicts))
+    n_acc = sum(1 for v in verdicts if v == ACCEPTED)
+    tgt = TargetToken(id=99, text="t", prob=0.9, kind=target_kind)
+    emitted = tuple(Token(id=d.id, text=d.text) for d in drafts[:n_acc]) + (Token(id=99, text="t"),)
+    return PassEvent(
+        index=index, prefill=prefill, settings=Settings(draft_max=len(verdicts)), k=len(verdicts), drafts=drafts,
+        target=tgt, n_accepted=n_acc, emitted=emitted,
+        timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=wall - draft_ms - verify_ms, wall_ms=wall),
+    )

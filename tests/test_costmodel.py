@@ -19,7 +19,7 @@ from spectui.costmodel import (
 )
 from spectui.stats import PositionStat, StatsSnapshot, compute
 
-from synthetic_events import make_end, make_pass, make_prefill, make_start
+from synthetic_events import make_end, make_pass, make_pass_with_verdicts, make_prefill, make_start
 
 
 def _snapshot_with_rate(a: float, positions: int, drafted: int = 100000, **kw) -> StatsSnapshot:
@@ -164,16 +164,11 @@ def test_core_modules_do_not_import_textual():
 
 def test_draft_cost_has_a_fixed_part_per_pass():
     """Drafting k tokens = fixed + k * per-token, the per-token slope from the start's calibration."""
-    from spectui.events import (ACCEPTED, REJECTED, DraftToken, PassEvent, RunStarted, Settings, TargetToken,
-                                Timing, Token)
-    from spectui.stats import compute
-    from spectui.costmodel import predict
+    from spectui.events import ACCEPTED, PLAIN, REJECTED, RunStarted, Settings
 
-    def p(i, k, draft_ms):
-        drafts = tuple(DraftToken(id=1, text="a", verdict=ACCEPTED if j == 0 else REJECTED) for j in range(k))
-        return PassEvent(index=i, settings=Settings(draft_max=k), k=k, drafts=drafts, n_accepted=1,
-                         target=TargetToken(id=2, text="b"), emitted=(Token(1, "a"), Token(2, "b")),
-                         timing=Timing(draft_ms=draft_ms, verify_ms=50.0, wall_ms=draft_ms + 50.0))
+    def p(i, k, draft_ms):  # the first draft accepted, the others rejected
+        verdicts = [ACCEPTED] + [REJECTED] * (k - 1)
+        return make_pass_with_verdicts(i, verdicts, PLAIN, wall=draft_ms + 50.0, draft_ms=draft_ms, verify_ms=50.0)
 
     start = RunStarted(target_decode_ms=30.0, draft_decode_ms=18.0, settings=Settings(draft_max=4))
     events = [start] + [p(i, 4, 12.0 + 4 * 18.0) for i in range(1, 11)]  # 84 ms of drafting per pass

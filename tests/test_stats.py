@@ -2,23 +2,13 @@
 
 import pytest
 
+from spectui.event_json import from_dict, to_dict
 from spectui.events import (
-    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, DraftToken, PassEvent, RunEnded, RunStarted,
-    Settings, TargetToken, Timing, Token, from_dict, to_dict,
+    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, PassEvent, RunEnded, RunStarted, Settings,
 )
 from spectui.stats import RunStats, compute, percentile
 
-
-def _pass(i, verdicts, target_kind, wall, draft_ms=0.0, verify_ms=0.0, prefill=False):
-    drafts = tuple(DraftToken(id=10 + j, text=f"d{j}", prob=0.5, verdict=v) for j, v in enumerate(verdicts))
-    n_acc = sum(1 for v in verdicts if v == ACCEPTED)
-    tgt = TargetToken(id=99, text="t", prob=0.9, kind=target_kind)
-    emitted = tuple(Token(id=d.id, text=d.text) for d in drafts[:n_acc]) + (Token(id=99, text="t"),)
-    return PassEvent(
-        index=i, prefill=prefill, settings=Settings(draft_max=len(verdicts)), k=len(verdicts), drafts=drafts,
-        target=tgt, n_accepted=n_acc, emitted=emitted,
-        timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=wall - draft_ms - verify_ms, wall_ms=wall),
-    )
+from synthetic_events import make_pass_with_verdicts
 
 
 A, R, D = ACCEPTED, REJECTED, DISCARDED
@@ -28,11 +18,11 @@ A, R, D = ACCEPTED, REJECTED, DISCARDED
 def events():
     return [
         RunStarted(n_ctx=512, target_decode_ms=20.0, settings=Settings(draft_max=3)),
-        _pass(0, [], PLAIN, wall=50.0, verify_ms=45.0, prefill=True),  # TTFT 50 ms, 1 token
-        _pass(1, [A, A, A], BONUS, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 4 tokens
-        _pass(2, [A, R, D], CORRECTION, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 2 tokens
-        _pass(3, [R, D, D], CORRECTION, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 1 token
-        _pass(4, [], PLAIN, wall=20.0, verify_ms=18.0),  # k=0 pass: 1 token
+        make_pass_with_verdicts(0, [], PLAIN, wall=50.0, verify_ms=45.0, prefill=True),  # TTFT 50 ms, 1 token
+        make_pass_with_verdicts(1, [A, A, A], BONUS, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 4 tokens
+        make_pass_with_verdicts(2, [A, R, D], CORRECTION, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 2 tokens
+        make_pass_with_verdicts(3, [R, D, D], CORRECTION, wall=80.0, draft_ms=30.0, verify_ms=40.0),  # 1 token
+        make_pass_with_verdicts(4, [], PLAIN, wall=20.0, verify_ms=18.0),  # k=0 pass: 1 token
         RunEnded(reason="n_predict", n_passes=4, n_emitted=9, n_drafted=9, n_accepted=4, wall_s=0.31),
     ]
 
@@ -82,10 +72,10 @@ def test_incremental_equals_batch(events):
 
 def test_windowed_tps():
     rs = RunStats(window=2)
-    rs.update(_pass(0, [], PLAIN, wall=10.0, prefill=True))
-    rs.update(_pass(1, [A, A], BONUS, wall=100.0))  # 3 tokens
-    rs.update(_pass(2, [], PLAIN, wall=10.0))  # 1 token
-    rs.update(_pass(3, [], PLAIN, wall=10.0))  # 1 token
+    rs.update(make_pass_with_verdicts(0, [], PLAIN, wall=10.0, prefill=True))
+    rs.update(make_pass_with_verdicts(1, [A, A], BONUS, wall=100.0))  # 3 tokens
+    rs.update(make_pass_with_verdicts(2, [], PLAIN, wall=10.0))  # 1 token
+    rs.update(make_pass_with_verdicts(3, [], PLAIN, wall=10.0))  # 1 token
     snap = rs.snapshot()
     assert snap.tokens_per_second_window == pytest.approx(1000 * 2 / 20)
     assert snap.tokens_per_second == pytest.approx(1000 * 5 / 120)

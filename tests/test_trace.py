@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spectui import __version__
-from spectui.events import PassEvent, RunEnded, RunStarted, from_dict, to_dict
+from spectui.event_json import from_dict, to_dict
+from spectui.events import RunEnded, RunStarted
 from spectui.trace import (
     SCHEMA,
     VERSION,
