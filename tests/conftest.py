@@ -6,12 +6,19 @@
 - ``tiny_other_vocab``: same shapes, one token text different (id 300) => vocabulary mismatch.
 - ``tiny_eog_target``: a target whose end-of-sequence row is large, so greedy runs end on it.
 All are ``pathlib.Path`` objects; ``tinymodels.build_model`` builds more.
+
+Engines (real llama.cpp on those models):
+- ``make_engine(target, draft=None, n_ctx=512, threads=1, warn=<silent>, **kw)``: the one place tests build
+  an ``Engine``; every engine it made is closed when the test module ends (``with make_engine(...)``
+  closes one earlier).
+- ``noisy_engine``: ``make_engine(tiny_target, tiny_draft_noisy)``, one per test module.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -55,3 +62,29 @@ def tiny_other_vocab(tiny_dir) -> Path:
 @pytest.fixture(scope="session")
 def tiny_eog_target(tiny_dir) -> Path:
     return tinymodels.build_model(tiny_dir / "eog-target.gguf", seed=TARGET_SEED, eos_logit="often", name="tiny-eog")
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def make_engine():
+    from spectui.engine import Engine  # noqa: PLC0415 - loads llama.cpp: only for tests that need an engine
+
+    made = []
+
+    def make(target, draft=None, *, n_ctx: int = 512, threads: int | None = 1,
+             warn: Callable[[str], None] = _silent, **kw) -> Engine:
+        engine = Engine(str(target), str(draft) if draft else None, n_ctx=n_ctx, threads=threads, warn=warn, **kw)
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def noisy_engine(make_engine, tiny_target, tiny_draft_noisy):
+    return make_engine(tiny_target, tiny_draft_noisy)

@@ -10,15 +10,6 @@ from spectui.control import RunControl
 from spectui.events import PassEvent, RunEnded, Settings
 
 
-@pytest.fixture(scope="module")
-def engine(tiny_target, tiny_draft_noisy):
-    from spectui.engine.loop import Engine
-
-    eng = Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, threads=1, warn=lambda m: None)
-    yield eng
-    eng.close()
-
-
 def _replay_choices(mode, events, n_predict):
     """Feed the run's events to a fresh policy; return (chosen k clipped as the engine clips, actual k)."""
     pol = make_policy(mode)
@@ -35,9 +26,9 @@ def _replay_choices(mode, events, n_predict):
 
 
 @pytest.mark.parametrize("temp", [0.0, 0.8])
-def test_schedule_mode_in_the_loop(engine, temp):
+def test_schedule_mode_in_the_loop(noisy_engine, temp):
     n = 48
-    evs = list(engine.run("the cat", RunControl(Settings(draft_max=3, temperature=temp, auto="schedule")), n))
+    evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=3, temperature=temp, auto="schedule")), n))
     assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
     passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
     assert passes[0].k == 3
@@ -55,9 +46,9 @@ def test_schedule_mode_in_the_loop(engine, temp):
 
 
 @pytest.mark.parametrize("temp", [0.0, 0.8])
-def test_cost_mode_in_the_loop(engine, temp):
+def test_cost_mode_in_the_loop(noisy_engine, temp):
     n = 64
-    evs = list(engine.run("the cat", RunControl(Settings(draft_max=2, temperature=temp, auto="cost")), n))
+    evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, temperature=temp, auto="cost")), n))
     assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
     passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
     assert [p.k for p in passes[:WARMUP_PASSES]] == [WARMUP_K] * WARMUP_PASSES

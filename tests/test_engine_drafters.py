@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from spectui.control import RunControl
-from spectui.engine import Engine
 from spectui.engine.drafters import NgramDrafter, NoDrafter
 from spectui.events import PassEvent, Settings, SettingsChanged
 
-from test_engine_greedy import assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
+from greedy_checks import assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 
 RNG = np.random.default_rng(0)
 
@@ -47,17 +45,10 @@ def test_no_drafter():
     assert NoDrafter().propose([1, 2, 1, 2], 5, 0.0, RNG).ids == []
 
 
-@pytest.fixture(scope="module")
-def engine(tiny_target, tiny_draft_noisy):
-    e = Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, threads=1, warn=lambda m: None)
-    yield e
-    e.close()
-
-
-def test_ngram_end_to_end_lossless(engine):
+def test_ngram_end_to_end_lossless(noisy_engine):
     prompt = "at if false same it true at if false same"
-    ref = reference(engine, prompt=prompt)
-    events, records = run_with_hook(engine, Settings(draft_max=4, drafter="ngram"), prompt=prompt)
+    ref = reference(noisy_engine, prompt=prompt)
+    events, records = run_with_hook(noisy_engine, Settings(draft_max=4, drafter="ngram"), prompt=prompt)
     assert_argmax_of_verify_pass(records)
     assert_lossless(emitted_ids(events), *ref)
     passes = [ev for ev in events if isinstance(ev, PassEvent) and not ev.prefill]
@@ -65,15 +56,15 @@ def test_ngram_end_to_end_lossless(engine):
     assert all(d.prob == 1.0 for p in passes for d in p.drafts)  # point-mass proposals
 
 
-def test_drafter_switch_mid_run_lossless(engine):
-    ref = reference(engine)
+def test_drafter_switch_mid_run_lossless(noisy_engine):
+    ref = reference(noisy_engine)
     plan = {2: "ngram", 6: "none", 10: "model", 14: "ngram", 18: "model"}
 
     def on_pass(control, ev):
         if ev.index in plan:
             control.update(drafter=plan[ev.index])
 
-    events, records = run_with_hook(engine, Settings(draft_max=3, drafter="model"), on_pass=on_pass)
+    events, records = run_with_hook(noisy_engine, Settings(draft_max=3, drafter="model"), on_pass=on_pass)
     assert_argmax_of_verify_pass(records)
     assert_lossless(emitted_ids(events), *ref)
     passes = {ev.index: ev for ev in events if isinstance(ev, PassEvent)}
@@ -87,9 +78,9 @@ def test_drafter_switch_mid_run_lossless(engine):
     assert sum(p.n_accepted for p in model_passes) > 0
 
 
-def test_model_drafter_without_draft_falls_back_to_ngram(tiny_target):
+def test_model_drafter_without_draft_falls_back_to_ngram(make_engine, tiny_target):
     warnings = []
-    with Engine(str(tiny_target), n_ctx=256, threads=1, warn=warnings.append) as e:
+    with make_engine(tiny_target, n_ctx=256, warn=warnings.append) as e:
         assert e.draft_info is None
         for _ in range(2):
             events = list(e.run("at if false same it true at if false same", RunControl(Settings(draft_max=3)), 30))

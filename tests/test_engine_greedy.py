@@ -5,73 +5,12 @@ the target logits computed in the pass that emitted it."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from spectui import stats
-from spectui.control import RunControl
-from spectui.engine import Engine
 from spectui.events import ACCEPTED, BONUS, PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
 
-PROMPT = "the hash map handles collisions"
-N = 80
-MARGIN = 1e-3  # top-two logit gap below which kernel numerics may legitimately flip the argmax
-
-
-def run_with_hook(engine, settings, n_predict=N, prompt=PROMPT, on_pass=None):
-    """Run to the end; returns (events, debug records). ``on_pass(control, event)`` may change settings."""
-    records = []
-    engine.debug_hook = records.append
-    control = RunControl(settings)
-    events = []
-    try:
-        for ev in engine.run(prompt, control, n_predict):
-            events.append(ev)
-            if on_pass is not None and isinstance(ev, PassEvent):
-                on_pass(control, ev)
-    finally:
-        engine.debug_hook = None
-    return events, records
-
-
-def emitted_ids(events):
-    return [t.id for ev in events if isinstance(ev, PassEvent) for t in ev.emitted]
-
-
-def reference(engine, n_predict=N, prompt=PROMPT):
-    """Target-only greedy run through the same loop: tokens and the top-two margin of each step."""
-    events, records = run_with_hook(engine, Settings(draft_max=0, drafter="none"), n_predict, prompt)
-    toks = emitted_ids(events)
-    margins = []
-    for r in records:
-        s = np.sort(r["target_logits"][0])
-        margins.append(float(s[-1] - s[-2]))
-    assert len(margins) == len(toks)
-    return toks, margins
-
-
-def assert_argmax_of_verify_pass(records):
-    for r in records:
-        rows = r["target_logits"]
-        n_acc = r["n_accepted"]
-        assert rows.shape[0] == n_acc + 1
-        for i in range(n_acc):
-            assert r["draft_ids"][i] == int(np.argmax(rows[i])), r["index"]
-        assert r["token"] == int(np.argmax(rows[n_acc])), r["index"]
-
-
-def assert_lossless(spec_toks, ref_toks, margins, min_checked=30):
-    cut = next((i for i, m in enumerate(margins) if m < MARGIN), len(margins))
-    assert cut >= min_checked, f"near-tie at step {cut}: pick another seed/prompt, the check would be vacuous"
-    assert spec_toks[:cut] == ref_toks[:cut]
-
-
-@pytest.fixture(scope="module")
-def noisy_engine(tiny_target, tiny_draft_noisy):
-    e = Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, threads=1, warn=lambda m: None)
-    yield e
-    e.close()
-
+from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 
 @pytest.fixture(scope="module")
 def ref(noisy_engine):
@@ -109,8 +48,8 @@ def test_greedy_lossless_k_changed_mid_run(noisy_engine, ref):
     assert passes[17].settings.draft_max == 8
 
 
-def test_identical_draft_accepts_everything(tiny_target, tiny_draft_same):
-    with Engine(str(tiny_target), str(tiny_draft_same), n_ctx=512, threads=1, warn=lambda m: None) as e:
+def test_identical_draft_accepts_everything(make_engine, tiny_target, tiny_draft_same):
+    with make_engine(tiny_target, tiny_draft_same) as e:
         ref_toks, margins = reference(e)
         events, records = run_with_hook(e, Settings(draft_max=4, drafter="model"))
     passes = [ev for ev in events if isinstance(ev, PassEvent) and not ev.prefill]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 import tinymodels
-from spectui.engine import Engine
 from spectui.engine import models as M
 from spectui.errors import SpectuiError
 
@@ -16,12 +17,13 @@ def one_line(excinfo) -> str:
     return msg
 
 
-def make(target, draft=None, **kw):
-    kw.setdefault("warn", lambda m: None)
-    return Engine(str(target), str(draft) if draft else None, n_ctx=128, threads=1, **kw)
+@pytest.fixture
+def make(make_engine):
+    """Engines on a 128-token context: loading checks need no more."""
+    return functools.partial(make_engine, n_ctx=128)
 
 
-def test_vocab_mismatch_names_token_and_texts(tiny_target, tiny_other_vocab):
+def test_vocab_mismatch_names_token_and_texts(make, tiny_target, tiny_other_vocab):
     with pytest.raises(SpectuiError) as e:
         make(tiny_target, tiny_other_vocab)
     msg = one_line(e)
@@ -30,14 +32,14 @@ def test_vocab_mismatch_names_token_and_texts(tiny_target, tiny_other_vocab):
     assert repr(v[300]) in msg and repr("\u2581zebra") in msg
 
 
-def test_vocab_size_mismatch(tiny_target, tmp_path):
+def test_vocab_size_mismatch(make, tiny_target, tmp_path):
     bigger = tinymodels.build_model(tmp_path / "bigger.gguf", vocab=tinymodels.default_vocab() + ["\u2581extra"])
     with pytest.raises(SpectuiError) as e:
         make(tiny_target, bigger)
     assert "tokens" in one_line(e) and "vocabulary mismatch" in str(e.value)
 
 
-def test_special_token_mismatch(tiny_target, tmp_path):
+def test_special_token_mismatch(make, tiny_target, tmp_path):
     v = tinymodels.default_vocab()
     v[1], v[2] = v[2], v[1]  # BOS/EOS texts swapped: the first differing token id is 1
     other = tinymodels.build_model(tmp_path / "swapped.gguf", vocab=v)
@@ -47,7 +49,7 @@ def test_special_token_mismatch(tiny_target, tmp_path):
 
 
 @pytest.mark.parametrize("role", ["target", "draft"])
-def test_bad_paths(tiny_target, tmp_path, role):
+def test_bad_paths(make, tiny_target, tmp_path, role):
     not_gguf = tmp_path / "x.gguf"
     not_gguf.write_text("hello")
     for bad, words in [(tmp_path / "missing.gguf", "not found"), (tmp_path, "directory"), (not_gguf, "not a GGUF")]:
@@ -57,7 +59,7 @@ def test_bad_paths(tiny_target, tmp_path, role):
         assert words in msg and role in msg
 
 
-def test_corrupt_gguf_is_a_load_error(tiny_target, tmp_path):
+def test_corrupt_gguf_is_a_load_error(make, tiny_target, tmp_path):
     p = tmp_path / "truncated.gguf"
     p.write_bytes(tiny_target.read_bytes()[:300])  # valid magic, truncated metadata
     with pytest.raises(SpectuiError) as e:
@@ -65,16 +67,16 @@ def test_corrupt_gguf_is_a_load_error(tiny_target, tmp_path):
     assert "could not load" in one_line(e)
 
 
-def test_bad_context_and_threads(tiny_target):
+def test_bad_context_and_threads(make_engine, tiny_target):
     with pytest.raises(SpectuiError):
-        Engine(str(tiny_target), n_ctx=2, warn=lambda m: None)
+        make_engine(tiny_target, n_ctx=2)
     with pytest.raises(SpectuiError):
-        Engine(str(tiny_target), n_ctx="lots", warn=lambda m: None)
+        make_engine(tiny_target, n_ctx="lots")
     with pytest.raises(SpectuiError):
-        Engine(str(tiny_target), threads=-1, warn=lambda m: None)
+        make_engine(tiny_target, threads=-1)
 
 
-def test_draft_not_smaller_warns(tiny_target, tiny_draft_same):
+def test_draft_not_smaller_warns(make, tiny_target, tiny_draft_same):
     warnings = []
     e = make(tiny_target, tiny_draft_same, warn=warnings.append)
     e.close()
@@ -82,7 +84,7 @@ def test_draft_not_smaller_warns(tiny_target, tiny_draft_same):
     assert all("\n" not in w for w in warnings)
 
 
-def test_model_info(tiny_target, tiny_draft_noisy):
+def test_model_info(make, tiny_target, tiny_draft_noisy):
     with make(tiny_target, tiny_draft_noisy) as e:
         t = e.target_info
         assert t.path == str(tiny_target) and t.name == "tiny-target" and t.architecture == "llama"
@@ -113,7 +115,7 @@ def test_kv_shape_from_metadata(tiny_target):
     assert shape.bytes_for(1000) == 2 * 1000 * 4 * (16 + 16) * 2
 
 
-def test_amx_build_loads_without_repacking(tiny_target, monkeypatch):
+def test_amx_build_loads_without_repacking(make, tiny_target, monkeypatch):
     """A library built with AMX kernels must load with use_extra_bufts=False and say why (one line)."""
     monkeypatch.setattr(M, "system_has_amx", lambda: True)
     warnings = []
@@ -124,7 +126,7 @@ def test_amx_build_loads_without_repacking(tiny_target, monkeypatch):
         assert e.no_repack
 
 
-def test_close_then_run_is_an_error(tiny_target):
+def test_close_then_run_is_an_error(make, tiny_target):
     e = make(tiny_target)
     e.close()
     with pytest.raises(SpectuiError):

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from spectui.control import RunControl
-from spectui.engine import Engine
 from spectui.engine.models import LoadedModel
 from spectui.events import PassEvent, Settings
 
@@ -26,8 +25,8 @@ def fresh_logits(path, tokens):
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.9])
-def test_rollback_matches_fresh_context(tiny_target, tiny_draft_noisy, temperature):
-    with Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, threads=1, warn=lambda m: None) as e:
+def test_rollback_matches_fresh_context(make_engine, tiny_target, tiny_draft_noisy, temperature):
+    with make_engine(tiny_target, tiny_draft_noisy) as e:
         records = []
         e.debug_hook = records.append
         events = list(e.run(PROMPT, RunControl(Settings(draft_max=3, temperature=temperature, seed=5)), 60))

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from spectui.control import RunControl
-from spectui.engine import Engine
 from spectui.engine.models import LoadedModel
 from spectui.engine.verify import softmax
 from spectui.events import PassEvent, Settings
@@ -60,8 +59,8 @@ def target_law(path, tokens, temperature=1.0):
     "drafter,prompt",
     [("model", "the hash map handles collisions"), ("ngram", "at if false same it true")],
 )
-def test_speculative_sampling_matches_target_law(tiny_target, tiny_draft_noisy, drafter, prompt):
-    with Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=256, threads=1, warn=lambda m: None) as e:
+def test_speculative_sampling_matches_target_law(make_engine, tiny_target, tiny_draft_noisy, drafter, prompt):
+    with make_engine(tiny_target, tiny_draft_noisy, n_ctx=256) as e:
         prompt_ids = e.tokenize(prompt)
         second, third = Counter(), {}
         verdicts = Counter()
@@ -94,8 +93,8 @@ def test_speculative_sampling_matches_target_law(tiny_target, tiny_draft_noisy, 
     assert chi2 < bound, (chi2, bound, t1, n1)
 
 
-def test_seeded_runs_repeat_and_seeds_differ(tiny_target, tiny_draft_noisy):
-    with Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=256, threads=1, warn=lambda m: None) as e:
+def test_seeded_runs_repeat_and_seeds_differ(make_engine, tiny_target, tiny_draft_noisy):
+    with make_engine(tiny_target, tiny_draft_noisy, n_ctx=256) as e:
 
         def run(seed, reseed_at=None):
             c = RunControl(Settings(draft_max=3, temperature=0.8, seed=seed))

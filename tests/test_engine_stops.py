@@ -7,17 +7,9 @@ import pytest
 
 from spectui import stats
 from spectui.control import RunControl
-from spectui.engine import Engine
 from spectui.events import PassEvent, RunEnded, Settings
 
 PROMPT = "the hash map handles collisions"
-
-
-@pytest.fixture(scope="module")
-def engine(tiny_target, tiny_draft_noisy):
-    e = Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, threads=1, warn=lambda m: None)
-    yield e
-    e.close()
 
 
 def ids(events):
@@ -36,14 +28,14 @@ def check_end(events):
 
 @pytest.mark.parametrize("k", [0, 1, 3, 7])
 @pytest.mark.parametrize("n", [1, 2, 17])
-def test_n_predict_exact(engine, k, n):
-    events = list(engine.run(PROMPT, RunControl(Settings(draft_max=k)), n))
+def test_n_predict_exact(noisy_engine, k, n):
+    events = list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=k)), n))
     end = check_end(events)
     assert end.reason == "n_predict" and end.n_emitted == n == len(ids(events))
 
 
-def test_eog(tiny_eog_target, tiny_draft_same):
-    with Engine(str(tiny_eog_target), str(tiny_draft_same), n_ctx=512, threads=1, warn=lambda m: None) as e:
+def test_eog(make_engine, tiny_eog_target, tiny_draft_same):
+    with make_engine(tiny_eog_target, tiny_draft_same) as e:
         for k in (0, 3):
             events = list(e.run(PROMPT, RunControl(Settings(draft_max=k)), 400))
             end = check_end(events)
@@ -54,8 +46,8 @@ def test_eog(tiny_eog_target, tiny_draft_same):
             assert end.n_emitted < 400
 
 
-def test_ctx_full(tiny_target, tiny_draft_same):
-    with Engine(str(tiny_target), str(tiny_draft_same), n_ctx=40, threads=1, warn=lambda m: None) as e:
+def test_ctx_full(make_engine, tiny_target, tiny_draft_same):
+    with make_engine(tiny_target, tiny_draft_same, n_ctx=40) as e:
         n_prompt = len(e.tokenize(PROMPT))
         for k in (0, 4):
             events = list(e.run(PROMPT, RunControl(Settings(draft_max=k)), -1))
@@ -66,39 +58,39 @@ def test_ctx_full(tiny_target, tiny_draft_same):
             assert end.n_emitted == 40 - n_prompt + 1  # the last token is emitted but never decoded
 
 
-def test_prompt_longer_than_context(tiny_target):
-    with Engine(str(tiny_target), n_ctx=8, threads=1, warn=lambda m: None) as e:
+def test_prompt_longer_than_context(make_engine, tiny_target):
+    with make_engine(tiny_target, n_ctx=8) as e:
         events = list(e.run(PROMPT + " and the key value table", RunControl(), 10))
         end = check_end(events)
         assert end.reason == "ctx_full" and "does not fit" in end.error
 
 
-def test_control_stop_and_reuse(engine):
-    fresh = ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40)))
+def test_control_stop_and_reuse(noisy_engine):
+    fresh = ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40)))
     control = RunControl(Settings(draft_max=3))
     events = []
-    for ev in engine.run(PROMPT, control, 40):
+    for ev in noisy_engine.run(PROMPT, control, 40):
         events.append(ev)
         if isinstance(ev, PassEvent) and ev.index == 3:
             control.stop()
     end = check_end(events)
     assert end.reason == "stopped" and max(ev.index for ev in events if isinstance(ev, PassEvent)) == 3
     assert ids(events) == fresh[: len(ids(events))]
-    assert ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40))) == fresh
+    assert ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40))) == fresh
 
 
-def test_abandoned_generator_leaves_engine_reusable(engine):
-    fresh = ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30)))
-    gen = engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30)
+def test_abandoned_generator_leaves_engine_reusable(noisy_engine):
+    fresh = ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30)))
+    gen = noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30)
     for ev in gen:
         if isinstance(ev, PassEvent) and ev.index == 4:
             break
     gen.close()
-    assert ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))) == fresh
+    assert ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))) == fresh
 
 
-def test_keyboard_interrupt_and_errors_end_the_run(engine):
-    fresh = ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30)))
+def test_keyboard_interrupt_and_errors_end_the_run(noisy_engine):
+    fresh = ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30)))
 
     def hook(exc):
         def f(rec):
@@ -106,50 +98,50 @@ def test_keyboard_interrupt_and_errors_end_the_run(engine):
                 raise exc
         return f
 
-    engine.debug_hook = hook(KeyboardInterrupt())
+    noisy_engine.debug_hook = hook(KeyboardInterrupt())
     try:
-        events = list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))
+        events = list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))
     finally:
-        engine.debug_hook = None
+        noisy_engine.debug_hook = None
     assert check_end(events).reason == "stopped"
-    engine.debug_hook = hook(RuntimeError("boom\nsecond line"))
+    noisy_engine.debug_hook = hook(RuntimeError("boom\nsecond line"))
     try:
-        events = list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))
+        events = list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))
     finally:
-        engine.debug_hook = None
+        noisy_engine.debug_hook = None
     end = check_end(events)
     assert end.reason == "error" and "boom" in end.error and "\n" not in end.error
-    assert ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))) == fresh
+    assert ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 30))) == fresh
 
 
-def test_pause_and_settings_between_passes(engine):
+def test_pause_and_settings_between_passes(noisy_engine):
     control = RunControl(Settings(draft_max=2))
     control.stop()
-    events = list(engine.run(PROMPT, control, 30))
+    events = list(noisy_engine.run(PROMPT, control, 30))
     assert [type(e).__name__ for e in events] == ["RunStarted", "RunEnded"] and events[-1].reason == "stopped"
 
 
-def test_empty_prompt_is_an_error_event(tiny_target):
-    with Engine(str(tiny_target), n_ctx=64, threads=1, warn=lambda m: None) as e:
+def test_empty_prompt_is_an_error_event(make_engine, tiny_target):
+    with make_engine(tiny_target, n_ctx=64) as e:
         # the tiny vocabulary adds BOS, so "" still has a token: the run works
         events = list(e.run("", RunControl(Settings(draft_max=0)), 3))
         assert check_end(events).reason == "n_predict"
 
 
-def test_measure_verify_ms(engine):
-    list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10))
-    before = ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10)))
+def test_measure_verify_ms(noisy_engine):
+    list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10))
+    before = ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10)))
     for k in (0, 3, 8):
-        assert engine.measure_verify_ms(k) > 0
-    assert ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10))) == before
+        assert noisy_engine.measure_verify_ms(k) > 0
+    assert ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=2)), 10))) == before
 
 
-def test_measure_verify_ms_between_passes_keeps_the_run_intact(engine):
-    fresh = ids(list(engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40)))
+def test_measure_verify_ms_between_passes_keeps_the_run_intact(noisy_engine):
+    fresh = ids(list(noisy_engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40)))
     events = []
-    for ev in engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40):
+    for ev in noisy_engine.run(PROMPT, RunControl(Settings(draft_max=3)), 40):
         events.append(ev)
         if isinstance(ev, PassEvent) and ev.index in (0, 3, 7):
-            assert engine.measure_verify_ms(ev.index + 1, repeats=2) > 0
+            assert noisy_engine.measure_verify_ms(ev.index + 1, repeats=2) > 0
     assert check_end(events).reason == "n_predict"
     assert ids(events) == fresh

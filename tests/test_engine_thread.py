@@ -5,15 +5,14 @@ import threading
 import pytest
 
 from spectui.control import RunControl
-from spectui.engine.loop import Engine
 from spectui.engine.thread import EngineThread
 from spectui.errors import SpectuiError
 from spectui.events import PassEvent, RunEnded, RunStarted, Settings
 
 
-def test_all_llama_calls_on_the_engine_thread_and_same_events(tiny_target, tiny_draft_noisy):
+def test_all_llama_calls_on_the_engine_thread_and_same_events(make_engine, tiny_target, tiny_draft_noisy):
     seen_threads = set()
-    et = EngineThread(lambda: Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, warn=lambda m: None))
+    et = EngineThread(lambda: make_engine(tiny_target, tiny_draft_noisy, threads=None))
     try:
         et.engine.debug_hook = lambda info: seen_threads.add(threading.get_ident())
         settings = Settings(draft_max=3, temperature=0.0, drafter="model")
@@ -29,15 +28,15 @@ def test_all_llama_calls_on_the_engine_thread_and_same_events(tiny_target, tiny_
     assert et.target_info.n_vocab > 0
 
 
-def test_load_errors_reach_the_caller(tmp_path):
+def test_load_errors_reach_the_caller(make_engine, tmp_path):
     bad = tmp_path / "x.gguf"
     bad.write_bytes(b"nope" * 8)
     with pytest.raises(SpectuiError, match="GGUF"):
-        EngineThread(lambda: Engine(str(bad)))
+        EngineThread(lambda: make_engine(bad))
 
 
-def test_stop_from_another_thread_ends_the_run(tiny_target):
-    et = EngineThread(lambda: Engine(str(tiny_target), n_ctx=4096, warn=lambda m: None))
+def test_stop_from_another_thread_ends_the_run(make_engine, tiny_target):
+    et = EngineThread(lambda: make_engine(tiny_target, n_ctx=4096, threads=None))
     try:
         control = RunControl(Settings(draft_max=0, drafter="none"))
         events = []

@@ -18,7 +18,6 @@ import pytest
 
 from spectui import stats
 from spectui.control import RunControl
-from spectui.engine import Engine
 from spectui.events import PassEvent, RunEnded, Settings
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
@@ -39,10 +38,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def engine():
-    e = Engine(str(TARGET), str(DRAFT), n_ctx=2048, threads=min(os.cpu_count() or 2, 8), warn=lambda m: None)
-    yield e
-    e.close()
+def engine(make_engine):
+    return make_engine(TARGET, DRAFT, n_ctx=2048, threads=min(os.cpu_count() or 2, 8))
 
 
 def run(engine, settings):

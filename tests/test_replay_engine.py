@@ -94,15 +94,16 @@ def test_sigkill_of_a_recording_run_leaves_a_replayable_trace(tmp_path, tiny_tar
     assert len(d["passes"]) == len(passes) and d["stop_reason"] == ""
 
 
-def test_settings_changed_mid_run_are_recorded_and_replayed(tmp_path, tiny_target, tiny_draft_noisy):
+def test_settings_changed_mid_run_are_recorded_and_replayed(
+    make_engine, tmp_path, tiny_target, tiny_draft_noisy
+):
     from spectui.control import RunControl
-    from spectui.engine.loop import Engine
     from spectui.events import Settings
     from spectui.replay import replay_headless
     from spectui.trace import TraceWriter
 
     rec = tmp_path / "changes.jsonl"
-    engine = Engine(str(tiny_target), str(tiny_draft_noisy), n_ctx=512, threads=1)
+    engine = make_engine(tiny_target, tiny_draft_noisy)
     control = RunControl(Settings(draft_max=2))
     try:
         with TraceWriter(rec) as w:
