@@ -1,13 +1,40 @@
-"""The core does not know the UI exists: engine, events, stats, trace, cost model never import textual."""
+"""The core does not know the UI exists: engine, events, stats, trace, cost model never import textual.
+
+Checked twice: at run time (import the core in a fresh interpreter, look at sys.modules) and statically
+(`lint-imports`, the contracts in pyproject.toml's [tool.importlinter], which also see imports made inside
+functions). `ruff check` (pyproject.toml's [tool.ruff]) runs here too, so the README's test command lints.
+"""
 
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent  # the venv's console scripts (ruff, lint-imports) sit next to its python
 
 CORE = [
-    "spectui.events", "spectui.stats", "spectui.control", "spectui.errors", "spectui.headless",
-    "spectui.engine.loop", "spectui.engine.models", "spectui.engine.verify", "spectui.engine.drafters",
-    "spectui.trace", "spectui.costmodel", "spectui.autok", "spectui.player", "spectui.tui.state", "spectui.cast",
+    "spectui.events", "spectui.event_json", "spectui.stats", "spectui.control", "spectui.errors",
+    "spectui.headless", "spectui.engine.loop", "spectui.engine.models", "spectui.engine.verify",
+    "spectui.engine.drafters", "spectui.trace", "spectui.costmodel", "spectui.autok", "spectui.player",
+    "spectui.animation", "spectui.hub", "spectui.cpu", "spectui.placement", "spectui.tui.state",
+    "spectui.tui.view", "spectui.cast",
 ]
+
+
+def _run_tool(name: str, *args: str) -> subprocess.CompletedProcess:
+    tool = BIN / name
+    assert tool.exists(), f"{tool} not found: `bash scripts/install.sh --test` installs it (the test extra)"
+    return subprocess.run([str(tool), *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_ruff_check_passes():
+    r = _run_tool("ruff", "check", "--no-cache", "--output-format", "concise", "spectui", "tests", "benchmarks")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_import_contracts_are_kept():
+    r = _run_tool("lint-imports", "--no-cache")
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_core_modules_do_not_import_textual():
