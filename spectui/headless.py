@@ -14,6 +14,7 @@ from typing import IO, Callable, Iterable
 from .costmodel import predict
 from .event_json import to_dict
 from .events import Event, PassEvent
+from .placement import placement, placement_text
 from .stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
@@ -102,6 +103,16 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "error": end.error if end else "",
         "wall_s": end.wall_s if end else snap.elapsed_s,
         "start": to_dict(start) if start else None,
+        "placement": {
+            "target": placement(start.target) if start else None,
+            "draft": placement(start.draft) if start and start.draft is not None else None,
+            "threads": start.threads if start else 0,
+        },
+        "contention": {
+            "contended_passes": snap.contended_passes,
+            "peak_others_cpu": snap.contention_peak_others,
+            "low_tokens_per_second": snap.contention_low_tps,
+        },
         "advice": pred.advice if pred is not None else "",
         "passes": passes,
     }
@@ -114,6 +125,10 @@ def summary_text(stats: RunStats) -> str:
     end = stats.end
     lines = []
     if start is not None:
+        for role, info in (("target", start.target), ("draft ", start.draft)):
+            where = placement_text(info, start.threads) if info is not None else ""
+            if where:
+                lines.append(f"{role} {info.name or info.path}: {where}")
         prompt_s = snap.ttft_ms / 1000.0
         lines.append(
             f"encoded {start.prompt_tokens:4d} tokens in {prompt_s:8.3f} seconds (prefill + first token = TTFT)"
@@ -154,6 +169,12 @@ def summary_text(stats: RunStats) -> str:
     if snap.verify_ms_by_k:
         vk = "  ".join(f"k={k}:{ms:.0f}ms" for k, ms, _ in snap.verify_ms_by_k)
         lines.append(f"verify time by k       {vk}")
+    if snap.contended_passes:
+        lines.append(
+            f"contention             {snap.contended_passes} of {snap.n_passes} passes ran while other processes "
+            f"kept up to {snap.contention_peak_others:.1f} cores busy (down to {snap.contention_low_tps:.1f} t/s): "
+            "the figures above are not this machine's own; see README: -t, OMP_WAIT_POLICY"
+        )
     reason = STOP_REASONS.get(snap.stop_reason, snap.stop_reason or "unfinished (trace ends early)")
     if end is not None and end.error:
         reason += f": {end.error}"

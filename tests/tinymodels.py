@@ -37,7 +37,7 @@ WORDS = (
 ).split()
 
 # token types (llama.cpp's llama_token_type): 1 normal, 2 unknown, 3 control, 6 byte
-_NORMAL, _UNKNOWN, _CONTROL, _BYTE = 1, 2, 3, 6
+_NORMAL, _UNKNOWN, _CONTROL, _UNUSED, _BYTE = 1, 2, 3, 5, 6
 
 
 def default_vocab() -> list[str]:
@@ -76,6 +76,8 @@ def _token_types(vocab: list[str]) -> list[int]:
             types.append(_CONTROL)
         elif len(t) == 6 and t.startswith("<0x") and t.endswith(">"):
             types.append(_BYTE)
+        elif t.startswith("[PAD"):
+            types.append(_UNUSED)
         else:
             types.append(_NORMAL)
     return types
@@ -121,8 +123,14 @@ def build_model(
     out_scale: float = 0.35,
     name: str | None = None,
     noise_seed: int = 12345,
+    pad: int = 0,
+    add_bos: bool = True,
 ) -> Path:
-    """Write a tiny llama GGUF to ``path`` and return the path (see the module docstring)."""
+    """Write a tiny llama GGUF to ``path`` and return the path (see the module docstring).
+
+    ``pad`` appends that many ``[PAD<id>]`` tokens (type unused) with zero rows in the embedding and
+    output matrices, as checkpoints pad their vocabulary (Qwen2.5 7B: 152,064 rows for 151,665 tokens);
+    the other weights are those of the unpadded model."""
     import gguf  # test-only dependency
 
     path = Path(path)
@@ -136,6 +144,10 @@ def build_model(
                 continue
             std = float(v.std()) or 1.0
             weights[k] = (v + noise * std * nrng.standard_normal(v.shape)).astype(np.float32)
+    if pad:
+        vocab += [f"[PAD{n_vocab + i}]" for i in range(pad)]
+        for k in ("token_embd.weight", "output.weight"):
+            weights[k] = np.concatenate([weights[k], np.zeros((pad, N_EMBD), dtype=np.float32)])
 
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name or f"tiny-s{seed}-n{noise:g}")
@@ -150,12 +162,12 @@ def build_model(
     w.add_file_type(0)  # ALL_F32
     w.add_tokenizer_model("llama")
     w.add_token_list(vocab)
-    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(n_vocab - 259)])
+    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(vocab) - 259)])
     w.add_token_types(_token_types(vocab))
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
+    w.add_add_bos_token(add_bos)
     w.add_add_eos_token(False)
     for k, v in weights.items():
         w.add_tensor(k, v)

@@ -27,9 +27,11 @@ import uuid
 from typing import Callable, Iterator
 
 import numpy as np
+import psutil
 
 from ..autok import make_policy
 from ..control import DRAFT_MAX_LIMIT, RunControl
+from ..cpu import OthersCpu, default_threads
 from ..errors import SpectuiError
 from ..events import (
     ACCEPTED,
@@ -107,6 +109,8 @@ class Engine:
         n_batch: int = 512,
         n_gpu_layers: int | str | None = None,
         n_gpu_layers_draft: int | str | None = None,
+        n_ubatch: int | None = None,
+        use_mmap: bool | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.target = None
@@ -120,33 +124,43 @@ class Engine:
             raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
         if n_ctx < 8:
             raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
-        self.threads = int(threads) if threads else (os.cpu_count() or 1)
+        if threads:
+            self.threads, self.threads_why = int(threads), "-t"
+        else:  # physical performance cores within this process's affinity and CPU quota, as llama.cpp
+            choice = default_threads()
+            self.threads, self.threads_why = choice.threads, choice.why
         if self.threads < 1:
             raise SpectuiError(f"threads must be at least 1, got {threads}")
+        ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
+        ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
+        if M.supports_gpu_offload():
+            ngl_t = -1 if ngl_t is None else ngl_t  # every layer, as llama.cpp does on a GPU build
+            ngl_d = -1 if ngl_d is None else ngl_d
+        else:
+            if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
+                self.warn(
+                    "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
+                    "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
+                )
+            ngl_t = ngl_d = 0
         tpath = M.check_gguf_file(target_path, "target")
         dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
 
         # Cheap vocabulary-only loads first: vocab check and memory estimate before any weights load.
         tv = M.VocabOnly(tpath, "target")
         dv = None
+        n_shared = None
         try:
-            kv = [tv.kv_shape().bytes_for(n_ctx)]
-            sizes = [os.path.getsize(tpath)]
+            parts = [M.ModelMemory.of(tv, tpath, n_ctx, ngl_t)]
             if dpath:
                 dv = M.VocabOnly(dpath, "draft")
-                M.check_vocabs(tv, dv)
-                kv.append(dv.kv_shape().bytes_for(n_ctx))
-                sizes.append(os.path.getsize(dpath))
+                n_shared = M.check_vocabs(tv, dv)
+                parts.append(M.ModelMemory.of(dv, dpath, n_ctx, ngl_d))
         finally:
             tv.close()
             if dv is not None:
                 dv.close()
-        try:
-            import psutil  # noqa: PLC0415
-
-            M.memory_report(sizes, kv, psutil.virtual_memory().available, self.warn)
-        except ImportError:  # pragma: no cover - psutil is a dependency
-            pass
+        M.placement_report(parts, psutil.virtual_memory().available, M.gpu_devices() if ngl_t or ngl_d else [], self.warn)
 
         use_extra_bufts = not no_repack
         if use_extra_bufts and M.system_has_amx():
@@ -157,9 +171,12 @@ class Engine:
             )
         self.no_repack = not use_extra_bufts
         try:
-            self.target = M.LoadedModel(tpath, "target", n_ctx, self.threads, use_extra_bufts, n_batch)
+            self.target = M.LoadedModel(tpath, "target", n_ctx, self.threads, use_extra_bufts, n_batch, ngl_t, n_ubatch, use_mmap)
             if dpath:
-                self.draft = M.LoadedModel(dpath, "draft", n_ctx, self.threads, use_extra_bufts, n_batch)
+                self.draft = M.LoadedModel(dpath, "draft", n_ctx, self.threads, use_extra_bufts, n_batch, ngl_d, n_ubatch, use_mmap)
+                # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
+                # only among the ids they share, so a draft is always a target id and p, q have one support.
+                self.target.n_use = self.draft.n_use = n_shared
         except BaseException:
             self.close()
             raise
@@ -175,6 +192,7 @@ class Engine:
                     f"{self.target.n_params:,} parameters, ratio {ratio:.2f}); drafting will cost nearly as much "
                     "as it saves"
                 )
+        self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
         if self.draft is not None:
             self._drafters["model"] = DraftModelDrafter(self.draft)
@@ -316,6 +334,7 @@ class Engine:
         if self.draft is not None:
             self.draft.clear()
         self._n_past = 0
+        self._others.sample()  # a new baseline: the prefill pass reports from here
         for d in self._drafters.values():
             d.start()
             d.keep_rows = self.debug_hook is not None
@@ -392,7 +411,7 @@ class Engine:
             index=0, prefill=True, settings=settings, k=0, target=target_token, emitted=emitted,
             timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
                           wall_ms=wall, t_end=time.perf_counter() - t0),
-            n_ctx_used=g.n_past,
+            n_ctx_used=g.n_past, others_cpu=self._others.sample(),
         )
 
     # ---------------- decode passes
@@ -511,7 +530,7 @@ class Engine:
             timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms,
                           other_ms=max(0.0, wall - draft_ms - verify_ms), wall_ms=wall,
                           t_end=time.perf_counter() - t0),
-            n_ctx_used=g.n_past,
+            n_ctx_used=g.n_past, others_cpu=self._others.sample(),
         )
         return ev, stop
 

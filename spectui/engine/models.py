@@ -41,6 +41,98 @@ def llama():
     return _llama
 
 
+# ---------------------------------------------------------------- devices (GPU offload)
+
+# llama.cpp's vocabulary compatibility rule for speculation (common/speculative.cpp)
+SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
+SPEC_VOCAB_CHECK_START_TOKEN_ID = 5
+
+LOAD_MODE_NONE, LOAD_MODE_MMAP = 0, 1  # enum llama_load_mode (llama.h)
+
+_DEV_GPU_TYPES = (1, 2)  # GGML_BACKEND_DEVICE_TYPE_GPU, _IGPU (enum ggml_backend_dev_type)
+
+
+@dataclass(frozen=True)
+class Device:
+    backend: str  # registry name: "CUDA", "Metal", "Vulkan", ...
+    name: str  # "CUDA0"
+    description: str  # "NVIDIA H200"
+    kind: int  # enum ggml_backend_dev_type
+    free_bytes: int
+    total_bytes: int
+
+
+def _ggml():
+    """The ggml shared library with the device functions declared (ggml-backend.h)."""
+    from llama_cpp import _ggml  # noqa: PLC0415 - the library ships with llama_cpp
+
+    lib = _ggml.libggml
+    if not getattr(lib, "_spectui_declared", False):
+        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+        for name, res, args in (
+            ("ggml_backend_dev_count", sz, []),
+            ("ggml_backend_dev_get", vp, [sz]),
+            ("ggml_backend_dev_name", cp, [vp]),
+            ("ggml_backend_dev_description", cp, [vp]),
+            ("ggml_backend_dev_type", ctypes.c_int, [vp]),
+            ("ggml_backend_dev_memory", None, [vp, ctypes.POINTER(sz), ctypes.POINTER(sz)]),
+            ("ggml_backend_dev_backend_reg", vp, [vp]),
+            ("ggml_backend_reg_name", cp, [vp]),
+        ):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        lib._spectui_declared = True
+    return lib
+
+
+def gpu_devices() -> list[Device]:
+    """The GPU devices llama.cpp can offload to (empty on a CPU-only build)."""
+    llama()
+    try:
+        lib = _ggml()
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - depends on the build
+        return []
+    out = []
+    for i in range(lib.ggml_backend_dev_count()):
+        dev = lib.ggml_backend_dev_get(i)
+        kind = lib.ggml_backend_dev_type(dev)
+        if kind not in _DEV_GPU_TYPES:
+            continue
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        reg = lib.ggml_backend_dev_backend_reg(dev)
+        out.append(Device(
+            backend=(lib.ggml_backend_reg_name(reg) or b"?").decode("utf-8", "replace") if reg else "?",
+            name=(lib.ggml_backend_dev_name(dev) or b"").decode("utf-8", "replace"),
+            description=(lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", "replace"),
+            kind=kind, free_bytes=free.value, total_bytes=total.value,
+        ))
+    return out
+
+
+def supports_gpu_offload() -> bool:
+    return bool(llama().llama_supports_gpu_offload())
+
+
+def parse_gpu_layers(value, flag: str = "-ngl") -> int | None:
+    """'all' -> -1 (every layer, llama.cpp's negative value), 'N' -> N, None -> None (the default)."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        n = value
+    else:
+        v = str(value).strip().lower()
+        if v == "all":
+            return -1
+        try:
+            n = int(v)
+        except ValueError:
+            raise SpectuiError(f"{flag} must be a number of layers or 'all', not {value!r}") from None
+    if n < 0:
+        return -1
+    return n
+
+
 def system_has_amx() -> bool:
     """True when the llama.cpp CPU backend was built with AMX kernels (they crash on VMs without AMX state)."""
     info = llama().llama_print_system_info().decode("utf-8", "replace")
@@ -120,12 +212,18 @@ class KVShape:
         return self.n_layer * n_ctx * self.n_head_kv * (self.head_dim_k + self.head_dim_v) * bytes_per_elem
 
 
-def _model_params(vocab_only: bool, use_extra_bufts: bool):
+def _model_params(vocab_only: bool, use_extra_bufts: bool, n_gpu_layers: int = 0, use_mmap: bool | None = None):
     L = llama()
     mp = L.llama_model_default_params()
     mp.vocab_only = vocab_only
     mp.use_extra_bufts = use_extra_bufts
-    mp.n_gpu_layers = 0
+    mp.n_gpu_layers = n_gpu_layers if not vocab_only else 0
+    # Repacked weights are copies: with mmap the file's pages of every repacked tensor stay resident next
+    # to the copy (+0.8 GB RSS on the 1.1 GB Qwen 1.5B). Without mmap llama.cpp reads each tensor into
+    # its final buffer and the page cache, not this process, holds the file.
+    if use_mmap is None:
+        use_mmap = not use_extra_bufts
+    mp.load_mode = LOAD_MODE_MMAP if use_mmap else LOAD_MODE_NONE
     return mp
 
 
@@ -157,6 +255,9 @@ class VocabOnly:
         raw = llama().llama_vocab_get_text(self.vocab, tid)
         return raw.decode("utf-8", "replace") if raw is not None else ""
 
+    def n_layer(self) -> int:
+        return int(llama().llama_model_n_layer(self.model))
+
     def kv_shape(self) -> KVShape:
         arch = _meta(self.model, "general.architecture")
 
@@ -181,32 +282,49 @@ class VocabOnly:
             self.model = None
 
 
-def check_vocabs(target: VocabOnly, draft: VocabOnly) -> None:
-    """Raise SpectuiError (one line) when the draft's vocabulary differs from the target's."""
+def check_vocabs(target: VocabOnly, draft: VocabOnly) -> int:
+    """Judge the pair as llama.cpp does (``common_speculative_are_compatible``) and return the number of
+    token ids they share; raise SpectuiError (one line) when the draft cannot speculate for the target.
+
+    Same tokenizer type; the same BOS (and EOS) rule: whether it is added, and its id when it is; sizes
+    within ``SPEC_VOCAB_MAX_SIZE_DIFFERENCE`` (128) of each other (checkpoints pad their embedding and
+    output matrices, as Qwen2.5 7B's 152,064 rows against the 0.5B's 151,936); identical token texts
+    from id ``SPEC_VOCAB_CHECK_START_TOKEN_ID`` (5) up to the smaller size.
+    """
     ft, fd = target.facts(), draft.facts()
-    if ft.n_tokens != fd.n_tokens:
-        raise SpectuiError(
-            f"vocabulary mismatch: the target has {ft.n_tokens} tokens, the draft {fd.n_tokens}; "
-            "the draft must share the target's tokenizer"
-        )
     if ft.vocab_type != fd.vocab_type:
         raise SpectuiError(
             "vocabulary mismatch: the target's tokenizer is "
             f"{VOCAB_TYPES.get(ft.vocab_type, ft.vocab_type)}, the draft's {VOCAB_TYPES.get(fd.vocab_type, fd.vocab_type)}"
         )
-    for field in ("bos", "eos", "eot", "add_bos", "add_eos"):
-        a, b = getattr(ft, field), getattr(fd, field)
-        if a != b:
-            raise SpectuiError(f"vocabulary mismatch: special token setting {field} is {a} in the target, {b} in the draft")
-    L = llama()
-    get = L.llama_vocab_get_text
+    for what, add_t, add_d, id_t, id_d in (
+        ("BOS", ft.add_bos, fd.add_bos, ft.bos, fd.bos),
+        ("EOS", ft.add_eos, fd.add_eos, ft.eos, fd.eos),
+    ):
+        if add_t != add_d:
+            raise SpectuiError(
+                f"vocabulary mismatch: the target {'adds' if add_t else 'does not add'} a {what} token, "
+                f"the draft {'does' if add_d else 'does not'}"
+            )
+        if add_t and id_t != id_d:
+            raise SpectuiError(f"vocabulary mismatch: {what} is token {id_t} in the target, {id_d} in the draft")
+    diff = abs(ft.n_tokens - fd.n_tokens)
+    if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
+        raise SpectuiError(
+            f"vocabulary mismatch: the target has {ft.n_tokens} tokens, the draft {fd.n_tokens} "
+            f"(difference {diff}, at most {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} allowed, as in llama.cpp); "
+            "the draft must share the target's tokenizer"
+        )
+    n_shared = min(ft.n_tokens, fd.n_tokens)
+    get = llama().llama_vocab_get_text
     tv, dv = target.vocab, draft.vocab
-    for i in range(ft.n_tokens):
+    for i in range(SPEC_VOCAB_CHECK_START_TOKEN_ID, n_shared):
         a, b = get(tv, i), get(dv, i)
         if a != b:
             sa = a.decode("utf-8", "replace") if a is not None else ""
             sb = b.decode("utf-8", "replace") if b is not None else ""
             raise SpectuiError(f"vocabulary mismatch at token id {i}: target has {sa!r}, draft has {sb!r}")
+    return n_shared
 
 
 # ---------------------------------------------------------------- a loaded model with its context
@@ -215,18 +333,24 @@ def check_vocabs(target: VocabOnly, draft: VocabOnly) -> None:
 class LoadedModel:
     """One model plus one llama_context (sequence 0 only) and a reusable batch."""
 
-    def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512) -> None:
+    def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
+                 n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None) -> None:
         L = llama()
         self.path = path
         self.role = role
-        self.model = L.llama_model_load_from_file(path.encode(), _model_params(False, use_extra_bufts))
+        params = _model_params(False, use_extra_bufts, n_gpu_layers, use_mmap)
+        self.model = L.llama_model_load_from_file(path.encode(), params)
         if not self.model:
             raise SpectuiError(f"llama.cpp could not load the {role} model {path} (unsupported or corrupt GGUF)")
         self.n_batch = max(1, min(n_batch, n_ctx))
+        # The compute buffer is reserved for the largest micro-batch with every row's logits
+        # (n_ubatch x n_vocab floats: 311 MB at 512 x 151,936). Verify batches are at most 33 tokens, so
+        # a small n_ubatch costs nothing there; a long prompt is evaluated in more, smaller pieces.
+        self.n_ubatch = max(1, min(n_ubatch or self.n_batch, self.n_batch))
         cp = L.llama_context_default_params()
         cp.n_ctx = n_ctx
         cp.n_batch = self.n_batch
-        cp.n_ubatch = self.n_batch
+        cp.n_ubatch = self.n_ubatch
         cp.n_seq_max = 1
         cp.n_threads = threads
         cp.n_threads_batch = threads
@@ -238,6 +362,11 @@ class LoadedModel:
         self.n_ctx = L.llama_n_ctx(self.ctx)
         self.vocab = L.llama_model_get_vocab(self.model)
         self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
+        self.n_use = self.n_vocab  # ids that may be chosen: the vocabulary shared with the other model
+        self.n_layer = int(L.llama_model_n_layer(self.model))
+        self.n_gpu_layers = 0
+        if n_gpu_layers and supports_gpu_offload() and gpu_devices():
+            self.n_gpu_layers = min(self.n_layer + 1, n_gpu_layers if n_gpu_layers > 0 else self.n_layer + 1)
         self.mem = L.llama_get_memory(self.ctx)
         self.batch = L.llama_batch_init(self.n_batch, 0, 1)
         for i in range(self.n_batch):  # one sequence, fixed: set once
@@ -260,6 +389,11 @@ class LoadedModel:
         L = llama()
         ftype = L.llama_model_ftype(self.model) if hasattr(L, "llama_model_ftype") else -1
         quant = _ftype_names().get(ftype, "") or _meta(self.model, "general.file_type")
+        backend, device = "CPU", cpu_name()
+        if self.n_gpu_layers:
+            devs = gpu_devices()
+            backend = devs[0].backend if devs else "GPU"
+            device = ", ".join(d.description or d.name for d in devs)
         return ModelInfo(
             path=self.path,
             name=_meta(self.model, "general.name") or os.path.basename(self.path),
@@ -270,6 +404,10 @@ class LoadedModel:
             vocab_type=VOCAB_TYPES.get(L.llama_vocab_type(self.vocab), "unknown"),
             architecture=_meta(self.model, "general.architecture"),
             n_ctx_train=int(L.llama_model_n_ctx_train(self.model)),
+            backend=backend,
+            device=device,
+            n_layer=self.n_layer,
+            n_gpu_layers=self.n_gpu_layers,
         )
 
     # ---- tokens
@@ -354,13 +492,16 @@ class LoadedModel:
             i = j
 
     def logits_rows(self, n_rows: int) -> np.ndarray:
-        """Zero-copy view of the logit rows of the last decode (in batch order); overwritten by the next decode."""
+        """Zero-copy view of the logit rows of the last decode (in batch order); overwritten by the next decode.
+        Only the first ``n_use`` ids (the vocabulary both models share) are in the view."""
         ptr = self._get_logits(self.ctx)
-        return np.ctypeslib.as_array(ptr, shape=(n_rows, self.n_vocab))
+        rows = np.ctypeslib.as_array(ptr, shape=(n_rows, self.n_vocab))
+        return rows if self.n_use == self.n_vocab else rows[:, : self.n_use]
 
     def logits_last(self) -> np.ndarray:
         ptr = self._get_logits_ith(self.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return row if self.n_use == self.n_vocab else row[: self.n_use]
 
     def rollback(self, p0: int) -> None:
         """Drop every KV cell at position >= p0 (sequence 0)."""
@@ -383,9 +524,52 @@ class LoadedModel:
             self.model = None
 
 
-def memory_report(
-    sizes: list[int], kv: list[int], available: int, warn: Callable[[str], None]
-) -> bool:
+def cpu_name() -> str:
+    """The CPU's model name (for the record of where a model ran); "" when unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform  # noqa: PLC0415
+
+    return platform.processor() or platform.machine()
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """What one model needs, split between host memory and the GPU by the share of layers offloaded
+    (llama.cpp offloads n_layer + 1 units: the repeating layers and the output layer)."""
+
+    file_bytes: int
+    kv_bytes: int
+    n_layer: int
+    n_gpu_layers: int  # as asked: 0 none, -1 all, else N
+
+    @classmethod
+    def of(cls, vocab: "VocabOnly", path: str, n_ctx: int, n_gpu_layers: int) -> "ModelMemory":
+        return cls(os.path.getsize(path), vocab.kv_shape().bytes_for(n_ctx), vocab.n_layer(), n_gpu_layers)
+
+    @property
+    def device_share(self) -> float:
+        units = self.n_layer + 1
+        if self.n_gpu_layers == 0 or units <= 1:
+            return 0.0
+        return 1.0 if self.n_gpu_layers < 0 else min(self.n_gpu_layers, units) / units
+
+    @property
+    def host(self) -> tuple[int, int]:
+        f = 1.0 - self.device_share
+        return int(self.file_bytes * f), int(self.kv_bytes * f)
+
+    @property
+    def device_bytes(self) -> int:
+        return int((self.file_bytes + self.kv_bytes) * self.device_share)
+
+
+def memory_report(sizes: list[int], kv: list[int], available: int, warn: Callable[[str], None]) -> bool:
     """Warn (with the numbers) when model files + KV caches exceed the available memory. Returns fits."""
     need = sum(sizes) + sum(kv)
     if need > available:
@@ -397,3 +581,20 @@ def memory_report(
         )
         return False
     return True
+
+
+def placement_report(parts: list[ModelMemory], available: int, devices: list[Device], warn: Callable[[str], None]) -> bool:
+    """memory_report for what stays in host memory, then the offloaded part against the GPUs' free
+    memory where the backend reports it. Returns fits."""
+    fits = memory_report([m.host[0] for m in parts], [m.host[1] for m in parts], available, warn)
+    need = sum(m.device_bytes for m in parts)
+    free = sum(d.free_bytes for d in devices)
+    if need and free and need > free:
+        gib = 1024**3
+        names = ", ".join(d.description or d.name for d in devices)
+        warn(
+            f"warning: the offloaded layers and their KV caches need {need / gib:.2f} GiB of GPU memory but "
+            f"{names} report{'s' if len(devices) == 1 else ''} {free / gib:.2f} GiB free; lower -ngl / -ngld or -c"
+        )
+        fits = False
+    return fits
