@@ -40,7 +40,8 @@ from spectui.engine.loop import Engine
 from spectui.events import PassEvent, Settings
 from spectui.stats import compute
 cfg = json.loads(sys.argv[1])
-e = Engine(cfg.pop("target"), cfg.pop("draft"), n_ctx=4096, threads=cfg.pop("threads"), warn=lambda m: None, **cfg.pop("kw"))
+e = Engine(cfg.pop("target"), cfg.pop("draft"), n_ctx=4096, threads=cfg.pop("threads"), warn=lambda m: None,
+           **cfg.pop("kw"))
 events = list(e.run(cfg["prompt"], RunControl(Settings(draft_max=2, drafter="model")), cfg["n"]))
 snap = compute(events)
 passes = [ev for ev in events if isinstance(ev, PassEvent) and not ev.prefill]
@@ -56,7 +57,8 @@ print(json.dumps(out))
 
 
 def run_one(name: str, n: int, threads: int, prompt: str) -> dict:
-    cfg = {"target": str(TARGET), "draft": str(DRAFT), "threads": threads, "kw": CONFIGS[name], "prompt": prompt, "n": n}
+    cfg = {"target": str(TARGET), "draft": str(DRAFT), "threads": threads, "kw": CONFIGS[name], "prompt": prompt,
+           "n": n}
     r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cfg)], capture_output=True, text=True, cwd=REPO,
                        check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -89,7 +91,8 @@ def main() -> int:
     def mean(name, key):
         return sum(x[key] for x in res[name]) / len(res[name])
 
-    print(f"{'config':8s} {'peak RSS':>9s} {'over files':>10s} {'t/s':>7s} {'TTFT ms':>8s} {'verify ms':>9s} {'draft ms':>9s}")
+    print(f"{'config':8s} {'peak RSS':>9s} {'over files':>10s} {'t/s':>7s} {'TTFT ms':>8s} {'verify ms':>9s} "
+          f"{'draft ms':>9s}")
     for name in CONFIGS:
         rss = max(x["maxrss_kb"] for x in res[name]) * 1024
         print(f"{name:8s} {rss / 1e9:8.3f}G {(rss - files) / 1e6:+9.0f}M {mean(name, 'tps'):7.2f} "

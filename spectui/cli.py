@@ -20,12 +20,14 @@ SUBCOMMANDS = {
     "cast": "spectui.cast:cast_cmd",
     "demo": "spectui.demo:demo_cmd",
     "sweep": "spectui.sweep:sweep_cmd",
+    "attach": "spectui.attach.cli:attach_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",
     "cast": "Render a trace to an asciicast v2 file (no terminal needed).",
     "demo": "Replay the bundled demo trace (no model needed).",
     "sweep": "Run every draft length x temperature and report when speculation pays.",
+    "attach": "Watch a llama-server / vLLM / SGLang deployment's speculative decoding (/metrics, requests).",
 }
 
 

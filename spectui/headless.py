@@ -135,7 +135,8 @@ def summary_text(stats: RunStats) -> str:
         )
     dec_s = snap.decode_wall_ms / 1000.0
     lines.append(
-        f"decoded {max(0, snap.n_emitted - 1):4d} tokens in {dec_s:8.3f} seconds, speed: {snap.tokens_per_second:8.3f} t/s"
+        f"decoded {max(0, snap.n_emitted - 1):4d} tokens in {dec_s:8.3f} seconds, "
+        f"speed: {snap.tokens_per_second:8.3f} t/s"
     )
     lines.append("")
     # llama.cpp's llama-speculative-simple lines, same names and meaning
@@ -150,7 +151,9 @@ def summary_text(stats: RunStats) -> str:
     lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass")
     lines.append(f"tokens per pass        {snap.tokens_per_pass:.3f}")
     if snap.acceptance_by_position:
-        pos = "  ".join(f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position)
+        pos = "  ".join(
+            f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position
+        )
         lines.append(f"acceptance by position {pos}")
     lines.append(f"tokens/s (decode)      {snap.tokens_per_second:.2f}")
     lines.append(f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)")

@@ -147,7 +147,7 @@ def repo_files(repo: str, token: str | None = None) -> tuple[list[str], str]:
             raise SpectuiError(
                 f"Hugging Face repository {repo} not found (or private: set HF_TOKEN)"
             ) from None
-        except Exception:  # noqa: BLE001 - no network, proxy, timeouts: fall back to the cache as llama.cpp does
+        except Exception:  # noqa: BLE001, S110 - no network, proxy, timeouts: fall back to the cache as llama.cpp does
             pass
     files = cached_files(repo)
     if not files:

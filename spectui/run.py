@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .control import RunControl
+from .control import DRAFT_MAX_LIMIT, RunControl
 from .errors import SpectuiError
 from .events import Settings
 
@@ -30,9 +30,11 @@ def parse_draft_max(value: str | int) -> tuple[int, str | None]:
     try:
         k = int(v)
     except ValueError:
-        raise SpectuiError(f"--draft-max must be an integer 0..32, 'auto' or 'schedule', not {value!r}") from None
-    if not 0 <= k <= 32:
-        raise SpectuiError(f"--draft-max must be between 0 and 32, not {k}")
+        raise SpectuiError(
+            f"--draft-max must be an integer 0..{DRAFT_MAX_LIMIT}, 'auto' or 'schedule', not {value!r}"
+        ) from None
+    if not 0 <= k <= DRAFT_MAX_LIMIT:
+        raise SpectuiError(f"--draft-max must be between 0 and {DRAFT_MAX_LIMIT}, not {k}")
     return k, None
 
 
@@ -97,7 +99,9 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
     if not target:
-        raise SpectuiError("--target PATH (or -hf user/repo) is required; try `spectui demo` for a replay without models")
+        raise SpectuiError(
+            "--target PATH (or -hf user/repo) is required; try `spectui demo` for a replay without models"
+        )
     check_gguf_file(target, "target")  # one-line errors before any progress output
     if draft:
         check_gguf_file(draft, "draft")

@@ -84,7 +84,8 @@ def test_layout_is_a_real_hub_cache(hub_cache):
 # ------------------------------------------------------------------ llama.cpp's file choice rules
 
 
-FILES = ["README.md", "m-F16.gguf", "m-Q8_0.gguf", "m-q4_k_m.gguf", "mmproj-m-Q4_K_M.gguf", "m-Q5_K_S-00002-of-00002.gguf",
+FILES = ["README.md", "m-F16.gguf", "m-Q8_0.gguf", "m-q4_k_m.gguf", "mmproj-m-Q4_K_M.gguf",
+         "m-Q5_K_S-00002-of-00002.gguf",
          "m-Q5_K_S-00001-of-00002.gguf", "imatrix-Q4_K_M.gguf"]
 
 

@@ -19,7 +19,6 @@ Choices where the brief left room (documented here and in the report):
 from __future__ import annotations
 
 import codecs
-import os
 import statistics
 import sys
 import time
@@ -117,7 +116,7 @@ class Engine:
         self.draft = None
         self._closed = False
         self._gen = 0
-        self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits, see _debug()
+        self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see _decode_pass)
         try:
             n_ctx = int(n_ctx)
         except (TypeError, ValueError):
@@ -160,7 +159,8 @@ class Engine:
             tv.close()
             if dv is not None:
                 dv.close()
-        M.placement_report(parts, psutil.virtual_memory().available, M.gpu_devices() if ngl_t or ngl_d else [], self.warn)
+        devices = M.gpu_devices() if ngl_t or ngl_d else []
+        M.placement_report(parts, psutil.virtual_memory().available, devices, self.warn)
 
         use_extra_bufts = not no_repack
         if use_extra_bufts and M.system_has_amx():
@@ -171,9 +171,11 @@ class Engine:
             )
         self.no_repack = not use_extra_bufts
         try:
-            self.target = M.LoadedModel(tpath, "target", n_ctx, self.threads, use_extra_bufts, n_batch, ngl_t, n_ubatch, use_mmap)
+            common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
+                          n_ubatch=n_ubatch, use_mmap=use_mmap)
+            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, **common)
             if dpath:
-                self.draft = M.LoadedModel(dpath, "draft", n_ctx, self.threads, use_extra_bufts, n_batch, ngl_d, n_ubatch, use_mmap)
+                self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
                 self.target.n_use = self.draft.n_use = n_shared

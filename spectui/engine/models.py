@@ -295,7 +295,8 @@ def check_vocabs(target: VocabOnly, draft: VocabOnly) -> int:
     if ft.vocab_type != fd.vocab_type:
         raise SpectuiError(
             "vocabulary mismatch: the target's tokenizer is "
-            f"{VOCAB_TYPES.get(ft.vocab_type, ft.vocab_type)}, the draft's {VOCAB_TYPES.get(fd.vocab_type, fd.vocab_type)}"
+            f"{VOCAB_TYPES.get(ft.vocab_type, ft.vocab_type)}, "
+            f"the draft's {VOCAB_TYPES.get(fd.vocab_type, fd.vocab_type)}"
         )
     for what, add_t, add_d, id_t, id_d in (
         ("BOS", ft.add_bos, fd.add_bos, ft.bos, fd.bos),
@@ -583,7 +584,9 @@ def memory_report(sizes: list[int], kv: list[int], available: int, warn: Callabl
     return True
 
 
-def placement_report(parts: list[ModelMemory], available: int, devices: list[Device], warn: Callable[[str], None]) -> bool:
+def placement_report(
+    parts: list[ModelMemory], available: int, devices: list[Device], warn: Callable[[str], None]
+) -> bool:
     """memory_report for what stays in host memory, then the offloaded part against the GPUs' free
     memory where the backend reports it. Returns fits."""
     fits = memory_report([m.host[0] for m in parts], [m.host[1] for m in parts], available, warn)
