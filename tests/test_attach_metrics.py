@@ -46,7 +46,8 @@ def llama_text(drafts: int, draft_tokens: int, accepted: int, per_pos: list[int]
         ("prompt_tokens_total", "Number of prompt tokens processed, excluding cached tokens", 10),
         ("tokens_predicted_total", "Number of generation tokens processed", predicted),
         ("spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", draft_tokens),
-        ("spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", accepted),
+        ("spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model",
+         accepted),
         ("spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", drafts),
     ]
     gauges = [("predicted_tokens_seconds", "Average generation throughput in tokens/s", 12.5)]
@@ -57,7 +58,8 @@ def llama_text(drafts: int, draft_tokens: int, accepted: int, per_pos: list[int]
     if per_pos:
         out += ["# HELP llamacpp:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position",
                 "# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter"]
-        out += [f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {c}' for i, c in enumerate(per_pos)]
+        name = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+        out += [f'{name}{{position="{i}"}} {c}' for i, c in enumerate(per_pos)]
     return "\n".join(out) + "\n"
 
 
@@ -274,7 +276,8 @@ def test_histogram_quantile_cases():
     assert histogram_quantile(0.5, h) == pytest.approx(0.2 + 0.2 * (5 - 4) / (8 - 4))
     assert histogram_quantile(0.2, h) == pytest.approx(0.1 + 0.1 * 2 / 4)
     assert histogram_quantile(0.95, h) == pytest.approx(0.4)  # rank 9.5 in +Inf: largest finite bound
-    assert histogram_quantile(0.05, Histogram((Bucket(1.0, 2),), 2, 1.0)) == pytest.approx(0.05)  # rank 0.1 of 2 in (0, 1]
+    # rank 0.1 of 2 observations in (0, 1]
+    assert histogram_quantile(0.05, Histogram((Bucket(1.0, 2),), 2, 1.0)) == pytest.approx(0.05)
     assert histogram_quantile(0.5, Histogram((), 0, 0)) is None
     assert histogram_quantile(0.5, None) is None
     assert not math.isnan(histogram_quantile(0.99, h))

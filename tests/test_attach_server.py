@@ -256,7 +256,8 @@ def test_killed_mid_stream_then_restart_is_reset(tiny_target, tiny_draft_noisy, 
 
 
 @pytest.mark.qwen
-@pytest.mark.skipif(not (QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()), reason=f"Qwen GGUF pair not found in {MODELS}")
+@pytest.mark.skipif(not (QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()),
+                    reason=f"Qwen GGUF pair not found in {MODELS}")
 def test_qwen_pair_matches_server(tmp_path):
     server = LlamaServer(BINARY, spec_args(QWEN_TARGET, QWEN_DRAFT, ctx=1024), tmp_path / "qwen.log", ready_s=300)
     try:

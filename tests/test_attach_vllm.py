@@ -142,7 +142,8 @@ def test_vllm_numbers_match_server(vllm_server):
         assert end.reason in (aev.REQ_LENGTH, aev.REQ_STOP) and end.error == "", end
         for _ in range(50):  # vLLM logs stats asynchronously: wait until the request is counted
             text1 = raw(url)
-            if series(text1, "vllm:time_to_first_token_seconds_count") > series(text0, "vllm:time_to_first_token_seconds_count"):
+            ttft_count = "vllm:time_to_first_token_seconds_count"
+            if series(text1, ttft_count) > series(text0, ttft_count):
                 break
             time.sleep(0.2)
         stats.update(s.scrape_all()[0])
@@ -157,8 +158,7 @@ def test_vllm_numbers_match_server(vllm_server):
     assert w.drafts == d("vllm:spec_decode_num_drafts_total")
     assert w.draft_tokens == d("vllm:spec_decode_num_draft_tokens_total")
     assert w.accepted == d("vllm:spec_decode_num_accepted_tokens_total")
-    per_pos = [d(f'vllm:spec_decode_num_accepted_tokens_per_pos_total') ]
-    assert sum(w.accepted_per_pos) == per_pos[0] == w.accepted
+    assert sum(w.accepted_per_pos) == d("vllm:spec_decode_num_accepted_tokens_per_pos_total") == w.accepted
     assert w.ttft_n == d("vllm:time_to_first_token_seconds_count") == 1
     assert w.ttft_p50 is not None and w.ttft_p50 <= w.ttft_p95
     # per-request figures (metrics.speculative_decoding, summary) against the counters
@@ -166,5 +166,6 @@ def test_vllm_numbers_match_server(vllm_server):
     if w.drafts:
         assert w.status == OK
         assert w.mean_acceptance_length == pytest.approx(1 + w.accepted / w.drafts)
-        assert stats.snapshot().request.mean_acceptance_length == pytest.approx(1 + end.draft_n_accepted / end.spec_steps)
+        req = stats.snapshot().request
+        assert req.mean_acceptance_length == pytest.approx(1 + end.draft_n_accepted / end.spec_steps)
     assert end.n_tokens == 32 or end.reason == aev.REQ_STOP

@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 import click
 
-from .events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestChunk, RequestEnded, Target
+from ..errors import SpectuiError
+from ..trace import TraceWriter
+from .events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target
 from .request import stream_completion
 from .scraper import Scraper
 from .text import HeadlessFace, window_line
@@ -178,9 +180,6 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
                             draft_max=draft_max, count=count)
     writer = None
     if record:
-        from ..errors import SpectuiError
-        from ..trace import TraceWriter
-
         try:
             writer = TraceWriter(record, header_extra={"attach": True})
         except SpectuiError as exc:

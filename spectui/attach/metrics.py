@@ -76,7 +76,8 @@ def parse(text: str) -> ParsedMetrics:
     try:
         families = list(text_string_to_metric_families(text))
     except (ValueError, IndexError, KeyError, TypeError) as exc:
-        raise NotPrometheus(f"not Prometheus metrics: {str(exc).splitlines()[0][:120] if str(exc) else 'unparsable'}")
+        first = str(exc).splitlines()[0][:120] if str(exc) else "unparsable"
+        raise NotPrometheus(f"not Prometheus metrics: {first}") from None
     samples = [s for fam in families for s in fam.samples]
     kind = KIND_PROMETHEUS
     for prefix, k in PREFIXES.items():

@@ -33,7 +33,7 @@ from .events import (
     RequestEnded,
     RequestStarted,
 )
-from .scraper import FetchError, USER_AGENT, base_url, describe_error, http_get
+from .scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
 
 API_COMPLETION = "completion"
 API_OPENAI = "openai"
@@ -114,7 +114,7 @@ def stream_completion(
     yield RequestStarted(url=url, t=clock() - t0, api=api, prompt=prompt, n_predict=n_predict, draft_max=draft_max)
     n_tokens = 0
     last: dict[str, Any] = {}
-    req = urllib.request.Request(
+    req = urllib.request.Request(  # noqa: S310 - http(s) checked
         root + path,
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": USER_AGENT},
@@ -139,7 +139,12 @@ def stream_completion(
         )
 
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - URL the user gave
+        check_scheme(root)
+    except FetchError as exc:
+        yield ended(REQ_ERROR, str(exc))
+        return
+    try:
+        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - http(s) checked
     except (urllib.error.URLError, OSError, ValueError) as exc:
         yield ended(REQ_ERROR, describe_error(exc, timeout))
         return

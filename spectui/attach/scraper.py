@@ -12,6 +12,7 @@ server runs without speculation, whose counters then stay at zero).
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -45,6 +46,13 @@ def base_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+def check_scheme(url: str) -> None:
+    """Only http and https (urllib would also open file: and ftp: URLs)."""
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise FetchError(f"not an http(s) URL: {url[:120]}")
+
+
 def describe_error(exc: BaseException, timeout: float) -> str:
     """urllib's exceptions as one line a person can act on."""
     if isinstance(exc, urllib.error.HTTPError):
@@ -76,14 +84,15 @@ def describe_error(exc: BaseException, timeout: float) -> str:
 
 def http_get(url: str, timeout: float) -> tuple[str, str, dict[str, str]]:
     """GET -> (body text, content type, headers). Raises FetchError with one line."""
-    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "text/plain, */*"})
+    check_scheme(url)
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "text/plain, */*"})  # noqa: S310 - http(s) checked
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - URLs the user gave
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) checked
             body = resp.read(MAX_BYTES + 1)
             headers = {k.lower(): v for k, v in resp.headers.items()}
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise FetchError(describe_error(exc, timeout)) from None
-    except Exception as exc:  # http.client.RemoteDisconnected, IncompleteRead, BadStatusLine...
+    except http.client.HTTPException as exc:  # BadStatusLine, IncompleteRead...
         raise FetchError(f"bad HTTP response: {type(exc).__name__}: {str(exc)[:120]}") from None
     if len(body) > MAX_BYTES:
         raise FetchError(f"response larger than {MAX_BYTES // 2**20} MiB: not a /metrics page")

@@ -29,7 +29,9 @@ def window_line(w: Window) -> str:
     if w.status == ERROR:
         return f"{who}{kind}: {w.error}"
     if w.status in (BASELINE, RESET):
-        what = "baseline (first scrape)" if w.status == BASELINE else "reset: counters went back (server restarted?); new baseline"
+        what = "baseline (first scrape)"
+        if w.status == RESET:
+            what = "reset: counters went back (server restarted?); new baseline"
         extra = f" accept len {w.accept_length:.2f} (gauge)" if w.accept_length is not None else ""
         return f"{who}{kind}: {what}{extra}"
     lat = ""
@@ -41,7 +43,6 @@ def window_line(w: Window) -> str:
     if w.status == IDLE:
         gl = f"  accept len {w.accept_length:.2f} (gauge)" if w.accept_length is not None else ""
         return f"{who}{kind}: idle (no drafts in {w.dt:.1f}s){gl}{gen}{lat}"
-    assert w.status == OK
     pos = " ".join(f"{a:.2f}" for a in w.acceptance_by_pos)
     derived = " (drafts derived)" if w.drafts_derived else ""
     return (
@@ -74,7 +75,8 @@ def request_lines(r: RequestView) -> list[str]:
     lines.append(f"  client TTFT {_ms(r.ttft_s)}  ITL p50/p95 {_ms(r.itl_p50_s)}/{_ms(r.itl_p95_s)}")
     if r.draft_n >= 0:
         ml = f"  mean len {r.mean_acceptance_length:.2f}" if r.mean_acceptance_length is not None else ""
-        lines.append(f"  server: drafted {r.draft_n}  accepted {r.draft_n_accepted}  accept {_pct(r.acceptance_rate)}{ml}")
+        acc = _pct(r.acceptance_rate)
+        lines.append(f"  server: drafted {r.draft_n}  accepted {r.draft_n_accepted}  accept {acc}{ml}")
     else:
         lines.append("  server: no per-request speculation figures")
     return lines

@@ -133,7 +133,9 @@ def engine_window(
         return Window(url, cur.engine, kind, NO_SPEC if spec_off else BASELINE, accept_length=accept_length)
     ttft = histogram_delta(cur.ttft, prev.ttft)
     itl = histogram_delta(cur.itl, prev.itl)
-    generated = cur.generated_tokens - prev.generated_tokens if min(cur.generated_tokens, prev.generated_tokens) >= 0 else None
+    generated = None
+    if min(cur.generated_tokens, prev.generated_tokens) >= 0:
+        generated = cur.generated_tokens - prev.generated_tokens
     common = dict(
         dt=dt,
         generated=generated,
