@@ -40,6 +40,17 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   paying again. While the model says k > 0, every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper
   positions and the next verify size stay measured.
 
+- the hardware's curve: when the target's verify cost by batch size was measured on this machine
+  (``spectui probe``; ``register_curve`` makes a probe result known to policies in this process, keyed
+  by the target file, threads and GPU layers that ``RunStarted`` names), the model uses it from the first
+  pass for every batch size the run has not measured (scaled to the run's level: see
+  :mod:`spectui.costmodel`). When the curve says that even a per-draft acceptance of ``PLAUSIBLE_RATE``
+  at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no
+  re-probing (on the Qwen pair on 2 cores only k = 15 with 98.5% acceptance would break even);
+  otherwise it proceeds as above, without needing passes to learn verify costs.
+- draft cost before any draft was made: the start event's calibration of the draft model for the
+  ``model`` drafter, ``NGRAM_DRAFT_MS`` for prompt lookup (a dictionary lookup, not a model decode).
+
 ``schedule`` (``SchedulePolicy``): Hugging Face transformers' "heuristic" schedule for assistant models
 (``num_assistant_tokens_schedule="heuristic"``): +2 after a pass whose drafts were all accepted, -1
 otherwise, kept within 1..32. It starts at ``settings.draft_max`` when that is >= 1, else at 5 (HF
@@ -52,7 +63,9 @@ Imports nothing of the UI.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from .costmodel import K_MAX, Prediction, predict_from
 from .errors import SpectuiError
@@ -75,6 +88,39 @@ OPTIMISM = 0.5  # standard errors added to acceptance before settling on k = 0
 MIN_EVIDENCE = 4.0  # first-position observations needed before settling on k = 0
 CATCHUP_FRACTION = 0.25  # assumed draft catch-up cost per skipped token, as a share of a draft decode
 PROBE_MAX = 192
+PLAUSIBLE_RATE = 0.95  # with the hardware's curve: settle on k = 0 at once when even this per-draft
+# acceptance, held at every position, could not pay (a 0.5B draft of a 1.5B target holds 60-80%)
+NGRAM_DRAFT_MS = 0.0  # prior draft cost per token of prompt lookup (measured: microseconds)
+
+# ---------------------------------------------------------------- the hardware's curves, by model
+
+_CURVES: dict[tuple, dict[int, float]] = {}
+
+
+def curve_key(path: str, size_bytes: int, threads: int, n_gpu_layers: int) -> tuple:
+    """What a verify curve belongs to: the target file, the threads and the layers offloaded."""
+    try:
+        path = os.path.realpath(path)
+    except (OSError, ValueError):
+        pass
+    return (path, int(size_bytes), int(threads), int(n_gpu_layers))
+
+
+def register_curve(key: tuple, curve: Mapping[int, float] | None) -> None:
+    """Make the target's verify ms by k (batch k + 1) known to cost policies of runs that match ``key``
+    (``curve_key``); None forgets it."""
+    if curve:
+        _CURVES[key] = {int(k): float(ms) for k, ms in curve.items() if ms > 0}
+    else:
+        _CURVES.pop(key, None)
+
+
+def curve_for(event: RunStarted) -> dict[int, float] | None:
+    """The registered curve for the run that ``event`` starts, or None."""
+    if not _CURVES or not event.target.path:
+        return None
+    return _CURVES.get(curve_key(event.target.path, event.target.size_bytes, event.threads,
+                                 event.target.n_gpu_layers))
 
 
 def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
@@ -121,6 +167,13 @@ class CostPolicy:
     _settings_key: tuple | None = None
     _draft_steady: bool = False
     _at_zero: bool = False
+    curve: dict[int, float] | None = None  # the hardware's verify ms by k in use (None: none known)
+    given_curve: dict[int, float] | None = None  # passed in; else looked up at RunStarted (curve_for)
+    drafter: str = "model"
+
+    def __post_init__(self) -> None:
+        if self.given_curve:
+            self.curve = dict(self.given_curve)
 
     # ------------------------------------------------------------ observing
     def observe(self, event: Event) -> None:
@@ -129,8 +182,14 @@ class CostPolicy:
             self.calib_target_ms = max(0.0, event.target_decode_ms)
             self.calib_draft_ms = max(0.0, event.draft_decode_ms)
             self._settings_key = (event.settings.temperature, event.settings.drafter)
+            self.drafter = event.settings.drafter
+            self.curve = dict(self.given_curve) if self.given_curve else curve_for(event)
         elif isinstance(event, SettingsChanged):
             key = (event.new.temperature, event.new.drafter)
+            if event.new.drafter != self.drafter:  # a different drafter costs differently
+                self.drafter = event.new.drafter
+                self.draft_ms_per_token = None
+                self._draft_steady = False
             if self._settings_key is not None and key != self._settings_key:
                 self._reset_acceptance()
             self._settings_key = key
@@ -210,22 +269,28 @@ class CostPolicy:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
-    def bound_prediction(self) -> Prediction:
-        """The best case: every draft accepted, with the measured times."""
+    def _draft_ms(self) -> float:
+        """Draft ms per token: measured, else the prior for the drafter in use."""
+        if self.draft_ms_per_token is not None:
+            return self.draft_ms_per_token
+        return NGRAM_DRAFT_MS if self.drafter == "ngram" else self.calib_draft_ms
+
+    def _points(self) -> dict[int, float]:
         points = dict(self.verify_ms)
         if 0 not in points and self.calib_target_ms > 0:
             points[0] = self.calib_target_ms
-        d = self.draft_ms_per_token if self.draft_ms_per_token is not None else self.calib_draft_ms
-        return predict_from([1.0] * self.k_max, [1.0] * self.k_max, points, d, self.other_ms or 0.0,
-                            k_max=self.k_max)
+        return points
+
+    def bound_prediction(self, rate: float = 1.0) -> Prediction:
+        """The best case: every draft accepted (or ``rate`` per draft), with the measured times (and the
+        hardware's curve)."""
+        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), self._draft_ms(),
+                            self.other_ms or 0.0, k_max=self.k_max, curve=self.curve)
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
-        points = dict(self.verify_ms)
-        if 0 not in points and self.calib_target_ms > 0:
-            points[0] = self.calib_target_ms
-        d = self.draft_ms_per_token if self.draft_ms_per_token is not None else self.calib_draft_ms
         rates, weights = self.rates(optimism)
-        return predict_from(rates, weights, points, d, self.other_ms or 0.0, k_max=self.k_max, current_k=current_k)
+        return predict_from(rates, weights, self._points(), self._draft_ms(), self.other_ms or 0.0,
+                            k_max=self.k_max, current_k=current_k, curve=self.curve)
 
     # ------------------------------------------------------------ choosing
     def choose(self, settings: Settings) -> int:
@@ -237,6 +302,13 @@ class CostPolicy:
     def _choose(self, settings: Settings) -> tuple[int, str]:
         if settings.drafter == "none":
             return 0, "no drafter"
+        if self.curve:
+            bound = self.bound_prediction(PLAUSIBLE_RATE)
+            if bound.ready and bound.best_k == 0:
+                # the hardware's curve settles it before any draft: no plausible acceptance pays
+                self.last_prediction = self.prediction(current_k=self.prev_k)
+                return 0, (f"speculation loses: even {PLAUSIBLE_RATE:.0%} acceptance at every draft cannot pay "
+                           "(probe's curve): k = 0")
         if self.warmup_left > 0:
             self.warmup_left -= 1
             return min(WARMUP_K, self.k_max), "warm-up: measuring acceptance"
@@ -286,7 +358,7 @@ class CostPolicy:
             if self.probe_cost_ms == 0.0:
                 # no probe measured yet: estimate the draft model's catch-up on the skipped text
                 k0 = self._k0_pass_ms()
-                d = self.draft_ms_per_token if self.draft_ms_per_token is not None else self.calib_draft_ms
+                d = self._draft_ms()
                 if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
                     self.probe_every = PROBE_MAX
             self.next_probe = max(self.next_probe, n + self.probe_every)
@@ -325,12 +397,14 @@ class SchedulePolicy:
         return self.k
 
 
-def make_policy(mode: str | None):
-    """A fresh policy for ``mode`` ("cost" or "schedule"; "auto" means "cost")."""
+def make_policy(mode: str | None, curve: Mapping[int, float] | None = None):
+    """A fresh policy for ``mode`` ("cost" or "schedule"; "auto" means "cost"). ``curve``: the target's
+    verify ms by k on this machine (``ProbeResult.curve``) for the cost policy; when None, the policy
+    looks one up at RunStarted among the registered curves (``register_curve``)."""
     if mode == "auto":
         mode = "cost"
     if mode == "cost":
-        return CostPolicy()
+        return CostPolicy(given_curve=dict(curve) if curve else None)
     if mode == "schedule":
         return SchedulePolicy()
     raise SpectuiError(f"unknown automatic draft-length mode {mode!r}; use one of: {', '.join(AUTO_MODES)}")

@@ -26,6 +26,13 @@ Where the numbers come from (each figure says whether it was measured or extrapo
   sizes beyond the largest measured one are extrapolated along a least-squares line fitted to all
   measured points (slope floored at 0), anchored at the largest measured size. With a single measured
   size, verify time is assumed flat (the textbook "verification costs one pass"), and the note says so.
+- the hardware's curve: when a measured verify-ms-by-batch curve is given (``curve``, {k: ms} for
+  batches of k + 1 tokens, from ``spectui probe``), it replaces the interpolation and the straight-line
+  extrapolation: sizes the run has not measured take the curve's value, scaled by the ratio of what the
+  run measured to what the curve says at the sizes both know (the curve gives the shape, the run its
+  level under the current load and context length; not clamped: a run's in-loop decode can cost several
+  times the probe's on a tiny model, and only the shape keeps the verdict).
+  Sizes beyond the curve are extrapolated from the curve alone.
 
 Imports nothing of the UI.
 """
@@ -39,6 +46,12 @@ from .stats import StatsSnapshot
 
 K_MAX = 16
 TAIL_POSITIONS = 3  # conditional rates averaged for the extrapolated tail
+
+# where each verify time came from (Prediction.verify_source_by_k)
+SRC_RUN = "run"  # measured in this run (or passed in as measured)
+SRC_CURVE = "probe"  # the hardware's measured curve, scaled to the run's level
+SRC_INTERPOLATED = "interpolated"
+SRC_EXTRAPOLATED = "extrapolated"
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,7 @@ class Prediction:
     advice: str
     ready: bool = True  # False when there were no timings to predict from
     draft_ms_fixed: float = 0.0  # drafting k tokens costs draft_ms_fixed + k * draft_ms_per_token
+    verify_source_by_k: tuple[str, ...] = ()  # SRC_RUN / SRC_CURVE / SRC_INTERPOLATED / SRC_EXTRAPOLATED
 
     @property
     def baseline_tps(self) -> float:
@@ -80,7 +94,11 @@ class Prediction:
 
     def describe_k(self, k: int) -> str:
         """One line about draft length k (used by the sweep report and the TUI tooltip)."""
-        src = "measured" if self.verify_measured_by_k[k] else "extrapolated"
+        if self.verify_source_by_k:
+            src = {SRC_RUN: "measured", SRC_CURVE: "from the probe's curve"}.get(
+                self.verify_source_by_k[k], self.verify_source_by_k[k])
+        else:
+            src = "measured" if self.verify_measured_by_k[k] else "extrapolated"
         return (
             f"k={k}: {self.tokens_per_pass_by_k[k]:.2f} tokens/pass in {self.ms_per_pass_by_k[k]:.0f} ms "
             f"(verify {self.verify_ms_by_k[k]:.0f} ms {src}) -> {self.tps_by_k[k]:.2f} t/s, "
@@ -156,8 +174,64 @@ def fill_rates(rates: Sequence[float], weights: Sequence[float], n: int) -> tupl
     return out, flags, note
 
 
-def verify_curve(points: Mapping[int, float], k_max: int) -> tuple[list[float], list[bool], str]:
-    """Verify ms for k = 0..k_max from measured {k: ms} (see the module docstring)."""
+def verify_curve(
+    points: Mapping[int, float], k_max: int, curve: Mapping[int, float] | None = None
+) -> tuple[list[float], list[bool], str]:
+    """Verify ms for k = 0..k_max from measured {k: ms}, and the hardware's curve when given (see the
+    module docstring). Returns (ms by k, measured-in-the-run by k, note)."""
+    out, sources, note = verify_sources(points, k_max, curve)
+    return out, [src == SRC_RUN for src in sources], note
+
+
+def curve_scale(points: Mapping[int, float], base: Sequence[float]) -> tuple[float, list[int]]:
+    """The run's level relative to a curve: sum of measured ms / sum of the curve's ms at the same k
+    (k within the curve); 1.0 when nothing is shared. Also the shared k."""
+    common = sorted(k for k, ms in points.items() if 0 <= k < len(base) and ms > 0 and base[k] > 0)
+    if not common:
+        return 1.0, []
+    return sum(points[k] for k in common) / sum(base[k] for k in common), common
+
+
+def verify_sources(
+    points: Mapping[int, float], k_max: int, curve: Mapping[int, float] | None = None
+) -> tuple[list[float], list[str], str]:
+    """Verify ms for k = 0..k_max and where each came from (SRC_*), and the note."""
+    pts = {int(k): float(ms) for k, ms in points.items() if ms > 0 and k >= 0}
+    cur = {int(k): float(ms) for k, ms in (curve or {}).items() if ms > 0 and k >= 0}
+    if cur:
+        base, _, _ = _straight_curve(cur, k_max)
+        scale, common = curve_scale(pts, base)
+        top = max(cur)
+        out, src = [], []
+        for k in range(k_max + 1):
+            if k in pts:
+                out.append(pts[k])
+                src.append(SRC_RUN)
+            else:
+                out.append(base[k] * scale)
+                src.append(SRC_CURVE if k <= top else SRC_EXTRAPOLATED)
+        note = f"verify time from the probe's curve (k=0..{top})"
+        if common:
+            note += (f", scaled x{scale:.2f} to this run's level (measured here at k="
+                     f"{','.join(str(k) for k in common)})")
+        if k_max > top:
+            note += f"; k>{top} extrapolated along the curve's least-squares line"
+        return out, src, note
+    out, meas, note = _straight_curve(pts, k_max)
+    src = []
+    top = max(pts) if pts else -1
+    for k in range(k_max + 1):
+        if meas[k]:
+            src.append(SRC_RUN)
+        elif len(pts) > 1 and min(pts) < k < top:
+            src.append(SRC_INTERPOLATED)
+        else:
+            src.append(SRC_EXTRAPOLATED)
+    return out, src, note
+
+
+def _straight_curve(points: Mapping[int, float], k_max: int) -> tuple[list[float], list[bool], str]:
+    """Measured points, linear interpolation between them and a least-squares line beyond."""
     pts = sorted((int(k), float(ms)) for k, ms in points.items() if ms > 0 and k >= 0)
     if not pts:
         return [0.0] * (k_max + 1), [False] * (k_max + 1), "no verify time measured yet"
@@ -210,8 +284,12 @@ def predict_from(
     k_max: int = K_MAX,
     current_k: int | None = None,
     draft_ms_fixed: float = 0.0,
+    curve: Mapping[int, float] | None = None,
 ) -> Prediction:
     """The model itself, from plain numbers (``predict`` and the auto-k policy feed it).
+
+    ``curve``: the hardware's measured verify ms by k (batch k + 1), e.g. ``ProbeResult.curve``; it
+    fills every k the run has not measured (see the module docstring).
 
     Drafting k tokens costs ``draft_ms_fixed + k * draft_ms_per_token`` (k > 0): the fixed part is
     what a pass's first draft decode costs beyond a back-to-back one (measured on the Qwen pair: draft
@@ -220,7 +298,8 @@ def predict_from(
     if k_max < 0:
         raise ValueError("k_max must be >= 0")
     a, a_meas, a_note = fill_rates(rates, rate_weights, k_max)
-    v, v_meas, v_note = verify_curve(verify_points, k_max)
+    v, v_src, v_note = verify_sources(verify_points, k_max, curve)
+    v_meas = [src == SRC_RUN for src in v_src]
     d = max(0.0, float(draft_ms_per_token))
     other = max(0.0, float(other_ms_per_pass))
     reach: list[float] = []
@@ -258,6 +337,7 @@ def predict_from(
         advice="",
         ready=ready,
         draft_ms_fixed=fixed,
+        verify_source_by_k=tuple(v_src),
     )
     return _with_advice(pred, bool(rates))
 
@@ -309,13 +389,16 @@ def predict(
     *,
     current_k: int | None = None,
     draft_ms_per_token: float | None = None,
+    curve: Mapping[int, float] | None = None,
 ) -> Prediction:
     """Predict tokens/s for k = 0..k_max from a statistics snapshot.
 
     ``verify_ms_by_k``: extra measured verify times {k: ms} (e.g. from ``engine.measure_verify_ms``);
     they override the snapshot's means for the same k. ``current_k``: the draft length in force (marked
     in the advice); when None, the most used k of the run. ``draft_ms_per_token``: override (e.g. the
-    start event's calibration ``draft_decode_ms`` before any draft was made).
+    start event's calibration ``draft_decode_ms`` before any draft was made). ``curve``: the hardware's
+    verify ms by k from ``spectui probe`` (``ProbeResult.curve``), used for every k the run has not
+    measured instead of the straight-line extrapolation.
     """
     points: dict[int, float] = {}
     if snapshot.target_decode_ms > 0:
@@ -343,4 +426,5 @@ def predict(
     other = snapshot.other_ms_total / snapshot.n_passes if snapshot.n_passes else 0.0
     if current_k is None and snapshot.verify_ms_by_k:
         current_k = max(snapshot.verify_ms_by_k, key=lambda t: (t[2], t[0]))[0]
-    return predict_from(rates, weights, points, d, other, k_max=k_max, current_k=current_k, draft_ms_fixed=fixed)
+    return predict_from(rates, weights, points, d, other, k_max=k_max, current_k=current_k, draft_ms_fixed=fixed,
+                        curve=curve)

@@ -227,3 +227,101 @@ def test_settles_at_once_when_even_perfect_acceptance_cannot_pay():
         assert pol.bound_prediction().best_k == 0
         assert tps >= 0.97 * world.expected_tps(0)
         assert pol.last_reason == "speculation loses: k = 0"
+
+
+# ---------------------------------------------------------------- with the hardware's curve (spectui probe)
+
+QWEN_RATIOS = (1.0, 1.70, 2.15, 2.54, 2.9, 3.3, 3.7, 4.36, 4.5, 4.6, 4.7, 4.8, 4.9, 5.0, 5.1, 5.27)
+
+
+class CurveWorld(World):
+    """A world whose verify cost follows a curve of ratios to one decode (k -> ratios[k] * v0)."""
+
+    def __init__(self, a, d, v0, ratios, **kw):
+        super().__init__(a, d, v0, 0.0, **kw)
+        self.ratios = ratios
+
+    def pass_event(self, k):
+        ev = super().pass_event(k)
+        from dataclasses import replace
+        t = ev.timing
+        v = self.v0 * self.ratios[k]
+        return replace(ev, timing=replace(t, verify_ms=v, wall_ms=t.wall_ms - t.verify_ms + v))
+
+    def expected_tps(self, k):
+        return 1000.0 * leviathan(self.a, k) / (k * self.d + self.v0 * self.ratios[k] + self.other)
+
+    def best_fixed(self, k_max=15):
+        return max(range(k_max + 1), key=self.expected_tps)
+
+
+def test_curve_that_cannot_pay_settles_on_k0_from_the_first_pass():
+    # the issue's Qwen curve with c = 0.6: only k = 15 at 98.5% per draft would break even
+    curve = {k: 26.0 * r for k, r in enumerate(QWEN_RATIOS)}
+    for a in (0.6, 0.9):
+        world = CurveWorld(a=a, d=15.6, v0=26.0, ratios=QWEN_RATIOS, catch_up=5.0)
+        assert world.best_fixed() == 0
+        pol = make_policy("cost", curve=curve)
+        ks, tps = drive(pol, world, 128)
+        assert ks == [0] * 128  # no warm-up, no exploring, no probes
+        assert tps == pytest.approx(world.expected_tps(0))
+        assert "probe's curve" in pol.last_reason
+    # the same world without the curve spends passes learning what the curve knew
+    ks, _ = drive(make_policy("cost"), CurveWorld(a=0.6, d=15.6, v0=26.0, ratios=QWEN_RATIOS), 128)
+    assert sum(1 for k in ks if k) >= WARMUP_PASSES
+
+
+def test_curve_level_follows_the_run():
+    # a curve measured on a quiet machine, a run twice as slow: the decision is the curve's shape
+    curve = {k: 13.0 * r for k, r in enumerate(QWEN_RATIOS)}
+    world = CurveWorld(a=0.7, d=15.6, v0=26.0, ratios=QWEN_RATIOS)
+    ks, _ = drive(make_policy("cost", curve=curve), world, 32)
+    assert ks == [0] * 32
+
+
+def test_flat_curve_and_high_acceptance_drafts_long():
+    # memory-bound (a GPU): verify costs one decode at any size; cheap draft, 90% acceptance
+    flat = tuple(1.0 + 0.01 * k for k in range(17))
+    world = CurveWorld(a=0.9, d=2.0, v0=20.0, ratios=flat + (flat[-1],) * 16)
+    best = world.best_fixed(16)
+    assert best >= 8
+    pol = make_policy("cost", curve={k: 20.0 * r for k, r in enumerate(flat)})
+    ks, tps = drive(pol, world, 300)
+    assert ks[0] > 0 and min(ks) > 0  # never k = 0
+    assert min(ks[60:]) >= 5
+    assert tps >= 0.95 * world.expected_tps(best)
+
+
+def test_prompt_lookup_is_not_judged_at_the_draft_models_price():
+    # the Qwen curve with the ngram drafter: drafts cost ~0, so k = 1 pays at 70% acceptance; the
+    # draft model's calibration (15.6 ms) must not make the policy settle on k = 0
+    curve = {k: 26.0 * r for k, r in enumerate(QWEN_RATIOS)}
+    s = Settings(draft_max=2, auto="cost", drafter="ngram")
+    world = CurveWorld(a=0.9, d=0.05, v0=26.0, ratios=QWEN_RATIOS)
+    pol = make_policy("cost", curve=curve)
+    ks, tps = drive(pol, world, 200, settings=s,
+                    start=make_start(target_decode_ms=26.0, draft_decode_ms=15.6, settings=s))
+    assert ks[0] == WARMUP_K
+    assert sum(1 for k in ks[20:] if k > 0) >= 0.9 * len(ks[20:])
+    # (the best fixed k here is 14 at 59 t/s; the policy's prior makes deep positions look worse until
+    # drafted, so it settles on 4-5: 53 t/s, within 0.9x)
+    assert tps >= 1.3 * world.expected_tps(0) and tps >= 0.85 * world.expected_tps(world.best_fixed())
+
+
+def test_registered_curve_is_found_by_the_start_event():
+    from spectui.autok import curve_for, curve_key, register_curve
+
+    key = curve_key("t.gguf", 0, 2, 0)  # what make_start names: t.gguf, size 0, 2 threads, CPU
+    curve = {k: 26.0 * r for k, r in enumerate(QWEN_RATIOS)}
+    try:
+        register_curve(key, curve)
+        assert curve_for(make_start()) == curve
+        world = CurveWorld(a=0.9, d=15.6, v0=26.0, ratios=QWEN_RATIOS)
+        ks, _ = drive(make_policy("cost"), world, 16)
+        assert ks == [0] * 16
+        other = make_start()
+        from dataclasses import replace
+        assert curve_for(replace(other, threads=4)) is None
+    finally:
+        register_curve(key, None)
+    assert curve_for(make_start()) is None

@@ -57,3 +57,47 @@ def test_cost_mode_in_the_loop(noisy_engine, temp):
     pairs = _replay_choices("cost", evs, n)
     assert [a for a, _ in pairs] == [b for _, b in pairs]
     assert sum(len(p.emitted) for p in evs if isinstance(p, PassEvent)) == n or evs[-1].reason == "eog"
+
+
+# ---------------------------------------------------------------- the hardware's curve (spectui probe)
+
+
+def _replay_with_curve(events, n_predict, curve):
+    pol = make_policy("cost", curve=curve)
+    pairs, emitted = [], 0
+    for ev in events:
+        if isinstance(ev, PassEvent) and not ev.prefill:
+            pairs.append((max(0, min(pol.choose(ev.settings), n_predict - emitted - 1)), ev.k))
+        if isinstance(ev, PassEvent):
+            emitted += len(ev.emitted)
+        pol.observe(ev)
+    return pairs
+
+
+def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
+    from spectui.autok import curve_key, register_curve
+    from spectui.probe import cached_or_measure
+
+    res = cached_or_measure(noisy_engine, repeats=1, directory=tmp_path)  # measured, cached, registered
+    key = curve_key(res.target.path, res.target.size_bytes, res.threads, res.target.n_gpu_layers)
+    n = 48
+    try:
+        evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
+        assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
+        pairs = _replay_with_curve(evs, n, res.curve)
+        assert [a for a, _ in pairs] == [b for _, b in pairs]
+        # a curve on which no plausible acceptance pays (a verify of 2 tokens costs 51 decodes: on the tiny
+        # models the loop's own ~1 ms per pass dwarfs a 0.2 ms decode, so a merely steep curve would pay):
+        # k = 0 from the first pass, no warm-up at k = 1
+        steep = {k: res.decode_ms * (1 + 50 * k) for k in range(17)}
+        register_curve(key, steep)
+        evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
+        passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
+        assert passes and all(p.k == 0 for p in passes)
+        assert [a for a, _ in _replay_with_curve(evs, n, steep)] == [p.k for p in passes]
+    finally:
+        register_curve(key, None)
+    # without a curve the policy warms up at k = 1 as before
+    evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
+    passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
+    assert [p.k for p in passes[:WARMUP_PASSES]] == [WARMUP_K] * WARMUP_PASSES

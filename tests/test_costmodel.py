@@ -181,3 +181,54 @@ def test_draft_cost_has_a_fixed_part_per_pass():
     # without a calibration the average per token is used, with no fixed part (the older model)
     pred2 = predict(compute([RunStarted(target_decode_ms=30.0)] + events[1:]), k_max=8)
     assert pred2.draft_ms_fixed == 0.0 and pred2.draft_ms_per_token == pytest.approx(21.0)
+
+
+# ---------------------------------------------------------------- the hardware's curve (spectui probe)
+
+
+def test_curve_replaces_the_straight_line_exact_arithmetic():
+    from spectui.costmodel import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
+
+    curve = {0: 10.0, 1: 12.0, 2: 14.0, 3: 16.0}  # 2 ms per extra token
+    # the run measured k = 0 at 20 ms: the curve's shape at twice its level
+    v, src, note = verify_sources({0: 20.0}, 5, curve)
+    assert v == pytest.approx([20.0, 24.0, 28.0, 32.0, 36.0, 40.0])
+    assert src == [SRC_RUN, SRC_CURVE, SRC_CURVE, SRC_CURVE, SRC_EXTRAPOLATED, SRC_EXTRAPOLATED]
+    assert "probe's curve" in note and "x2.00" in note
+    # two measured sizes: measured values kept, the others scaled by sum(measured) / sum(curve)
+    v, src, _ = verify_sources({0: 10.0, 2: 21.0}, 3, {0: 10.0, 1: 15.0, 2: 20.0, 3: 25.0})
+    assert v == pytest.approx([10.0, 15.0 * 31 / 30, 21.0, 25.0 * 31 / 30])
+    # nothing measured in the run: the curve as it is
+    v, _, _ = verify_sources({}, 3, curve)
+    assert v == pytest.approx([10.0, 12.0, 14.0, 16.0])
+    # the scale is not clamped: the shape is what the curve knows
+    v, _, _ = verify_sources({0: 100.0}, 1, {0: 10.0, 1: 20.0})
+    assert v == pytest.approx([100.0, 200.0])
+    # verify_curve: the measured flags are the run's only
+    v2, meas, _ = verify_curve({0: 20.0}, 3, curve)
+    assert meas == [True, False, False, False] and v2 == pytest.approx([20.0, 24.0, 28.0, 32.0])
+
+
+def test_predict_from_with_a_flat_curve_and_certain_acceptance():
+    # memory-bound: a verify of any size costs one decode (10 ms); drafts free and always accepted
+    p = predict_from([1.0] * 4, [1.0] * 4, {}, 0.0, k_max=4, curve={k: 10.0 for k in range(17)})
+    assert p.tps_by_k == pytest.approx((100.0, 200.0, 300.0, 400.0, 500.0))
+    assert p.best_k == 4 and p.verify_source_by_k == ("probe",) * 5
+    assert "from the probe's curve" in p.describe_k(2)
+
+
+def test_predict_uses_the_curve_instead_of_linear_extrapolation():
+    # the run measured k = 0 and 1; linear extrapolation would add 10 ms per token for ever, the
+    # curve (the Qwen ratios, rising ever more slowly) says otherwise
+    snap = _snapshot_with_rate(0.7, 4, target_decode_ms=26.0, draft_ms_per_token=15.6,
+                               verify_ms_by_k=((1, 36.0, 50),))
+    lin = predict(snap, k_max=15)
+    ratios = (1.0, 1.70, 2.15, 2.54, 2.9, 3.3, 3.7, 4.36, 4.5, 4.6, 4.7, 4.8, 4.9, 5.0, 5.1, 5.27)
+    curve = {k: 26.0 * r for k, r in enumerate(ratios)}
+    p = predict(snap, k_max=15, curve=curve)
+    assert lin.verify_ms_by_k[15] == pytest.approx(36.0 + 10.0 * 14)
+    scale = (26.0 + 36.0) / (26.0 + 26.0 * 1.70)
+    assert p.verify_ms_by_k[15] == pytest.approx(26.0 * 5.27 * scale)
+    assert p.verify_ms_by_k[:2] == pytest.approx((26.0, 36.0))
+    assert p.verify_measured_by_k[:3] == (True, True, False)
+    assert p.best_k == 0
