@@ -535,12 +535,40 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     return res
 
 
+_INSTALLED: dict[tuple, ProbeResult] = {}
+
+
 def install(result: ProbeResult) -> None:
-    """Register the result's verify curve with the auto-k policy (runs of the same target and threads)."""
+    """Register the result's verify curve with the auto-k policy (runs of the same target and threads),
+    and the result itself for faces (``installed_for``)."""
     from .autok import curve_key, register_curve  # noqa: PLC0415
 
     t = result.target
-    register_curve(curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers), result.curve)
+    key = curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers)
+    register_curve(key, result.curve)
+    _INSTALLED[key] = result
+
+
+def uninstall(result: ProbeResult) -> None:
+    """Undo ``install``."""
+    from .autok import curve_key, register_curve  # noqa: PLC0415
+
+    t = result.target
+    key = curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers)
+    register_curve(key, None)
+    _INSTALLED.pop(key, None)
+
+
+def installed_for(started) -> ProbeResult | None:
+    """The probe result installed for the run that ``started`` (a RunStarted event) begins, or None:
+    for faces (the TUI's prediction panel, the headless summary) to show the figures and to pass
+    ``result.curve`` to ``costmodel.predict``."""
+    from .autok import curve_key  # noqa: PLC0415
+
+    t = started.target
+    if not _INSTALLED or not t.path:
+        return None
+    return _INSTALLED.get(curve_key(t.path, t.size_bytes, started.threads, t.n_gpu_layers))
 
 
 # ---------------------------------------------------------------- text

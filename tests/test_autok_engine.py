@@ -76,7 +76,7 @@ def _replay_with_curve(events, n_predict, curve):
 
 def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
     from spectui.autok import curve_key, register_curve
-    from spectui.probe import cached_or_measure
+    from spectui.probe import cached_or_measure, uninstall
 
     res = cached_or_measure(noisy_engine, repeats=1, directory=tmp_path)  # measured, cached, registered
     key = curve_key(res.target.path, res.target.size_bytes, res.threads, res.target.n_gpu_layers)
@@ -96,7 +96,7 @@ def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
         assert passes and all(p.k == 0 for p in passes)
         assert [a for a, _ in _replay_with_curve(evs, n, steep)] == [p.k for p in passes]
     finally:
-        register_curve(key, None)
+        uninstall(res)
     # without a curve the policy warms up at k = 1 as before
     evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
     passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]

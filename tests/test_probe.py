@@ -24,10 +24,12 @@ from spectui.probe import (
     cached_or_measure,
     chart,
     install,
+    installed_for,
     load_cached,
     measure,
     probe_cmd,
     render,
+    uninstall,
 )
 
 from synthetic_events import make_start
@@ -243,8 +245,10 @@ def test_round_trip_and_install_registers_the_curve():
         pol = autok.make_policy("cost")
         pol.observe(make_start(target_decode_ms=26.0, draft_decode_ms=15.6))
         assert pol.curve == r.curve
+        assert installed_for(make_start()) == r
     finally:
-        autok.register_curve(autok.curve_key("t.gguf", 0, 2, 0), None)
+        uninstall(r)
+    assert installed_for(make_start()) is None
     pol = autok.make_policy("cost")
     pol.observe(make_start(target_decode_ms=26.0))
     assert pol.curve is None
