@@ -177,6 +177,16 @@ class ProbeResult:
     def verdict(self) -> Verdict:
         return analyse(self)
 
+    def summary_line(self) -> str:
+        """One line of the figures (for a face's panel or a summary)."""
+        sizes = [b for b in (2, 3, 4, 8, 16, 32, 64) if b <= self.max_batch]
+        if self.max_batch not in sizes:
+            sizes.append(self.max_batch)
+        c = f", draft c = {self.cost_ratio:.2f}" if self.cost_ratio is not None else ""
+        return (f"this machine: decode {self.decode_ms:.1f} ms (weights <= {self.bandwidth_gb_s:.0f} GB/s), verify "
+                f"{'/'.join(str(b) for b in sizes)} tokens = {'/'.join(f'{self.ratio(b):.2f}' for b in sizes)} "
+                f"decodes{c}{'' if self.quiet else ' (measured under load)'}")
+
     # ---- JSON form
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -187,6 +187,8 @@ def test_verdict_the_issue_figures_kernels_and_no_pay():
     assert v.best_case_k == 15 and v.best_case_speedup == pytest.approx(16 / 14.27, rel=1e-3)
     assert "cannot pay" in v.sentence and "kernels" in v.sentence
     assert "3 tokens costs 2.15 decodes" in v.sentence
+    assert r.summary_line() == ("this machine: decode 26.0 ms (weights <= 42 GB/s), verify 2/3/4/8/16 tokens = "
+                                "1.70/2.15/2.54/4.36/5.27 decodes, draft c = 0.60")
     # without a draft model (prompt lookup: free drafts) the same curve pays when acceptance is high
     v0 = analyse(_hand(26.0, QWEN_RATIOS))
     needs = {k: acceptance_needed(QWEN_RATIOS[k], k) for k in range(1, 16)}
