@@ -265,7 +265,7 @@ def test_no_speculation_and_error_windows():
     stats.update(scrape("a", generate_latest(reg).decode(), 1.0))
     a, b = stats.snapshot().interval
     assert a.status == NO_SPEC and b.status == ERROR and "refused" in b.error
-    # llama-server with counters at zero and /props saying none: no speculation, not idle
+    # llama-server with counters at zero and /slots saying no slot speculates: no speculation, not idle
     stats.update(MetricsScraped(url="c", t=1.0, kind=KIND_LLAMA_SERVER, speculation="none",
                                 engines=metrics.parse(llama_text(0, 0, 0, None)).engines))
     assert stats.snapshot().interval[-1].status == NO_SPEC

@@ -174,6 +174,12 @@ def stream_completion(
                     return
                 now = clock() - t0
                 text, n, finish_now = _chunk_text(msg, api)
+                predicted = msg.get("tokens_predicted")
+                if isinstance(predicted, int) and api == API_COMPLETION:
+                    # llama-server holds back tokens (an incomplete UTF-8 character, a possible stop
+                    # string) and sends them in one later chunk whose `tokens` lists only the last:
+                    # its running count tokens_predicted is what says how many arrived.
+                    n = max(predicted - n_tokens, 0)
                 finish = finish_now or finish
                 last.update({k: v for k, v in msg.items() if k in ("timings", "metrics", "usage", "tokens_predicted")})
                 if text or n:

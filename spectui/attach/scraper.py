@@ -3,8 +3,9 @@
 ``Scraper(urls, clock=...)``: ``scrape_all()`` fetches every URL's /metrics in parallel (one thread
 per URL, each bounded by ``timeout``) and returns one ``MetricsScraped`` per URL; a failure is that
 event's one-line ``error``, never an exception, so the other URLs keep going. The first successful
-scrape of a llama-server also reads its ``/props`` once (``speculative.types``: "none" when the
-server runs without speculation, whose counters then stay at zero).
+scrape of a llama-server also reads its ``/slots`` once (each slot's ``speculative``: "none" when the
+server runs without speculation, whose counters then stay at zero; /props is no help, its
+``speculative.types`` is a default, "none" even when the server speculates).
 
 ``scrape_loop(scraper, interval, stop)`` yields those events every ``interval`` seconds until
 ``stop`` is set.
@@ -141,13 +142,17 @@ class Scraper:
         )
 
     def _llama_speculation(self, root: str) -> str:
-        """llama-server's configured speculation types from /props ("none" = off; "" unknown)."""
+        """Whether llama-server's slots speculate, from /slots: "on", "none", or "" (unknown: the
+        server was started with --no-slots)."""
         try:
-            text, _, _ = http_get(root + "/props", self.timeout)
-            params = json.loads(text)["default_generation_settings"]["params"]
-            return str(params.get("speculative.types", ""))
+            text, _, _ = http_get(root + "/slots", self.timeout)
+            slots = json.loads(text)
+            flags = [bool(s["speculative"]) for s in slots]
         except (FetchError, ValueError, KeyError, TypeError):
             return ""
+        if not flags:
+            return ""
+        return "on" if any(flags) else "none"
 
     def scrape_all(self) -> list[MetricsScraped]:
         return list(self._pool.map(self.scrape, self.urls))
