@@ -637,7 +637,3 @@ class _RunState:
         if self.policy is not None:
             self.policy.observe(ev)
 
-
-def settings_from(**kw) -> Settings:
-    """Convenience for scripts and tests."""
-    return Settings(**kw)

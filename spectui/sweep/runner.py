@@ -57,16 +57,13 @@ def run_sweep(
 
 def measure_missing_verify(engine, runs: Sequence[SweepRun], k_max: int = 16) -> dict[int, float]:
     """Verify times for the batch sizes no run used, measured on demand (between runs, never during)."""
-    measure = getattr(engine, "measure_verify_ms", None)
-    if measure is None:
-        return {}
     seen = {k for r in runs for k, _, n in r.stats.verify_ms_by_k if n}
     out: dict[int, float] = {}
     for k in range(k_max + 1):
         if k in seen:
             continue
         try:
-            out[k] = float(measure(k, repeats=2))
+            out[k] = float(engine.measure_verify_ms(k, repeats=2))
         except SpectuiError:
             break
     return out
