@@ -90,6 +90,7 @@ CATCHUP_FRACTION = 0.25  # assumed draft catch-up cost per skipped token, as a s
 PROBE_MAX = 192
 PLAUSIBLE_RATE = 0.95  # with the hardware's curve: settle on k = 0 at once when even this per-draft
 # acceptance, held at every position, could not pay (a 0.5B draft of a 1.5B target holds 60-80%)
+CURVE_RECHECK = 32  # passes between re-evaluations of a curve's "cannot pay" verdict (the model costs ~0.2 ms)
 NGRAM_DRAFT_MS = 0.0  # prior draft cost per token of prompt lookup (measured: microseconds)
 
 # ---------------------------------------------------------------- the hardware's curves, by model
@@ -170,6 +171,8 @@ class CostPolicy:
     curve: dict[int, float] | None = None  # the hardware's verify ms by k in use (None: none known)
     given_curve: dict[int, float] | None = None  # passed in; else looked up at RunStarted (curve_for)
     drafter: str = "model"
+    _curve_check_at: int = 0  # decode pass at which the curve's verdict is evaluated next
+    _curve_hopeless: bool = False
 
     def __post_init__(self) -> None:
         if self.given_curve:
@@ -190,6 +193,7 @@ class CostPolicy:
                 self.drafter = event.new.drafter
                 self.draft_ms_per_token = None
                 self._draft_steady = False
+                self._curve_check_at = self.n_decode_passes  # judge the curve again at once
             if self._settings_key is not None and key != self._settings_key:
                 self._reset_acceptance()
             self._settings_key = key
@@ -197,6 +201,8 @@ class CostPolicy:
             self._observe_pass(event)
 
     def _reset_all(self) -> None:
+        self._curve_check_at = 0
+        self._curve_hopeless = False
         self.verify_ms.clear()
         self.draft_ms_per_token = None
         self._draft_steady = False
@@ -303,10 +309,15 @@ class CostPolicy:
         if settings.drafter == "none":
             return 0, "no drafter"
         if self.curve:
-            bound = self.bound_prediction(PLAUSIBLE_RATE)
-            if bound.ready and bound.best_k == 0:
-                # the hardware's curve settles it before any draft: no plausible acceptance pays
-                self.last_prediction = self.prediction(current_k=self.prev_k)
+            # the hardware's curve settles it before any draft when no plausible acceptance pays; the
+            # verdict is re-evaluated every CURVE_RECHECK passes (timings drift slowly; the model is not free)
+            if self.n_decode_passes >= self._curve_check_at:
+                bound = self.bound_prediction(PLAUSIBLE_RATE)
+                self._curve_hopeless = bound.ready and bound.best_k == 0
+                self._curve_check_at = self.n_decode_passes + (CURVE_RECHECK if self._curve_hopeless else 1)
+                if self._curve_hopeless:
+                    self.last_prediction = bound
+            if self._curve_hopeless:
                 return 0, (f"speculation loses: even {PLAUSIBLE_RATE:.0%} acceptance at every draft cannot pay "
                            "(probe's curve): k = 0")
         if self.warmup_left > 0:
