@@ -76,3 +76,11 @@ def make_pass_with_verdicts(index: int, verdicts, target_kind: str, wall: float,
         target=tgt, n_accepted=n_acc, emitted=emitted,
         timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=wall - draft_ms - verify_ms, wall_ms=wall),
     )
+
+
+def make_plain_pass(index: int, wall_ms: float, *, tokens: int = 1, others_cpu: float = -1.0) -> PassEvent:
+    """A pass without drafts that emits ``tokens`` tokens in ``wall_ms`` (all of it verify time), ending at
+    index * wall_ms; ``others_cpu`` as measured for contention (-1: not measured)."""
+    return PassEvent(index=index, emitted=tuple(Token(id=5, text="x") for _ in range(tokens)),
+                     timing=Timing(wall_ms=wall_ms, verify_ms=wall_ms, t_end=index * wall_ms / 1000),
+                     others_cpu=others_cpu)
