@@ -90,7 +90,7 @@ CATCHUP_FRACTION = 0.25  # assumed draft catch-up cost per skipped token, as a s
 PROBE_MAX = 192
 PLAUSIBLE_RATE = 0.95  # with the hardware's curve: settle on k = 0 at once when even this per-draft
 # acceptance, held at every position, could not pay (a 0.5B draft of a 1.5B target holds 60-80%)
-CURVE_RECHECK = 32  # passes between re-evaluations of a curve's "cannot pay" verdict (the model costs ~0.2 ms)
+CURVE_RECHECK = 32  # passes between re-evaluations of a settled k = 0 (the model costs 0.2-0.5 ms a pass)
 NGRAM_DRAFT_MS = 0.0  # prior draft cost per token of prompt lookup (measured: microseconds)
 
 # ---------------------------------------------------------------- the hardware's curves, by model
@@ -173,6 +173,7 @@ class CostPolicy:
     drafter: str = "model"
     _curve_check_at: int = 0  # decode pass at which the curve's verdict is evaluated next
     _curve_hopeless: bool = False
+    _zero_check_at: int = 0  # while settled at k = 0: the pass at which the model is consulted again
 
     def __post_init__(self) -> None:
         if self.given_curve:
@@ -323,12 +324,15 @@ class CostPolicy:
         if self.warmup_left > 0:
             self.warmup_left -= 1
             return min(WARMUP_K, self.k_max), "warm-up: measuring acceptance"
+        n = self.n_decode_passes
+        if self._at_zero and not self.probing and n < self.next_probe and n < self._zero_check_at:
+            # settled at k = 0: no drafts, so no new acceptance; only timings drift (re-checked below)
+            return 0, "speculation loses: k = 0"
         pred = self.prediction(current_k=self.prev_k)
         self.last_prediction = pred
         if not pred.ready:
             return min(WARMUP_K, self.k_max), "no timings yet"
         best = pred.best_k
-        n = self.n_decode_passes
         if self.probing:  # the probe pass has been observed: judge it
             self.probing = False
             if best == 0:
@@ -377,6 +381,7 @@ class CostPolicy:
             self.probing = True
             k = self.best_positive_k or min(WARMUP_K, self.k_max)
             return max(1, min(k, self.k_max)), f"probe: re-checking acceptance at k = {k}"
+        self._zero_check_at = n + CURVE_RECHECK
         return 0, "speculation loses: k = 0"
 
 
