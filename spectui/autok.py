@@ -48,6 +48,9 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no
   re-probing (on the Qwen pair on 2 cores only k = 15 with 98.5% acceptance would break even);
   otherwise it proceeds as above, without needing passes to learn verify costs.
+- cost of the policy itself: a prediction takes 0.2-0.5 ms of Python, about 1-2% of a 30 ms pass, so
+  while settled at k = 0 (no drafts, hence no new acceptance) the model is consulted again only every
+  ``CURVE_RECHECK`` passes or at a re-probe.
 - draft cost before any draft was made: the start event's calibration of the draft model for the
   ``model`` drafter, ``NGRAM_DRAFT_MS`` for prompt lookup (a dictionary lookup, not a model decode).
 
