@@ -280,3 +280,14 @@ def test_probe_module_does_not_import_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "False"
+
+
+def test_python_dash_m_help():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "spectui.probe", "--help"], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent, check=False)
+    assert out.returncode == 0, out.stderr
+    for opt in ("--target", "--draft", "--json", "--max-batch", "--repeats", "--refresh", "-t, --threads"):
+        assert opt in out.stdout, opt
