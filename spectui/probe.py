@@ -522,12 +522,16 @@ def _with(r: ProbeResult, **kw) -> ProbeResult:
 def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
                       refresh: bool = False, directory: Path | None = None, register: bool = True,
                       warn: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> ProbeResult:
+                      progress: Callable[[str], None] | None = None,
+                      now_quiet: Callable[[int], bool] | None = None) -> ProbeResult:
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
     ``register``: make its curve known to the auto-k policy (``autok.register_curve``) for runs of
-    this engine. ``warn`` gets the one-line message about a corrupt cache file."""
+    this engine. ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
+    under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
+    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5)."""
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    now_quiet = now_quiet or (lambda threads: _loadavg()[0] <= threads + QUIET_LOAD_MARGIN)
     key, digest = cache_key(engine, max_batch)
     path = cache_path(digest, directory)
     res = None
@@ -536,6 +540,9 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
             res = load_cached(path, key)
         except ProbeCacheError as exc:
             warn(f"the probe cache file {path} is corrupt ({exc}); measuring again")
+            res = None
+        if res is not None and not res.quiet and now_quiet(res.threads):
+            warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
             res = None
     if res is None:
         res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)

@@ -88,13 +88,15 @@ def test_cache_hit_miss_refresh_and_corruption(engine, tmp_path):
     assert not first.cached and first.cache_file and Path(first.cache_file).is_file()
     _check_figures(first)
     # hit: the same figures, read back (not measured again)
-    hit = cached_or_measure(engine, repeats=1, directory=tmp_path, register=False, warn=warnings.append)
+    hit = cached_or_measure(engine, repeats=1, directory=tmp_path, register=False, warn=warnings.append,
+                            now_quiet=lambda t: False)
     assert hit.cached and hit.measured_at == first.measured_at and hit.verify_ms_by_batch == first.verify_ms_by_batch
     # refresh: measured again, stored again
     again = cached_or_measure(engine, repeats=1, directory=tmp_path, register=False, refresh=True,
                               warn=warnings.append)
     assert not again.cached and again.measured_at > first.measured_at
-    assert cached_or_measure(engine, directory=tmp_path, register=False).measured_at == again.measured_at
+    assert cached_or_measure(engine, directory=tmp_path, register=False,
+                             now_quiet=lambda t: False).measured_at == again.measured_at
     assert warnings == []
     # corrupt: one line, measured again, and the file is good afterwards
     path = Path(again.cache_file)
@@ -113,6 +115,22 @@ def test_cache_hit_miss_refresh_and_corruption(engine, tmp_path):
     path.write_text(json.dumps(data))
     cached_or_measure(engine, repeats=1, directory=tmp_path, register=False, warn=warnings.append)
     assert len(warnings) == 1 and "corrupt" in warnings[0]
+
+
+def test_a_cached_result_measured_under_load_is_measured_again_when_quiet(engine, tmp_path):
+    first = cached_or_measure(engine, repeats=1, directory=tmp_path, register=False, now_quiet=lambda t: False)
+    path = Path(first.cache_file)
+    data = json.loads(path.read_text())
+    data["result"]["others_cpu"] = 1.8  # as if measured while others kept 1.8 cores busy
+    path.write_text(json.dumps(data))
+    warnings = []
+    busy = cached_or_measure(engine, directory=tmp_path, register=False, warn=warnings.append,
+                             now_quiet=lambda t: False)
+    assert busy.cached and not busy.quiet and warnings == []  # still busy: keep what we have
+    again = cached_or_measure(engine, repeats=1, directory=tmp_path, register=False, warn=warnings.append,
+                              now_quiet=lambda t: True)
+    assert not again.cached and again.measured_at > first.measured_at
+    assert len(warnings) == 1 and "measuring again" in warnings[0]
 
 
 def test_cache_key_names_the_model_file_threads_and_machine(make_engine, engine, tiny_target, tiny_draft_noisy,
@@ -149,6 +167,10 @@ def test_json_and_text_commands(tiny_target, tiny_draft_noisy, tmp_path):
     assert all(v["ms"] > 0 and v["decodes"] > 0 for v in d["verify"])
     assert d["verify"][0]["decodes"] == pytest.approx(1.0)
     assert d["cached"] is False and Path(d["cache_file"]).parent == tmp_path / "spectui" / "probe"
+    cache = Path(d["cache_file"])
+    data = json.loads(cache.read_text())
+    data["result"]["others_cpu"] = 0.0  # quiet, so the cache is kept whatever the load is now
+    cache.write_text(json.dumps(data))
     res2 = runner.invoke(probe_cmd, args, env=env)  # text, from the cache
     assert res2.exit_code == 0, res2.output
     assert "cached, measured" in res2.output and "verify cost by batch size" in res2.output
