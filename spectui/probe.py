@@ -387,7 +387,7 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     for ev in engine.run(CONTEXT_PROMPT, ctl, 1):
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
-    context_tokens = int(getattr(engine, "_n_past", 0))
+    context_tokens = len(engine.tokenize(CONTEXT_PROMPT))  # the prompt's KV cells the measurements follow
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))
