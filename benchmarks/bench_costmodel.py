@@ -5,7 +5,10 @@ One engine is loaded. First, target verify times for batch sizes k + 1 = 1..9 ar
 measured. Predictions for every k are made from ONE run's statistics (by default the k = 8 run, which
 measures acceptance at positions 1..8) plus the verify times measured on demand; a second column
 predicts from the k = 2 run alone (acceptance beyond position 2 extrapolated), to show what the
-extrapolation costs. Target: predicted within 10% of measured for k = 1..8.
+extrapolation costs. Target: predicted within 10% of measured for k = 1..8. Two more columns predict
+from the k = 2 run with no on-demand verify times: along a straight line through the sizes that run
+measured (k = 0, 2), and along the hardware's curve (the on-demand times used as ``spectui probe``'s
+curve: only its shape, scaled to the run's level), to show what the probe's curve buys.
 
     .venv/bin/python benchmarks/bench_costmodel.py [--target T --draft D] [-n 128] [--threads N] [--save DIR]
     .venv/bin/python benchmarks/bench_costmodel.py --from DIR    # recompute from saved traces, no model runs
@@ -127,6 +130,8 @@ def report(verify, snaps, args) -> int:
 
     pred = predict(snaps[src_k], k_max=args.k_max, verify_ms_by_k=feed(src_k), current_k=src_k)
     pred2 = predict(snaps[2], k_max=args.k_max, verify_ms_by_k=feed(2), current_k=2) if 2 in snaps else None
+    pred2_line = predict(snaps[2], k_max=args.k_max, current_k=2) if 2 in snaps else None
+    pred2_curve = predict(snaps[2], k_max=args.k_max, current_k=2, curve=verify) if 2 in snaps else None
 
     print(f"cost model vs measurement: {os.path.basename(args.target)} / {os.path.basename(args.draft)}, "
           f"-n {args.n}, temp 0, threads {args.threads or os.cpu_count()}, predictions from the k={src_k} run")
@@ -138,6 +143,8 @@ def report(verify, snaps, args) -> int:
     if pred2 is not None:
         hdr += f"  {'pred from k=2 run':>17}  {'pred/meas':>9}"
     hdr += f"  {'meas tok/pass':>13}  {'pred tok/pass':>13}  {'pred w/ own times':>17}  {'pred/meas':>9}"
+    if pred2_line is not None:
+        hdr += f"  {'k=2 run, line':>13}  {'pred/meas':>9}  {'k=2 run, curve':>14}  {'pred/meas':>9}"
     print(hdr)
     # "own times": the acceptance part of the model alone - the prediction for k made with the k run's
     # own measured times (verify ms at k, draft ms/token, other ms/pass, k = 0 decode from the k = 0 run)
@@ -149,6 +156,8 @@ def report(verify, snaps, args) -> int:
     worst = 0.0
     ok_all = True
     own_worst: list[float] = []
+    line_err: list[float] = []
+    curve_err: list[float] = []
     for k in range(0, args.k_max + 1):
         m = snaps[k].tokens_per_second
         p = pred.tps_by_k[k]
@@ -171,11 +180,20 @@ def report(verify, snaps, args) -> int:
                            sk.other_ms_total / sk.n_passes if sk.n_passes else 0.0, k_max=args.k_max)
         own_worst.append(abs(own.tps_by_k[k] / m - 1) if (m and k) else 0.0)
         line += f"  {own.tps_by_k[k]:>17.2f}  {own.tps_by_k[k] / m if m else 0:>9.3f}"
+        if pred2_line is not None:
+            pl, pc = pred2_line.tps_by_k[k], pred2_curve.tps_by_k[k]
+            line += f"  {pl:>13.2f}  {pl / m if m else 0:>9.3f}  {pc:>14.2f}  {pc / m if m else 0:>9.3f}"
+            if k:
+                line_err.append(abs(pl / m - 1) if m else 0.0)
+                curve_err.append(abs(pc / m - 1) if m else 0.0)
         print(line)
     print()
     print(f"worst |predicted/measured - 1| for k=1..{args.k_max}: {worst:.1%} "
           f"({'within' if ok_all else 'NOT within'} the 10% target)")
     print(f"with each run's own times (acceptance model alone): worst {max(own_worst):.1%}")
+    if line_err:
+        print(f"from the k=2 run alone: straight line worst {max(line_err):.1%}, mean {sum(line_err) / len(line_err):.1%};"
+              f" the probe's curve worst {max(curve_err):.1%}, mean {sum(curve_err) / len(curve_err):.1%}")
     best_meas = max(snaps, key=lambda k: snaps[k].tokens_per_second)
     print(f"best k measured: {best_meas}; best k predicted: {pred.best_k}")
     print(f"advice: {pred.advice}")
