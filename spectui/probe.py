@@ -324,7 +324,7 @@ def analyse(r: ProbeResult) -> Verdict:
     else:
         head += f" of the {ex + 1} it can yield (a per-draft acceptance of {a_need:.0%})"
     if a_min is None:
-        tail = "; no k breaks even even if every draft is accepted, so speculation cannot pay here"
+        tail = "; no k breaks even, not even with every draft accepted, so speculation cannot pay here"
     elif not practical:
         tail = (f"; the easiest break-even is k = {k_min} at {a_min:.1%} per draft, more than drafts reach in "
                 f"practice, so speculation {'with this draft ' if r.draft is not None else ''}cannot pay here")
