@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "demo": "spectui.demo:demo_cmd",
     "sweep": "spectui.sweep:sweep_cmd",
     "attach": "spectui.attach.cli:attach_cmd",
+    "probe": "spectui.probe:probe_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",
@@ -28,6 +29,7 @@ SUBCOMMAND_HELP = {
     "demo": "Replay the bundled demo trace (no model needed).",
     "sweep": "Run every draft length x temperature and report when speculation pays.",
     "attach": "Watch a llama-server / vLLM / SGLang deployment's speculative decoding (/metrics, requests).",
+    "probe": "Measure this machine: decode, verify cost by batch size, draft cost, and what they mean.",
 }
 
 
@@ -107,6 +109,8 @@ def run_options(f):
 @click.option("--json", "as_json", is_flag=True, help="with --headless: print one JSON object instead")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@click.option("--no-probe", is_flag=True,
+              help="skip measuring this machine's verify cost at load (used by auto k and the TUI's prediction)")
 @click.version_option(package_name="spectui")
 @click.pass_context
 def main(ctx: click.Context, **kwargs) -> None:

@@ -128,6 +128,28 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     return build()
 
 
+def probe_at_load(engine, quiet: bool = False) -> None:
+    """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
+    model and machine, so only the first run of a pair pays ~10 s) and make it known to the cost model,
+    auto k and the faces. Runs on the engine's own thread when it has one."""
+    from .probe import cached_or_measure
+
+    def say(msg: str) -> None:
+        print(f"spectui: {msg}", file=sys.stderr)
+
+    def measure():
+        inner = getattr(engine, "engine", engine)
+        progress = None
+        if not quiet and sys.stderr.isatty():
+            def progress(m: str) -> None:
+                say(f"measuring this machine (once per model and machine, cached): {m}")
+        return cached_or_measure(inner, warn=say, progress=progress)
+
+    res = engine.call(measure) if hasattr(engine, "call") else measure()
+    if not res.quiet and not quiet:
+        say(res.warning())
+
+
 class _Signals:
     """Turn SIGINT/SIGTERM/SIGHUP into a clean stop of the engine (headless mode)."""
 
@@ -154,7 +176,7 @@ class _Signals:
 
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
-    headless=False, as_json=False, record=None, theme=None, **model_kwargs,
+    headless=False, as_json=False, record=None, theme=None, no_probe=False, **model_kwargs,
 ) -> int:
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:
@@ -177,6 +199,9 @@ def run_main(
     engine = load_engine(models, quiet=as_json, own_thread=not headless)
     control = RunControl(settings)
     try:
+        # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
+        if not no_probe and (settings.auto == "cost" or not headless):
+            probe_at_load(engine, quiet=as_json)
         if headless:
             from .headless import consume
 
