@@ -6,7 +6,7 @@ import json
 import sys
 from typing import IO, Any
 
-from .events import AttachEnded, AttachStarted, MetricsScraped, RequestChunk
+from .events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
 from .window import BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window
 
 
@@ -42,7 +42,10 @@ def window_line(w: Window) -> str:
         return f"{who}{kind}: no speculation{gen}{lat}"
     if w.status == IDLE:
         gl = f"  accept len {w.accept_length:.2f} (gauge)" if w.accept_length is not None else ""
-        return f"{who}{kind}: idle (no drafts in {w.dt:.1f}s){gl}{gen}{lat}"
+        why = f"no drafts in {w.dt:.1f}s"
+        if w.kind == KIND_LLAMA_SERVER:  # its counters move when a request ends, not per token
+            why = f"no request ended in {w.dt:.1f}s"
+        return f"{who}{kind}: idle ({why}){gl}{gen}{lat}"
     pos = " ".join(f"{a:.2f}" for a in w.acceptance_by_pos)
     derived = " (drafts derived)" if w.drafts_derived else ""
     return (
