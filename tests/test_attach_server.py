@@ -10,6 +10,7 @@ Skipped with the reason when the llama-server binary is not built.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from spectui.attach import events as aev
 from spectui.attach.cli import attach_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
+from spectui.attach.text import HeadlessFace
 from spectui.attach.window import ERROR, NO_SPEC, OK, RESET, AttachStats
 
 BINARY = llama_server_binary()
@@ -271,3 +273,55 @@ def test_qwen_pair_matches_server(tmp_path):
         assert w.mean_acceptance_length == pytest.approx(1 + w.accepted / w.drafts)
     finally:
         server.stop()
+
+
+def test_two_servers_summed(spec_server, tiny_target, tiny_draft_same, tmp_path):
+    """Two URLs: one window each and their sum, every count equal to the servers' own deltas."""
+    other = LlamaServer(BINARY, spec_args(tiny_target, tiny_draft_same, n_max=2), tmp_path / "other.log")
+    urls = [spec_server.url, other.url]
+    stats = AttachStats()
+    s = Scraper(urls, timeout=5)
+    try:
+        raw0 = {u: raw_metrics(u) for u in urls}
+        for ev in s.scrape_all():
+            stats.update(ev)
+        for u in urls:
+            end = run_request(u, 24)[-1]
+            settled_metrics(u, raw0[u], "llamacpp:spec_decode_num_draft_tokens_total", max(end.draft_n, 1))
+        for ev in s.scrape_all():
+            stats.update(ev)
+        raw1 = {u: raw_metrics(u) for u in urls}
+    finally:
+        s.close()
+        other.stop()
+    snap = stats.snapshot()
+    names = ("spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total",
+             "spec_decode_num_accepted_tokens_total")
+    deltas = {u: [raw1[u][f"llamacpp:{n}"] - raw0[u][f"llamacpp:{n}"] for n in names] for u in urls}
+    for w in snap.interval:
+        assert w.status == OK and [w.drafts, w.draft_tokens, w.accepted] == deltas[w.url]
+    same = next(w for w in snap.interval if w.url == other.url)
+    # identical weights: every drafted token accepted; position 1 can still be below 1 because the last
+    # draft of a request is cut to the tokens left (per-position rates divide by all drafts, as vLLM's)
+    assert same.accepted == same.draft_tokens and same.acceptance_rate == 1.0 and same.acceptance_by_pos[0] == 1.0
+    total = snap.interval_sum
+    assert [total.drafts, total.draft_tokens, total.accepted] == [sum(x) for x in zip(*deltas.values())]
+    assert total.mean_acceptance_length == pytest.approx(1 + total.accepted / total.drafts)
+    # positions: the n_max=3 server has 3, the n_max=2 one 2; the sum has 3, position 2 from the first only
+    assert len(total.accepted_per_pos) == 3
+
+
+def test_record_request_mode_and_replay_prints_the_same(spec_server, tmp_path):
+    out = tmp_path / "attach.jsonl"
+    r = CliRunner().invoke(attach_cmd, [spec_server.url, "-p", PROMPT, "-n", "16", "--headless",
+                                        "--record", str(out)])
+    assert r.exit_code == 0, r.output
+    evs = [aev.from_dict(json.loads(ln)) for ln in out.read_text().splitlines()[1:]]
+    kinds = [type(e).__name__ for e in evs]
+    assert kinds[0] == "AttachStarted" and kinds[-1] == "AttachEnded" and "RequestEnded" in kinds
+    assert sum(k == "RequestChunk" for k in kinds) >= 1
+    buf = io.StringIO()
+    face = HeadlessFace(buf)
+    for ev in evs:
+        face(ev)
+    assert buf.getvalue() == r.output.split("running --headless\n", 1)[-1]
