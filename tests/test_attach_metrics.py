@@ -254,6 +254,15 @@ def test_windows_two_vllm_engines_and_sum():
     assert w0.ttft_p95 == pytest.approx(0.25 + (0.5 - 0.25) * (3.8 - 3) / 1)
     assert w0.itl_n == 10 and w0.itl_p50 == pytest.approx(0.01 + 0.015 * 5 / 9)
     assert w1.ttft_n == 0 and w1.ttft_p50 is None
+    # the sum's quantiles come from the summed bucket deltas (both engines share vLLM's bounds)
+    observe_vllm(c, "1", [], ttft=[0.09, 0.09])
+    stats.update(scrape("v", generate_latest(reg).decode(), 3.0))
+    total = stats.snapshot().interval_sum
+    assert total.ttft_n == 2 and total.ttft_p50 == pytest.approx(0.08 + 0.02 * 1 / 2)
+    stats.update(scrape("v", generate_latest(reg).decode(), 4.0))
+    assert stats.snapshot().interval_sum.ttft_n == 0
+    session = stats.snapshot().session_sum  # since the baseline: 0.03, 0.03, 0.07, 0.3 + 0.09, 0.09
+    assert session.ttft_n == 6 and session.ttft_p50 == pytest.approx(0.06 + 0.02 * (3 - 2) / 1)
 
 
 def test_no_speculation_and_error_windows():

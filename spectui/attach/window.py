@@ -96,13 +96,15 @@ class Window:
     itl_n: float = 0.0
     accept_length: float | None = None  # SGLang gauge (current value, not a delta)
     drafts_derived: bool = False
+    ttft_hist: Histogram | None = None  # the window's bucket deltas (what the quantiles come from)
+    itl_hist: Histogram | None = None
 
     @property
     def label(self) -> str:
         return self.url + (f" engine={self.engine}" if self.engine not in ("", "*") else "")
 
     def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
+        d = {k: v for k, v in self.__dict__.items() if k not in ("ttft_hist", "itl_hist")}
         d["accepted_per_pos"] = list(self.accepted_per_pos)
         d["acceptance_by_pos"] = list(self.acceptance_by_pos)
         return d
@@ -148,6 +150,8 @@ def engine_window(
         itl_n=itl.count if itl else 0.0,
         accept_length=accept_length,
         drafts_derived=cur.drafts_derived,
+        ttft_hist=ttft,
+        itl_hist=itl,
     )
     if spec_off:
         return Window(url, cur.engine, kind, NO_SPEC, **common)
@@ -180,14 +184,32 @@ def _rates(drafts: float, draft_tokens: float, accepted: float, per_pos: tuple[f
     )
 
 
+def histogram_sum(hists: list[Histogram | None]) -> Histogram | None:
+    """Bucket-wise sum of histograms with the same bounds (engines of one deployment); None otherwise."""
+    hs = [h for h in hists if h is not None]
+    if not hs or any(tuple(b.le for b in h.buckets) != tuple(b.le for b in hs[0].buckets) for h in hs):
+        return None
+    buckets = tuple(type(b)(b.le, sum(h.buckets[i].count for h in hs)) for i, b in enumerate(hs[0].buckets))
+    return Histogram(buckets, sum(h.count for h in hs), sum(h.sum for h in hs))
+
+
 def sum_windows(windows: list[Window]) -> Window:
-    """All engines that had a comparable window (ok / idle), summed; rates recomputed from the sums.
-    Histogram quantiles are not summable from quantiles and are left out of the sum."""
+    """All engines that had a comparable window (ok / idle / no speculation), summed; rates recomputed
+    from the sums, quantiles from the summed bucket deltas (when the engines share bucket bounds)."""
+    lat = [w for w in windows if w.status in (OK, IDLE, NO_SPEC)]
+    ttft = histogram_sum([w.ttft_hist for w in lat])
+    itl = histogram_sum([w.itl_hist for w in lat])
+    latency = dict(
+        ttft_p50=histogram_quantile(0.5, ttft), ttft_p95=histogram_quantile(0.95, ttft),
+        ttft_n=ttft.count if ttft else 0.0, ttft_hist=ttft,
+        itl_p50=histogram_quantile(0.5, itl), itl_p95=histogram_quantile(0.95, itl),
+        itl_n=itl.count if itl else 0.0, itl_hist=itl,
+    )
     parts = [w for w in windows if w.status in (OK, IDLE)]
     if not parts:
         statuses = {w.status for w in windows}
         status = statuses.pop() if len(statuses) == 1 else BASELINE
-        return Window("*", "*", "", status, error="no engine answered" if status == ERROR else "")
+        return Window("*", "*", "", status, error="no engine answered" if status == ERROR else "", **latency)
     drafts = sum(w.drafts for w in parts)
     draft_tokens = sum(w.draft_tokens for w in parts)
     accepted = sum(w.accepted for w in parts)
@@ -208,6 +230,7 @@ def sum_windows(windows: list[Window]) -> Window:
         generated=sum(gen) if gen else None,
         generated_tps=sum(gen) / dt if gen and dt > 0 else None,
         **_rates(drafts, draft_tokens, accepted, per_pos, dt),
+        **latency,
     )
 
 
