@@ -185,6 +185,14 @@ def test_not_prometheus(text, message):
         metrics.parse(text)
 
 
+def test_nan_and_inf_values_are_absent():
+    text = ("# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length NaN\n"
+            "# TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total +Inf\n"
+            "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 1\n")
+    (e,) = metrics.parse(text).engines
+    assert e.accept_length == -1 and e.generated_tokens == -1 and not e.speculation
+
+
 def test_other_exporter_is_no_speculation():
     p = metrics.parse("# TYPE up gauge\nup 1\n")
     assert p.kind == KIND_PROMETHEUS and not p.engines[0].speculation

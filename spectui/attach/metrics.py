@@ -22,6 +22,7 @@ recognised by metric prefix:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -107,7 +108,7 @@ def _engines(prefix: str, samples: list) -> tuple[EngineCounters, ...]:
         return e
 
     for s in samples:
-        if not s.name.startswith(prefix):
+        if not s.name.startswith(prefix) or not math.isfinite(s.value):  # NaN / Inf: as if absent
             continue
         name = s.name[len(prefix):]
         e = slot(s.labels)
