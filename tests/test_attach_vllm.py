@@ -80,6 +80,20 @@ def series(text: str, name: str) -> float:
     return sum(float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", text, re.M))
 
 
+def labelled(text: str, name: str, label: str, value: str) -> float:
+    """Sum of a series' samples whose ``label`` has ``value``."""
+    pat = rf'^{re.escape(name)}\{{([^}}]*)\}} (\S+)$'
+    return sum(float(m.group(2)) for m in re.finditer(pat, text, re.M) if f'{label}="{value}"' in m.group(1))
+
+
+def _le(text: str, bound: float) -> str:
+    """The exact spelling of a bucket bound in the page (prometheus_client writes 0.01, 1.0, ...)."""
+    for m in re.findall(r'le="([0-9.e+-]+)"', text):
+        if float(m) == bound:
+            return m
+    raise AssertionError(bound)
+
+
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory):
     d = tmp_path_factory.mktemp("vllm")
@@ -159,8 +173,20 @@ def test_vllm_numbers_match_server(vllm_server):
     assert w.draft_tokens == d("vllm:spec_decode_num_draft_tokens_total")
     assert w.accepted == d("vllm:spec_decode_num_accepted_tokens_total")
     assert sum(w.accepted_per_pos) == d("vllm:spec_decode_num_accepted_tokens_per_pos_total") == w.accepted
+    per_pos = [labelled(text1, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position", str(i))
+               - labelled(text0, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position", str(i))
+               for i in range(3)]
+    assert list(w.accepted_per_pos) == per_pos
     assert w.ttft_n == d("vllm:time_to_first_token_seconds_count") == 1
-    assert w.ttft_p50 is not None and w.ttft_p50 <= w.ttft_p95
+    # one observation: p50 is the middle of the bucket that holds it (histogram_quantile's rule)
+    bucket_re = r'vllm:time_to_first_token_seconds_bucket\{[^}]*le="([0-9.e+-]+)"'
+    bounds = sorted({float(m) for m in re.findall(bucket_re, text1)})
+    counts = [labelled(text1, "vllm:time_to_first_token_seconds_bucket", "le", _le(text1, b))
+              - labelled(text0, "vllm:time_to_first_token_seconds_bucket", "le", _le(text1, b)) for b in bounds]
+    i = next(i for i, c in enumerate(counts) if c >= 1)
+    lo = bounds[i - 1] if i else 0.0
+    assert w.ttft_p50 == pytest.approx(lo + (bounds[i] - lo) * 0.5)
+    assert w.itl_n == d("vllm:inter_token_latency_seconds_count") > 0
     # per-request figures (metrics.speculative_decoding, summary) against the counters
     assert end.draft_n == w.draft_tokens and end.draft_n_accepted == w.accepted and end.spec_steps == w.drafts
     assert w.status == OK
