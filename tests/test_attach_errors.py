@@ -89,8 +89,10 @@ def test_cli_headless_lines_and_json(html):
     r = CliRunner().invoke(attach_cmd, [html.url, refused, "--interval", "0.1", "--count", "2", "--headless"])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert sum("not Prometheus metrics: got an HTML" in ln for ln in lines) == 3  # baseline + 2 intervals
-    assert sum("connection refused" in ln for ln in lines) == 3
+    assert sum("not Prometheus metrics: got an HTML" in ln for ln in lines if ln.startswith("t=")) == 3
+    assert sum("connection refused" in ln for ln in lines if ln.startswith("t=")) == 3  # baseline + 2 intervals
+    summary = lines[lines.index(next(ln for ln in lines if ln.startswith("since start"))):]
+    assert any("refused" in ln for ln in summary) and any("HTML" in ln for ln in summary)
     r = CliRunner().invoke(attach_cmd, [refused, "--interval", "0.1", "--count", "1", "--json"])
     assert r.exit_code == 0, r.output
     objs = [json.loads(ln) for ln in r.output.splitlines() if ln.startswith("{")]
@@ -188,3 +190,27 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
     assert "since start" in stdout and "Traceback" not in stderr
     last = json.loads(out.read_text().splitlines()[-1])
     assert last["type"] == "attach_end" and last["reason"] == "stopped"
+
+
+def test_ctrl_c_during_a_hung_request(silent, tmp_path):
+    """Request mode against a server that never answers: Ctrl+C ends the request as "stopped"."""
+    out = tmp_path / "t.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", silent.url, "-p", "hi", "--interval", "0.2",
+                             "--headless", "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).resolve().parent.parent)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not out.exists() or "request_start" not in out.read_text()):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    evs = [json.loads(ln) for ln in out.read_text().splitlines()[1:]]
+    ends = [e for e in evs if e["type"] == "request_end"]
+    assert len(ends) == 1 and ends[0]["reason"] == "stopped"
+    assert evs[-1]["type"] == "attach_end"
+    assert "timed out" in stdout  # the hung scrape, one line in the session summary

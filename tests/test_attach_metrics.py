@@ -298,3 +298,17 @@ def test_histogram_quantile_cases():
     assert histogram_quantile(0.5, Histogram((), 0, 0)) is None
     assert histogram_quantile(0.5, None) is None
     assert not math.isnan(histogram_quantile(0.99, h))
+
+
+def test_error_then_answer_replaces_the_error_line():
+    reg, c = vllm_registry()
+    observe_vllm(c, "0", [1])
+    stats = AttachStats()
+    stats.update(MetricsScraped(url="v", t=0.0, error="connection refused (nothing listens there)"))
+    assert [w.status for w in stats.snapshot().session] == [ERROR]
+    stats.update(scrape("v", generate_latest(reg).decode(), 1.0))
+    assert [(w.engine, w.status) for w in stats.snapshot().session] == [("0", BASELINE)]
+    stats.update(MetricsScraped(url="v", t=2.0, error="timed out after 1 s"))
+    snap = stats.snapshot()
+    assert [(w.engine, w.status) for w in snap.interval] == [("0", ERROR)]
+    assert [(w.engine, w.status) for w in snap.session] == [("0", BASELINE)]  # the session keeps its baseline

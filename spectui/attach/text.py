@@ -74,6 +74,8 @@ def request_lines(r: RequestView) -> list[str]:
     head = f"request to {r.url}: {r.n_tokens} tokens in {r.n_chunks} chunks"
     if r.error:
         head += f"; ended early: {r.error}"
+    elif r.reason == "stopped":
+        head += "; stopped by the user"
     lines = [head]
     lines.append(f"  client TTFT {_ms(r.ttft_s)}  ITL p50/p95 {_ms(r.itl_p50_s)}/{_ms(r.itl_p95_s)}")
     if r.draft_n >= 0:

@@ -340,12 +340,19 @@ class AttachStats:
             for key in [k for k in self.order if k[0] == url] or [(url, "")]:
                 self._key(key)
                 self.interval[key] = Window(url, key[1], ev.kind, ERROR, error=ev.error)
+                if key not in self.session:  # never answered: the session says why
+                    self.session[key] = self.interval[key]
             return
         restarted = (
             ev.process_start > 0 and url in self.process_start and ev.process_start != self.process_start[url]
         )
         if ev.process_start > 0:
             self.process_start[url] = ev.process_start
+        engines = {c.engine for c in ev.engines}
+        for key in [k for k in self.order if k[0] == url and k[1] not in engines and k not in self.engines]:
+            self.order.remove(key)  # an error line kept for a URL that now answers with other engine labels
+            self.interval.pop(key, None)
+            self.session.pop(key, None)
         for c in ev.engines:
             key = (url, c.engine)
             self._key(key)
