@@ -111,7 +111,7 @@ class MetricsScraped:
     kind: str = KIND_UNKNOWN
     error: str = ""  # one line when the scrape failed ("" = it worked)
     process_start: float = 0.0  # the server's start time (unix) when it says; a change means a restart
-    speculation: str = ""  # the server's configured speculation ("none" = off) when it says, else ""
+    speculation: str = ""  # "on" / "none" when the server says (llama-server's /slots), else ""
     engines: tuple[EngineCounters, ...] = ()
 
 
