@@ -214,3 +214,38 @@ def test_ctrl_c_during_a_hung_request(silent, tmp_path):
     assert len(ends) == 1 and ends[0]["reason"] == "stopped"
     assert evs[-1]["type"] == "attach_end"
     assert "timed out" in stdout  # the hung scrape, one line in the session summary
+
+
+MERGE_CHECK = r"""
+import json, sys
+from spectui import events, event_json
+from spectui.attach import events as aev
+events.EVENT_TYPES.update(aev.ATTACH_EVENT_TYPES)
+event_json._CLASSES.update({c.__name__: c for c in aev.NESTED})
+event_json._ENUMS.update({k: event_json._one_of(v) for k, v in aev.ENUMS.items()})
+for line in sys.stdin:
+    d = json.loads(line)
+    ev = event_json.from_dict(d)
+    assert ev == aev.from_dict(d), (ev, d)
+    assert event_json.to_dict(ev) == d
+print("ok")
+"""
+
+
+def test_attach_events_decode_with_the_project_decoder(tmp_path, html):
+    """Merge readiness (remove once the events live in spectui/events.py): registered in a subprocess,
+    the project's own decoder (spectui/event_json.py) reads and writes every attach event unchanged."""
+    pytest.importorskip("spectui.event_json")
+    out = tmp_path / "a.jsonl"
+    r = CliRunner().invoke(attach_cmd, [html.url, "--interval", "0.1", "--count", "1", "--headless",
+                                        "--record", str(out)])
+    assert r.exit_code == 0, r.output
+    eng = aev.EngineCounters(engine="0", speculation=True, num_drafts=2, accepted_per_pos=(aev.PositionCount(0, 1),),
+                             ttft=aev.Histogram((aev.Bucket(0.1, 1),), 1, 0.05))
+    extra = [aev.MetricsScraped(url="u", t=1.0, kind=aev.KIND_VLLM, engines=(eng,)),
+             aev.RequestStarted(url="u", api="openai"), aev.RequestChunk(t=0.5, text="é"),
+             aev.RequestEnded(reason=aev.REQ_LENGTH, n_tokens=3)]
+    lines = out.read_text().splitlines()[1:] + [json.dumps(aev.to_dict(e)) for e in extra]
+    p = subprocess.run([sys.executable, "-c", MERGE_CHECK], input="\n".join(lines), capture_output=True, text=True,
+                       timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
