@@ -14,6 +14,11 @@ view, fan-out) and the rest of Textual (compositor, driver, timers, messages).
     .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 4 -n 128 -k 2 -t 2
     .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 1 -t 2 --profile
     .venv/bin/python benchmarks/bench_tui_overhead.py --rounds 1 --screenshot docs/screenshot.svg
+    .venv/bin/python benchmarks/bench_tui_overhead.py --paced spectui/data/demo-trace.jsonl.gz --speed 2
+
+``--paced TRACE`` needs no model: the live screen is fed a recorded run's events at their recorded pace
+(divided by ``--speed``), so the UI thread's cost at a real pass rate can be profiled on a loaded machine
+where a live run's own pace would be meaningless. It always profiles.
 """
 
 from __future__ import annotations
@@ -80,6 +85,32 @@ class UIProfile:
         self.wrap(Widget, "render_lines", lambda w: "repaint " + type(w).__name__)
         self.wrap(app_cls, "refresh_from_state", "app refresh (snapshot+view+fan-out)")
         self.wrap(ScreenState, "snapshot", "  of which ScreenState.snapshot")
+        from spectui.tui import panel
+
+        if "_build_strips" in panel.Panel.__dict__:  # drawing (Rich text -> strips), wherever it runs
+            self.wrap(panel.Panel, "_build_strips", lambda w: "  of which draw " + type(w).__name__)
+        try:
+            from spectui.tui import view
+        except ImportError:  # the code before the view existed computed the prediction inside a paint
+            pass
+        else:
+            view.prediction_for = self._timed(view.prediction_for, "  of which cost-model prediction")
+            from spectui.tui import app as app_mod
+
+            app_mod.prediction_for = view.prediction_for
+
+    def _timed(self, fn, label: str):
+        prof = self
+
+        def wrapper(*a, **kw):
+            t0 = time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                prof.calls[label] = prof.calls.get(label, 0) + 1
+                prof.cpu[label] = prof.cpu.get(label, 0.0) + time.thread_time() - t0
+
+        return wrapper
 
     def uninstall(self) -> None:
         for cls, name, orig in reversed(self._undo):
@@ -177,6 +208,35 @@ def profile_table(p: dict) -> str:
     return head + "\n".join(rows)
 
 
+def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
+    """The live TUI fed a recorded run at its recorded pace; prints the UI thread's profile."""
+    from spectui.replay import paced
+    from spectui.trace import read_trace
+    from spectui.tui.app import SpectuiApp
+
+    events = read_trace(path).events
+    app = SpectuiApp(lambda c, p: paced(iter(events), speed), RunControl(events[0].settings), prompt=PROMPT)
+    prof = UIProfile()
+
+    async def drive() -> None:
+        prof.install(SpectuiApp)
+        cpu0, wall0 = time.thread_time(), time.perf_counter()
+        async with app.run_test(size=size) as pilot:
+            while app.snap is None or app.snap.end is None or app.running:
+                await asyncio.sleep(0.1)
+            cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+            prof.uninstall()
+            p = {"wall_s": wall, "ui_cpu_s": cpu, "calls": prof.calls, "cpu": prof.cpu,
+                 "paints": getattr(app, "paints", None), "passes": app.snap.stats.n_passes + 1}
+            await pilot.press("q")
+        app.stop_engine(10)
+        print(f"{Path(path).name} at {speed:g}x, {size[0]}x{size[1]}, live screen fed at the recorded pace\n")
+        print(profile_table(p))
+        print(f"\nload average: {open('/proc/loadavg').read().strip()}")
+
+    asyncio.run(drive())
+
+
 def child_headless(args) -> None:
     """One headless run in this process: main thread, as `spectui --headless` runs it."""
     from spectui.engine.loop import Engine
@@ -201,8 +261,14 @@ def main() -> None:
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--screenshot", default=None, help="save an SVG of a TUI run (past 60%% of the tokens, showing a rejected draft)")
     ap.add_argument("--profile", action="store_true", help="per TUI run: what the UI thread's CPU time went to")
+    ap.add_argument("--paced", default=None, metavar="TRACE", help="no models: profile the TUI fed TRACE at its pace")
+    ap.add_argument("--speed", type=float, default=1.0, help="with --paced: the recorded pace times this")
+    ap.add_argument("--size", default="120x40", help="terminal size for the TUI runs (COLSxROWS)")
     ap.add_argument("--child", choices=["tui", "headless"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.paced:
+        cols, rows = (int(v) for v in args.size.split("x"))
+        return paced_tui(args.paced, args.speed, (cols, rows))
     if args.child == "tui":
         return child_tui(args)
     if args.child == "headless":

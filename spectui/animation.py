@@ -14,7 +14,7 @@ PENDING, VERDICT, SETTLED = "pending", "verdict", "settled"
 PHASES = (PENDING, VERDICT, SETTLED)
 PENDING_S = 0.12  # drafts shown as pending this long after their pass arrives
 VERDICT_S = 0.9  # rejected drafts stay struck through until this age, then disappear
-FAST_GAP_S = 0.25  # passes arriving closer than this skip the pending phase (it would only flicker)
+FAST_GAP_S = 0.5  # passes arriving closer than this skip the pending phase (it would only flicker)
 
 
 def phase_at(age: float, has_drafts: bool = True) -> str:
@@ -66,7 +66,7 @@ class PassClock:
         self._prev_arrival = now
         self.key = key
         self.has_drafts = has_drafts
-        self.t0 = now - (PENDING_S if fast else 0.0)
+        self.t0 = now - (PENDING_S + 1e-6 if fast else 0.0)  # (+1e-6: past pending despite rounding)
         return True
 
     def phase(self, now: float) -> str:

@@ -56,6 +56,11 @@ def test_pass_clock_asks_for_frames_only_while_a_pass_animates():
     clock.arrive(b, True, 20.0)
     clock.arrive(c, True, 20.0 + FAST_GAP_S / 2)  # passes in quick succession skip the pending phase
     assert clock.phase(20.0 + FAST_GAP_S / 2) == VERDICT
+    for now in (1.1, 1764470000.37, 0.3):  # whatever the clock's magnitude: no pending frame for a fast pass
+        fast = PassClock()
+        fast.arrive(a, True, now - 0.1)
+        fast.arrive(b, True, now)
+        assert fast.phase(now) == VERDICT
     clock.arrive(object(), False, 30.0)  # a pass without drafts is settled at once
     assert clock.phase(30.0) == SETTLED and clock.next_change(30.0) is None
     frozen = PassClock(freeze=VERDICT)

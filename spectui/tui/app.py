@@ -45,8 +45,8 @@ from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, available_themes, check_th
 from .view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
-FRAME_HZ = 20  # at most this many paints a second for new passes: as often as the eye can follow
-STATS_INTERVAL_S = 0.5  # the statistics panels (and the cost model) at most twice a second
+FRAME_HZ = 8  # at most this many paints a second for new passes: as often as the eye can follow
+STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
 # The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
 # each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
 # the app runs keeps the engine from queueing behind repaints.
@@ -297,8 +297,9 @@ class SpectuiApp(App):
         later = self.clock.next_change(now)
         if later is not None:  # the newest pass is animating: wake for its next phase, not before
             self._request_paint(now + later)
-        if self._stats_due:  # statistics held back by the throttle: paint them when it allows
-            self._request_paint(self._stats_t + STATS_INTERVAL_S)
+        if self._stats_due:  # statistics held back by the throttle: with the next pass's paint once it
+            # allows, or on their own a frame later if no pass comes (so a steady run adds no paints)
+            self._request_paint(self._stats_t + STATS_INTERVAL_S + 1 / FRAME_HZ)
 
     def run_state(self) -> tuple[str, str]:
         snap = self.snap

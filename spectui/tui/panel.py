@@ -6,8 +6,10 @@ accepted = underline, rejected = strike, target = bold, pending = dim italic, pl
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -75,10 +77,23 @@ class Panel(Widget):
         return self.view.phase
 
     def show(self, view: ScreenView) -> None:
-        """Draw ``view`` at the next repaint."""
+        """Draw ``view`` now and repaint only the lines that changed (Textual then re-renders just
+        those: a new pass usually changes the stream's last line, not the whole panel)."""
         self.view = view
-        self._strips = None
-        self.refresh()
+        size = self.content_size
+        old = self._strips
+        if not self.is_mounted or old is None or self._strips_key != (size.width, size.height):
+            self._strips = None  # drawn at the next repaint
+            self.refresh()
+            return
+        new = self._build_strips(size.width, size.height)
+        self._strips = new
+        if len(new) != len(old):
+            self.refresh()
+            return
+        changed = [y for y, (a, b) in enumerate(zip(old, new)) if a != b]
+        if changed:
+            self.refresh(*(Region(0, y, size.width, 1) for y in changed))
 
     def styles_map(self) -> dict[str, Style]:
         theme = self.app.theme  # Textual's theme name: the colours come from its variables
@@ -109,13 +124,28 @@ class Panel(Widget):
         return Strip.blank(size.width, self.rich_style)
 
     def _build_strips(self, width: int, height: int) -> list[Strip]:
+        """The drawn text as ``height`` strips of ``width`` cells. A line that fits goes straight to
+        segments; only a longer one goes through Rich's wrapping (what ``console.render_lines`` does
+        for the whole text, at several times the cost)."""
         if width <= 0 or height <= 0:
             return []
         text = self.draw(width, height)
         console = self.app.console
-        options = console.options.update(width=width, height=height, no_wrap=False)
-        lines = console.render_lines(text, options, style=self.rich_style, pad=True, new_lines=False)
-        return [Strip(line, width) for line in lines[:height]]
+        strips: list[Strip] = []
+        for line in text.split("\n", allow_blank=True):
+            for part in [line] if line.cell_len <= width else line.wrap(console, width):
+                strips.append(self.line_strip(part, width))
+                if len(strips) == height:
+                    return strips
+        return strips
+
+    def line_strip(self, line: Text, width: int) -> Strip:
+        """One line of text that fits ``width`` as a strip, on the widget's own style."""
+        console = self.app.console
+        base = self.rich_style
+        # Text.render leaves a line's own style out when it has no spans: apply it here
+        style = base + console.get_style(line.style) if line.style else base
+        return Strip(Segment.apply_style(line.render(console), style)).adjust_cell_length(width, base)
 
     def draw(self, width: int, height: int) -> Text:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -9,12 +9,17 @@ is always visible at the bottom.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.strip import Strip
 
 from .panel import GLYPH, PENDING, SETTLED, Panel
 
 
 class TokenStream(Panel):
     DEFAULT_CSS = "TokenStream { height: 1fr; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._wrap_cache: dict[tuple, list[Text]] = {}
 
     def legend(self, st) -> Text:
         t = Text()
@@ -47,8 +52,16 @@ class TokenStream(Panel):
                 if line_chars >= width:
                     n_rows += line_chars // width
                     line_chars %= width
+        run: list[str] = []  # consecutive tokens of one kind become one span: Rich wraps fewer spans
+        run_kind = None
         for txt, kind in tokens[first:cut]:
-            text.append(txt, st.get(kind))
+            if kind != run_kind and run:
+                text.append("".join(run), st.get(run_kind))
+                run = []
+            run_kind = kind
+            run.append(txt)
+        if run:
+            text.append("".join(run), st.get(run_kind))
         lp = snap.last_pass
         if cut < len(tokens) and lp is not None:
             if self.phase == PENDING:
@@ -65,14 +78,18 @@ class TokenStream(Panel):
                     text.append(txt, st.get(kind))
         return text
 
+    def visible_body(self, st, width: int, n_text: int) -> Text:
+        """The stream's text for ``n_text`` rows (the prompt while no token has come yet)."""
+        if self.snap is not None and not self.snap.tokens and self.snap.start is not None:
+            return Text(f"prompt: {self.snap.start.prompt[: width * max(1, n_text - 1)]}", style="dim")
+        return self.body(st, budget=(n_text, width))
+
     def draw(self, width: int, height: int) -> Text:
         st = self.styles_map()
         legend = self.legend(st)
         legend.truncate(width, overflow="ellipsis")
         n_text = max(0, height - 1)
-        body = self.body(st, budget=(n_text, width))
-        if self.snap is not None and not self.snap.tokens and self.snap.start is not None:
-            body = Text(f"prompt: {self.snap.start.prompt[: width * max(1, n_text - 1)]}", style="dim")
+        body = self.visible_body(st, width, n_text)
         lines = body.wrap(self.app.console, width) if body.plain else []
         lines = list(lines)[-n_text:] if n_text else []
         out = Text()
@@ -82,3 +99,32 @@ class TokenStream(Panel):
         out.append("\n" * max(0, n_text - len(lines)))
         out.append_text(legend)
         return out
+
+    def _build_strips(self, width: int, height: int) -> list[Strip]:
+        """What ``draw`` shows, built a paragraph at a time through a cache of wrapped, rendered lines:
+        a new pass re-wraps only the paragraph it extends (wrapping and rendering are most of a repaint)."""
+        if width <= 0 or height <= 0:
+            return []
+        st = self.styles_map()
+        n_text = max(0, height - 1)
+        body = self.visible_body(st, width, n_text)
+        strips: list[Strip] = []
+        if body.plain and n_text:
+            cache = self._wrap_cache
+            base = self.rich_style
+            for para in body.split("\n", allow_blank=True):
+                key = (para.plain, tuple(para.spans), str(para.style), width, base)
+                wrapped = cache.get(key)
+                if wrapped is None:
+                    wrapped = [self.line_strip(line, width) for line in para.wrap(self.app.console, width)]
+                    if len(cache) >= 512:
+                        cache.pop(next(iter(cache)))  # the oldest paragraph
+                    cache[key] = wrapped
+                strips.extend(wrapped)
+            strips = strips[-n_text:]
+        blank = self.line_strip(Text(), width)
+        strips.extend(blank for _ in range(n_text - len(strips)))
+        legend = self.legend(st)
+        legend.truncate(width, overflow="ellipsis")
+        strips.append(self.line_strip(legend, width))
+        return strips
