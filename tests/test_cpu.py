@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from spectui import cpu
-from spectui.events import PassEvent, RunStarted, SettingsChanged, Settings, Timing
+from spectui.events import PassEvent, RunStarted, Settings, SettingsChanged
 from spectui.stats import CONTENDED_CORES, RunStats
+from synthetic_events import make_plain_pass
 
 
 def fake_sysfs(root: Path, siblings: dict[int, str], p_cores: str | None = None) -> tuple[str, str]:
@@ -111,11 +112,8 @@ def test_others_cpu_unavailable(tmp_path):
 # ------------------------------------------------------------------ contention in the statistics
 
 
-def _pass(i: int, ms: float, others: float, tokens: int = 1) -> PassEvent:
-    from spectui.events import Token
-
-    return PassEvent(index=i, emitted=tuple(Token(id=5, text="x") for _ in range(tokens)),
-                     timing=Timing(wall_ms=ms, verify_ms=ms, t_end=i * ms / 1000), others_cpu=others)
+def _pass(i: int, ms: float, others: float) -> PassEvent:
+    return make_plain_pass(i, ms, others_cpu=others)
 
 
 def feed(stats: RunStats, passes):
