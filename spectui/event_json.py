@@ -21,12 +21,19 @@ from .events import (
     DISCARDED,
     DRAFTERS,
     EVENT_TYPES,
+    KINDS,
     PLAIN,
     REJECTED,
+    REQ_REASONS,
+    Bucket,
     DraftToken,
+    EngineCounters,
     Event,
+    Histogram,
     ModelInfo,
+    PositionCount,
     Settings,
+    Target,
     TargetToken,
     Timing,
     Token,
@@ -272,13 +279,17 @@ def _build(cls: type, data: Any) -> Any:
         return _build_checked(cls, data)  # raises with the field's name (or builds, if the fast path erred)
 
 
-_CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing)})
+_CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing,
+                                           Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {
         ("DraftToken", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
         ("Settings", "drafter"): _one_of(DRAFTERS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),
+        ("Target", "kind"): _one_of(KINDS),
+        ("MetricsScraped", "kind"): _one_of(KINDS),
+        ("RequestEnded", "reason"): _one_of(REQ_REASONS),
     }
 )
 

@@ -7,7 +7,9 @@ project and nothing of the UI.
 
 One run is: ``RunStarted``, then one ``PassEvent`` per draft/verify pass (pass 0 is the prefill pass
 that emits the first token), ``SettingsChanged`` whenever a setting changed between passes, and
-finally ``RunEnded``.
+finally ``RunEnded``. One attach session (``spectui attach``: a serving engine watched over HTTP) is
+``AttachStarted``, ``MetricsScraped`` per URL per interval, in request mode ``RequestStarted``,
+``RequestChunk``... ``RequestEnded``, and ``AttachEnded`` last (see the attach section below).
 """
 
 from __future__ import annotations
@@ -162,8 +164,169 @@ class RunEnded:
     wall_s: float = 0.0  # seconds from start to end
 
 
-Event = Union[RunStarted, PassEvent, SettingsChanged, RunEnded]
-EVENT_TYPES: dict[str, type] = {"start": RunStarted, "pass": PassEvent, "settings": SettingsChanged, "end": RunEnded}
+
+# ------------------------------------------------------------------ attach: observing a serving engine
+# What ``spectui attach`` observes of llama-server / vLLM / SGLang: observations, not statistics. A scrape
+# holds the server's raw cumulative counters and histogram buckets, a request chunk what arrived on the
+# wire and when; spectui.attach.window computes rates and quantiles from them, so a live attach and a
+# replayed attach trace give the same numbers. One attach session is: ``AttachStarted``, then per interval
+# one ``MetricsScraped`` per URL (also for a URL that failed: ``error`` says why, in one line), in request
+# mode ``RequestStarted``, ``RequestChunk``... ``RequestEnded``, and finally ``AttachEnded``.
+
+# What a URL turned out to be.
+KIND_LLAMA_SERVER = "llama-server"
+KIND_VLLM = "vllm"
+KIND_SGLANG = "sglang"
+KIND_PROMETHEUS = "prometheus"  # Prometheus text from something else: no speculative decoding metrics
+KIND_UNKNOWN = ""  # not reached yet
+KINDS = (KIND_LLAMA_SERVER, KIND_VLLM, KIND_SGLANG, KIND_PROMETHEUS, KIND_UNKNOWN)
+
+# Why a streamed request ended.
+REQ_STOP = "stop"  # the server ended it (end of generation, stop string)
+REQ_LENGTH = "length"  # reached -n
+REQ_ERROR = "error"  # connection lost, HTTP error, malformed stream: RequestEnded.error says which
+REQ_STOPPED = "stopped"  # Ctrl+C
+REQ_REASONS = (REQ_STOP, REQ_LENGTH, REQ_ERROR, REQ_STOPPED)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One watched server: the URL as given (its /metrics is scraped) and what it turned out to be."""
+
+    url: str
+    kind: str = KIND_UNKNOWN
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One cumulative histogram bucket: observations <= ``le`` (seconds). +Inf is Histogram.count."""
+
+    le: float
+    count: float
+
+
+@dataclass(frozen=True)
+class Histogram:
+    buckets: tuple[Bucket, ...] = ()  # finite upper bounds, ascending
+    count: float = 0.0  # all observations (the +Inf bucket)
+    sum: float = 0.0
+
+
+@dataclass(frozen=True)
+class PositionCount:
+    """Drafts whose token at ``position`` (0 = first drafted token) was accepted, cumulative."""
+
+    position: int
+    accepted: float
+
+
+@dataclass(frozen=True)
+class EngineCounters:
+    """One engine's cumulative counters at one scrape, as the server published them.
+
+    ``engine`` is vLLM's ``engine`` label (data-parallel rank; SGLang's ``dp_rank``), "" for a
+    single-engine server. Counters the server does not publish stay at -1.
+    """
+
+    engine: str = ""
+    model: str = ""
+    speculation: bool = False  # the server publishes speculative decoding counters (or SGLang's gauge)
+    num_drafts: float = -1.0  # verify steps that had a draft
+    num_draft_tokens: float = -1.0
+    num_accepted_tokens: float = -1.0
+    accepted_per_pos: tuple[PositionCount, ...] = ()
+    drafts_derived: bool = False  # num_drafts = emitted - accepted (vLLM v0 had no drafts counter)
+    generated_tokens: float = -1.0  # tokens the engine generated (all requests)
+    ttft: Histogram | None = None  # the engine's own time-to-first-token histogram (seconds)
+    itl: Histogram | None = None  # inter-token latency histogram (seconds)
+    accept_length: float = -1.0  # SGLang's sglang:spec_accept_length gauge (mean tokens per verify)
+
+
+@dataclass(frozen=True)
+class AttachStarted:
+    type: Literal["attach_start"] = "attach_start"
+    started_at: float = 0.0  # unix time
+    targets: tuple[Target, ...] = ()
+    interval: float = 1.0  # seconds between scrapes
+    prompt: str = ""  # request mode only
+    n_predict: int = 0
+    draft_max: int = -1  # per-request draft length asked for (-1: the server's own)
+
+
+@dataclass(frozen=True)
+class MetricsScraped:
+    """One scrape of one URL's /metrics (``t``: seconds since attach started, at the response)."""
+
+    type: Literal["scrape"] = "scrape"
+    url: str = ""
+    t: float = 0.0
+    kind: str = KIND_UNKNOWN
+    error: str = ""  # one line when the scrape failed ("" = it worked)
+    process_start: float = 0.0  # the server's start time (unix) when it says; a change means a restart
+    speculation: str = ""  # "on" / "none" when the server says (llama-server's /slots), else ""
+    engines: tuple[EngineCounters, ...] = ()
+
+
+@dataclass(frozen=True)
+class RequestStarted:
+    type: Literal["request_start"] = "request_start"
+    url: str = ""
+    t: float = 0.0
+    api: str = ""  # "completion" (llama-server /completion) or "openai" (/v1/completions)
+    prompt: str = ""
+    n_predict: int = 0
+    draft_max: int = -1  # speculative.n_max sent with the request (-1: not sent)
+
+
+@dataclass(frozen=True)
+class RequestChunk:
+    """One streamed chunk, timed on arrival. ``draft_n`` / ``draft_n_accepted`` are the server's
+    cumulative figures for this request when it sends them per chunk (llama-server
+    ``timings_per_token``), else -1."""
+
+    type: Literal["request_chunk"] = "request_chunk"
+    t: float = 0.0
+    text: str = ""
+    n_tokens: int = 1
+    draft_n: int = -1
+    draft_n_accepted: int = -1
+
+
+@dataclass(frozen=True)
+class RequestEnded:
+    """The server's own per-request figures where it gave them (-1 otherwise)."""
+
+    type: Literal["request_end"] = "request_end"
+    t: float = 0.0
+    reason: str = REQ_STOP
+    error: str = ""
+    n_tokens: int = 0  # tokens received (server count when given, else chunks)
+    draft_n: int = -1  # drafted tokens (llama-server timings.draft_n, vLLM num_draft_tokens)
+    draft_n_accepted: int = -1
+    spec_steps: int = -1  # verify steps with a draft (vLLM num_spec_steps)
+    prompt_ms: float = -1.0  # server-side prompt time (llama-server timings.prompt_ms)
+    predicted_ms: float = -1.0  # server-side generation time
+    predicted_n: int = -1
+
+
+@dataclass(frozen=True)
+class AttachEnded:
+    type: Literal["attach_end"] = "attach_end"
+    t: float = 0.0
+    reason: str = "stopped"  # "stopped" (Ctrl+C / SIGTERM), "done" (request mode finished), "error"
+    error: str = ""
+
+
+RunEvent = Union[RunStarted, PassEvent, SettingsChanged, RunEnded]
+AttachEvent = Union[AttachStarted, MetricsScraped, RequestStarted, RequestChunk, RequestEnded, AttachEnded]
+Event = Union[RunEvent, AttachEvent]
+EVENT_TYPES: dict[str, type] = {
+    "start": RunStarted, "pass": PassEvent, "settings": SettingsChanged, "end": RunEnded,
+    "attach_start": AttachStarted, "scrape": MetricsScraped, "request_start": RequestStarted,
+    "request_chunk": RequestChunk, "request_end": RequestEnded, "attach_end": AttachEnded,
+}
+ATTACH_EVENT_TYPES: tuple[type, ...] = (AttachStarted, MetricsScraped, RequestStarted, RequestChunk, RequestEnded,
+                                        AttachEnded)
 
 
 # Transitional: the JSON functions moved to spectui.event_json; these names still resolve from here (lazily,

@@ -2,12 +2,16 @@
 
 A trace file is one header line, then one line per event, each exactly ``event_json.to_dict(event)``::
 
-    {"schema": "spectui.trace", "version": 1, "spectui": "0.1.0", "created": "...", "machine": {...},
+    {"schema": "spectui.trace", "version": 2, "spectui": "0.1.0", "created": "...", "machine": {...},
      "models": {"target": {...}, "draft": {...}}, "params": {...}, "prompt": "..."}
     {"type": "start", ...}
     {"type": "pass", "index": 0, ...}
     ...
     {"type": "end", ...}
+
+An attach trace (``spectui attach --record``) has ``"attach": {"targets": [...], "interval": ...}`` in its
+header instead of models and parameters, then ``attach_start``, ``scrape`` / ``request_*`` events and
+``attach_end``. Version 2 added the attach events; a version-1 trace (run events only) reads unchanged.
 
 The writer flushes after every event, so a run killed with SIGKILL leaves every complete pass
 readable; the reader turns a truncated or damaged *last* line into a warning, not an error. Files
@@ -41,6 +45,7 @@ from .events import (
     DISCARDED,
     PLAIN,
     REJECTED,
+    AttachStarted,
     DraftToken,
     Event,
     ModelInfo,
@@ -55,8 +60,8 @@ from .events import (
 )
 
 SCHEMA = "spectui.trace"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+VERSION = 2  # 2: attach traces (AttachStarted ... AttachEnded); version 1 has only the run events and reads as is
+SUPPORTED_VERSIONS = (1, 2)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -104,9 +109,15 @@ def machine_info(threads: int = 0) -> dict[str, Any]:
     return info
 
 
-def make_header(start: RunStarted | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The header line, built from the run's start event (models, parameters, prompt)."""
+def make_header(start: RunStarted | AttachStarted | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The header line, built from the run's start event (models, parameters, prompt), or for an attach
+    trace from its AttachStarted (the watched URLs, the scrape interval, the request-mode prompt)."""
+    attach = start if isinstance(start, AttachStarted) else None
+    if attach is not None:
+        start = None
     when = _dt.datetime.now(_dt.timezone.utc)
+    if attach is not None and attach.started_at > 0:
+        when = _dt.datetime.fromtimestamp(attach.started_at, _dt.timezone.utc)
     if start is not None and start.started_at > 0:
         when = _dt.datetime.fromtimestamp(start.started_at, _dt.timezone.utc)
     header: dict[str, Any] = {
@@ -132,6 +143,9 @@ def make_header(start: RunStarted | None, extra: dict[str, Any] | None = None) -
             "draft_decode_ms": start.draft_decode_ms,
         }
         header["prompt"] = start.prompt
+    if attach is not None:
+        header["attach"] = {"targets": [t.url for t in attach.targets], "interval": attach.interval,
+                            "prompt": attach.prompt, "n_predict": attach.n_predict, "draft_max": attach.draft_max}
     for key, value in (extra or {}).items():
         if key not in ("schema", "version"):
             header[key] = value
@@ -150,8 +164,8 @@ class TraceWriter:
 
     ``path=None`` keeps the trace in an anonymous temporary file (flat memory), for a TUI that was
     started without ``--record`` but may still save the trace with its key (:meth:`save_to`).
-    The header is written when the RunStarted event arrives (it is made from it); if the first event
-    is something else, a header without run information is written first. Thread-safe: a UI thread
+    The header is written when the RunStarted (or AttachStarted) event arrives (it is made from it); if
+    the first event is something else, a header without run information is written first. Thread-safe: a UI thread
     may call :meth:`save_to` while the engine thread writes.
     """
 
@@ -195,7 +209,8 @@ class TraceWriter:
                 raise TraceError(f"trace {self.path or '(temporary)'} is closed")
             try:
                 if self.header is None:
-                    self.header = make_header(event if isinstance(event, RunStarted) else None, self.header_extra)
+                    first = event if isinstance(event, (RunStarted, AttachStarted)) else None
+                    self.header = make_header(first, self.header_extra)
                     self._emit(_dumps(self.header))
                 self._emit(_dumps(to_dict(event)))
                 self.n_events += 1

@@ -17,7 +17,11 @@ CORE = [
     "spectui.headless", "spectui.engine.loop", "spectui.engine.models", "spectui.engine.verify",
     "spectui.engine.drafters", "spectui.trace", "spectui.costmodel", "spectui.autok", "spectui.player",
     "spectui.animation", "spectui.hub", "spectui.cpu", "spectui.placement", "spectui.tui.state",
-    "spectui.tui.view", "spectui.cast",
+    "spectui.tui.view", "spectui.cast", "spectui.probe",
+    # attach: what it observes of a serving engine (the events live in spectui.events), its statistics and
+    # its headless face; the command (attach.cli) imports the TUI face only when it opens it
+    "spectui.attach.metrics", "spectui.attach.window", "spectui.attach.scraper", "spectui.attach.request",
+    "spectui.attach.text", "spectui.attach.cli",
 ]
 
 

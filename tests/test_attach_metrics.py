@@ -19,7 +19,7 @@ pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram as PHistogram, generate_latest
 
 from spectui.attach import metrics
-from spectui.attach.events import (
+from spectui.events import (
     KIND_LLAMA_SERVER,
     KIND_PROMETHEUS,
     KIND_SGLANG,

@@ -25,7 +25,8 @@ pytest.importorskip("prometheus_client")
 from click.testing import CliRunner
 
 from servers import SKIP_REASON, LlamaServer, llama_server_binary
-from spectui.attach import events as aev
+from spectui import event_json
+from spectui import events as aev
 from spectui.attach.cli import attach_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
@@ -316,7 +317,7 @@ def test_record_request_mode_and_replay_prints_the_same(spec_server, tmp_path):
     r = CliRunner().invoke(attach_cmd, [spec_server.url, "-p", PROMPT, "-n", "16", "--headless",
                                         "--record", str(out)])
     assert r.exit_code == 0, r.output
-    evs = [aev.from_dict(json.loads(ln)) for ln in out.read_text().splitlines()[1:]]
+    evs = [event_json.from_dict(json.loads(ln)) for ln in out.read_text().splitlines()[1:]]
     kinds = [type(e).__name__ for e in evs]
     assert kinds[0] == "AttachStarted" and kinds[-1] == "AttachEnded" and "RequestEnded" in kinds
     assert sum(k == "RequestChunk" for k in kinds) >= 1

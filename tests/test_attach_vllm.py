@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from servers import HOST, free_port
-from spectui.attach import events as aev
+from spectui import events as aev
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
 from spectui.attach.window import OK, AttachStats

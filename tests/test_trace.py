@@ -92,6 +92,56 @@ def test_empty_recording_is_a_valid_trace(tmp_path):
     assert tr.events == [] and tr.header["version"] == VERSION
 
 
+# ------------------------------------------------------------------ versions: 2 adds the attach events
+
+
+def test_version_1_traces_still_read(tmp_path):
+    """A version-1 trace (run events only, as every spectui before attach wrote them) reads unchanged:
+    one written here with a version-1 header, and the bundled demo trace (recorded as version 1)."""
+    p = tmp_path / "v1.jsonl"
+    lines = [json.dumps({"schema": SCHEMA, "version": 1, "spectui": "0.1.0"})]
+    lines += [json.dumps(to_dict(e)) for e in EVENTS]
+    p.write_text("\n".join(lines) + "\n")
+    tr = read_trace(p)
+    assert tr.header["version"] == 1 and tr.events == EVENTS and tr.warnings == []
+    demo = os.path.join(REPO, "spectui", "data", "demo-trace.jsonl.gz")
+    tr = read_trace(demo)
+    assert tr.header["version"] == 1 and isinstance(tr.events[0], RunStarted) and isinstance(tr.events[-1], RunEnded)
+
+
+def test_attach_trace_round_trip_and_header(tmp_path):
+    """Version 2: the attach events round-trip through the same writer and reader; the header of an
+    attach trace names the watched URLs and the scrape interval (no models: attach loads none)."""
+    from spectui import events as ev
+
+    hist = ev.Histogram((ev.Bucket(0.1, 1.0), ev.Bucket(0.5, 3.0)), 4.0, 0.9)
+    eng = ev.EngineCounters(engine="0", model="m", speculation=True, num_drafts=3, num_draft_tokens=9,
+                            num_accepted_tokens=5, accepted_per_pos=(ev.PositionCount(0, 3.0),), ttft=hist)
+    evs = [
+        ev.AttachStarted(started_at=1_700_000_000.0, targets=(ev.Target("http://a:1"), ev.Target("http://b:2")),
+                         interval=0.5),
+        ev.MetricsScraped(url="http://a:1", t=0.5, kind=ev.KIND_VLLM, engines=(eng,)),
+        ev.MetricsScraped(url="http://b:2", t=0.5, error="connection refused"),
+        ev.RequestStarted(url="http://a:1", t=0.6, api="openai", prompt="p", n_predict=3),
+        ev.RequestChunk(t=0.7, text="é🙂", draft_n=3, draft_n_accepted=2),
+        ev.RequestEnded(t=0.8, reason=ev.REQ_LENGTH, n_tokens=3),
+        ev.AttachEnded(t=1.0, reason="done"),
+    ]
+    for name in ("a.jsonl", "a.jsonl.gz"):
+        p = tmp_path / name
+        write_trace(p, evs)
+        tr = read_trace(p)
+        assert tr.events == evs and tr.warnings == []
+        assert tr.header["version"] == VERSION == 2
+        assert tr.header["attach"]["targets"] == ["http://a:1", "http://b:2"]
+        assert tr.header["attach"]["interval"] == 0.5
+        assert tr.header["created"].startswith("2023-11-14T22:13:20") and "models" not in tr.header
+    bad = to_dict(evs[1])
+    bad["kind"] = "tgi"
+    with pytest.raises(ValueError, match="MetricsScraped.kind: expected one of"):
+        from_dict(bad)
+
+
 def test_streaming_reader_is_lazy(tmp_path):
     p = tmp_path / "t.jsonl"
     write_trace(p, EVENTS)

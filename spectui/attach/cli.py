@@ -19,7 +19,7 @@ import click
 
 from ..errors import SpectuiError
 from ..trace import TraceWriter
-from .events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target
+from ..events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target
 from .request import stream_completion
 from .scraper import Scraper
 from .text import HeadlessFace, window_line
@@ -181,7 +181,7 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     writer = None
     if record:
         try:
-            writer = TraceWriter(record, header_extra={"attach": True})
+            writer = TraceWriter(record)  # header from AttachStarted: targets, interval
         except SpectuiError as exc:
             click.echo(f"spectui: error: {exc}", err=True)
             sys.exit(exc.exit_code)
