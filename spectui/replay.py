@@ -4,11 +4,16 @@ Headless (``--headless [--json]``), the trace is streamed into :func:`spectui.he
 very function the live ``--headless`` run uses, so the text, the summary and the JSON are those the
 live run printed. Without ``--headless`` the events go to the TUI (``spectui.tui.app.run_replay``),
 marked as a replay of which models and when, at the recorded speed by default.
+
+An attach trace (``spectui attach --record``: its first event is ``AttachStarted``) goes to the attach
+faces instead: headless to :class:`spectui.attach.text.HeadlessFace` (what the live attach printed), the
+TUI to ``spectui.tui.attach_app.run_attach_replay``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import sys
 import time
@@ -17,7 +22,7 @@ from typing import Callable, Iterable, Iterator
 import click
 
 from .errors import SpectuiError
-from .events import Event, PassEvent, RunStarted, SettingsChanged
+from .events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
 
 
 def _warn(message: str) -> None:
@@ -37,7 +42,12 @@ def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] 
     """Yield events with the recorded delays between passes divided by ``speed`` (inf: no delay)."""
     last: float | None = None
     for ev in events:
-        t = ev.timing.t_end if isinstance(ev, PassEvent) else ev.t if isinstance(ev, SettingsChanged) else None
+        if isinstance(ev, PassEvent):
+            t = ev.timing.t_end
+        elif isinstance(ev, SettingsChanged) or (isinstance(ev, ATTACH_EVENT_TYPES) and hasattr(ev, "t")):
+            t = ev.t
+        else:
+            t = None
         if t is not None and speed != float("inf"):
             if last is not None and t > last:
                 sleep((t - last) / speed)
@@ -59,10 +69,28 @@ def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False,
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     try:
-        stats, _ = consume(paced(reader, speed), out or sys.stdout, as_json=as_json)
+        first = next(reader, None)
+        events = itertools.chain([first] if first is not None else [], reader)
+        if isinstance(first, AttachStarted):
+            return replay_attach_headless(paced(events, speed), out or sys.stdout, as_json=as_json)
+        stats, _ = consume(paced(events, speed), out or sys.stdout, as_json=as_json)
     finally:
         reader.close()
     return stats
+
+
+def replay_attach_headless(events: Iterable[Event], out, *, as_json: bool = False):
+    """An attach trace through the live attach's own headless face; returns its AttachStats."""
+    from .attach.text import HeadlessFace
+
+    face = HeadlessFace(out, as_json)
+    for ev in events:
+        face(ev)
+    return face.stats
+
+
+def is_attach_trace(events: list[Event]) -> bool:
+    return bool(events) and isinstance(events[0], AttachStarted)
 
 
 def load_for_tui(path: str | os.PathLike, on_warning: Callable[[str], None] | None = _warn) -> tuple[dict, list[Event]]:
@@ -71,6 +99,8 @@ def load_for_tui(path: str | os.PathLike, on_warning: Callable[[str], None] | No
 
     header, reader = iter_trace(path, on_warning=on_warning)
     events = list(mark_replay(reader))
+    if is_attach_trace(events):
+        return header, events
     if not any(isinstance(ev, PassEvent) for ev in events):
         raise SpectuiError(f"{os.fspath(path)}: the trace holds no passes to replay")
     return header, events
@@ -105,6 +135,10 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
         _header, events = load_for_tui(file)
+        if is_attach_trace(events):
+            from .tui.attach_app import run_attach_replay
+
+            sys.exit(run_attach_replay(events, theme=theme, speed=sp) or 0)
         from .tui.app import run_replay
 
         sys.exit(run_replay(events, theme=theme, speed=sp) or 0)

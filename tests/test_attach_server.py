@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -28,6 +29,7 @@ from servers import SKIP_REASON, LlamaServer, llama_server_binary
 from spectui import event_json
 from spectui import events as aev
 from spectui.attach.cli import attach_cmd
+from spectui.replay import replay_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
 from spectui.attach.text import HeadlessFace
@@ -326,3 +328,35 @@ def test_record_request_mode_and_replay_prints_the_same(spec_server, tmp_path):
     for ev in evs:
         face(ev)
     assert buf.getvalue() == r.output.split("running --headless\n", 1)[-1]
+    # `spectui replay FILE --headless` prints what the live attach printed (same face, same numbers)
+    live = r.output.split("running --headless\n", 1)[-1]
+    rr = CliRunner().invoke(replay_cmd, [str(out), "--headless"])
+    assert rr.exit_code == 0, rr.output
+    assert rr.output == live
+
+
+def test_record_interval_mode_json_and_replay_prints_the_same(spec_server, tmp_path):
+    """Interval mode, --json, while requests end on the server: the replay of the recording prints the
+    same JSON objects, line for line."""
+    out = tmp_path / "watch.jsonl.gz"
+    stop = threading.Event()
+
+    def client():
+        while not stop.is_set():
+            run_request(spec_server.url, 12)
+
+    th = threading.Thread(target=client, daemon=True)
+    th.start()
+    try:
+        r = CliRunner().invoke(attach_cmd, [spec_server.url, "--interval", "0.3", "--count", "5", "--headless",
+                                            "--json", "--record", str(out)])
+    finally:
+        stop.set()
+        th.join(timeout=60)
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 5 + 1 + 1 and json.loads(lines[-1])["what"] == "session"
+    assert json.loads(lines[-1])["engines"][0]["status"] == OK
+    rr = CliRunner().invoke(replay_cmd, [str(out), "--headless", "--json"])
+    assert rr.exit_code == 0, rr.output
+    assert rr.output == r.output

@@ -1,0 +1,88 @@
+"""The recorded attach sessions the attach TUI tests replay (tests/data/attach-*.jsonl), and how they were made.
+
+``python tests/attach_recordings.py`` records them again from the real llama-server
+(scripts/build-llama-server.sh) on the tiny GGUF models (tests/tinymodels.py), on 127.0.0.1:
+
+- ``attach-watch.jsonl``: ``spectui attach URL1 URL2 URL3 --interval 0.5 --count 8 --record ...`` where URL1
+  speculates (noisy draft, ``--spec-draft-n-max 3``), URL2 serves the same target without speculation and
+  URL3 is a closed port; a client sends a request to URL1 and URL2 every ~0.6 s meanwhile.
+- ``attach-request.jsonl``: ``spectui attach URL1 -p PROMPT -n 48 --record ...`` (request mode).
+
+The files are committed, so the tests need no server; ``test_attach_tui.py`` also drives the TUI against a
+live server when the binary is there.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import threading
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+WATCH = DATA / "attach-watch.jsonl"
+REQUEST = DATA / "attach-request.jsonl"
+PROMPT = "the hash map key value table bucket chain probe slot list node array index load factor"
+
+
+def server_args(target: Path, draft: Path | None) -> list[str]:
+    spec = ["-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", "3"] if draft else []
+    return ["-m", str(target), *spec, "--metrics", "-c", "2048", "-np", "1", "--no-warmup",
+            "-t", "1", "-tb", "1", "-td", "1"]
+
+
+def _client(urls: list[str], stop: threading.Event) -> None:
+    body = json.dumps({"prompt": PROMPT, "n_predict": 24, "temperature": 0}).encode()
+    while not stop.wait(0.6):
+        for url in urls:
+            req = urllib.request.Request(url + "/completion", data=body, headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - our own loopback server
+                    r.read()
+            except OSError:
+                pass
+
+
+def record(out_dir: Path = DATA) -> None:
+    sys.path[:0] = [str(HERE), str(HERE.parent)]  # tests/ helpers and this checkout's spectui
+    import tinymodels
+    from click.testing import CliRunner
+    from servers import LlamaServer, free_port, llama_server_binary
+
+    from spectui.attach.cli import attach_cmd
+
+    binary = llama_server_binary()
+    if binary is None:
+        raise SystemExit("llama-server not built: run scripts/build-llama-server.sh")
+    tmp = Path(tempfile.mkdtemp(prefix="spectui-attach-rec-"))
+    target = tinymodels.build_model(tmp / "target.gguf", seed=0, name="tiny-target")
+    draft = tinymodels.build_model(tmp / "draft.gguf", seed=0, noise=0.1, name="tiny-draft-noisy")
+    spec = LlamaServer(binary, server_args(target, draft), tmp / "spec.log")
+    plain = LlamaServer(binary, server_args(target, None), tmp / "plain.log")
+    dead = f"http://127.0.0.1:{free_port()}"
+    stop = threading.Event()
+    client = threading.Thread(target=_client, args=([spec.url, plain.url], stop), daemon=True)
+    try:
+        client.start()
+        r = CliRunner().invoke(attach_cmd, [spec.url, plain.url, dead, "--interval", "0.5", "--count", "8",
+                                            "--headless", "--record", str(out_dir / WATCH.name)])
+        assert r.exit_code == 0, r.output
+        stop.set()
+        client.join()
+        r = CliRunner().invoke(attach_cmd, [spec.url, "-p", PROMPT, "-n", "48", "--interval", "0.5", "--headless",
+                                            "--record", str(out_dir / REQUEST.name)])
+        assert r.exit_code == 0, r.output
+    finally:
+        stop.set()
+        spec.stop()
+        plain.stop()
+
+
+if __name__ == "__main__":
+    DATA.mkdir(exist_ok=True)
+    record()
+    print(WATCH.read_text().count("\n"), "lines in", WATCH)
+    print(REQUEST.read_text().count("\n"), "lines in", REQUEST)
