@@ -21,7 +21,7 @@ CORE = [
     # attach: what it observes of a serving engine (the events live in spectui.events), its statistics and
     # its headless face; the command (attach.cli) imports the TUI face only when it opens it
     "spectui.attach.metrics", "spectui.attach.window", "spectui.attach.scraper", "spectui.attach.request",
-    "spectui.attach.text", "spectui.attach.cli",
+    "spectui.attach.text", "spectui.attach.cli", "spectui.tui.attach_state",
 ]
 
 

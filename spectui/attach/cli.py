@@ -158,24 +158,26 @@ class AttachSession:
 @click.option("--timeout", type=click.FloatRange(min=0.05), default=None,
               help="seconds to wait for one scrape (default 0.8 x interval, 0.2-5 s)")
 @click.option("--headless", is_flag=True, help="no TUI: one line per engine per interval")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text (implies --headless)")
 @click.option("-p", "--prompt", type=str, default=None, help="send this prompt as one streaming completion")
 @click.option("-n", "--n-predict", "n_predict", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--draft-max", "-k", "draft_max", type=click.IntRange(min=-1), default=-1,
               help="llama-server: speculative.n_max for the request (-1: the server's own)")
 @click.option("--count", type=click.IntRange(min=0), default=0, help="stop after this many intervals (0: until Ctrl+C)")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
+@click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
-               prompt: str | None, n_predict: int, draft_max: int, count: int, record: str | None) -> None:
+               prompt: str | None, n_predict: int, draft_max: int, count: int, record: str | None,
+               theme: str | None) -> None:
     """Watch llama-server / vLLM / SGLang speculative decoding through /metrics (and one request).
 
     \b
+    spectui attach http://127.0.0.1:8080                         the TUI (q quits, ? help)
     spectui attach http://127.0.0.1:8080 --headless              every second, per engine
     spectui attach URL1 URL2 --json                               one JSON object per line
     spectui attach URL -p "Write a haiku" -n 64 --headless        one streamed request, timed
     """
-    if not headless:
-        click.echo("spectui attach: the TUI for attach is not there yet; running --headless", err=True)
+    headless = headless or as_json  # JSON lines are for a program reading stdout, not a screen
     session = AttachSession(list(urls), interval=interval, timeout=timeout, prompt=prompt, n_predict=n_predict,
                             draft_max=draft_max, count=count)
     writer = None
@@ -185,6 +187,8 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         except SpectuiError as exc:
             click.echo(f"spectui: error: {exc}", err=True)
             sys.exit(exc.exit_code)
+    if not headless:
+        sys.exit(_run_tui(session, writer, theme))
     face = HeadlessFace(sys.stdout, as_json)
 
     def sink(ev: Any) -> None:
@@ -197,6 +201,22 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         session.run(sink)
     finally:
         signal.signal(signal.SIGTERM, old)
+        if writer is not None:
+            writer.close()
+
+
+def _run_tui(session: AttachSession, writer: TraceWriter | None, theme: str | None) -> int:
+    """The attach TUI (Textual, imported only here); the trace is closed readable on every way out."""
+    from ..tui.attach_app import run_attach_live
+    from ..tui.themes import check_theme
+
+    try:
+        check_theme(theme)
+        return run_attach_live(session, recorder=writer, theme=theme)
+    except SpectuiError as exc:
+        click.echo(f"spectui: error: {exc}", err=True)
+        return exc.exit_code
+    finally:
         if writer is not None:
             writer.close()
 
