@@ -30,7 +30,7 @@ import click
 
 from .animation import SETTLED, phase_steps
 from .errors import SpectuiError
-from .events import Event, PassEvent, RunStarted
+from .events import AttachStarted, Event, PassEvent, RunStarted
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
@@ -74,12 +74,12 @@ def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     return steps
 
 
-def check_cast_args(cols: int, rows: int, speed: float, events: list[Event]) -> None:
+def check_cast_args(cols: int, rows: int, speed: float, events: list[Event], need_passes: bool = True) -> None:
     if not (1 <= cols <= 1000 and 1 <= rows <= 1000):
         raise SpectuiError(f"terminal size {cols}x{rows} is out of range (1..1000 each)")
     if not (0 < speed < float("inf")):
         raise SpectuiError("cast speed must be a number between 0.25 and 8")
-    if not any(isinstance(e, PassEvent) for e in events):
+    if need_passes and not any(isinstance(e, PassEvent) for e in events):
         raise SpectuiError("the trace holds no passes to render")
 
 
@@ -133,6 +133,14 @@ def render_cast(
 ) -> CastInfo:
     """Render ``events`` (a recorded run) to an asciicast v2 file. Returns what was written."""
     evs = list(events)
+    if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
+        from .tui.attach_cast import capture_attach
+
+        check_cast_args(cols, rows, speed, evs, need_passes=False)
+        chunks, end_t = asyncio.run(capture_attach(evs, cols, rows, speed, theme))
+        urls = " ".join(t.url for t in evs[0].targets)
+        n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, None, title or f"spectui attach {urls}")
+        return CastInfo(os.fspath(out_path), cols, rows, n, duration, 0)
     check_cast_args(cols, rows, speed, evs)
     steps = frames(evs, speed)
     from .tui.cast_render import capture  # the Textual half: the real app through a capture driver

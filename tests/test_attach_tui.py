@@ -170,6 +170,23 @@ def test_replay_routes_an_attach_trace(tmp_path):
     assert buf.getvalue() == live.getvalue() and "server: drafted" in buf.getvalue()
 
 
+def test_cast_of_an_attach_trace(tmp_path):
+    """`spectui cast` on an attach trace renders the attach face at the recorded pace."""
+    import json
+
+    from spectui.cast import render_cast
+
+    out = tmp_path / "a.cast"
+    info = render_cast(recorded(WATCH), out, cols=80, rows=24, speed=2.0)
+    lines = out.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["width"] == 80 and header["title"].startswith("spectui attach http://127.0.0.1")
+    frames = [json.loads(ln) for ln in lines[1:]]
+    assert info.n_events == len(frames) and frames[-1][0] > 2.0  # 4 s recorded, at 2x, plus the hold
+    screen = "".join(f[2] for f in frames)
+    assert "all engines" in screen and "connection refused" in screen and "REPLAY END" in screen
+
+
 # ------------------------------------------------------------------ snapshots
 
 
