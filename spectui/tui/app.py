@@ -286,7 +286,9 @@ class SpectuiApp(App):
             pred, note, error = prediction_for(snap, view.asked.draft_max)
             view = dataclasses.replace(view, prediction=pred, prediction_note=note, prediction_error=error)
         passes = force or new_snap or view.phase != old.phase
-        status = force or new_snap or (view.asked, view.run_state, view.replay, view.theme) != (
+        # the status line's progress figures (pass, tokens, elapsed) follow the statistics' pace; a key,
+        # the run state or the replay position repaint it at once
+        status = force or stats or (view.asked, view.run_state, view.replay, view.theme) != (
             old.asked, old.run_state, old.replay, old.theme)
         if passes or stats or status:
             self.view = view
