@@ -101,6 +101,14 @@ async def _shoot(urls: list[str], out: Path, seconds: float, size: tuple[int, in
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             await pilot.pause(0.5)
+        # then the first moment every answering engine drafted in the last interval (llama-server's counters
+        # move when a request ends), within 30 s more
+        deadline += 30
+        while time.monotonic() < deadline:
+            live = [w for w in app.state.stats.snapshot().interval if w.status != "error"]
+            if live and all(w.status == "ok" for w in live):
+                break
+            await pilot.pause(0.1)
         app.paint()
         await pilot.pause()
         app.save_screenshot(filename=out.name, path=str(out.parent))
@@ -147,7 +155,8 @@ def screenshot(out: Path, qwen: bool, seconds: float = 25.0) -> None:
 
 if __name__ == "__main__":
     if "--screenshot" in sys.argv:
-        screenshot(HERE.parent / "docs" / "attach-screenshot.svg", qwen="--qwen" in sys.argv)
+        screenshot(HERE.parent / "docs" / "attach-screenshot.svg", qwen="--qwen" in sys.argv,
+                   seconds=45.0 if "--qwen" in sys.argv else 25.0)
         raise SystemExit(0)
     DATA.mkdir(exist_ok=True)
     record()

@@ -162,7 +162,8 @@ class AttachSession:
 @click.option("-p", "--prompt", type=str, default=None, help="send this prompt as one streaming completion")
 @click.option("-n", "--n-predict", "n_predict", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--draft-max", "-k", "draft_max", type=click.IntRange(min=-1), default=-1,
-              help="llama-server: speculative.n_max for the request (-1: the server's own)")
+              help="send speculative.n_max with the request (-1: not sent); the llama-server of llama.cpp as "
+                   "vendored in llama-cpp-python 0.3.36 ignores it (compiled out), vLLM has no such field")
 @click.option("--count", type=click.IntRange(min=0), default=0, help="stop after this many intervals (0: until Ctrl+C)")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
