@@ -1,9 +1,11 @@
-"""``spectui attach URL [URL...]``: watch serving engines' speculative decoding (headless for now).
+"""``spectui attach URL [URL...]``: watch serving engines' speculative decoding (TUI or ``--headless``).
 
 Two producer threads put events on one queue: the scraper (every ``--interval``) and, with ``-p``,
-one streaming request. The main thread consumes them in arrival order: statistics
-(:class:`~spectui.attach.window.AttachStats`), the optional trace (``--record``) and the text or JSON
-face. Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is always the last event written.
+one streaming request. The session's thread consumes them in arrival order: statistics
+(:class:`~spectui.attach.window.AttachStats`), the optional trace (``--record``) and the face: the text or
+JSON lines (main thread), or the TUI (``spectui.tui.attach_app``, imported only then, which runs the
+session in its worker thread). Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is always the last
+event written.
 """
 
 from __future__ import annotations
