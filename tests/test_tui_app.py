@@ -314,3 +314,26 @@ async def test_contention_shows_a_badge_and_a_bar_only_while_it_lasts(monkeypatc
         await pilot.pause()
         assert not bar.display
         await pilot.press("q")
+
+
+async def test_paints_follow_the_passes_not_a_clock():
+    """No frame while nothing changes (the app used to tick 30 times a second); a burst of passes is
+    painted a few times, not once per pass."""
+    app = SpectuiApp(held_source(sample_events()), RunControl())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.pause(1.5)  # the last pass's animation (0.9 s) and the statistics (1 s) settle
+        idle = app.paints
+        await pilot.pause(1.0)
+        assert app.paints == idle
+        await pilot.press("q")
+    player = ReplayPlayer(sample_events(), speed="max")  # 41 passes as fast as the player can go
+    app = SpectuiApp(None, RunControl(), replay=player)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if not app.running:
+                break
+        app.refresh_from_state()
+        assert app.snap.stats.n_passes == 40 and app.paints < 20
+        await pilot.press("q")
