@@ -149,6 +149,7 @@ def test_vllm_numbers_match_server(vllm_server):
         assert first.error == "" and first.kind == aev.KIND_VLLM
         assert first.engines[0].speculation and first.engines[0].engine == "0"
         stats.update(first)
+        seen = [aev.AttachStarted(targets=(aev.Target(url),), interval=1.0, prompt=PROMPT, n_predict=32), first]
         evs = list(stream_completion(url, aev.KIND_VLLM, PROMPT, 32, timeout=120, t0=s.t0))
         for ev in evs:
             stats.update(ev)
@@ -160,7 +161,9 @@ def test_vllm_numbers_match_server(vllm_server):
             if series(text1, ttft_count) > series(text0, ttft_count):
                 break
             time.sleep(0.2)
-        stats.update(s.scrape_all()[0])
+        last = s.scrape_all()[0]
+        stats.update(last)
+        seen += [*evs, last, aev.AttachEnded(t=last.t, reason="done")]
     finally:
         s.close()
     text1 = raw(url)
@@ -195,3 +198,29 @@ def test_vllm_numbers_match_server(vllm_server):
     req = stats.snapshot().request
     assert req.mean_acceptance_length == pytest.approx(1 + end.draft_n_accepted / end.spec_steps)
     assert end.n_tokens == 32 or end.reason == aev.REQ_STOP
+    # the attach TUI on what was seen: vLLM's engine label on the row, TTFT / ITL from its histograms
+    import asyncio
+
+    from spectui.tui.attach_app import AttachApp
+    from spectui.tui.attach_engines import AttachEngines
+    from spectui.tui.attach_panel import pct, secs
+    from spectui.tui.attach_request import AttachRequest
+    from spectui.tui.attach_summary import AttachSummary
+
+    async def screen() -> tuple[str, str, str]:
+        app = AttachApp(events=seen, request_mode=True, speed=float("inf"))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            app.paint()
+            await pilot.pause()
+            q = app.screen.query_one
+            return q(AttachEngines).render().plain, q(AttachSummary).render().plain, q(AttachRequest).render().plain
+
+    engines, summary, request = asyncio.run(screen())
+    row = engines.splitlines()[1]
+    assert row.startswith(f"{url} engine=0 [vllm]") and pct(w.acceptance_rate) in row
+    win = stats.snapshot().interval[0]
+    assert f"TTFT p50/p95 {secs(win.ttft_p50)}/{secs(win.ttft_p95)} | {secs(w.ttft_p50)}/{secs(w.ttft_p95)}" in summary
+    assert f"accept {pct(req.acceptance_rate)} ({end.draft_n_accepted}/{end.draft_n})" in request
+    assert f"len {req.mean_acceptance_length:.2f}" in request
