@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from attach_recordings import PROMPT, REQUEST, WATCH, server_args
-from servers import SKIP_REASON, LlamaServer, free_port, llama_server_binary
+from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
+from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 from spectui.attach.cli import AttachSession
 from spectui.attach.text import HeadlessFace
 from spectui.attach.window import AttachStats
@@ -185,6 +186,36 @@ def test_cast_of_an_attach_trace(tmp_path):
     assert info.n_events == len(frames) and frames[-1][0] > 2.0  # 4 s recorded, at 2x, plus the hold
     screen = "".join(f[2] for f in frames)
     assert "all engines" in screen and "connection refused" in screen and "REPLAY END" in screen
+
+
+# ------------------------------------------------------------------ a real terminal (tmux)
+
+
+@needs_tmux
+@pytest.mark.parametrize("how", ["q", "ctrl+c", "SIGTERM"])
+def test_real_terminal_bad_urls_and_a_clean_quit(pane_factory, tmp_path, how):
+    """`spectui attach` in a real 80x24 terminal: an HTML page and a refused port are one line each; q,
+    Ctrl+C or SIGTERM end it with exit status 0 and a --record trace that ends with attach_end."""
+    import os
+    import signal
+
+    html = StaticServer("<!DOCTYPE html>\n<html><body>not metrics</body></html>")
+    try:
+        dead = f"http://127.0.0.1:{free_port()}"
+        rec = tmp_path / "t.jsonl"
+        pane = pane_factory(spectui_cmd(f"attach {html.url} {dead} --interval 0.2 --record {rec}"))
+        screen = pane.wait_for("connection refused", timeout=60)
+        assert "HTML" in screen and "WATCHING" in screen and "2 URLs (2 down)" in screen
+        if how == "SIGTERM":
+            os.kill(pane.app_pid(), signal.SIGTERM)
+        else:
+            pane.send("q" if how == "q" else "C-c")
+        assert pane.exit_status() == 0
+        evs = read_trace(rec).events
+        assert isinstance(evs[0], AttachStarted) and isinstance(evs[-1], AttachEnded)
+        assert evs[-1].reason == "stopped"
+    finally:
+        html.stop()
 
 
 # ------------------------------------------------------------------ snapshots
