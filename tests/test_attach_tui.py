@@ -221,8 +221,18 @@ def test_real_terminal_bad_urls_and_a_clean_quit(pane_factory, tmp_path, how):
 # ------------------------------------------------------------------ snapshots
 
 
-def test_snapshot_watch_80x24(snap_compare):
-    assert snap_compare(replay_app(recorded(WATCH)), terminal_size=(80, 24), run_before=settle)
+@pytest.mark.parametrize("theme", ["dark", "light", "high-contrast", "okabe-ito"])
+def test_snapshot_watch_80x24(snap_compare, theme):
+    assert snap_compare(replay_app(recorded(WATCH), theme), terminal_size=(80, 24), run_before=settle)
+
+
+def test_snapshot_help(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(replay_app(recorded(WATCH)), terminal_size=(80, 24), run_before=run_before)
 
 
 def test_snapshot_watch_120x40(snap_compare):
