@@ -14,25 +14,7 @@
 set -euo pipefail
 py=${1:-python}
 ver=0.3.36
-if [[ -n ${SPECTUI_LLAMA_CMAKE_ARGS:-} ]]; then
-  args=$SPECTUI_LLAMA_CMAKE_ARGS
-elif [[ $(uname -m) == x86_64 || $(uname -m) == amd64 ]]; then
-  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-  args="-DGGML_NATIVE=OFF"
-  has() { [[ " $flags " == *" $1 "* ]]; }
-  has avx && args+=" -DGGML_AVX=ON"
-  has avx2 && args+=" -DGGML_AVX2=ON"
-  has fma && args+=" -DGGML_FMA=ON"
-  has f16c && args+=" -DGGML_F16C=ON"
-  has avx512f && args+=" -DGGML_AVX512=ON"
-  has avx512_vnni && args+=" -DGGML_AVX512_VNNI=ON"
-  has avx512_bf16 && args+=" -DGGML_AVX512_BF16=ON"
-  has avx512_vbmi && args+=" -DGGML_AVX512_VBMI=ON"
-  has avx_vnni && args+=" -DGGML_AVX_VNNI=ON"
-  args+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
-else
-  args=""
-fi
+args=$(bash "$(dirname "$0")/llama-cmake-args.sh")  # the same flags for both builds
 key=$(printf '%s %s %s' "$ver" "$args" "$("$py" -c 'import sys;print(sys.implementation.cache_tag)')" | sha256sum | cut -c1-12)
 wheels=${SPECTUI_WHEEL_CACHE:-$HOME/.cache/spectui/wheels}/$key
 if ! ls "$wheels"/llama_cpp_python-$ver-*.whl >/dev/null 2>&1; then
