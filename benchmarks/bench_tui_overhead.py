@@ -56,7 +56,7 @@ class UIProfile:
         self.calls: dict[str, int] = {}
         self.cpu: dict[str, float] = {}
         self.ui_thread = threading.get_ident()
-        self._depth = 0
+        self._inside: set[tuple[int, str]] = set()
         self._undo: list = []
 
     def wrap(self, cls, name: str, label) -> None:
@@ -64,12 +64,15 @@ class UIProfile:
         prof = self
 
         def wrapper(obj, *a, **kw):
-            if threading.get_ident() != prof.ui_thread:
+            inner = (id(obj), name)  # an override calling the wrapped base method: counted once
+            if threading.get_ident() != prof.ui_thread or inner in prof._inside:
                 return orig(obj, *a, **kw)
+            prof._inside.add(inner)
             t0 = time.thread_time()
             try:
                 return orig(obj, *a, **kw)
             finally:
+                prof._inside.discard(inner)
                 key = label(obj) if callable(label) else label
                 prof.calls[key] = prof.calls.get(key, 0) + 1
                 prof.cpu[key] = prof.cpu.get(key, 0.0) + time.thread_time() - t0
@@ -88,7 +91,11 @@ class UIProfile:
         from spectui.tui import panel
 
         if "_build_strips" in panel.Panel.__dict__:  # drawing (Rich text -> strips), wherever it runs
-            self.wrap(panel.Panel, "_build_strips", lambda w: "  of which draw " + type(w).__name__)
+            for cls in {panel.Panel, *_subclasses(panel.Panel)}:
+                if "_build_strips" in cls.__dict__:
+                    self.wrap(cls, "_build_strips", lambda w: "  of which draw " + type(w).__name__)
+        if "KeepLines" in panel.__dict__:  # a widget handing back its kept lines is still asked
+            self.wrap(panel.KeepLines, "render_lines", lambda w: "repaint " + type(w).__name__)
         try:
             from spectui.tui import view
         except ImportError:  # the code before the view existed computed the prediction inside a paint
@@ -115,6 +122,16 @@ class UIProfile:
     def uninstall(self) -> None:
         for cls, name, orig in reversed(self._undo):
             setattr(cls, name, orig)
+def _subclasses(cls) -> list[type]:
+    import spectui.tui.token_stream  # noqa: F401 - the panels define their own _build_strips
+    import spectui.tui.pass_ribbon  # noqa: F401
+
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
+
+
 PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 

@@ -51,7 +51,37 @@ def token_styles(app) -> dict[str, Style]:
     }
 
 
-class Panel(Widget):
+class KeepLines:
+    """Mixin for a widget that returns its last lines when Textual asks again and nothing changed.
+
+    Textual's compositor re-renders every widget whose clip overlaps the screen's dirty area, and a
+    widget's clip is its container: one changed line of the token stream asks every panel of the grid
+    (and the status line, footer and screen) for its lines. Each of those then recomputes its styles,
+    background and filters although none of its lines is dirty. Here a widget with no dirty line, the
+    same crop and size and the very strips Textual's line cache held last time hands back the same list.
+    """
+
+    _kept: tuple | None = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        cache = getattr(self, "_styles_cache", None)
+        lines = getattr(cache, "_cache", None)
+        dirty = getattr(cache, "_dirty_lines", None)
+        if lines is None or dirty is None:  # not the Textual this was written for: no shortcut
+            return super().render_lines(crop)  # type: ignore[misc]
+        filters = self.app.get_line_filters()  # type: ignore[attr-defined]
+        key = (crop, self.size, tuple(map(id, filters)))  # type: ignore[attr-defined]
+        kept = self._kept
+        if kept is not None and not dirty and kept[0] == key:
+            get = lines.get
+            if all(get(y) is strip for y, strip in zip(crop.line_range, kept[1])):
+                return kept[2]
+        strips = super().render_lines(crop)  # type: ignore[misc]
+        self._kept = (key, [lines.get(y) for y in crop.line_range], strips)
+        return strips
+
+
+class Panel(KeepLines, Widget):
     """A widget drawn from the view it was last handed; subclasses implement ``draw(width, height)``.
 
     Uses Textual's line API: the Rich text is rendered to strips once per view / size (``render_line``
@@ -131,18 +161,20 @@ class Panel(Widget):
             return []
         text = self.draw(width, height)
         console = self.app.console
+        base = self.rich_style  # (a walk up the DOM: once per build, not per line)
         strips: list[Strip] = []
         for line in text.split("\n", allow_blank=True):
             for part in [line] if line.cell_len <= width else line.wrap(console, width):
-                strips.append(self.line_strip(part, width))
+                strips.append(self.line_strip(part, width, base))
                 if len(strips) == height:
                     return strips
         return strips
 
-    def line_strip(self, line: Text, width: int) -> Strip:
-        """One line of text that fits ``width`` as a strip, on the widget's own style."""
+    def line_strip(self, line: Text, width: int, base: Style | None = None) -> Strip:
+        """One line of text that fits ``width`` as a strip, on the widget's own style (``base``)."""
         console = self.app.console
-        base = self.rich_style
+        if base is None:
+            base = self.rich_style
         # Text.render leaves a line's own style out when it has no spans: apply it here
         style = base + console.get_style(line.style) if line.style else base
         return Strip(Segment.apply_style(line.render(console), style)).adjust_cell_length(width, base)

@@ -74,7 +74,7 @@ class PassRibbon(Panel):
         def cached(key: tuple, owner: object, make) -> Strip:
             hit = cache.get(key)
             if hit is None or hit[0] is not owner:  # the very object the line was drawn for
-                hit = cache[key] = (owner, self.line_strip(make(), width))
+                hit = cache[key] = (owner, self.line_strip(make(), width, base))
             return hit[1]
 
         def title() -> Text:
@@ -86,7 +86,7 @@ class PassRibbon(Panel):
 
         theme = self._styles_theme
         strips = [cached(("title", width, base, theme), st, title),
-                  self.line_strip(self.pass_line(snap.last_pass, st, width, self.phase, detailed=True), width)]
+                  self.line_strip(self.pass_line(snap.last_pass, st, width, self.phase, detailed=True), width, base)]
         room = height - 2
         if room > 0:
             for p in reversed(list(snap.recent[:-1])[-room:]):

@@ -19,7 +19,9 @@ class TokenStream(Panel):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._wrap_cache: dict[tuple, list[Text]] = {}
+        self._wrap_cache: dict[tuple, list[Strip]] = {}
+        self._fixed_key: object = None
+        self._fixed: tuple[Strip, Strip] = (Strip([]), Strip([]))
 
     def legend(self, st) -> Text:
         t = Text()
@@ -32,10 +34,17 @@ class TokenStream(Panel):
 
     def body(self, st, budget: tuple[int, int]) -> Text:
         """The visible tail of the stream; ``budget`` = (rows, width) it must fill."""
-        snap = self.snap
         text = Text()
+        for txt, style in self.pieces(st, budget):
+            text.append(txt, style)
+        return text
+
+    def pieces(self, st, budget: tuple[int, int]) -> list[tuple[str, object]]:
+        """The visible tail of the stream as (text, style) pieces, in the order ``body`` appends them."""
+        snap = self.snap
+        out: list[tuple[str, object]] = []
         if snap is None:
-            return text
+            return out
         tokens = snap.tokens
         cut = len(tokens) - snap.last_pass_tokens if self.phase != SETTLED and snap.last_pass else len(tokens)
         # only the tail that can be visible: walk back until it surely fills ``rows`` rows of ``width``
@@ -56,27 +65,27 @@ class TokenStream(Panel):
         run_kind = None
         for txt, kind in tokens[first:cut]:
             if kind != run_kind and run:
-                text.append("".join(run), st.get(run_kind))
+                out.append(("".join(run), st.get(run_kind)))
                 run = []
             run_kind = kind
             run.append(txt)
         if run:
-            text.append("".join(run), st.get(run_kind))
+            out.append(("".join(run), st.get(run_kind)))
         lp = snap.last_pass
         if cut < len(tokens) and lp is not None:
             if self.phase == PENDING:
                 for txt, _ in lp.drafts:
-                    text.append(txt or "∅", st["pending"])
+                    out.append((txt or "∅", st["pending"]))
             else:  # verdict: accepted, then struck rejected/discarded drafts, then the target token
                 tail = tokens[cut:]
                 n_acc = min(lp.n_accepted, len(tail))
                 for txt, kind in tail[:n_acc]:
-                    text.append(txt, st.get(kind))
+                    out.append((txt, st.get(kind)))
                 for txt, verdict in lp.drafts[lp.n_accepted:]:
-                    text.append(txt or "∅", st["rejected" if verdict == "rejected" else "discarded"])
+                    out.append((txt or "∅", st["rejected" if verdict == "rejected" else "discarded"]))
                 for txt, kind in tail[n_acc:]:
-                    text.append(txt, st.get(kind))
-        return text
+                    out.append((txt, st.get(kind)))
+        return out
 
     def visible_body(self, st, width: int, n_text: int) -> Text:
         """The stream's text for ``n_text`` rows (the prompt while no token has come yet)."""
@@ -102,29 +111,51 @@ class TokenStream(Panel):
 
     def _build_strips(self, width: int, height: int) -> list[Strip]:
         """What ``draw`` shows, built a paragraph at a time through a cache of wrapped, rendered lines:
-        a new pass re-wraps only the paragraph it extends (wrapping and rendering are most of a repaint)."""
+        the pieces are split at newlines as plain strings (no Text for the whole body), and a new pass
+        re-wraps only the paragraph it extends (wrapping and rendering are most of a repaint)."""
         if width <= 0 or height <= 0:
             return []
         st = self.styles_map()
         n_text = max(0, height - 1)
-        body = self.visible_body(st, width, n_text)
+        base = self.rich_style  # (a walk up the DOM: once per build)
+        fixed_key = (width, base, self._styles_theme)
+        if self._fixed_key != fixed_key:  # the blank line and the legend change only with size or theme
+            legend = self.legend(st)
+            legend.truncate(width, overflow="ellipsis")
+            self._fixed = (self.line_strip(Text(), width, base), self.line_strip(legend, width, base))
+            self._fixed_key = fixed_key
+        blank, legend_strip = self._fixed
+        snap = self.snap
         strips: list[Strip] = []
-        if body.plain and n_text:
-            cache = self._wrap_cache
-            base = self.rich_style
-            for para in body.split("\n", allow_blank=True):
-                key = (para.plain, tuple(para.spans), str(para.style), width, base)
-                wrapped = cache.get(key)
-                if wrapped is None:
-                    wrapped = [self.line_strip(line, width) for line in para.wrap(self.app.console, width)]
-                    if len(cache) >= 512:
-                        cache.pop(next(iter(cache)))  # the oldest paragraph
-                    cache[key] = wrapped
-                strips.extend(wrapped)
-            strips = strips[-n_text:]
-        blank = self.line_strip(Text(), width)
+        if n_text and snap is not None and not snap.tokens and snap.start is not None:  # the prompt
+            body = self.visible_body(st, width, n_text)
+            strips = [self.line_strip(line, width, base) for line in body.wrap(self.app.console, width)][-n_text:]
+        elif n_text and snap is not None:
+            paragraphs: list[list[tuple[str, object]]] = [[]]
+            for txt, style in self.pieces(st, (n_text, width)):
+                if "\n" in txt:
+                    first, *rest = txt.split("\n")
+                    if first:
+                        paragraphs[-1].append((first, style))
+                    for part in rest:
+                        paragraphs.append([(part, style)] if part else [])
+                elif txt:
+                    paragraphs[-1].append((txt, style))
+            if len(paragraphs) > 1 or paragraphs[0]:
+                cache = self._wrap_cache
+                for para in paragraphs:
+                    key = (tuple(para), fixed_key)
+                    wrapped = cache.get(key)
+                    if wrapped is None:
+                        text = Text()
+                        for txt, style in para:
+                            text.append(txt, style)
+                        wrapped = [self.line_strip(line, width, base) for line in text.wrap(self.app.console, width)]
+                        if len(cache) >= 512:
+                            cache.pop(next(iter(cache)))  # the oldest paragraph
+                        cache[key] = wrapped
+                    strips.extend(wrapped)
+                strips = strips[-n_text:]
         strips.extend(blank for _ in range(n_text - len(strips)))
-        legend = self.legend(st)
-        legend.truncate(width, overflow="ellipsis")
-        strips.append(self.line_strip(legend, width))
+        strips.append(legend_strip)
         return strips
