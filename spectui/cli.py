@@ -21,7 +21,7 @@ SUBCOMMANDS = {
     "demo": "spectui.demo:demo_cmd",
     "sweep": "spectui.sweep:sweep_cmd",
     "attach": "spectui.attach.cli:attach_cmd",
-    "probe": "spectui.probe:probe_cmd",
+    "probe": "spectui.probe_cli:probe_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",

@@ -15,6 +15,7 @@ from .costmodel import predict
 from .event_json import to_dict
 from .events import Event, PassEvent
 from .placement import placement, placement_text
+from .probe import installed_for
 from .stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
@@ -60,9 +61,9 @@ def consume(
     return stats, kept
 
 
-def _prediction(snap: StatsSnapshot, current_k: int | None = None):
+def _prediction(snap: StatsSnapshot, current_k: int | None = None, probe=None):
     try:
-        return predict(snap, current_k=current_k)
+        return predict(snap, current_k=current_k, curve=probe.curve if probe is not None else None)
     except Exception:  # noqa: BLE001 - advice must never break a summary
         return None
 
@@ -72,7 +73,8 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     start = stats.start
     end = stats.end
     passes = [to_dict(e) for e in events if isinstance(e, PassEvent)]
-    pred = _prediction(snap, stats.last_k)
+    probe = installed_for(start) if start is not None else None  # this machine's verify curve, if measured
+    pred = _prediction(snap, stats.last_k, probe)
     d = {
         "tokens": list(stats.tokens),
         "text": stats.text,
@@ -114,6 +116,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
             "low_tokens_per_second": snap.contention_low_tps,
         },
         "advice": pred.advice if pred is not None else "",
+        "probe": probe.report() if probe is not None else None,
         "passes": passes,
     }
     return d
@@ -182,7 +185,10 @@ def summary_text(stats: RunStats) -> str:
     if end is not None and end.error:
         reason += f": {end.error}"
     lines.append(f"stopped                {reason}")
-    pred = _prediction(snap, stats.last_k)
+    probe = installed_for(start) if start is not None else None
+    if probe is not None:
+        lines.append(f"this machine           {probe.summary_line()}")
+    pred = _prediction(snap, stats.last_k, probe)
     if pred is not None and getattr(pred, "advice", ""):
         lines.append(f"advice                 {pred.advice}")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from spectui import autok
+from spectui.probe_cli import probe_cmd
 from spectui.probe import (
     ModelFacts,
     ProbeResult,
@@ -27,7 +28,6 @@ from spectui.probe import (
     installed_for,
     load_cached,
     measure,
-    probe_cmd,
     render,
     uninstall,
 )
@@ -308,7 +308,7 @@ def test_python_dash_m_help():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "spectui.probe", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "spectui.probe_cli", "--help"], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parent.parent, check=False)
     assert out.returncode == 0, out.stderr
     for opt in ("--target", "--draft", "--json", "--max-batch", "--repeats", "--refresh", "-t, --threads"):

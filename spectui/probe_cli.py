@@ -1,0 +1,70 @@
+"""`spectui probe`: the command around spectui.probe (kept apart so that the probe itself, which the
+headless summary and the TUI read, imports no face: the command loads models through spectui.run).
+
+    spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
+    python -m spectui.probe_cli ...
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .cli import fail, model_options
+from .errors import SpectuiError
+from .probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+
+
+@click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})
+@model_options
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+@click.option("--max-batch", type=int, default=DEFAULT_MAX_BATCH, show_default=True,
+              help="largest verify batch measured (tokens)")
+@click.option("--repeats", type=int, default=DEFAULT_REPEATS, show_default=True,
+              help="measured rounds over every batch size (median)")
+@click.option("--refresh", is_flag=True, help="measure again even when a cached result exists")
+def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
+    """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
+    try:
+        code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh, **kwargs)
+    except SpectuiError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("spectui: probe interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code)
+
+
+def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
+               refresh: bool = False, out=None, **model_kwargs) -> int:
+    from .run import ModelOptions, load_engine  # noqa: PLC0415
+
+    out = out or sys.stdout
+    models = ModelOptions.pop_from(model_kwargs)
+    if model_kwargs:
+        raise TypeError(f"probe_main: unknown options {sorted(model_kwargs)}")
+    if not 2 <= max_batch <= MAX_BATCH_LIMIT:
+        raise SpectuiError(f"--max-batch must be between 2 and {MAX_BATCH_LIMIT}, not {max_batch}")
+    if repeats < 1:
+        raise SpectuiError(f"--repeats must be at least 1, not {repeats}")
+    engine = load_engine(models, quiet=as_json)
+    try:
+        tty = sys.stderr.isatty() and not as_json
+        res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh, register=False,
+                                progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)
+    finally:
+        engine.close()
+    if as_json:
+        out.write(json.dumps(res.report()) + "\n")
+    else:
+        out.write(render(res) + "\n")
+    w = res.warning()
+    if w and as_json:
+        print(f"spectui: {w}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # python -m spectui.probe_cli ...
+    probe_cmd()  # pylint: disable=no-value-for-parameter
