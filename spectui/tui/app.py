@@ -28,7 +28,6 @@ from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.timer import Timer
 
 from ..animation import PassClock
 from ..control import RunControl
@@ -45,7 +44,7 @@ from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, available_themes, check_th
 from .view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
-FRAME_HZ = 8  # at most this many paints a second for new passes: as often as the eye can follow
+FRAME_HZ = 5  # at most this many paints a second for new passes: as often as the eye can follow
 STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
 # The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
 # each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
@@ -96,13 +95,13 @@ class SpectuiApp(App):
         self._active_lock = threading.Lock()
         self.engine_idle = threading.Event()
         self.engine_idle.set()
-        self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by the UI)
+        self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by a paint)
         self._seen_version = -1
         self._force = True
         self._last_paint = float("-inf")
         self._stats_t = float("-inf")
         self._stats_due = False
-        self._frame_timer: Timer | None = None
+        self._frame_timer: asyncio.TimerHandle | None = None
         self._frame_at: float | None = None
         self._signals: list[int] = []
         self.paints = 0  # paints done (the overhead benchmark reports it)
@@ -151,6 +150,9 @@ class SpectuiApp(App):
 
     def on_unmount(self) -> None:
         self.control.stop()
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+            self._frame_timer = None
         if getattr(self, "_switch_interval", None):
             sys.setswitchinterval(self._switch_interval)
         try:
@@ -195,7 +197,7 @@ class SpectuiApp(App):
             self.post_message(StateChanged())
 
     def on_state_changed(self, message: StateChanged) -> None:
-        self._wake_posted = False
+        # the flag stays set until the paint pulls the state: passes arriving in between post nothing
         self._request_paint(self._last_paint + 1 / FRAME_HZ)
 
     @property
@@ -233,9 +235,11 @@ class SpectuiApp(App):
         if self._frame_at is not None and self._frame_at <= at:
             return
         if self._frame_timer is not None:
-            self._frame_timer.stop()
+            self._frame_timer.cancel()
         self._frame_at = at
-        self._frame_timer = self.set_timer(max(0.001, at - time.monotonic()), self._on_frame_timer)
+        # the event loop's own timer: a Textual Timer is a task per request, and there are several a second
+        self._frame_timer = asyncio.get_running_loop().call_later(
+            max(0.001, at - time.monotonic()), self._on_frame_timer)
 
     def _on_frame_timer(self) -> None:
         self._frame_timer = None
@@ -259,6 +263,7 @@ class SpectuiApp(App):
             pass
 
     def _paint(self, now: float) -> None:
+        self._wake_posted = False  # before the state is read: a pass fed after this posts a new wake-up
         screen = self.run_screen
         if not screen.is_mounted:
             return

@@ -6,10 +6,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from .panel import KeepLines
 from .view import ScreenView
 
 
-class ContentionBar(Widget):
+class ContentionBar(KeepLines, Widget):
     DEFAULT_CSS = ("ContentionBar { height: 1; display: none; background: $warning; color: $background; "
                    "text-style: bold; }")
 

@@ -97,6 +97,7 @@ class Panel(KeepLines, Widget):
         self._strips_key: object = None
         self._styles: dict[str, Style] | None = None
         self._styles_theme = ""
+        self._base: Style | None = None
 
     @property
     def snap(self) -> ScreenSnapshot | None:
@@ -142,6 +143,14 @@ class Panel(KeepLines, Widget):
         super().notify_style_update()
         self._strips = None
         self._styles = None
+        self._base = None
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own Rich style (``rich_style`` walks up the DOM: kept until the styles change)."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
 
     def render_line(self, y: int) -> Strip:
         size = self.content_size
@@ -151,7 +160,7 @@ class Panel(KeepLines, Widget):
             self._strips = self._build_strips(size.width, size.height)
         if y < len(self._strips):
             return self._strips[y]
-        return Strip.blank(size.width, self.rich_style)
+        return Strip.blank(size.width, self.base_style)
 
     def _build_strips(self, width: int, height: int) -> list[Strip]:
         """The drawn text as ``height`` strips of ``width`` cells. A line that fits goes straight to
@@ -161,7 +170,7 @@ class Panel(KeepLines, Widget):
             return []
         text = self.draw(width, height)
         console = self.app.console
-        base = self.rich_style  # (a walk up the DOM: once per build, not per line)
+        base = self.base_style
         strips: list[Strip] = []
         for line in text.split("\n", allow_blank=True):
             for part in [line] if line.cell_len <= width else line.wrap(console, width):
@@ -174,7 +183,7 @@ class Panel(KeepLines, Widget):
         """One line of text that fits ``width`` as a strip, on the widget's own style (``base``)."""
         console = self.app.console
         if base is None:
-            base = self.rich_style
+            base = self.base_style
         # Text.render leaves a line's own style out when it has no spans: apply it here
         style = base + console.get_style(line.style) if line.style else base
         return Strip(Segment.apply_style(line.render(console), style)).adjust_cell_length(width, base)

@@ -69,7 +69,7 @@ class PassRibbon(Panel):
         cache = self._line_cache
         if len(cache) > 512:
             cache.clear()
-        base = self.rich_style
+        base = self.base_style
 
         def cached(key: tuple, owner: object, make) -> Strip:
             hit = cache.get(key)

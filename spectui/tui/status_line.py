@@ -7,10 +7,11 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ..player import speed_label
+from .panel import KeepLines
 from .view import ScreenView
 
 
-class StatusLine(Widget):
+class StatusLine(KeepLines, Widget):
     DEFAULT_CSS = "StatusLine { height: 1; background: $panel; }"
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -117,7 +117,7 @@ class TokenStream(Panel):
             return []
         st = self.styles_map()
         n_text = max(0, height - 1)
-        base = self.rich_style  # (a walk up the DOM: once per build)
+        base = self.base_style
         fixed_key = (width, base, self._styles_theme)
         if self._fixed_key != fixed_key:  # the blank line and the legend change only with size or theme
             legend = self.legend(st)

@@ -16,6 +16,7 @@ from ...events import Event
 from ..acceptance_by_position import AcceptanceByPosition
 from ..contention_bar import ContentionBar
 from ..inter_token_latency import InterTokenLatency
+from ..panel import KeepLines
 from ..pass_ribbon import PassRibbon
 from ..prediction_panel import PredictionPanel
 from ..run_metrics import RunMetrics
@@ -28,7 +29,15 @@ MIN_WIDTH, MIN_HEIGHT = 60, 20  # below this: "terminal too small"
 WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
 
 
-class RunScreen(Screen):
+class Body(KeepLines, Container):
+    """The panels' grid (its background under the panels' borders: asked again on every update)."""
+
+
+class KeyFooter(KeepLines, Footer):
+    """Textual's footer; hands back its lines while the keys do not change."""
+
+
+class RunScreen(KeepLines, Screen):
     """The run's panels; ``show`` repaints only the groups the app says changed."""
 
     HELP_FOR_REPLAY = False
@@ -40,7 +49,7 @@ class RunScreen(Screen):
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
         yield ContentionBar(id="contention")
-        with Container(id="body"):
+        with Body(id="body"):
             yield TokenStream(id="stream")
             yield PassRibbon(id="ribbon")
             yield AcceptanceByPosition(id="acceptance")
@@ -49,7 +58,7 @@ class RunScreen(Screen):
             yield InterTokenLatency(id="itl")
             yield PredictionPanel(id="prediction")
         yield Static("", id="too-small")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.pass_panels = (self.query_one(TokenStream), self.query_one(PassRibbon))  # follow every pass
