@@ -1,10 +1,18 @@
-"""``spectui demo``: the bundled recording replayed in the TUI, looping until quit. No model needed.
+"""``spectui demo``: the bundled recordings replayed in the TUI, act after act, looping until quit. No
+model needed.
 
-The trace in ``spectui/data/demo-trace.jsonl.gz`` is a real run on the Qwen2.5-Coder 1.5B / 0.5B pair
-(Q4_K_M), recorded by ``demos/record_demo.py`` (how, exactly: demos/README.md). It is package data, so a
-plain ``pip install .`` finds it. The screen says it is a recording (the replay banner names the
-models and the recording date); when the replay reaches the end it holds the final screen for a few
-seconds and starts over, for a conference booth.
+Two acts, each a real run on this project's 2-core CPU, each with its reason on screen:
+
+1. ``spectui/data/demo-trace.jsonl.gz`` (``demos/record_demo.py``): the Qwen2.5-Coder 1.5B target with
+   its 0.5B draft, acceptance changing with k and temperature; here speculation loses, and the act
+   says why (the probe's explanation: small verify batches cost about half a decode per extra token).
+2. ``spectui/data/demo-act2.jsonl.gz`` (``demos/record_act2.py``): the best regime this CPU allows
+   (``benchmarks/bench_regimes.py``): the target alone, then prompt lookup at k = 3 on an editing task,
+   where drafts cost nothing; the act says what it bought, from the recording's own numbers.
+
+They are package data, so a plain ``pip install .`` finds them. The screen says it is a recording (the
+replay banner names the models and the recording date); at the end of an act the final screen holds for
+a few seconds, then the next act starts (``--act N``: that act alone, looping), for a conference booth.
 """
 
 from __future__ import annotations
@@ -13,25 +21,69 @@ import os
 import sys
 from importlib import resources
 
+from dataclasses import dataclass
+
 import click
 
 from .errors import SpectuiError
+from .events import PassEvent
+from .stats import RunStats
 
 DEMO_TRACE = "demo-trace.jsonl.gz"
 LOOP_HOLD_S = 6.0  # the finished screen stays this long before the demo starts over
 
 
-def demo_trace_path() -> str:
-    """Path of the bundled demo trace (found in the installed package, not the source tree)."""
-    ref = resources.files("spectui").joinpath("data", DEMO_TRACE)
+@dataclass(frozen=True)
+class Act:
+    number: int
+    trace: str  # file name in spectui/data
+    title: str
+
+
+ACTS = (
+    Act(1, DEMO_TRACE, "a 0.5B draft model for a 1.5B target, on 2 CPU cores"),
+    Act(2, "demo-act2.jsonl.gz", "prompt lookup on an editing task, on the same CPU"),
+)
+
+
+def demo_trace_path(act: int = 1) -> str:
+    """Path of an act's bundled trace (found in the installed package, not the source tree)."""
+    name = ACTS[act - 1].trace
+    ref = resources.files("spectui").joinpath("data", name)
     path = os.fspath(ref) if isinstance(ref, os.PathLike) else str(ref)
     if not os.path.isfile(path):
         raise SpectuiError(f"the bundled demo trace is missing ({path}): reinstall spectui")
     return path
 
 
-def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S, **kw):
-    """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start."""
+def act_reason(act: Act, events) -> str:
+    """The act's reason, from its own recorded numbers (one paragraph)."""
+    segments: dict[str, RunStats] = {}
+    for ev in events:
+        if isinstance(ev, PassEvent) and not ev.prefill:
+            segments.setdefault(ev.settings.drafter, RunStats(keep_tokens=False)).update(ev)
+    snaps = {k: st.snapshot() for k, st in segments.items()}
+    if act.number == 2 and "none" in snaps and "ngram" in snaps:
+        alone, lookup = snaps["none"], snaps["ngram"]
+        ratio = lookup.tokens_per_second / alone.tokens_per_second if alone.tokens_per_second else 0.0
+        return (f"Act 2 - {act.title}: the target alone decodes {alone.tokens_per_second:.1f} tokens/s; then "
+                f"prompt lookup drafts k = 3 tokens copied from the prompt, which cost nothing, and "
+                f"{100 * lookup.acceptance_rate:.0f}% of them are accepted (mean acceptance length "
+                f"{lookup.mean_acceptance_length:.2f}): {lookup.tokens_per_second:.1f} tokens/s, "
+                f"{ratio:.2f}x the target alone. A verify of 4 tokens costs about 2 decodes here, so free "
+                "drafts that are mostly right pay; a draft model's do not.")
+    model = snaps.get("model")
+    acc = f" ({100 * model.acceptance_rate:.0f}% of drafts accepted)" if model is not None else ""
+    return (f"Act 1 - {act.title}{acc}: speculation loses here. On these cores a verify of 3 tokens costs "
+            "about 2 decodes and each draft token about half of one, so a pass must yield more tokens than "
+            "the pair can (`spectui probe` measures why: the small-batch kernels, not a lack of idle "
+            "compute). Watch acceptance fall with draft length and with temperature.")
+
+
+def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
+                  reason: str = "", next_act: bool = False, **kw):
+    """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
+    (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
     from .control import RunControl
     from .player import ReplayPlayer
     from .tui.app import SpectuiApp, StateChanged
@@ -42,6 +94,8 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
 
         def on_mount(self) -> None:  # Textual also runs SpectuiApp.on_mount (handlers follow the MRO)
             self.notify("spectui demo: a recording of a real run, no model needed (q quits)", timeout=6)
+            if reason:
+                self.notify(reason, title="why", timeout=max(12.0, loop_hold_s))
 
         def _at_rest(self) -> bool:
             return self.player.at_end and not self.running and not self.control.paused
@@ -61,6 +115,9 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
             self._hold = None
             if self._at_rest():
                 self.loops += 1
+                if next_act:
+                    self.exit("next")
+                    return
                 self.run_screen.action_jump_start()
 
     player = ReplayPlayer(events, speed=speed)
@@ -70,24 +127,35 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
-@click.option("--headless", is_flag=True, help="no TUI: print the recording's text and summary once")
-def demo_cmd(theme: str | None, speed: str, headless: bool) -> None:
-    """Replay the bundled recording (Qwen2.5-Coder 1.5B + 0.5B draft) in a loop; q quits."""
+@click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
+@click.option("--act", type=click.IntRange(1, len(ACTS)), default=None,
+              help="play one act (1: a draft model on 2 cores, 2: prompt lookup); default: every act in turn")
+def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
+    """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
     from .cli import fail
     from .player import parse_speed
     from .replay import load_for_tui, replay_headless
 
     try:
         sp = parse_speed(speed)
-        path = demo_trace_path()
+        acts = [ACTS[act - 1]] if act else list(ACTS)
         if headless:
-            replay_headless(path, sys.stdout, speed=sp if speed != "1" else float("inf"))
+            for i, a in enumerate(acts):
+                _header, events = load_for_tui(demo_trace_path(a.number))
+                print(("\n" if i else "") + act_reason(a, events) + "\n", flush=True)
+                replay_headless(demo_trace_path(a.number), sys.stdout, speed=sp if speed != "1" else float("inf"))
             return
         from .tui.app import run_app
         from .tui.themes import check_theme
 
         check_theme(theme)
-        _header, events = load_for_tui(path)
-        sys.exit(run_app(make_demo_app(events, theme=theme, speed=sp)) or 0)
+        loaded = [(a, load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
+        while True:  # act after act until q (one act: it loops inside its app)
+            for a, events in loaded:
+                app = make_demo_app(events, theme=theme, speed=sp, reason=act_reason(a, events),
+                                    next_act=len(loaded) > 1)
+                code = run_app(app)
+                if app.return_value != "next":
+                    sys.exit(code or 0)
     except SpectuiError as exc:
         fail(str(exc))

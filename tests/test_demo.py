@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from spectui.demo import DEMO_TRACE, demo_trace_path, make_demo_app
+from spectui.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
 from spectui.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.replay import load_for_tui, replay_headless
 from spectui.stats import compute
@@ -62,15 +62,60 @@ def test_bundled_trace_shows_acceptance_changing(demo):
     assert len(rates) >= 3 and max(rates) - min(rates) > 0.1, rates
 
 
-def test_demo_headless_prints_the_recording_summary():
+def _demo_headless(*args):
     env = {**os.environ, "PYTHONPATH": REPO}
-    r = subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", "demo", "--headless"],
+    r = subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", "demo", "--headless", *args],
                        capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def _act_text(act):
     out = io.StringIO()
-    replay_headless(demo_trace_path(), out)
-    assert r.stdout == out.getvalue()
-    assert "def is_palindrome" in r.stdout and "n_accept  =" in r.stdout
+    replay_headless(demo_trace_path(act.number), out)
+    return act_reason(act, load_for_tui(demo_trace_path(act.number))[1]) + "\n\n" + out.getvalue()
+
+
+def test_demo_headless_prints_the_recording_summary():
+    """--act 1: the act's reason, then exactly what replaying its recording headless prints."""
+    stdout = _demo_headless("--act", "1")
+    assert stdout == _act_text(ACTS[0]) + ""
+    assert "def is_palindrome" in stdout and "n_accept  =" in stdout
+
+
+def test_demo_headless_plays_every_act_with_its_reason():
+    stdout = _demo_headless()
+    assert stdout == _act_text(ACTS[0]) + "\n" + _act_text(ACTS[1])
+    assert stdout.index("Act 1 - ") < stdout.index("Act 2 - ")
+
+
+def test_act2_is_the_recorded_win_and_says_what_it_bought():
+    """Act 2 (demos/record_act2.py): the target alone, then prompt lookup at k = 3 on an editing task; its
+    reason quotes tokens/s of both segments and their ratio, computed from the recording's own passes."""
+    header, events, warnings = read_trace(demo_trace_path(2))
+    assert warnings == [] and header["recording"]["script"] == "demos/record_act2.py"
+    assert "qwen2.5-coder-1.5b" in header["models"]["target"]["path"].lower() and header["models"]["draft"] is None
+    passes = [e for e in events if isinstance(e, PassEvent) and not e.prefill]
+    alone = [p for p in passes if p.settings.drafter == "none"]
+    lookup = [p for p in passes if p.settings.drafter == "ngram"]
+    assert len(alone) >= 20 and len(lookup) >= 20 and all(p.settings.draft_max == 3 for p in lookup)
+    a, b = compute(alone), compute(lookup)
+    assert b.acceptance_rate > 0.5 and b.tokens_per_second > a.tokens_per_second  # it beat the target alone
+    reason = act_reason(ACTS[1], events)
+    assert f"{a.tokens_per_second:.1f} tokens/s" in reason and f"{b.tokens_per_second:.1f} tokens/s" in reason
+    assert f"{b.tokens_per_second / a.tokens_per_second:.2f}x the target alone" in reason
+
+
+async def test_demo_acts_follow_each_other():
+    """With more than one act, the end of an act (after its hold) exits the app with "next"."""
+    _, events = load_for_tui(demo_trace_path(2))
+    app = make_demo_app(events, speed="max", loop_hold_s=0.2, reason=act_reason(ACTS[1], events), next_act=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(600):
+            await pilot.pause(0.1)
+            if app.return_value is not None:
+                break
+        assert app.return_value == "next" and app.loops == 1
 
 
 async def test_demo_app_is_labelled_a_recording_and_loops():
