@@ -44,7 +44,7 @@ from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, available_themes, check_th
 from .view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
-FRAME_HZ = 5  # at most this many paints a second for new passes: as often as the eye can follow
+FRAME_HZ = 4  # at most this many paints a second for new passes: as often as the eye can follow
 STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
 # The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
 # each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while

@@ -98,6 +98,7 @@ class Panel(KeepLines, Widget):
         self._styles: dict[str, Style] | None = None
         self._styles_theme = ""
         self._base: Style | None = None
+        self._line_strips: dict[tuple, Strip] = {}
 
     @property
     def snap(self) -> ScreenSnapshot | None:
@@ -122,7 +123,7 @@ class Panel(KeepLines, Widget):
         if len(new) != len(old):
             self.refresh()
             return
-        changed = [y for y, (a, b) in enumerate(zip(old, new)) if a != b]
+        changed = [y for y, (a, b) in enumerate(zip(old, new)) if a is not b and a != b]  # (kept lines: same object)
         if changed:
             self.refresh(*(Region(0, y, size.width, 1) for y in changed))
 
@@ -144,6 +145,7 @@ class Panel(KeepLines, Widget):
         self._strips = None
         self._styles = None
         self._base = None
+        self._line_strips = {}
 
     @property
     def base_style(self) -> Style:
@@ -172,9 +174,17 @@ class Panel(KeepLines, Widget):
         console = self.app.console
         base = self.base_style
         strips: list[Strip] = []
+        # a line drawn as in the last build reuses its strip (most of a statistics panel stays put)
+        last, kept = self._line_strips, {}
+        self._line_strips = kept
         for line in text.split("\n", allow_blank=True):
             for part in [line] if line.cell_len <= width else line.wrap(console, width):
-                strips.append(self.line_strip(part, width, base))
+                key = (part.plain, tuple(part.spans), str(part.style), width, base)
+                strip = last.get(key)
+                if strip is None:
+                    strip = self.line_strip(part, width, base)
+                strips.append(strip)
+                kept[key] = strip
                 if len(strips) == height:
                     return strips
         return strips
