@@ -20,6 +20,7 @@ class TokenStream(Panel):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._wrap_cache: dict[tuple, list[Strip]] = {}
+        self._para_lines: dict[tuple, Strip] = {}  # the lines of the paragraphs wrapped in the last build
         self._fixed_key: object = None
         self._fixed: tuple[Strip, Strip] = (Strip([]), Strip([]))
 
@@ -143,18 +144,27 @@ class TokenStream(Panel):
                     paragraphs[-1].append((txt, style))
             if len(paragraphs) > 1 or paragraphs[0]:
                 cache = self._wrap_cache
+                last_lines, lines = self._para_lines, {}
                 for para in paragraphs:
                     key = (tuple(para), fixed_key)
                     wrapped = cache.get(key)
-                    if wrapped is None:
+                    if wrapped is None:  # the paragraph a pass extended: its earlier lines are drawn already
                         text = Text()
                         for txt, style in para:
                             text.append(txt, style)
-                        wrapped = [self.line_strip(line, width, base) for line in text.wrap(self.app.console, width)]
+                        wrapped = []
+                        for line in text.wrap(self.app.console, width):
+                            line_key = (line.plain, tuple(line.spans), fixed_key)
+                            strip = last_lines.get(line_key)
+                            if strip is None:
+                                strip = self.line_strip(line, width, base)
+                            lines[line_key] = strip
+                            wrapped.append(strip)
                         if len(cache) >= 512:
                             cache.pop(next(iter(cache)))  # the oldest paragraph
                         cache[key] = wrapped
                     strips.extend(wrapped)
+                self._para_lines = lines
                 strips = strips[-n_text:]
         strips.extend(blank for _ in range(n_text - len(strips)))
         strips.append(legend_strip)
