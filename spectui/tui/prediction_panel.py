@@ -1,5 +1,6 @@
 """PredictionPanel: predicted tokens/s by draft length (``spectui.costmodel.Prediction``, computed once
-per statistics refresh and handed over in the view) and the advisor line."""
+per statistics refresh and handed over in the view, along this machine's probed verify curve when one
+was measured), the advisor line and, where there is room, this machine's own figures (``spectui probe``)."""
 
 from __future__ import annotations
 
@@ -41,4 +42,8 @@ class PredictionPanel(Panel):
         if pred.advice:
             out.append("\n")
             out.append(pred.advice, st["title"])
+        figures = view.machine
+        if figures and height >= 4:
+            out.append("\n")
+            out.append(figures, st["dim"])
         return out

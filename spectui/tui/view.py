@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..animation import SETTLED
 from ..costmodel import Prediction, predict
 from ..events import ModelInfo, RunStarted, Settings
+from ..probe import installed_for
 from .state import ScreenSnapshot
 
 K_MAX = 16  # draft lengths the prediction covers
@@ -45,13 +46,22 @@ class ScreenView:
     def auto(self) -> str | None:
         return self.asked.auto if self.asked is not None else None
 
+    @property
+    def machine(self) -> str:
+        """This machine's probed figures for the run's models ("" when none was measured: a replay on
+        another machine, or --no-probe); `spectui probe` says what they mean."""
+        start = self.snap.start if self.snap is not None else None
+        probe = installed_for(start) if start is not None else None
+        return probe.summary_line() if probe is not None else ""
+
 
 def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[Prediction | None, str, bool]:
     """(prediction, note, is_error): the cost model on this snapshot's statistics."""
     if snap is None or snap.stats.n_passes == 0:
         return None, ScreenView.prediction_note, False
+    probe = installed_for(snap.start) if snap.start is not None else None  # the hardware's verify curve
     try:
-        return predict(snap.stats, k_max=K_MAX, current_k=current_k), "", False
+        return predict(snap.stats, k_max=K_MAX, current_k=current_k, curve=probe.curve if probe else None), "", False
     except Exception as exc:  # a model error must not take the UI down
         return None, f"cost model error: {exc}", True
 
