@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import signal
 import sys
 import threading
 import time
@@ -40,7 +39,8 @@ from .screens.live_screen import LiveScreen
 from .screens.replay_screen import ReplayScreen
 from .screens.run_screen import RunScreen
 from .state import ScreenSnapshot, ScreenState
-from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, available_themes, check_theme, textual_theme
+from .lifecycle import install_quit_signals, next_theme, register_themes, remove_signals, theme_order
+from .themes import VARIABLE_DEFAULTS, check_theme
 from .view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
@@ -129,24 +129,10 @@ class SpectuiApp(App):
     def on_mount(self) -> None:
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
-        for name in available_themes():
-            self.register_theme(textual_theme(name))
-        self.theme = self.theme_name
-        self._install_signals()
+        register_themes(self, self.theme_name)
+        self._signals = install_quit_signals(self)
         self._start_run()
         self.call_after_refresh(self.repaint_all)
-
-    def _install_signals(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover
-            return
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                loop.add_signal_handler(sig, self.action_quit)
-                self._signals.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not main thread
-                pass
 
     def on_unmount(self) -> None:
         self.control.stop()
@@ -155,12 +141,7 @@ class SpectuiApp(App):
             self._frame_timer = None
         if getattr(self, "_switch_interval", None):
             sys.setswitchinterval(self._switch_interval)
-        try:
-            loop = asyncio.get_running_loop()
-            for sig in self._signals:
-                loop.remove_signal_handler(sig)
-        except RuntimeError:  # pragma: no cover
-            pass
+        remove_signals(self._signals)
 
     # ------------------------------------------------------------------ the worker
     def _start_run(self) -> None:
@@ -339,14 +320,10 @@ class SpectuiApp(App):
         self.notify(f"trace saved to {path}", timeout=4)
 
     def theme_names(self) -> list[str]:
-        names = list(available_themes())
-        order = [DEFAULT_THEME] + sorted(n for n in names if n != DEFAULT_THEME)
-        return [n for n in order if n in names]
+        return theme_order()
 
     def action_cycle_theme(self) -> None:
-        names = self.theme_names()
-        cur = self.theme if self.theme in names else names[0]
-        self.theme = names[(names.index(cur) + 1) % len(names)]
+        self.theme = next_theme(self.theme)
         self.repaint_all()
         self.notify(f"theme: {self.theme}", timeout=2)
 

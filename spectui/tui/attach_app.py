@@ -12,8 +12,6 @@ worker still writes ``AttachEnded``, so a recording stays readable.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import threading
 import time
 from pathlib import Path
@@ -32,7 +30,8 @@ from ..replay import paced
 from .attach_state import AttachState, AttachView
 from .screens.attach_help_screen import AttachHelpScreen
 from .screens.attach_screen import AttachScreen
-from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, available_themes, check_theme, textual_theme
+from .lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
+from .themes import VARIABLE_DEFAULTS, check_theme
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
 
@@ -84,33 +83,14 @@ class AttachApp(App):
         return AttachScreen(self.request_mode)
 
     def on_mount(self) -> None:
-        for name in available_themes():
-            self.register_theme(textual_theme(name))
-        self.theme = self.theme_name
-        self._install_signals()
+        register_themes(self, self.theme_name)
+        self._signals = install_quit_signals(self)
         self._run_worker()
         self.call_after_refresh(self.paint)
 
-    def _install_signals(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover
-            return
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                loop.add_signal_handler(sig, self.action_quit)
-                self._signals.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not the main thread
-                pass
-
     def on_unmount(self) -> None:
         self.stop_session()
-        try:
-            loop = asyncio.get_running_loop()
-            for sig in self._signals:
-                loop.remove_signal_handler(sig)
-        except RuntimeError:  # pragma: no cover
-            pass
+        remove_signals(self._signals)
 
     # ------------------------------------------------------------------ the worker
     @work(thread=True, group="attach", exit_on_error=False)
@@ -194,10 +174,7 @@ class AttachApp(App):
 
     # ------------------------------------------------------------------ keys
     def action_cycle_theme(self) -> None:
-        names = list(available_themes())
-        order = [DEFAULT_THEME] + sorted(n for n in names if n != DEFAULT_THEME)
-        cur = self.theme if self.theme in order else order[0]
-        self.theme = order[(order.index(cur) + 1) % len(order)]
+        self.theme = next_theme(self.theme)
         self.paint()
         self.notify(f"theme: {self.theme}", timeout=2)
 
