@@ -4,9 +4,9 @@ the scrape interval, how many URLs answer, the draft-length note and the theme."
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 
 from .attach_state import AttachView
+from .status_line import TextLine
 
 
 def status_text(v: AttachView) -> Text:
@@ -24,20 +24,9 @@ def status_text(v: AttachView) -> Text:
     return t
 
 
-class AttachStatusLine(Widget):
+class AttachStatusLine(TextLine):
     DEFAULT_CSS = "AttachStatusLine { height: 1; background: $panel; }"
+    placeholder = "connecting…"
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.text = Text("connecting…")
-
-    def show(self, view: AttachView) -> None:
-        text = status_text(view)
-        if text != self.text:
-            self.text = text
-            self.refresh()
-
-    def render(self) -> Text:
-        t = self.text.copy()
-        t.truncate(max(1, self.content_size.width), overflow="ellipsis")
-        return t
+    def text_of(self, view: AttachView) -> Text:
+        return status_text(view)

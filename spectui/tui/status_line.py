@@ -11,15 +11,21 @@ from .panel import KeepLines
 from .view import ScreenView
 
 
-class StatusLine(KeepLines, Widget):
-    DEFAULT_CSS = "StatusLine { height: 1; background: $panel; }"
+class TextLine(Widget):
+    """One line of text made from a view by ``text_of(view)``; repainted only when the text changes, cut
+    with an ellipsis to the width. The run's StatusLine and the attach screen's status line are two."""
+
+    placeholder = "starting…"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.text = Text("starting…")
+        self.text = Text(self.placeholder)
 
-    def show(self, view: ScreenView) -> None:
-        text = status_text(view)
+    def text_of(self, view) -> Text:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def show(self, view) -> None:
+        text = self.text_of(view)
         if text != self.text:
             self.text = text
             self.refresh()
@@ -28,6 +34,13 @@ class StatusLine(KeepLines, Widget):
         t = self.text.copy()
         t.truncate(max(1, self.content_size.width), overflow="ellipsis")
         return t
+
+
+class StatusLine(KeepLines, TextLine):
+    DEFAULT_CSS = "StatusLine { height: 1; background: $panel; }"
+
+    def text_of(self, view: ScreenView) -> Text:
+        return status_text(view)
 
 
 def status_text(view: ScreenView) -> Text:
