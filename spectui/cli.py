@@ -96,6 +96,15 @@ def run_options(f):
         click.option("--seed", "-s", type=int, default=0, show_default=True),
         click.option("--drafter", type=click.Choice(["model", "ngram", "none"]), default=None,
                      help="default: model when --draft is given, else ngram"),
+        click.option("--draft-p-min", "--spec-draft-p-min", "draft_p_min", type=float, default=0.0,
+                     show_default=True,
+                     help="stop drafting in a pass once the draft's confidence (top-10 softmax, as llama.cpp) is "
+                          "below P (0 = off)"),
+        click.option("--draft-min", "--draft-n-min", "--spec-draft-n-min", "draft_min", type=int, default=0,
+                     show_default=True, help="never stop drafting for --draft-p-min before N drafts"),
+        click.option("--inspect-top", "inspect_top", type=int, default=5, show_default=True,
+                     help="record the target's and the draft's top-N candidates per position (the inspector; "
+                          "0 = off)"),
     ]
     for o in reversed(opts):
         f = o(f)

@@ -19,6 +19,7 @@ from .events import (
     BONUS,
     CORRECTION,
     DISCARDED,
+    DRAFT_STOPS,
     DRAFTERS,
     EVENT_TYPES,
     KINDS,
@@ -26,10 +27,12 @@ from .events import (
     REJECTED,
     REQ_REASONS,
     Bucket,
+    Candidate,
     DraftToken,
     EngineCounters,
     Event,
     Histogram,
+    Inspection,
     ModelInfo,
     PositionCount,
     Settings,
@@ -279,13 +282,15 @@ def _build(cls: type, data: Any) -> Any:
         return _build_checked(cls, data)  # raises with the field's name (or builds, if the fast path erred)
 
 
-_CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing,
+_CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
+                                           Inspection,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {
         ("DraftToken", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
         ("Settings", "drafter"): _one_of(DRAFTERS),
+        ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),
         ("Target", "kind"): _one_of(KINDS),
         ("MetricsScraped", "kind"): _one_of(KINDS),

@@ -47,6 +47,11 @@ class Settings:
     drafter: str = "model"  # one of DRAFTERS
     seed: int = 0
     auto: str | None = None  # None (fixed k) or one of AUTO_MODES
+    # llama.cpp's --draft-p-min: stop drafting in a pass once the draft model's confidence (the top
+    # probability among its 10 best tokens at temperature 1, llama.cpp's draft sampler) falls below this;
+    # 0 = off. --draft-min: never stop for confidence before this many drafts.
+    draft_p_min: float = 0.0
+    draft_min: int = 0
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,53 @@ class TargetToken(Token):
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """One of a model's top candidates at one position: id, the token's own text (its piece, decoded on
+    its own, so a partial UTF-8 byte shows as U+FFFD) and its probability at the temperature in force
+    (temperature 0: the temperature-1 softmax, as ``Token.prob``)."""
+
+    id: int
+    text: str
+    prob: float
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What one verified position knew: row ``position`` of the verify batch (position i predicts the token
+    after draft i; position k, after the last draft, gives the bonus). Recorded when ``--inspect-top N`` > 0.
+
+    - ``target_top``: the target's N best tokens, best first (p at the pass's temperature).
+    - ``draft_top``: the draft's N best at drafted positions (q; the n-gram drafter is a point mass, one
+      candidate with q = 1); empty at the bonus position.
+    - ``margin``: the target's top-two logit margin (logit units, temperature-free): below
+      ``NEAR_TIE_MARGIN`` a batched verify may round the argmax differently from a one-token decode.
+    - ``accept_p``: min(1, p(x)/q(x)) for a judged draft at T > 0, ``u`` the uniform it was tested with
+      (-1 when none was drawn: accept_p was 1, or T = 0, or the draft was never judged).
+    - ``residual_top``: at a T > 0 rejection, the top of norm(max(0, p - q)) the correction was drawn from.
+    """
+
+    position: int
+    target_top: tuple[Candidate, ...] = ()
+    draft_top: tuple[Candidate, ...] = ()
+    margin: float = 0.0
+    accept_p: float = -1.0
+    u: float = -1.0
+    residual_top: tuple[Candidate, ...] = ()
+
+
+# Why drafting stopped in a pass (PassEvent.draft_stop).
+DRAFT_STOP_K = "k"  # drafted the k asked for
+DRAFT_STOP_P_MIN = "p_min"  # the draft's confidence fell below --draft-p-min
+DRAFT_STOP_NO_MATCH = "no_match"  # the drafter had nothing (n-gram: no match; or a shorter match than k)
+DRAFT_STOP_NONE = ""  # no drafting this pass (k = 0, prefill, or no drafter)
+DRAFT_STOPS = (DRAFT_STOP_K, DRAFT_STOP_P_MIN, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE)
+
+# The top-two logit margin below which greedy verification may legitimately differ from the target's own
+# one-token greedy run (batched kernels round differently): the threshold of the losslessness tests.
+NEAR_TIE_MARGIN = 0.1
+
+
+@dataclass(frozen=True)
 class Timing:
     """Milliseconds spent in one pass, measured with time.perf_counter()."""
 
@@ -123,6 +175,7 @@ class RunStarted:
     target_decode_ms: float = 0.0
     draft_decode_ms: float = 0.0
     replay: bool = False  # True when the stream comes from a trace rather than a live engine
+    inspect_top: int = 0  # N of --inspect-top: candidates recorded per position (0 = no inspector data)
 
 
 @dataclass(frozen=True)
@@ -141,6 +194,12 @@ class PassEvent:
     # CPU cores other processes kept busy during this pass (on the CPUs this process may use), from
     # /proc/stat; -1.0 when not measured. Lets statistics say "another process took the cores".
     others_cpu: float = -1.0
+    # Drafting: len(drafts) is the k actually drafted (<= k); draft_stop says why it stopped (DRAFT_STOPS),
+    # draft_stop_p the confidence that stopped it (p_min) or -1.
+    draft_stop: str = DRAFT_STOP_NONE
+    draft_stop_p: float = -1.0
+    # The inspector's data, one per verified position (0..len(drafts)); empty when --inspect-top is 0.
+    inspect: tuple[Inspection, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -52,15 +52,21 @@ def resolve_prompt(prompt: str | None, prompt_file: str | None) -> str:
     return prompt if prompt is not None else DEFAULT_PROMPT
 
 
-def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool) -> Settings:
+def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
+                  draft_p_min: float = 0.0, draft_min: int = 0) -> Settings:
     k, auto = parse_draft_max(draft_max)
     if not 0.0 <= temp <= 2.0:
         raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
+    if not 0.0 <= draft_p_min <= 1.0:
+        raise SpectuiError(f"--draft-p-min must be between 0 and 1, not {draft_p_min}")
+    if not 0 <= draft_min <= DRAFT_MAX_LIMIT:
+        raise SpectuiError(f"--draft-min must be between 0 and {DRAFT_MAX_LIMIT}, not {draft_min}")
     if drafter is None:
         drafter = "model" if have_draft else "ngram"
     if drafter == "model" and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram / none)")
-    return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto)
+    return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto,
+                    draft_p_min=float(draft_p_min), draft_min=int(draft_min))
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,8 @@ class ModelOptions:
         return bool(self.draft or self.hf_repo_draft)
 
 
-def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False):
+def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
+                inspect_top: int = 5):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
     Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
     from .engine.models import check_gguf_file
@@ -119,6 +126,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
+            inspect_top=inspect_top,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
@@ -176,13 +184,18 @@ class _Signals:
 
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
-    headless=False, as_json=False, record=None, theme=None, no_probe=False, **model_kwargs,
+    headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
+    inspect_top=5, **model_kwargs,
 ) -> int:
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:
         raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
     text = resolve_prompt(prompt, prompt_file)
-    settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft)
+    settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft, draft_p_min=draft_p_min,
+                             draft_min=draft_min)
+    from .engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
+
+    inspect_top = check_inspect_top(inspect_top)
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
     if as_json and not headless:
@@ -196,7 +209,7 @@ def run_main(
         from .trace import TraceWriter
 
         recorder = TraceWriter(record)
-    engine = load_engine(models, quiet=as_json, own_thread=not headless)
+    engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
     try:
         # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.

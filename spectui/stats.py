@@ -25,6 +25,13 @@ Definitions (identical for a live run and a replayed trace, because both are the
   tokens/s seen without contention since the settings last changed (or while there is no such
   reference yet). llama.cpp's OpenMP threads wait for each other at every layer, so one busy core
   can cut a 2-thread run's speed several times over; this says so instead of blaming speculation.
+- acceptance by draft confidence: drafts the target judged (accepted or the first rejected; discarded
+  drafts were never judged) grouped by q, the draft's probability for the token it drafted
+  (``DraftToken.prob``: at the temperature in force, temperature 0 reporting the temperature-1 softmax),
+  into ``CONFIDENCE_EDGES`` buckets; rate = accepted / judged. An n-gram draft is a point mass (q = 1).
+- drafting continues at position i = passes that drafted position i / passes that asked for at least i
+  drafts and drafted the i - 1 before it (1.0 without --draft-p-min for the draft model; below 1 where
+  the draft stopped for confidence or the n-gram drafter had a shorter match). The cost model uses it.
 
 ``RunStats`` is an incremental accumulator, so the TUI, a streaming replay and the headless summary
 all use the same code. Exact ITL percentiles need every token's ITL: they are kept in a compact
@@ -39,7 +46,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
-from .events import ACCEPTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
+from .events import ACCEPTED, REJECTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 
 CONTENDED_CORES = 0.5  # other processes using at least this many of the run's cores ...
 CONTENDED_FRACTION = 0.6  # ... while tokens/s is below this fraction of the run's own uncontended rate
@@ -63,6 +70,50 @@ class PositionStat:
     @property
     def rate(self) -> float:
         return self.accepted / self.drafted if self.drafted else 0.0
+
+
+CONFIDENCE_EDGES = (0.3, 0.5, 0.7, 0.9)  # q buckets: <0.3, 0.3-0.5, 0.5-0.7, 0.7-0.9, >=0.9
+
+
+def confidence_bucket(q: float) -> int:
+    """Index of q's bucket (0 .. len(CONFIDENCE_EDGES)); each bucket includes its lower edge."""
+    i = 0
+    while i < len(CONFIDENCE_EDGES) and q >= CONFIDENCE_EDGES[i]:
+        i += 1
+    return i
+
+
+def confidence_label(i: int) -> str:
+    edges = CONFIDENCE_EDGES
+    if i == 0:
+        return f"<{edges[0]:g}"
+    if i == len(edges):
+        return f">={edges[-1]:g}"
+    return f"{edges[i - 1]:g}-{edges[i]:g}"
+
+
+@dataclass(frozen=True)
+class ConfidenceBucket:
+    label: str  # "<0.3", "0.3-0.5", ..., ">=0.9"
+    lo: float
+    hi: float  # exclusive (1.0 for the last bucket, which includes q = 1)
+    judged: int  # drafts in the bucket the target judged (accepted + rejected)
+    accepted: int
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / self.judged if self.judged else 0.0
+
+
+@dataclass(frozen=True)
+class ContinueStat:
+    position: int  # 1-based draft position
+    asked: int  # passes that asked for >= position drafts and drafted position - 1
+    drafted: int  # ... of which drafted this position
+
+    @property
+    def rate(self) -> float:
+        return self.drafted / self.asked if self.asked else 1.0
 
 
 @dataclass(frozen=True)
@@ -103,6 +154,9 @@ class StatsSnapshot:
     contended_passes: int = 0
     contention_peak_others: float = 0.0  # most cores other processes took in a contended window
     contention_low_tps: float = 0.0  # slowest windowed tokens/s while contended
+    confidence: tuple[ConfidenceBucket, ...] = ()  # acceptance by draft confidence, every bucket
+    draft_continue_by_position: tuple[ContinueStat, ...] = ()
+    draft_stops: tuple[tuple[str, int], ...] = ()  # (PassEvent.draft_stop, passes), passes that asked k > 0
 
 
 @dataclass
@@ -137,6 +191,10 @@ class RunStats:
     contended_passes: int = 0
     contention_low_tps: float = 0.0  # slowest windowed tokens/s seen while contended
     contention_max_others: float = 0.0
+    conf_judged: list[int] = field(default_factory=lambda: [0] * (len(CONFIDENCE_EDGES) + 1))
+    conf_accepted: list[int] = field(default_factory=lambda: [0] * (len(CONFIDENCE_EDGES) + 1))
+    pos_asked: list[int] = field(default_factory=list)  # position i+1: asked >= i+1 and drafted i
+    draft_stop_counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=self.window)
@@ -195,6 +253,18 @@ class RunStats:
             self.pos_drafted[i] += 1
             if d.verdict == ACCEPTED:
                 self.pos_accepted[i] += 1
+            if d.verdict == ACCEPTED or d.verdict == REJECTED:
+                b = confidence_bucket(d.prob)
+                self.conf_judged[b] += 1
+                if d.verdict == ACCEPTED:
+                    self.conf_accepted[b] += 1
+        if ev.k > 0:
+            reach = min(ev.k, nd + 1)  # positions 1..reach were asked for with their predecessors drafted
+            while len(self.pos_asked) < reach:
+                self.pos_asked.append(0)
+            for i in range(reach):
+                self.pos_asked[i] += 1
+            self.draft_stop_counts[ev.draft_stop] = self.draft_stop_counts.get(ev.draft_stop, 0) + 1
         slot = self.verify_by_k.setdefault(nd, [0.0, 0])
         slot[0] += ev.timing.verify_ms
         slot[1] += 1
@@ -286,6 +356,19 @@ class RunStats:
             contended_passes=self.contended_passes,
             contention_peak_others=self.contention_max_others,
             contention_low_tps=self.contention_low_tps,
+            confidence=self.confidence(),
+            draft_continue_by_position=tuple(
+                ContinueStat(i + 1, a, self.pos_drafted[i] if i < len(self.pos_drafted) else 0)
+                for i, a in enumerate(self.pos_asked)
+            ),
+            draft_stops=tuple(sorted(self.draft_stop_counts.items())),
+        )
+
+    def confidence(self) -> tuple[ConfidenceBucket, ...]:
+        edges = (0.0, *CONFIDENCE_EDGES, 1.0)
+        return tuple(
+            ConfidenceBucket(confidence_label(i), edges[i], edges[i + 1], self.conf_judged[i], self.conf_accepted[i])
+            for i in range(len(CONFIDENCE_EDGES) + 1)
         )
 
 

@@ -2,7 +2,7 @@
 
 A trace file is one header line, then one line per event, each exactly ``event_json.to_dict(event)``::
 
-    {"schema": "spectui.trace", "version": 2, "spectui": "0.1.0", "created": "...", "machine": {...},
+    {"schema": "spectui.trace", "version": 3, "spectui": "0.1.0", "created": "...", "machine": {...},
      "models": {"target": {...}, "draft": {...}}, "params": {...}, "prompt": "..."}
     {"type": "start", ...}
     {"type": "pass", "index": 0, ...}
@@ -11,7 +11,8 @@ A trace file is one header line, then one line per event, each exactly ``event_j
 
 An attach trace (``spectui attach --record``) has ``"attach": {"targets": [...], "interval": ...}`` in its
 header instead of models and parameters, then ``attach_start``, ``scrape`` / ``request_*`` events and
-``attach_end``. Version 2 added the attach events; a version-1 trace (run events only) reads unchanged.
+``attach_end``. Version 2 added the attach events, version 3 the inspector's data per pass (``inspect``, the
+draft's stop reason, --draft-p-min in the settings); version-1 and -2 traces read unchanged (no inspector data).
 
 The writer flushes after every event, so a run killed with SIGKILL leaves every complete pass
 readable; the reader turns a truncated or damaged *last* line into a warning, not an error. Files
@@ -60,8 +61,10 @@ from .events import (
 )
 
 SCHEMA = "spectui.trace"
-VERSION = 2  # 2: attach traces (AttachStarted ... AttachEnded); version 1 has only the run events and reads as is
-SUPPORTED_VERSIONS = (1, 2)
+# 3: the inspector's data (PassEvent.inspect, draft_stop; Settings.draft_p_min / draft_min; RunStarted.inspect_top)
+# 2: attach traces (AttachStarted ... AttachEnded). Older versions read as is: their passes have no inspector data.
+VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

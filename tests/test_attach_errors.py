@@ -149,7 +149,7 @@ def test_record_writes_a_trace(tmp_path, html):
     assert r.exit_code == 0, r.output
     lines = gzip.open(out, "rt").read().splitlines()
     header = json.loads(lines[0])
-    assert header["schema"] == "spectui.trace" and header["version"] == 2
+    assert header["schema"] == "spectui.trace" and header["version"] == 3
     assert header["attach"]["targets"] == [html.url] and header["attach"]["interval"] == 0.1
     evs = [event_json.from_dict(json.loads(ln)) for ln in lines[1:]]
     assert isinstance(evs[0], aev.AttachStarted) and isinstance(evs[-1], aev.AttachEnded)

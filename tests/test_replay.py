@@ -74,7 +74,7 @@ def test_replay_of_a_killed_recording_warns_and_summarises_what_is_there(tmp_pat
 @pytest.mark.parametrize(
     "content,message",
     [
-        (b"not a trace\n", "not JSON, not a spectui trace (this spectui reads trace version 1, 2)"),
+        (b"not a trace\n", "not JSON, not a spectui trace (this spectui reads trace version 1, 2, 3)"),
         (b'{"schema": "spectui.trace", "version": 9}\n',
          "trace version 9 (written by a newer spectui); this spectui reads trace version 1"),
         (b'{"schema": "other"}\n', "schema 'other' is not a spectui trace"),

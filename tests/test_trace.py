@@ -132,7 +132,7 @@ def test_attach_trace_round_trip_and_header(tmp_path):
         write_trace(p, evs)
         tr = read_trace(p)
         assert tr.events == evs and tr.warnings == []
-        assert tr.header["version"] == VERSION == 2
+        assert tr.header["version"] == VERSION == 3
         assert tr.header["attach"]["targets"] == ["http://a:1", "http://b:2"]
         assert tr.header["attach"]["interval"] == 0.5
         assert tr.header["created"].startswith("2023-11-14T22:13:20") and "models" not in tr.header

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .models import LoadedModel
+from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from .verify import logsumexp, sample, softmax
 
 
@@ -31,6 +33,23 @@ class Proposal:
     q_probs: list[float] = field(default_factory=list)  # q(d_i) at the temperature in force (T=0: T=1 softmax)
     q_rows: list[np.ndarray] | None = None  # full q rows when temperature > 0 (None: point mass)
     logit_rows: list[np.ndarray] | None = None  # copies of the raw draft logits (only when debugging)
+    # the draft's top-N (id, q) per drafted position when asked (top_n > 0); a point mass: [(d_i, 1.0)]
+    top: list[list[tuple[int, float]]] | None = None
+    stop: str = DRAFT_STOP_NONE  # why drafting stopped (events.DRAFT_STOPS)
+    stop_p: float = -1.0  # the confidence that stopped it (DRAFT_STOP_P_MIN), else -1
+    stop_row: np.ndarray | None = None  # debugging: the raw logits of the position refused for confidence
+
+
+@dataclass(frozen=True)
+class DraftLimits:
+    """How far to draft in one pass: at most ``k``; with ``p_min`` > 0 stop at the first position whose
+    confidence (llama.cpp's: top-10 softmax at temperature 1) is below it, but never before ``n_min``
+    drafts. ``top_n`` > 0 asks for the draft's top-N per position (the inspector)."""
+
+    k: int
+    p_min: float = 0.0
+    n_min: int = 0
+    top_n: int = 0
 
 
 class Drafter:
@@ -43,7 +62,10 @@ class Drafter:
     def prefill(self, prompt: list[int]) -> None:
         """Pass 0: evaluate the prompt (draft model only)."""
 
-    def propose(self, tokens: list[int], k: int, temperature: float, rng: np.random.Generator) -> Proposal:
+    def propose(
+        self, tokens: list[int], k: int | DraftLimits, temperature: float, rng: np.random.Generator
+    ) -> Proposal:
+        """Up to k drafts after ``tokens`` (``k`` an int, or DraftLimits with --draft-p-min and top-N)."""
         raise NotImplementedError
 
     def accept(self, n_accepted: int) -> None:
@@ -84,15 +106,22 @@ class NgramDrafter(Drafter):
         self._upto = max(self._upto, last + 1)
 
     def propose(self, tokens, k, temperature, rng) -> Proposal:
-        if k <= 0 or len(tokens) < 2:
+        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
+        k = lim.k
+        if k <= 0:
             return Proposal()
+        if len(tokens) < 2:
+            return Proposal(stop=DRAFT_STOP_NO_MATCH)
         self._update(tokens)
         for n in range(min(self.n_max, len(tokens) - 1), 0, -1):
             j = self._index[n].get(tuple(tokens[-n:]))
             if j is not None:
-                ids = tokens[j + 1 : j + 1 + k]
-                return Proposal(ids=list(ids), q_probs=[1.0] * len(ids), q_rows=None)
-        return Proposal()
+                ids = list(tokens[j + 1 : j + 1 + k])
+                # a point mass: q = 1 on each draft, so --draft-p-min never stops it
+                top = [[(d, 1.0)] for d in ids] if lim.top_n > 0 else None
+                return Proposal(ids=ids, q_probs=[1.0] * len(ids), q_rows=None, top=top,
+                                stop=DRAFT_STOP_K if len(ids) == k else DRAFT_STOP_NO_MATCH)
+        return Proposal(stop=DRAFT_STOP_NO_MATCH)
 
 
 class DraftModelDrafter(Drafter):
@@ -114,6 +143,8 @@ class DraftModelDrafter(Drafter):
     def propose(self, tokens, k, temperature, rng) -> Proposal:
         m = self.model
         self._decoded_drafts = 0
+        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
+        k = lim.k
         if k <= 0:
             return Proposal()
         pending = tokens[self.n_past :]
@@ -127,8 +158,19 @@ class DraftModelDrafter(Drafter):
         q_probs: list[float] = []
         q_rows: list[np.ndarray] | None = [] if temperature > 0 else None
         keep: list[np.ndarray] | None = [] if self.keep_rows else None
+        top: list[list[tuple[int, float]]] | None = [] if lim.top_n > 0 else None
+        n_top = max(lim.top_n, LLAMA_DRAFT_TOP_K if lim.p_min > 0 else 0)
+        prop = Proposal(ids=ids, q_probs=q_probs, q_rows=q_rows, logit_rows=keep, top=top, stop=DRAFT_STOP_K)
         for i in range(k):
             row = m.logits_last()
+            best = top_ids(row, n_top) if n_top else None
+            if lim.p_min > 0 and i >= lim.n_min:
+                conf = llama_confidence(row, best)
+                if conf < lim.p_min:  # llama.cpp: this position's token is not drafted
+                    prop.stop, prop.stop_p = DRAFT_STOP_P_MIN, conf
+                    if keep is not None:
+                        prop.stop_row = row.copy()
+                    break
             if keep is not None:
                 keep.append(row.copy())
             if temperature > 0:
@@ -136,14 +178,19 @@ class DraftModelDrafter(Drafter):
                 d = sample(q, rng)
                 q_rows.append(q)  # type: ignore[union-attr]
                 q_probs.append(float(q[d]))
+                if top is not None:
+                    top.append([(int(j), float(q[j])) for j in best[: lim.top_n]])
             else:
-                d = int(np.argmax(row))
-                q_probs.append(float(np.exp(float(row[d]) - logsumexp(row))))
+                d = int(best[0]) if best is not None else int(np.argmax(row))
+                lse = logsumexp(row)
+                q_probs.append(float(np.exp(float(row[d]) - lse)))
+                if top is not None:
+                    top.append([(int(j), float(np.exp(float(row[j]) - lse))) for j in best[: lim.top_n]])
             ids.append(d)
             if i < k - 1:
                 m.decode([d], self.n_past + i, "last")
                 self._decoded_drafts += 1
-        return Proposal(ids=ids, q_probs=q_probs, q_rows=q_rows, logit_rows=keep)
+        return prop
 
     def accept(self, n_accepted: int) -> None:
         keep = min(n_accepted, self._decoded_drafts)

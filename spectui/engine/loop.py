@@ -51,13 +51,19 @@ from ..events import (
     RunStarted,
     Settings,
     SettingsChanged,
+    Candidate,
+    Inspection,
     TargetToken,
     Timing,
     Token,
 )
 from . import models as M
-from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
-from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
+from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
+from .topn import top_ids, top_two_margin
+from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
+
+INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
+INSPECT_TOP_LIMIT = 50
 
 # The draft should be well under the target's size to pay off; above this parameter ratio we warn.
 DRAFT_SIZE_WARN_RATIO = 0.5
@@ -76,6 +82,7 @@ class _TargetProbs:
         self.rows = rows
         self.t = temperature
         self.cache: dict[int, np.ndarray] = {}
+        self._lse: dict[int, float] = {}
 
     def __getitem__(self, i: int) -> np.ndarray:
         p = self.cache.get(i)
@@ -90,8 +97,24 @@ class _TargetProbs:
     def prob(self, i: int, token: int) -> float:
         if self.t > 0:
             return float(self[i][token])
+        return float(np.exp(float(self.rows[i][token]) - self.lse(i)))
+
+    def lse(self, i: int) -> float:
+        """log of row i's partition function at the reported temperature (T = 0: temperature 1)."""
+        v = self._lse.get(i)
+        if v is None:
+            v = self._lse[i] = logsumexp(self.rows[i], self.t if self.t > 0 else 1.0)
+        return v
+
+    def probs(self, i: int, ids: np.ndarray) -> list[float]:
+        """p of ``ids`` in row i at the reported temperature, without softmaxing a row not yet softmaxed."""
+        if i in self.cache:
+            p = self.cache[i]
+            return [float(p[j]) for j in ids]
         r = self.rows[i]
-        return float(np.exp(float(r[token]) - logsumexp(r)))
+        t = self.t if self.t > 0 else 1.0
+        lse = self.lse(i)
+        return [float(np.exp(float(r[j]) / t - lse)) for j in ids]
 
 
 class Engine:
@@ -110,6 +133,7 @@ class Engine:
         n_gpu_layers_draft: int | str | None = None,
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
+        inspect_top: int = INSPECT_TOP_DEFAULT,
     ) -> None:
         self.warn = warn or _stderr
         self.target = None
@@ -123,6 +147,7 @@ class Engine:
             raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
         if n_ctx < 8:
             raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
+        self.inspect_top = check_inspect_top(inspect_top)
         if threads:
             self.threads, self.threads_why = int(threads), "-t"
         else:  # physical performance cores within this process's affinity and CPU quota, as llama.cpp
@@ -199,6 +224,7 @@ class Engine:
         if self.draft is not None:
             self._drafters["model"] = DraftModelDrafter(self.draft)
         self._warned_no_draft = False
+        self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._n_past = 0  # target KV cells holding accepted context (between runs: the last run's)
         self._in_run = False
         self._last_token = None
@@ -359,6 +385,7 @@ class Engine:
             settings=settings,
             target_decode_ms=target_ms,
             draft_decode_ms=draft_ms,
+            inspect_top=self.inspect_top,
         )
 
     def _why_not_start(self, prompt_tokens: list[int], control: RunControl, n_predict: int) -> tuple[str, str]:
@@ -396,7 +423,11 @@ class Engine:
         tok, prob = _first_token(row, temp, g.rng)
         if g.debug_hook is not None:
             g.debug_hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [],
-                             "n_accepted": 0, "token": tok, "draft_logits": None, "temperature": temp})
+                             "n_accepted": 0, "token": tok, "draft_logits": None, "temperature": temp,
+                             "target_logits_all": row[None, :].copy()})
+        inspect: tuple[Inspection, ...] = ()
+        if self.inspect_top:
+            inspect = self._inspect(_TargetProbs(row[None, :], temp), None, [], Verdict(0, tok), temp)
         self._n_past = g.n_past = len(prompt_tokens)
         text = g.decoder.decode(tgt.piece(tok))
         target_token = TargetToken(id=tok, text=text, prob=prob, kind=PLAIN)
@@ -413,7 +444,7 @@ class Engine:
             index=0, prefill=True, settings=settings, k=0, target=target_token, emitted=emitted,
             timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
                           wall_ms=wall, t_end=time.perf_counter() - t0),
-            n_ctx_used=g.n_past, others_cpu=self._others.sample(),
+            n_ctx_used=g.n_past, others_cpu=self._others.sample(), inspect=inspect,
         )
 
     # ---------------- decode passes
@@ -483,7 +514,8 @@ class Engine:
 
         # draft
         t_d = time.perf_counter()
-        prop = drafter.propose(g.tokens, k, temp, g.rng) if k > 0 else None
+        lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.inspect_top)
+        prop = drafter.propose(g.tokens, lim, temp, g.rng) if k > 0 else None
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         ids = prop.ids if prop is not None else []
         kd = len(ids)
@@ -503,7 +535,10 @@ class Engine:
         if g.debug_hook is not None:
             g.debug_hook({"index": index, "n_past": g.n_past, "target_logits": np.array(rows[: n_acc + 1]),
                              "draft_ids": list(ids), "n_accepted": n_acc, "token": tok,
-                             "draft_logits": prop.logit_rows if prop is not None else None, "temperature": temp})
+                             "draft_logits": prop.logit_rows if prop is not None else None, "temperature": temp,
+                             "target_logits_all": np.array(rows), "verdict": v,
+                             "draft_stop_logits": prop.stop_row if prop is not None else None})
+        inspect = self._inspect(p, prop, ids, v, temp) if self.inspect_top else ()
 
         q_probs = prop.q_probs if prop is not None else []
         drafts = self._judged_drafts(g, ids, q_probs, n_acc, p)
@@ -533,8 +568,44 @@ class Engine:
                           other_ms=max(0.0, wall - draft_ms - verify_ms), wall_ms=wall,
                           t_end=time.perf_counter() - t0),
             n_ctx_used=g.n_past, others_cpu=self._others.sample(),
+            draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
+            inspect=inspect,
         )
         return ev, stop
+
+    def _text(self, tid: int) -> str:
+        t = self._texts.get(tid)
+        if t is None:
+            t = self._texts[tid] = self.target.piece(tid).decode("utf-8", errors="replace")
+        return t
+
+    def _candidates(self, pairs) -> tuple[Candidate, ...]:
+        return tuple(Candidate(id=int(i), text=self._text(int(i)), prob=float(q)) for i, q in pairs)
+
+    def _inspect(
+        self, p: "_TargetProbs", prop: Proposal | None, ids: list[int], v: Verdict, temp: float
+    ) -> tuple[Inspection, ...]:
+        """The inspector's record of every row the target evaluated: its top-N and top-two margin, the draft's
+        top-N, the acceptance test's numbers (T > 0) and, at a T > 0 rejection, the residual's top-N."""
+        n = self.inspect_top
+        out = []
+        for i in range(len(ids) + 1):
+            row = p.rows[i]
+            best = top_ids(row, max(n, 2))
+            tt = self._candidates(zip(best[:n], p.probs(i, best[:n])))
+            dt: tuple[Candidate, ...] = ()
+            if i < len(ids) and prop is not None and prop.top is not None:
+                dt = self._candidates(prop.top[i])
+            acc = u = -1.0
+            if temp > 0 and i < len(v.accept_p):
+                acc, u = v.accept_p[i], v.u[i]
+            res: tuple[Candidate, ...] = ()
+            if i == v.n_accepted and v.residual is not None:
+                rb = top_ids(v.residual, n)
+                res = self._candidates((j, v.residual[j]) for j in rb)
+            out.append(Inspection(position=i, target_top=tt, draft_top=dt, margin=top_two_margin(row, best),
+                                  accept_p=acc, u=u, residual_top=res))
+        return tuple(out)
 
     def _judged_drafts(
         self, g: "_Generation", ids: list[int], q_probs: list[float], n_acc: int, p: "_TargetProbs"
@@ -578,6 +649,17 @@ class Engine:
                 stop = STOP_N_PREDICT
                 break
         return out, target_token, stop
+
+
+def check_inspect_top(n) -> int:
+    """--inspect-top N: 0 (off) .. INSPECT_TOP_LIMIT."""
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        raise SpectuiError(f"--inspect-top must be a whole number, got {n!r}") from None
+    if not 0 <= n <= INSPECT_TOP_LIMIT:
+        raise SpectuiError(f"--inspect-top must be between 0 and {INSPECT_TOP_LIMIT}, got {n}")
+    return n
 
 
 def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator) -> tuple[int, float]:

@@ -24,6 +24,10 @@ import numpy as np
 class Verdict:
     n_accepted: int  # drafts accepted (a prefix of the drafts)
     token: int  # the target's own token: correction (n_accepted < k) or bonus (n_accepted == k)
+    # speculative sampling only, per judged draft (0..n_accepted, the last one the rejection if any):
+    accept_p: tuple[float, ...] = ()  # min(1, p(x) / q(x))
+    u: tuple[float, ...] = ()  # the uniform drawn for the test (-1.0: none drawn, accept_p was 1)
+    residual: np.ndarray | None = None  # norm(max(0, p - q)) the correction was drawn from (a rejection)
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -133,12 +137,21 @@ def speculative_verify(
     ``q_rows`` None (or a None row) means the drafter is a point mass on its token.
     """
     k = len(draft_ids)
+    acc: list[float] = []
+    us: list[float] = []
     for i in range(k):
         x = int(draft_ids[i])
         p = p_rows[i]
         q = None if q_rows is None else q_rows[i]
         a = accept_probability(p, q, x)
-        if a >= 1.0 or rng.random() < a:
+        acc.append(a)
+        if a >= 1.0:
+            us.append(-1.0)
             continue
-        return Verdict(i, sample(residual(p, q, x), rng))
-    return Verdict(k, sample(p_rows[k], rng))
+        u = rng.random()
+        us.append(u)
+        if u < a:
+            continue
+        r = residual(p, q, x)
+        return Verdict(i, sample(r, rng), tuple(acc), tuple(us), r)
+    return Verdict(k, sample(p_rows[k], rng), tuple(acc), tuple(us))
