@@ -13,7 +13,7 @@ from typing import IO, Callable, Iterable
 
 from .costmodel import predict
 from .event_json import to_dict
-from .events import Event, PassEvent
+from .events import DRAFT_STOP_P_MIN, Event, PassEvent
 from .placement import placement, placement_text
 from .probe import installed_for
 from .stats import RunStats, StatsSnapshot
@@ -79,6 +79,9 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "tokens": list(stats.tokens),
         "text": stats.text,
         "n_draft": start.settings.draft_max if start else 0,
+        "draft_p_min": start.settings.draft_p_min if start else 0.0,
+        "draft_min": start.settings.draft_min if start else 0,
+        "inspect_top": start.inspect_top if start else 0,
         "n_predict": snap.n_emitted,
         "n_drafted": snap.n_drafted,
         "n_accept": snap.n_accepted,
@@ -89,6 +92,15 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "acceptance_by_position": [
             {"position": p.position, "drafted": p.drafted, "accepted": p.accepted, "rate": p.rate}
             for p in snap.acceptance_by_position
+        ],
+        "confidence": [
+            {"label": b.label, "lo": b.lo, "hi": b.hi, "judged": b.judged, "accepted": b.accepted, "rate": b.rate}
+            for b in snap.confidence
+        ],
+        "draft_stops": [{"draft_stop": stop, "passes": n} for stop, n in snap.draft_stops],
+        "draft_continue_by_position": [
+            {"position": c.position, "asked": c.asked, "drafted": c.drafted, "rate": c.rate}
+            for c in snap.draft_continue_by_position
         ],
         "tokens_per_second": snap.tokens_per_second,
         "ttft_ms": snap.ttft_ms,
@@ -120,6 +132,27 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "passes": passes,
     }
     return d
+
+
+def confidence_text(snap: StatsSnapshot) -> str:
+    """Acceptance by the draft's confidence q, compact: "label rate (accepted/judged)" per non-empty bucket."""
+    return "  ".join(f"{b.label}:{100 * b.rate:.0f}% ({b.accepted}/{b.judged})" for b in snap.confidence if b.judged)
+
+
+def p_min_text(snap: StatsSnapshot, stats: RunStats) -> str:
+    """How often drafting stopped for --draft-p-min and the mean drafted length against k ("" when never)."""
+    stops = dict(snap.draft_stops)
+    n = stops.get(DRAFT_STOP_P_MIN, 0)
+    if not n:
+        return ""
+    asked = sum(stops.values())  # passes that asked for drafts
+    start = stats.start
+    s = start.settings if start is not None else None
+    k = "auto" if s is not None and s.auto else str(s.draft_max if s is not None else stats.last_k)
+    mean = snap.n_drafted / asked if asked else 0.0
+    rule = f" --draft-p-min {s.draft_p_min:g}" if s is not None and s.draft_p_min > 0 else " --draft-p-min"
+    return (f"{n} of {asked} drafting passes ({100 * n / asked:.0f}%) stopped below{rule}; "
+            f"mean drafted {mean:.2f} tokens per pass vs k = {k}")
 
 
 def summary_text(stats: RunStats) -> str:
@@ -158,6 +191,12 @@ def summary_text(stats: RunStats) -> str:
             f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position
         )
         lines.append(f"acceptance by position {pos}")
+    conf = confidence_text(snap)
+    if conf:
+        lines.append(f"acceptance by draft confidence {conf}")
+    p_min = p_min_text(snap, stats)
+    if p_min:
+        lines.append(f"draft-p-min stops      {p_min}")
     lines.append(f"tokens/s (decode)      {snap.tokens_per_second:.2f}")
     lines.append(f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)")
     lines.append(f"ITL p50 / p95          {snap.itl_ms_p50:.1f} / {snap.itl_ms_p95:.1f} ms")

@@ -8,6 +8,11 @@ marked as a replay of which models and when, at the recorded speed by default.
 An attach trace (``spectui attach --record``: its first event is ``AttachStarted``) goes to the attach
 faces instead: headless to :class:`spectui.attach.text.HeadlessFace` (what the live attach printed), the
 TUI to ``spectui.tui.attach_app.run_attach_replay``.
+
+``--explain PASS[:TOKEN]`` (implies ``--headless``) prints one pass's token inspector as text
+(:func:`spectui.inspect.render_pass`), or with ``--json`` that pass's event plus every token's explained
+view (:func:`explain_json`): for scripts and bug reports. PASS is the pass index (0 = the prefill pass),
+TOKEN a 1-based token of that pass in the inspector's order (its drafts, then the target's own token).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Callable, Iterable, Iterator
 import click
 
 from .errors import SpectuiError
+from .event_json import to_dict
 from .events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
 
 
@@ -106,6 +112,113 @@ def load_for_tui(path: str | os.PathLike, on_warning: Callable[[str], None] | No
     return header, events
 
 
+def parse_explain(value: str) -> tuple[int, int | None]:
+    """``PASS`` or ``PASS:TOKEN`` -> (pass index, 0-based token slot or None). TOKEN is 1-based."""
+    text = value.strip()
+    head, sep, tail = text.partition(":")
+    try:
+        index = int(head)
+        token = int(tail) if sep else None
+    except ValueError:
+        raise SpectuiError(f"--explain takes PASS or PASS:TOKEN (integers, e.g. 12 or 12:3), not {value!r}") from None
+    if index < 0:
+        raise SpectuiError(f"--explain: no pass {index}; passes count from 0 (the prefill pass)")
+    if token is not None and token < 1:
+        raise SpectuiError(f"--explain: no token {token}; tokens of a pass count from 1")
+    return index, (token - 1 if token is not None else None)
+
+
+def find_pass(path: str | os.PathLike, index: int,
+              on_warning: Callable[[str], None] | None = _warn) -> PassEvent:
+    """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
+    from .trace import iter_trace
+
+    _header, reader = iter_trace(path, on_warning=on_warning)
+    n = 0
+    try:
+        for i, ev in enumerate(reader):
+            if i == 0 and isinstance(ev, AttachStarted):
+                raise SpectuiError(f"{os.fspath(path)}: --explain needs a run trace; this is an attach trace "
+                                   "(spectui attach --record), which has no passes")
+            if isinstance(ev, PassEvent):
+                if ev.index == index:
+                    return ev
+                n += 1
+    finally:
+        reader.close()
+    if n == 0:
+        raise SpectuiError(f"{os.fspath(path)}: no pass {index}: the trace holds no passes")
+    raise SpectuiError(f"{os.fspath(path)}: no pass {index}: the trace has {n} passes (0 = prefill .. {n - 1})")
+
+
+def _marked(items) -> list[dict]:
+    return [{"id": m.cand.id, "text": m.cand.text, "prob": m.cand.prob, "drafted": m.drafted, "chosen": m.chosen}
+            for m in items]
+
+
+def view_json(v) -> dict:
+    """One token's :class:`spectui.inspect.InspectorView` as a JSON-ready dict."""
+    s = v.slot
+    return {
+        "token": s.slot + 1, "position": s.position, "id": s.id, "text": s.text, "verdict": s.verdict,
+        "is_draft": s.is_draft, "available": v.available, "temperature": v.temperature, "q": v.q, "p": v.p,
+        "rule": v.rule, "outcome": v.outcome, "margin": v.margin, "near_tie": v.near_tie, "accept_p": v.accept_p,
+        "u": v.u, "target_top": _marked(v.target_top), "draft_top": _marked(v.draft_top),
+        "residual_top": _marked(v.residual_top), "notes": list(v.notes),
+    }
+
+
+def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
+    if token is not None and token >= n_slots:
+        nd = len(ev.drafts)
+        what = f"{nd} draft{'' if nd == 1 else 's'}" + (", then the target's token" if ev.target is not None else "")
+        raise SpectuiError(f"--explain {ev.index}:{token + 1}: pass {ev.index} has {n_slots} token"
+                           f"{'' if n_slots == 1 else 's'} ({what})")
+
+
+def explain_json(ev: PassEvent, token: int | None = None) -> dict:
+    """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
+    explained view of every token (or of token slot ``token`` only)."""
+    from .inspect import draft_stop_line, explain, slots
+
+    n = len(slots(ev))
+    _check_token(ev, token, n)
+    which = range(n) if token is None else [token]
+    d = to_dict(ev)
+    d["inspector_data"] = bool(ev.inspect)
+    d["draft_stop_text"] = draft_stop_line(ev)
+    d["explain"] = [view_json(explain(ev, i)) for i in which]
+    return d
+
+
+def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> list[str]:
+    """``render_pass`` (every token), or its header and token slot ``token`` alone."""
+    from .inspect import explain, render_pass, render_view, slots
+
+    _check_token(ev, token, len(slots(ev)))
+    lines = render_pass(ev, width)
+    if token is None:
+        return lines
+    head = lines[: lines.index("")] if "" in lines else lines
+    return [*head, "", *render_view(explain(ev, token), width)]
+
+
+def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
+                 on_warning: Callable[[str], None] | None = _warn) -> PassEvent:
+    """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON)."""
+    import json
+
+    index, token = parse_explain(spec)
+    ev = find_pass(path, index, on_warning=on_warning)
+    out = out or sys.stdout
+    if as_json:
+        out.write(json.dumps(explain_json(ev, token), ensure_ascii=False) + "\n")
+    else:
+        out.write("\n".join(explain_text(ev, token, width)) + "\n")
+    out.flush()
+    return ev
+
+
 @click.command("replay", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print the text and the summary the live run printed")
@@ -113,11 +226,25 @@ def load_for_tui(path: str | os.PathLike, on_warning: Callable[[str], None] | No
 @click.option("--speed", type=str, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
-def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None) -> None:
+@click.option("--explain", "explain", type=str, default=None, metavar="PASS[:TOKEN]",
+              help="print why each token of pass PASS (0 = prefill) was accepted, rejected or chosen, or only "
+                   "its TOKEN-th (1-based), then exit; implies --headless; with --json one JSON object")
+def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
+               explain: str | None) -> None:
     """Replay a recorded trace FILE in the TUI, or --headless."""
     from .cli import fail
 
     try:
+        if explain is not None:
+            parse_explain(explain)  # a bad value fails before reading the trace
+            try:
+                explain_pass(file, explain, sys.stdout, as_json=as_json)
+            except BrokenPipeError:
+                try:
+                    sys.stdout = open(os.devnull, "w")
+                except OSError:
+                    pass
+            return
         if as_json and not headless:
             raise SpectuiError("--json needs --headless")
         if headless:

@@ -18,17 +18,17 @@ One module per step, each importing only the ones above it:
     cli.py        the click command (``spectui.sweep:sweep_cmd``)
 """
 
-from .aggregate import Cell, Spread, SweepRun, aggregate, baseline_tps, speedups
+from .aggregate import Cell, Spread, SweepRun, aggregate, baseline_tps, pool_confidence, speedups
 from .cli import sweep_cmd, sweep_main
-from .export import CSV_FIELDS, run_record, to_csv, to_json
+from .export import CONFIDENCE_FIELDS, CSV_FIELDS, run_record, to_csv, to_json
 from .plan import BASELINE, TARGET_ONLY, Plan, make_plan, parse_ks, parse_temps, run_label
 from .render import TABLE_COLUMNS, render_chart, render_table, table_rows
-from .report import report_lines, sweep_prediction
+from .report import confidence_lines, report_lines, sweep_prediction
 from .runner import measure_missing_verify, run_sweep
 
 __all__ = [
-    "BASELINE", "CSV_FIELDS", "TABLE_COLUMNS", "TARGET_ONLY", "Cell", "Plan", "Spread", "SweepRun", "aggregate",
-    "baseline_tps", "make_plan", "measure_missing_verify", "parse_ks", "parse_temps", "render_chart", "render_table",
-    "report_lines", "run_label", "run_record", "run_sweep", "speedups", "sweep_cmd", "sweep_main", "sweep_prediction",
-    "table_rows", "to_csv", "to_json",
+    "BASELINE", "CONFIDENCE_FIELDS", "CSV_FIELDS", "TABLE_COLUMNS", "TARGET_ONLY", "Cell", "Plan", "Spread",
+    "SweepRun", "aggregate", "baseline_tps", "confidence_lines", "make_plan", "measure_missing_verify", "parse_ks",
+    "parse_temps", "pool_confidence", "render_chart", "render_table", "report_lines", "run_label", "run_record",
+    "run_sweep", "speedups", "sweep_cmd", "sweep_main", "sweep_prediction", "table_rows", "to_csv", "to_json",
 ]

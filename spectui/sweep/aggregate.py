@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..stats import StatsSnapshot
+from ..stats import ConfidenceBucket, StatsSnapshot
 from .plan import BASELINE, run_label
 
 
@@ -79,6 +79,8 @@ class Cell:
     draft_ms_per_pass: Spread
     acceptance_by_position: tuple[float, ...]  # pooled over repeats (vLLM per-position rate)
     n_drafted: int = 0  # drafts over all repeats
+    # acceptance by draft confidence q, pooled over repeats (judged and accepted drafts summed per bucket)
+    confidence: tuple[ConfidenceBucket, ...] = ()
 
     def acceptance_se(self) -> float:
         """Standard error of the mean acceptance rate: the larger of the spread over repeats and the
@@ -117,6 +119,18 @@ def _verify_ms_of(s: StatsSnapshot, k: int) -> float:
         if kk == k and n:
             return ms
     return 0.0
+
+
+def pool_confidence(snaps: Sequence[StatsSnapshot]) -> tuple[ConfidenceBucket, ...]:
+    """The runs' acceptance-by-draft-confidence buckets, judged and accepted drafts summed per bucket."""
+    pooled: list[ConfidenceBucket] = []
+    for s in snaps:
+        if not pooled:
+            pooled = list(s.confidence)
+            continue
+        pooled = [ConfidenceBucket(a.label, a.lo, a.hi, a.judged + b.judged, a.accepted + b.accepted)
+                  for a, b in zip(pooled, s.confidence)]
+    return tuple(pooled)
 
 
 def aggregate(runs: Sequence[SweepRun]) -> list[Cell]:
@@ -158,6 +172,7 @@ def aggregate(runs: Sequence[SweepRun]) -> list[Cell]:
                 ),
                 acceptance_by_position=pos,
                 n_drafted=sum(r.stats.n_drafted for r in rs),
+                confidence=pool_confidence([r.stats for r in rs]),
             )
         )
     return cells

@@ -7,13 +7,31 @@ import io
 from dataclasses import asdict
 from typing import Sequence
 
+from ..stats import CONFIDENCE_EDGES, ConfidenceBucket
 from .aggregate import Cell, SweepRun, speedups
 
+
+def _conf_names() -> tuple[str, ...]:
+    """CSV columns of acceptance by draft confidence: conf_<lo>_<hi>_judged / _accepted per bucket."""
+    edges = (0.0, *CONFIDENCE_EDGES, 1.0)
+    out: list[str] = []
+    for lo, hi in zip(edges, edges[1:]):
+        out += [f"conf_{lo:g}_{hi:g}_judged", f"conf_{lo:g}_{hi:g}_accepted"]
+    return tuple(out)
+
+
+CONFIDENCE_FIELDS = _conf_names()
 CSV_FIELDS = (
     "repeat", "temperature", "k", "drafter", "acceptance_rate", "mean_acceptance_length", "tokens_per_second",
     "speedup", "itl_ms_p50", "itl_ms_p95", "ttft_ms", "n_emitted", "n_drafted", "n_accepted", "n_passes",
-    "tokens_per_pass", "stop_reason", "trace",
+    "tokens_per_pass", "stop_reason", "trace", *CONFIDENCE_FIELDS,
 )
+
+
+def confidence_records(buckets: Sequence[ConfidenceBucket]) -> list[dict]:
+    """Acceptance by draft confidence as JSON records (label, lo, hi, judged, accepted, rate)."""
+    return [{"label": b.label, "lo": b.lo, "hi": b.hi, "judged": b.judged, "accepted": b.accepted, "rate": b.rate}
+            for b in buckets]
 
 
 def run_record(r: SweepRun, speedup: float) -> dict:
@@ -26,7 +44,16 @@ def run_record(r: SweepRun, speedup: float) -> dict:
         "itl_ms_p95": s.itl_ms_p95, "ttft_ms": s.ttft_ms, "n_emitted": s.n_emitted, "n_drafted": s.n_drafted,
         "n_accepted": s.n_accepted, "n_passes": s.n_passes, "tokens_per_pass": s.tokens_per_pass,
         "stop_reason": s.stop_reason, "trace": r.trace,
+        **_confidence_columns(s.confidence),
     }
+
+
+def _confidence_columns(buckets: Sequence[ConfidenceBucket]) -> dict:
+    out = {}
+    for b, (judged, accepted) in zip(buckets, zip(CONFIDENCE_FIELDS[::2], CONFIDENCE_FIELDS[1::2])):
+        out[judged] = b.judged
+        out[accepted] = b.accepted
+    return out
 
 
 def to_csv(runs: Sequence[SweepRun]) -> str:
@@ -46,6 +73,7 @@ def to_json(
     def cell_dict(c: Cell) -> dict:
         d = asdict(c)
         d["label"] = c.label
+        d["confidence"] = confidence_records(c.confidence)
         return d
 
     runs_out = []
@@ -56,6 +84,9 @@ def to_json(
             for p in r.stats.acceptance_by_position
         ]
         rec["verify_ms_by_k"] = [{"k": k, "mean_ms": ms, "count": n} for k, ms, n in r.stats.verify_ms_by_k]
+        for name in CONFIDENCE_FIELDS:  # the JSON has them as a list instead
+            del rec[name]
+        rec["confidence"] = confidence_records(r.stats.confidence)
         runs_out.append(rec)
     out = {"params": params, "runs": runs_out, "cells": [cell_dict(c) for c in cells], "report": list(report)}
     if prediction is not None:

@@ -21,6 +21,21 @@ def _ms(x: float) -> str:
     return f"{x:.1f}" if abs(x) < 10 else f"{x:.0f}"
 
 
+def confidence_lines(cells: Sequence[Cell], repeats: int = 1) -> list[str]:
+    """The section "acceptance by draft confidence": per speculative cell (temperature, k), the drafts the
+    target judged grouped by the draft's probability q, "label rate (accepted/judged)" for non-empty buckets."""
+    rows = []
+    for c in sorted(cells, key=lambda c: (c.temperature, c.k)):
+        parts = [f"{b.label} {_pct(b.rate)} ({b.accepted}/{b.judged})" for b in c.confidence if b.judged]
+        if parts:
+            rows.append(f"  temp {c.temperature:g}, {c.label}: " + ", ".join(parts))
+    if not rows:
+        return []
+    pooled = f", pooled over {repeats} repeats" if repeats > 1 else ""
+    return ["Acceptance by draft confidence (drafts the target judged, by the draft's probability q: "
+            f"accepted/judged{pooled}) -", *rows]
+
+
 def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=None,
                  on_demand_k: Sequence[int] = ()) -> list[str]:
     """The short report under the table, written from the measured numbers only."""
@@ -55,6 +70,8 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
                 "Acceptance by draft position (share of passes whose draft i was accepted) - "
                 + "; ".join(deep) + "."
             )
+
+        lines.extend(confidence_lines(spec, rep))
 
     # 2. where tokens/s peaked, and why longer drafts stopped paying
     if cells:
