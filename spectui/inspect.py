@@ -144,6 +144,10 @@ def explain(ev: PassEvent, slot: int) -> InspectorView:
         notes.append(f"margin {ins.margin:.3f} < {NEAR_TIE_MARGIN:g}: {NEAR_TIE_NOTE}")
     if s.is_draft and ev.drafts[s.slot].verdict == DISCARDED:
         notes.append("p here is conditioned on the rejected draft before it: this position was never judged")
+    shown = {c.id for c in ins.target_top} | {c.id for c in ins.residual_top}
+    if chosen is not None and ins.target_top and chosen not in shown:
+        notes.append(f"the token emitted here (id {chosen}) is not among the top {len(ins.target_top)} shown: "
+                     "sampled from the tail")
     if ev.settings.drafter == "ngram" and s.position < len(ev.drafts):
         notes.append("n-gram drafts are a point mass: q(x) = 1")
     return InspectorView(
