@@ -229,7 +229,8 @@ def _col(title: str, items: tuple[Marked, ...], width: int, prob_name: str) -> l
     lines = [f"{title:<{width}}"[:width]]
     for m in items:
         mark = ("*" if m.chosen else " ") + ("d" if m.drafted else " ")
-        cell = f"{mark} {show(m.cand.text, width - 16):<{width - 16}} {prob_name} {m.cand.prob:.3f}"
+        tw = width - 11  # mark, space, text, space, "p 0.123"
+        cell = f"{mark} {show(m.cand.text, tw):<{tw}} {prob_name} {m.cand.prob:.3f}"
         lines.append(f"{cell:<{width}}"[:width])
     return lines
 
@@ -257,13 +258,17 @@ def render_view(v: InspectorView, width: int = 80) -> list[str]:
         cols.append(("draft top (q)", v.draft_top, "q"))
     if v.residual_top:
         cols.append(("residual (r)", v.residual_top, "r"))
-    cw = max(22, min(30, (width - 2 * (len(cols) - 1)) // len(cols)))
-    blocks = [_col(t, items, cw, pn) for t, items, pn in cols]
-    rows = max(len(b) for b in blocks)
-    for i in range(rows):
-        lines.append("  ".join((b[i] if i < len(b) else " " * cw) for b in blocks).rstrip())
-    lines.append(f"* = emitted here, d = drafted here · target top-two margin {v.margin:.3f}"
-                 + (" · NEAR TIE" if v.near_tie else ""))
+    cw = min(30, (width - 2 * (len(cols) - 1)) // len(cols))
+    if cw >= 18:  # side by side
+        blocks = [_col(t, items, cw, pn) for t, items, pn in cols]
+        rows = max(len(b) for b in blocks)
+        for i in range(rows):
+            lines.append("  ".join((b[i] if i < len(b) else " " * cw) for b in blocks).rstrip())
+    else:  # too narrow: one list after the other
+        for t, items, pn in cols:
+            lines.extend(ln.rstrip() for ln in _col(t, items, min(width, 30), pn))
+    legend = f"* emitted · d drafted · top-two margin {v.margin:.3f}" + (" · NEAR TIE" if v.near_tie else "")
+    lines.append(legend[:width])
     for n in v.notes:
         lines.append(n)
     return lines

@@ -86,7 +86,7 @@ def test_explain_prints_every_token_of_the_pass_as_the_live_events_explain_it(ru
             if v.p >= 0:
                 assert f"target p(x) {v.p:.3f}" in out
             assert "rule: " + v.rule in out and "→ " + v.outcome in out
-            assert f"target top-two margin {v.margin:.3f}" in out
+            assert f"top-two margin {v.margin:.3f}" in out
             for m in v.target_top:
                 assert f"p {m.cand.prob:.3f}" in out
             for m in v.draft_top:
