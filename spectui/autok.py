@@ -12,6 +12,17 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   ``PRIOR_WEIGHT``) keeps the first decisions sane. A position not seen for ``STALE_PASSES`` passes
   counts as unmeasured (the cost model then holds the last measured rate). A change of temperature
   or drafter resets acceptance (it is a different game) and keeps the timings.
+- drafting continuation (``--draft-p-min``, short n-gram matches): per position i, the chance that a
+  pass that asked for at least i drafts and drafted the i - 1 before drafts position i, learned the
+  same way (``ACC_DECAY`` per observation, ``STALE_PASSES``, ``MIN_WEIGHT``) with a weak prior of 1
+  (``PRIOR_WEIGHT``: drafting continues); beyond the deepest measured position the cost model holds the
+  weighted mean of the last measured ones, as for acceptance, and assumes 1 before anything is
+  measured. A change of drafter, ``draft_p_min`` or ``draft_min`` resets it (and only it, for the last
+  two). A pass that asked for drafts and made none is not a k = 0 pass:
+  its verify time counts for a batch of 1 (the k = 0 verify size), but the draft model caught up during
+  it, so it is not a skipped pass for the catch-up accounting below, and its draft time teaches no
+  per-token cost. Predictions use the measured continuation (``bound_prediction`` keeps c = 1: with
+  every draft accepted, stopping early can only lower the best tokens/s, so that bound stays a bound).
 - times: target verify ms per batch size k (EWMA), the k = 0 pass cost (target decode, plus whatever
   draft work the engine does in a k = 0 pass), draft ms per drafted token measured only on passes
   that follow a drafting pass (a pass right after k = 0 passes also pays the draft model's catch-up on
@@ -127,6 +138,11 @@ def curve_for(event: RunStarted) -> dict[int, float] | None:
                                  event.target.n_gpu_layers))
 
 
+def _continue_key(s: Settings) -> tuple:
+    """What drafting continuation depends on (a change re-learns it)."""
+    return (s.drafter, s.draft_p_min, s.draft_min)
+
+
 def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
     return new if old is None else old + alpha * (new - old)
 
@@ -144,12 +160,25 @@ class _PositionEstimate:
 
 
 @dataclass
+class _ContinueEstimate:
+    asked: float = 0.0  # decayed count of passes that asked for >= this position and drafted the one before
+    drafted: float = 0.0  # ... of which drafted this position
+    last_pass: int = -1
+
+    def observe(self, drafted: bool, pass_no: int) -> None:
+        self.asked = self.asked * ACC_DECAY + 1.0
+        self.drafted = self.drafted * ACC_DECAY + (1.0 if drafted else 0.0)
+        self.last_pass = pass_no
+
+
+@dataclass
 class CostPolicy:
     """Choose k each pass by maximising predicted tokens/s from a running cost model."""
 
     k_max: int = K_MAX
     name: str = "cost"
     positions: list[_PositionEstimate] = field(default_factory=list)
+    continuation: list[_ContinueEstimate] = field(default_factory=list)
     verify_ms: dict[int, float] = field(default_factory=dict)  # k -> EWMA verify ms (k = 0: whole k=0 pass cost)
     draft_ms_per_token: float | None = None
     calib_draft_ms: float = 0.0
@@ -169,6 +198,8 @@ class CostPolicy:
     last_choice: int = 0
     last_reason: str = ""
     _settings_key: tuple | None = None
+    _continue_key: tuple | None = None  # (drafter, draft_p_min, draft_min): what drafting continuation depends on
+    draft_stop_cause: str = ""  # "p_min" / "no_match": why the passes seen stopped drafting early (advice)
     _draft_steady: bool = False
     _at_zero: bool = False
     curve: dict[int, float] | None = None  # the hardware's verify ms by k in use (None: none known)
@@ -189,6 +220,7 @@ class CostPolicy:
             self.calib_target_ms = max(0.0, event.target_decode_ms)
             self.calib_draft_ms = max(0.0, event.draft_decode_ms)
             self._settings_key = (event.settings.temperature, event.settings.drafter)
+            self._continue_key = _continue_key(event.settings)
             self.drafter = event.settings.drafter
             self.curve = dict(self.given_curve) if self.given_curve else curve_for(event)
         elif isinstance(event, SettingsChanged):
@@ -201,6 +233,10 @@ class CostPolicy:
             if self._settings_key is not None and key != self._settings_key:
                 self._reset_acceptance()
             self._settings_key = key
+            ckey = _continue_key(event.new)
+            if self._continue_key is not None and ckey != self._continue_key:
+                self._reset_continuation()
+            self._continue_key = ckey
         elif isinstance(event, PassEvent) and not event.prefill:
             self._observe_pass(event)
 
@@ -215,6 +251,11 @@ class CostPolicy:
         self.prev_k = 0
         self.zero_run = 0
         self._reset_acceptance()
+        self._reset_continuation()
+
+    def _reset_continuation(self) -> None:
+        self.continuation.clear()
+        self.draft_stop_cause = ""
 
     def _reset_acceptance(self) -> None:
         self.positions.clear()
@@ -229,6 +270,27 @@ class CostPolicy:
         self.n_decode_passes += 1
         nd = len(ev.drafts)
         t = ev.timing
+        asked = max(ev.k, nd)
+        if asked > 0:
+            # drafting continuation: positions 1..min(k, nd + 1) were asked for with the one before drafted
+            while len(self.continuation) < min(asked, nd + 1):
+                self.continuation.append(_ContinueEstimate())
+            for i in range(min(asked, nd + 1)):
+                self.continuation[i].observe(i < nd, self.n_decode_passes)
+            if nd < asked and ev.draft_stop:
+                self.draft_stop_cause = ev.draft_stop
+        if nd == 0 and asked > 0:
+            # asked for drafts, made none (confidence below --draft-p-min at the first, no n-gram match): the
+            # target verified one token, and the draft model did catch up (no k = 0 stretch)
+            if self.probing:
+                self.probe_skipped = self.zero_run
+                k0 = self._k0_pass_ms()
+                self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
+            self.zero_run = 0
+            self.other_ms = _ewma(self.other_ms, t.other_ms)
+            self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms)
+            self.prev_k = asked  # the draft model is in sync: the next pass's drafting is steady
+            return
         if nd == 0:
             self.zero_run += 1
         else:
@@ -254,9 +316,21 @@ class CostPolicy:
             # position i is reached when drafts 1..i-1 were accepted; observe up to the first rejection
             for i in range(min(nd, ev.n_accepted + 1)):
                 self.positions[i].observe(i < ev.n_accepted, self.n_decode_passes)
-        self.prev_k = nd
+        self.prev_k = asked
 
     # ------------------------------------------------------------ model
+    def continue_rates(self) -> tuple[list[float], list[float]]:
+        """Drafting continuation per measured position (prefix), with the prior of 1, and their weights."""
+        rates: list[float] = []
+        weights: list[float] = []
+        for p in self.continuation:
+            stale = self.n_decode_passes - p.last_pass > STALE_PASSES
+            if p.asked < MIN_WEIGHT or stale:
+                break
+            rates.append((p.drafted + PRIOR_WEIGHT) / (p.asked + PRIOR_WEIGHT))
+            weights.append(p.asked)
+        return rates, weights
+
     def rates(self, optimism: float = 0.0) -> tuple[list[float], list[float]]:
         """Conditional acceptance per measured position (prefix), with the prior, and their weights.
 
@@ -299,8 +373,10 @@ class CostPolicy:
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         rates, weights = self.rates(optimism)
+        c_rates, c_weights = self.continue_rates()
         return predict_from(rates, weights, self._points(), self._draft_ms(), self.other_ms or 0.0,
-                            k_max=self.k_max, current_k=current_k, curve=self.curve)
+                            k_max=self.k_max, current_k=current_k, curve=self.curve, continue_rates=c_rates,
+                            continue_weights=c_weights, draft_stop_cause=self.draft_stop_cause)
 
     # ------------------------------------------------------------ choosing
     def choose(self, settings: Settings) -> int:

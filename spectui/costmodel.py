@@ -1,25 +1,46 @@
 """Cost model: predicted tokens/s by draft length k, from measured times and acceptance, plus advice.
 
-For a draft length k (k = 0 is the target alone):
+For a draft length k asked for (k = 0 is the target alone):
 
-- expected tokens per pass  E(k) = 1 + sum_{i=1..k} prod_{j<=i} a_j, where a_j is the *conditional*
-  acceptance of draft j (the chance that draft j is accepted given drafts 1..j-1 were). With a constant
-  rate a this is Leviathan et al.'s (1 - a^(k+1)) / (1 - a).
-- time per pass  T(k) = k * draft_ms_per_token + verify_ms(k) + other_ms_per_pass, where verify_ms(k) is
-  the target's decode of a batch of k + 1 tokens and other_ms_per_pass is the loop's own bookkeeping
-  (acceptance test, rollback, detokenising; 0 in the textbook formula, measured here because the
-  prediction is checked against measured tokens/s).
+- drafting may stop before k (llama.cpp's ``--draft-p-min``: the draft model's confidence fell below P;
+  an n-gram drafter's match shorter than k). c_i is the *continuation* rate at position i: the chance
+  that a pass drafts position i given it asked for at least i drafts and drafted the i - 1 before it.
+  The drafted length L of a pass asked for k has reach_i = P(L >= i) = prod_{j<=i} c_j (reach_0 = 1),
+  P(L = l) = reach_l - reach_{l+1} for l < k, P(L = k) = reach_k, and expected drafted length
+  D(k) = E[L] = sum_{i=1..k} reach_i. Without --draft-p-min a model drafter always drafts k: every
+  c_i = 1, D(k) = k, and every formula below reduces to the textbook one.
+- expected tokens per pass  E(k) = 1 + sum_{i=1..k} prod_{j<=i} c_j * a_j, where a_j is the *conditional*
+  acceptance of draft j (the chance that draft j is accepted given it was drafted and drafts 1..j-1
+  were accepted). With c = 1 and a constant rate a this is Leviathan et al.'s (1 - a^(k+1)) / (1 - a).
+- time per pass  T(k) = draft_ms_fixed + D(k) * draft_ms_per_token + E[verify_ms(L)] + other_ms_per_pass
+  (no drafting term at k = 0), where verify_ms(l) is the target's decode of a batch of l + 1 tokens,
+  E[verify_ms(L)] = sum_{l=0..k} P(L = l) * verify_ms(l) (verify_ms(k) when c = 1), and
+  other_ms_per_pass is the loop's own bookkeeping (acceptance test, rollback, detokenising; 0 in the
+  textbook formula, measured here because the prediction is checked against measured tokens/s). A pass
+  stopped for confidence also decoded the position it refused; that decode is not modelled apart: it is
+  part of the measured fixed draft cost.
 - tokens/s  TPS(k) = 1000 * E(k) / T(k).
 
 Where the numbers come from (each figure says whether it was measured or extrapolated):
 
 - acceptance: ``StatsSnapshot.acceptance_by_position`` gives r_i = passes whose draft i was accepted /
   passes that drafted position i (vLLM's definition), i.e. the chance that the first i drafts were all
-  accepted. The conditional rate is a_i = r_i / r_{i-1} (clamped to 0..1). Beyond the deepest measured
-  position the conditional rate is held constant at the sample-weighted average of the conditional
-  rates of the last ``TAIL_POSITIONS`` measured positions ("last rate", not a fitted decay: on the
-  Qwen pair the per-draft rate is nearly flat after the first two positions, and a fitted decay over
-  a few noisy points extrapolates wildly).
+  accepted given draft i was made; so (prod_{j<=i} c_j) * r_i is the chance that a pass asked for at
+  least i drafts has draft i accepted, the terms of E(k), as prod_{j<=i} a_j = r_i. The conditional rate
+  is a_i = r_i / r_{i-1} (clamped to 0..1). Beyond the deepest measured position the conditional rate is
+  held constant at the sample-weighted average of the conditional rates of the last ``TAIL_POSITIONS``
+  measured positions ("last rate", not a fitted decay: on the Qwen pair the per-draft rate is nearly
+  flat after the first two positions, and a fitted decay over a few noisy points extrapolates wildly).
+- drafting continuation: ``StatsSnapshot.draft_continue_by_position`` gives c_i = passes that drafted
+  position i / passes that asked for at least i drafts and drafted the i - 1 before it. Beyond the
+  deepest measured position c is held constant like acceptance: the sample-weighted (passes asked)
+  average of the last ``TAIL_POSITIONS`` measured positions; with nothing measured, c = 1 (every pass
+  drafts the k asked for). ``continue_note`` says which.
+- draft time: with the start event's back-to-back calibration, ``draft_ms_per_token`` is the lower of
+  it and the run's mean per drafted token, and ``draft_ms_fixed`` = the run's draft ms per pass that
+  asked for drafts (passes in ``draft_stops``; a pass that stopped before its first draft paid the draft
+  model too) minus that slope times the drafts per such pass; without a calibration, the run's mean per
+  drafted token and no fixed part.
 - verify time: measured means by batch size (the snapshot's ``verify_ms_by_k``, the target's single
   decode ``target_decode_ms`` for k = 0, and any figures measured on demand and passed in as
   ``verify_ms_by_k``). Gaps between measured sizes are interpolated linearly between the neighbours;
@@ -79,6 +100,21 @@ class Prediction:
     ready: bool = True  # False when there were no timings to predict from
     draft_ms_fixed: float = 0.0  # drafting k tokens costs draft_ms_fixed + k * draft_ms_per_token
     verify_source_by_k: tuple[str, ...] = ()  # SRC_RUN / SRC_CURVE / SRC_INTERPOLATED / SRC_EXTRAPOLATED
+    # drafting that stops before k (--draft-p-min, short n-gram matches); see the module docstring
+    drafted_per_pass_by_k: tuple[float, ...] = ()  # D(k) = E[L]: drafts made by a pass asked for k
+    verify_ms_expected_by_k: tuple[float, ...] = ()  # E[verify_ms(L)] for a pass asked for k
+    continue_by_position: tuple[float, ...] = ()  # c_i used, positions 1..k_max
+    continue_measured_by_position: tuple[bool, ...] = ()
+    continue_note: str = ""  # how positions beyond the deepest measured one were filled in
+    draft_stop_cause: str = ""  # why drafting stopped early in the run: "p_min", "no_match" or ""
+
+    def drafted(self, k: int) -> float:
+        """D(k): the drafts a pass asked for k makes on average (k when drafting never stops early)."""
+        return self.drafted_per_pass_by_k[k] if self.drafted_per_pass_by_k else float(k)
+
+    def stops_early(self, k: int) -> bool:
+        """True when a pass asked for k drafts visibly fewer on average (D(k) < k - 0.05)."""
+        return self.drafted(k) < k - 0.05
 
     @property
     def baseline_tps(self) -> float:
@@ -99,9 +135,14 @@ class Prediction:
                 self.verify_source_by_k[k], self.verify_source_by_k[k])
         else:
             src = "measured" if self.verify_measured_by_k[k] else "extrapolated"
+        if self.stops_early(k):  # the verify batch varies with the drafted length: its expected cost
+            verify = (f"drafts {self.drafted(k):.2f} on average, verify {self.verify_ms_expected_by_k[k]:.0f} ms "
+                      f"expected, {self.verify_ms_by_k[k]:.0f} ms at full length {src}")
+        else:
+            verify = f"verify {self.verify_ms_by_k[k]:.0f} ms {src}"
         return (
             f"k={k}: {self.tokens_per_pass_by_k[k]:.2f} tokens/pass in {self.ms_per_pass_by_k[k]:.0f} ms "
-            f"(verify {self.verify_ms_by_k[k]:.0f} ms {src}) -> {self.tps_by_k[k]:.2f} t/s, "
+            f"({verify}) -> {self.tps_by_k[k]:.2f} t/s, "
             f"{self.speedup_by_k[k]:.2f}x"
         )
 
@@ -172,6 +213,51 @@ def fill_rates(rates: Sequence[float], weights: Sequence[float], n: int) -> tupl
         f"{tail:.0%} (weighted mean of the last {len(tail_r)} measured positions)"
     )
     return out, flags, note
+
+
+def fill_continue(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
+    """Extend measured continuation rates c_i to n positions: beyond the deepest measured position the
+    sample-weighted mean of the last ``TAIL_POSITIONS`` (weights: passes asked); nothing measured: 1."""
+    measured = [min(1.0, max(0.0, float(c))) for c in rates[:n]]
+    flags = [True] * len(measured)
+    if len(measured) >= n:
+        return measured, flags, f"drafting continuation measured at all positions 1..{n}"
+    if not rates:
+        return [1.0] * n, [False] * n, "no drafting measured yet: every pass assumed to draft the k asked for"
+    tail_c = [min(1.0, max(0.0, float(c))) for c in rates[-TAIL_POSITIONS:]]
+    tail_w = list(weights[-TAIL_POSITIONS:])
+    wsum = sum(tail_w)
+    tail = sum(c * w for c, w in zip(tail_c, tail_w)) / wsum if wsum > 0 else tail_c[-1]
+    d = len(rates)
+    out = measured + [tail] * (n - len(measured))
+    flags = flags + [False] * (n - len(flags))
+    note = (
+        f"drafting continuation measured at positions 1..{d}; beyond {d} it is held at {tail:.0%} "
+        f"(weighted mean of the last {len(tail_c)} measured positions)"
+    )
+    return out, flags, note
+
+
+def continuation_rates(stats: Sequence) -> tuple[list[float], list[float]]:
+    """From ``StatsSnapshot.draft_continue_by_position`` (ContinueStat) to c_i and weights (passes asked),
+    for the measured prefix (asked > 0)."""
+    rates: list[float] = []
+    weights: list[float] = []
+    for c in stats:
+        if c.asked <= 0:
+            break
+        rates.append(min(1.0, c.drafted / c.asked))
+        weights.append(float(c.asked))
+    return rates, weights
+
+
+def drafted_length(cont: Sequence[float], k: int) -> tuple[float, list[float]]:
+    """D(k) = E[L] and P(L = l) for l = 0..k, for a pass asked for k with continuation rates c_1.."""
+    reach = [1.0]
+    for c in cont[:k]:
+        reach.append(reach[-1] * c)
+    probs = [reach[i] - reach[i + 1] for i in range(k)] + [reach[k]]
+    return sum(reach[1:]), probs
 
 
 def verify_curve(
@@ -285,8 +371,15 @@ def predict_from(
     current_k: int | None = None,
     draft_ms_fixed: float = 0.0,
     curve: Mapping[int, float] | None = None,
+    continue_rates: Sequence[float] | None = None,
+    continue_weights: Sequence[float] | None = None,
+    draft_stop_cause: str = "",
 ) -> Prediction:
     """The model itself, from plain numbers (``predict`` and the auto-k policy feed it).
+
+    ``continue_rates`` / ``continue_weights``: the measured continuation c_i of drafting (positions 1..)
+    and their sample weights; None or empty: every pass drafts the k asked for (see the module
+    docstring). ``draft_stop_cause``: why drafting stops early ("p_min", "no_match"), for the advice.
 
     ``curve``: the hardware's measured verify ms by k (batch k + 1), e.g. ``ProbeResult.curve``; it
     fills every k the run has not measured (see the module docstring).
@@ -302,14 +395,28 @@ def predict_from(
     v_meas = [src == SRC_RUN for src in v_src]
     d = max(0.0, float(draft_ms_per_token))
     other = max(0.0, float(other_ms_per_pass))
-    reach: list[float] = []
-    r = 1.0
-    for x in a:
+    cw = continue_weights if continue_weights is not None else [1.0] * len(continue_rates or ())
+    c, c_meas, c_note = fill_continue(continue_rates or (), cw, k_max)
+    reach: list[float] = []  # prod a_j: accepted given drafted (vLLM's per-position rate)
+    yield_reach: list[float] = []  # prod c_j * a_j: drafted and accepted
+    r = ry = 1.0
+    for x, cx in zip(a, c):
         r *= x
+        ry *= cx * x
         reach.append(r)
-    tpp = [1.0 + sum(reach[:k]) for k in range(k_max + 1)]
+        yield_reach.append(ry)
+    tpp = [1.0 + sum(yield_reach[:k]) for k in range(k_max + 1)]
     fixed = max(0.0, float(draft_ms_fixed))
-    ms = [(fixed + k * d if k > 0 else 0.0) + v[k] + other for k in range(k_max + 1)]
+    drafted: list[float] = []
+    v_exp: list[float] = []
+    for k in range(k_max + 1):
+        dl, probs = drafted_length(c, k)
+        drafted.append(dl)
+        ev = 0.0
+        for ln, pr in enumerate(probs):
+            ev += pr * v[ln]
+        v_exp.append(ev)
+    ms = [(fixed + drafted[k] * d if k > 0 else 0.0) + v_exp[k] + other for k in range(k_max + 1)]
     ready = ms[0] > 0
     tps = [1000.0 * t / m if m > 0 else 0.0 for t, m in zip(tpp, ms)]
     base = tps[0]
@@ -338,6 +445,12 @@ def predict_from(
         ready=ready,
         draft_ms_fixed=fixed,
         verify_source_by_k=tuple(v_src),
+        drafted_per_pass_by_k=tuple(drafted),
+        verify_ms_expected_by_k=tuple(v_exp),
+        continue_by_position=tuple(c),
+        continue_measured_by_position=tuple(c_meas),
+        continue_note=c_note,
+        draft_stop_cause=draft_stop_cause,
     )
     return _with_advice(pred, bool(rates))
 
@@ -346,8 +459,21 @@ def _with_advice(p: Prediction, have_rates: bool) -> Prediction:
     return replace(p, advice=advice(p, have_rates))
 
 
+_STOP_WHY = {"p_min": "--draft-p-min stops it early", "no_match": "the n-gram matches run short"}
+
+
+def _drafts_clause(p: Prediction, k: int) -> str:
+    """ " drafts 1.6 on average (--draft-p-min stops it early) and" when a pass asked for k drafts fewer;
+    "" otherwise (never said when drafting always reaches k)."""
+    if not p.stops_early(k):
+        return ""
+    why = _STOP_WHY.get(p.draft_stop_cause, "drafting stops early")
+    return f" drafts {p.drafted(k):.1f} on average ({why}) and"
+
+
 def advice(p: Prediction, have_rates: bool = True) -> str:
-    """One plain sentence: what speculation costs here and which k wins."""
+    """One plain sentence: what speculation costs here and which k wins (and, when drafting stops before
+    the k asked for, how many drafts a pass of that k makes and why)."""
     if not p.ready:
         return "no timings measured yet: nothing to predict"
     t0 = p.target_decode_ms
@@ -367,13 +493,14 @@ def advice(p: Prediction, have_rates: bool = True) -> str:
         v = p.verify_ms_by_k[ref] / t0 if t0 else 0.0
         return (
             f"verifying {ref + 1} tokens costs {v:.1f}x one decode and a draft token costs {c:.1f}x, "
-            f"while a pass of k = {ref} yields only {p.tokens_per_pass_by_k[ref]:.2f} tokens: "
+            f"while a pass of k = {ref}{_drafts_clause(p, ref)} yields only "
+            f"{p.tokens_per_pass_by_k[ref]:.2f} tokens: "
             f"speculation loses here; best k = 0{cur}"
         )
     b = p.best_k
     pass_cost = p.ms_per_pass_by_k[b] / (p.ms_per_pass_by_k[0] or 1.0)
     return (
-        f"with {a1:.0%} acceptance at the first draft, a pass of k = {b} yields "
+        f"with {a1:.0%} acceptance at the first draft, a pass of k = {b}{_drafts_clause(p, b)} yields "
         f"{p.tokens_per_pass_by_k[b]:.2f} tokens for {pass_cost:.1f}x the time of one decode "
         f"(draft token {c:.1f}x): best k = {b}, {p.speedup_by_k[b]:.2f}x the target alone{cur}"
     )
@@ -398,7 +525,8 @@ def predict(
     in the advice); when None, the most used k of the run. ``draft_ms_per_token``: override (e.g. the
     start event's calibration ``draft_decode_ms`` before any draft was made). ``curve``: the hardware's
     verify ms by k from ``spectui probe`` (``ProbeResult.curve``), used for every k the run has not
-    measured instead of the straight-line extrapolation.
+    measured instead of the straight-line extrapolation. Drafting that stops before k (--draft-p-min,
+    short n-gram matches) comes from ``draft_continue_by_position`` and ``draft_stops``.
     """
     points: dict[int, float] = {}
     if snapshot.target_decode_ms > 0:
@@ -412,6 +540,12 @@ def predict(
                 points[int(k)] = float(ms)
     counts = [(p.drafted, p.accepted) for p in snapshot.acceptance_by_position]
     rates, weights = conditional_rates(counts)
+    c_rates, c_weights = continuation_rates(snapshot.draft_continue_by_position)
+    stops = dict(snapshot.draft_stops)
+    cause = max(("p_min", "no_match"), key=lambda s: stops.get(s, 0))
+    cause = cause if stops.get(cause, 0) > 0 else ""
+    # passes that asked for drafts (a pass that stopped before its first draft still paid the draft model)
+    passes_asked = max(snapshot.passes_drafted, sum(stops.values()))
     fixed = 0.0
     if draft_ms_per_token is not None:
         d = draft_ms_per_token
@@ -419,12 +553,12 @@ def predict(
         # slope: a back-to-back draft decode (calibration); intercept: what the measured passes cost
         # beyond that (the first draft decode after a target pass is slower, and catches up accepted text)
         d = min(snapshot.draft_decode_ms, snapshot.draft_ms_per_token)
-        per_pass = snapshot.draft_ms_total / snapshot.passes_drafted
-        fixed = max(0.0, per_pass - d * snapshot.n_drafted / snapshot.passes_drafted)
+        per_pass = snapshot.draft_ms_total / passes_asked
+        fixed = max(0.0, per_pass - d * snapshot.n_drafted / passes_asked)
     else:
         d = snapshot.draft_ms_per_token
     other = snapshot.other_ms_total / snapshot.n_passes if snapshot.n_passes else 0.0
     if current_k is None and snapshot.verify_ms_by_k:
         current_k = max(snapshot.verify_ms_by_k, key=lambda t: (t[2], t[0]))[0]
     return predict_from(rates, weights, points, d, other, k_max=k_max, current_k=current_k, draft_ms_fixed=fixed,
-                        curve=curve)
+                        curve=curve, continue_rates=c_rates, continue_weights=c_weights, draft_stop_cause=cause)
