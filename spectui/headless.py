@@ -128,6 +128,14 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
             "low_tokens_per_second": snap.contention_low_tps,
         },
         "advice": pred.advice if pred is not None else "",
+        # the cost model's figures by k (index k): drafting that stops early (--draft-p-min) included
+        "prediction": {
+            "tokens_per_second_by_k": list(pred.tps_by_k),
+            "tokens_per_pass_by_k": list(pred.tokens_per_pass_by_k),
+            "drafted_per_pass_by_k": list(pred.drafted_per_pass_by_k),
+            "best_k": pred.best_k,
+            "continue_note": pred.continue_note,
+        } if pred is not None and pred.ready else None,
         "probe": probe.report() if probe is not None else None,
         "passes": passes,
     }

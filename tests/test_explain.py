@@ -267,6 +267,10 @@ def test_p_min_run_json_and_text_summary(tiny_target, tiny_draft_noisy, tmp_path
     line = next(line for line in text.splitlines() if line.startswith("draft-p-min stops"))
     assert f"{n_pmin} of {asked} drafting passes" in line and "--draft-p-min 0.4" in line
     assert f"mean drafted {d['n_drafted'] / asked:.2f} tokens per pass vs k = 4" in line
+    # the cost model's prediction counts the drafts a pass really makes: fewer than k where p-min stopped it
+    pred = d["prediction"]
+    assert pred is not None and len(pred["drafted_per_pass_by_k"]) == len(pred["tokens_per_second_by_k"])
+    assert pred["drafted_per_pass_by_k"][0] == 0 and pred["drafted_per_pass_by_k"][4] < 4
     # the replayed trace gives the same JSON, the explained p-min pass says why drafting stopped
     res = _invoke(trace, "--headless", "--json")
     assert json.loads(res.stdout)["confidence"] == d["confidence"]
