@@ -8,6 +8,9 @@ TUI's replay does) divided by ``--speed``; its drafts
 show as pending, then their verdicts, then settle, as on a live screen. Every write is stamped with
 the simulated time, so a 5-minute recording renders in seconds and plays at the recorded pace.
 
+``--inspect PASS[:TOKEN]`` opens the token inspector (the TUI's InspectorScreen) on that token once the
+pass has settled and holds it ``HOLD_INSPECT_S`` seconds before the replay goes on (``inspect_plan``).
+
 This module never needs Textual, also when its functions run: it checks the arguments, plans the
 frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
 only ``spectui.tui.cast_render.capture`` runs the app, and it imports nothing from here.
@@ -35,6 +38,7 @@ from .events import AttachStarted, Event, PassEvent, RunStarted
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
 LEAD_IN_S = 0.5  # the start screen (banner, empty panels) shows this long before the first pass
+HOLD_INSPECT_S = 4.0  # --inspect: the inspector stays on screen this long
 
 
 @dataclass
@@ -72,6 +76,41 @@ def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
             steps.append((i, last, SETTLED))
         last = steps[-1][1]
     return steps
+
+
+def parse_inspect(value: str) -> tuple[int, int | None]:
+    """``PASS`` or ``PASS:TOKEN`` -> (pass index, 0-based token slot or None). TOKEN is 1-based."""
+    head, sep, tail = value.strip().partition(":")
+    try:
+        index, token = int(head), (int(tail) if sep else None)
+    except ValueError:
+        raise SpectuiError(f"--inspect takes PASS or PASS:TOKEN (integers, e.g. 12 or 12:3), not {value!r}") from None
+    if index < 0 or (token is not None and token < 1):
+        raise SpectuiError(f"--inspect {value}: passes count from 0 (the prefill pass), tokens from 1")
+    return index, (token - 1 if token is not None else None)
+
+
+def inspect_plan(events: list[Event], steps: list[tuple[int, float, str]], index: int, token: int | None,
+                 hold: float = HOLD_INSPECT_S) -> tuple[list[tuple[int, float, str]], tuple[int, int, int, float]]:
+    """Make room for the inspector after pass ``index`` has settled: the steps after it move ``hold``
+    seconds later. Returns (steps, (step, pass index, token slot, hold)); the capture opens the inspector
+    after painting that step. Without ``token``: the pass's first rejected draft, else its last token."""
+    from .events import REJECTED
+
+    pos = next((i for i, ev in enumerate(events) if isinstance(ev, PassEvent) and ev.index == index), None)
+    ev = events[pos] if pos is not None else None
+    if not isinstance(ev, PassEvent):
+        n = sum(isinstance(ev, PassEvent) for ev in events)
+        raise SpectuiError(f"--inspect: no pass {index}; the trace has {n} passes (0 = prefill .. {n - 1})")
+    n_slots = len(ev.drafts) + (ev.target is not None)
+    if token is None:
+        token = next((i for i, d in enumerate(ev.drafts) if d.verdict == REJECTED), n_slots - 1)
+    if not 0 <= token < n_slots:
+        raise SpectuiError(f"--inspect {index}:{token + 1}: pass {index} has {n_slots} token"
+                           f"{'' if n_slots == 1 else 's'} (its drafts, then the target's token)")
+    at = max(j for j, (i, _, _) in enumerate(steps) if i == pos)
+    moved = [(i, t + hold if j > at else t, phase) for j, (i, t, phase) in enumerate(steps)]
+    return moved, (at, index, token, hold)
 
 
 def check_cast_args(cols: int, rows: int, speed: float, events: list[Event], need_passes: bool = True) -> None:
@@ -130,8 +169,10 @@ def render_cast(
     speed: float = 1.0,
     theme: str | None = None,
     title: str | None = None,
+    inspect: str | None = None,
 ) -> CastInfo:
-    """Render ``events`` (a recorded run) to an asciicast v2 file. Returns what was written."""
+    """Render ``events`` (a recorded run) to an asciicast v2 file; ``inspect`` ("PASS[:TOKEN]") holds the
+    token inspector on that token after its pass. Returns what was written."""
     evs = list(events)
     if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
         from .tui.attach_cast import capture_attach
@@ -143,9 +184,12 @@ def render_cast(
         return CastInfo(os.fspath(out_path), cols, rows, n, duration, 0)
     check_cast_args(cols, rows, speed, evs)
     steps = frames(evs, speed)
+    held = None
+    if inspect is not None:
+        steps, held = inspect_plan(evs, steps, *parse_inspect(inspect))
     from .tui.cast_render import capture  # the Textual half: the real app through a capture driver
 
-    chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme))
+    chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme, inspect=held))
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
     n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
     return CastInfo(os.fspath(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
@@ -159,7 +203,11 @@ def render_cast(
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 (1 = recorded speed)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--title", type=str, default=None, help="title in the cast header")
-def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None) -> None:
+@click.option("--inspect", "inspect", type=str, default=None, metavar="PASS[:TOKEN]",
+              help=f"after pass PASS, show the token inspector on its TOKEN-th token (1-based; default: the first "
+                   f"rejected draft, else the target's token) for {HOLD_INSPECT_S:g} s")
+def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None,
+             inspect: str | None) -> None:
     """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
     from .cli import fail
     from .player import parse_speed
@@ -172,8 +220,10 @@ def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: st
         from .tui.themes import check_theme
 
         check_theme(theme)
+        if inspect is not None:
+            parse_inspect(inspect)  # a bad value fails before reading the trace
         _header, events = load_for_tui(file)
-        info = render_cast(events, output, cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+        info = render_cast(events, output, cols=cols, rows=rows, speed=sp, theme=theme, title=title, inspect=inspect)
     except SpectuiError as exc:
         fail(str(exc))
     print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "

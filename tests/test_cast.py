@@ -201,3 +201,40 @@ print(sorted(m for m in sys.modules if m.split(".")[0] == "textual"))
                        cwd=REPO, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_cast_inspect_holds_the_token_inspector_after_its_pass(tmp_path, make_engine, tiny_target, tiny_draft_noisy):
+    """``--inspect PASS[:TOKEN]``: once the pass has settled, the TUI's inspector shows that token (the same
+    text as ``spectui.inspect.render_view``) for HOLD_INSPECT_S seconds, then the replay goes on."""
+    from spectui.cast import HOLD_INSPECT_S, frames, inspect_plan, parse_inspect
+    from spectui.control import RunControl
+    from spectui.errors import SpectuiError
+    from spectui.events import Settings
+    from spectui.inspect import explain
+
+    engine = make_engine(tiny_target, tiny_draft_noisy)
+    evs = list(mark_replay(engine.run("the cat sat on", RunControl(Settings(draft_max=3, temperature=0.8, seed=3)),
+                                      24)))
+    ev = next(e for e in evs if isinstance(e, PassEvent) and e.index == 3)
+    assert ev.inspect
+    plain = render_cast(evs, tmp_path / "plain.cast", cols=100, rows=30, speed=4.0)
+    info = render_cast(evs, tmp_path / "insp.cast", cols=100, rows=30, speed=4.0, inspect="3:1")
+    assert info.duration_s == pytest.approx(plain.duration_s + HOLD_INSPECT_S)
+    steps, (at, index, slot, hold) = inspect_plan(evs, frames(evs, 4.0), *parse_inspect("3:1"))
+    assert (index, slot, hold) == (3, 0, HOLD_INSPECT_S)
+    t_open = steps[at][1]
+    header, events = load_cast(tmp_path / "insp.cast")
+    during = screen_at(header, events, t_open + hold / 2)
+    assert "token inspector" in during and "pass 3 · draft 1" in during
+    view = explain(ev, 0)
+    assert f"draft q(x) {view.q:.3f}" in during and "rule:" in during
+    after = screen_at(header, events, t_open + hold + 0.01)
+    assert "token inspector" not in after
+    # no TOKEN: the first rejected draft, else the target's token
+    _, (_, _, slot, _) = inspect_plan(evs, frames(evs, 4.0), 3, None)
+    rejected = [i for i, d in enumerate(ev.drafts) if d.verdict == "rejected"]
+    assert slot == (rejected[0] if rejected else len(ev.drafts) - (ev.target is None))
+    for bad, msg in [("x", "PASS or PASS:TOKEN"), ("3:0", "tokens from 1"), ("999", "no pass 999"),
+                     ("3:99", "pass 3 has")]:
+        with pytest.raises(SpectuiError, match=msg):
+            inspect_plan(evs, frames(evs, 4.0), *parse_inspect(bad))

@@ -265,13 +265,13 @@ class SpectuiApp(App):
         view = ScreenView(
             snap=snap, phase=self.clock.phase(now), asked=self.control.settings, run_state=self.run_state(),
             replay=screen.position(), theme=self.theme, prediction=old.prediction,
-            prediction_note=old.prediction_note, prediction_error=old.prediction_error)
+            prediction_note=old.prediction_note, prediction_error=old.prediction_error, inspect=screen.cursor)
         if stats:
             self._stats_due = False
             self._stats_t = now
             pred, note, error = prediction_for(snap, view.asked.draft_max)
             view = dataclasses.replace(view, prediction=pred, prediction_note=note, prediction_error=error)
-        passes = force or new_snap or view.phase != old.phase
+        passes = force or new_snap or view.phase != old.phase or view.inspect != old.inspect
         # the status line's progress figures (pass, tokens, elapsed) follow the statistics' pace; a key,
         # the run state or the replay position repaint it at once
         status = force or stats or (view.asked, view.run_state, view.replay, view.theme) != (

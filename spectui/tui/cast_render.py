@@ -16,6 +16,7 @@ from ..control import RunControl
 from ..events import Event
 from ..player import ReplayPlayer
 from .app import SpectuiApp
+from .view import InspectCursor
 
 
 class CastApp(SpectuiApp):
@@ -32,8 +33,11 @@ class CastApp(SpectuiApp):
 
 
 async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols: int, rows: int,
-                  speed: float, theme: str | None) -> tuple[list[tuple[float, str]], float]:
-    """Paint ``steps`` ((event position, time, phase)); returns the (time, output) chunks and the end time."""
+                  speed: float, theme: str | None,
+                  inspect: tuple[int, int, int, float] | None = None) -> tuple[list[tuple[float, str]], float]:
+    """Paint ``steps`` ((event position, time, phase)); returns the (time, output) chunks and the end time.
+    ``inspect`` (step, pass index, token slot, hold): after that step, the token inspector on that token
+    for ``hold`` seconds (the steps after it were planned that much later)."""
     chunks: list[tuple[float, str]] = []
     clock = [0.0]
 
@@ -58,7 +62,7 @@ async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols
         )
     async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
         await pilot.pause()
-        for i, t, phase in steps:
+        for n, (i, t, phase) in enumerate(steps):
             if app.state.n_events <= i:
                 app.state.feed(events[i], index=i)
                 player.seek(i + 1)
@@ -66,6 +70,15 @@ async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols
             app.freeze_phase = phase
             app.refresh_from_state()
             await pilot.pause()
+            if inspect is not None and n == inspect[0]:
+                screen = app.run_screen
+                screen.enter_inspect(InspectCursor(inspect[1], inspect[2]))
+                screen.action_open_inspector()
+                await pilot.pause()
+                clock[0] = t + inspect[3]
+                app.pop_screen()
+                screen.leave_inspect()
+                await pilot.pause()
         app.casting = False  # the status line says the replay ended
         app.refresh_from_state()
         await pilot.pause()

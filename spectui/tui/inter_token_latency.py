@@ -18,8 +18,13 @@ class InterTokenLatency(Panel):
         if snap is None:
             return out
         s = snap.stats
-        out.append(f"p50 {fmt_ms(s.itl_ms_p50)}  p95 {fmt_ms(s.itl_ms_p95)}")
+        p50, p95 = f"p50 {fmt_ms(s.itl_ms_p50)}", f"p95 {fmt_ms(s.itl_ms_p95)}"
+        two_lines = 4 + len(p50) + 2 + len(p95) > width and height >= 5  # a narrow panel: p95 under p50
+        out.append(p50 if two_lines else f"{p50}  {p95}")
         out.truncate(width, overflow="ellipsis")
+        if two_lines:
+            out.append("\n" + f"    {p95}"[:width])
+            height -= 1
         if height < 3:
             return out
         ids = [i for i, n, _ in snap.series if n]

@@ -65,6 +65,9 @@ class PassView:
     n_emitted: int
     wall_ms: float
     settings: Settings
+    draft_stop: str = ""  # PassEvent.draft_stop: why drafting stopped ("p_min": below --draft-p-min)
+    draft_stop_p: float = -1.0  # the draft confidence that stopped it (p_min), else -1
+    event: PassEvent | None = field(default=None, compare=False, repr=False)  # the inspector's source
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ def settings_label(old: Settings, new: Settings) -> str:
         parts.append(new.drafter)
     if old.auto != new.auto:
         parts.append(f"auto:{new.auto or 'off'}")
+    if old.draft_p_min != new.draft_p_min:
+        parts.append(f"p{new.draft_p_min:g}")
     return ",".join(parts) or "settings"
 
 
@@ -170,7 +175,7 @@ class ScreenState:
         drafts = tuple((clean_text(d.text), d.verdict) for d in ev.drafts)
         tgt = None if ev.target is None else (clean_text(ev.target.text), ev.target.kind)
         view = PassView(ev.index, ev.prefill, ev.k, drafts, tgt, ev.n_accepted, len(ev.emitted),
-                        ev.timing.wall_ms, ev.settings)
+                        ev.timing.wall_ms, ev.settings, ev.draft_stop, ev.draft_stop_p, ev)
         for i, tok in enumerate(ev.emitted):
             if i < ev.n_accepted:
                 kind = K_ACCEPTED

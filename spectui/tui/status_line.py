@@ -43,6 +43,14 @@ class StatusLine(KeepLines, TextLine):
         return status_text(view)
 
 
+def p_min_text(t: Text, s) -> None:
+    """``  p-min 0.75`` (and ``draft-min N``) when set: llama.cpp's --draft-p-min / --draft-min."""
+    if s.draft_p_min > 0:
+        t.append("  p-min ", "bold").append(f"{s.draft_p_min:g}")
+    if s.draft_min > 0:
+        t.append("  draft-min ", "bold").append(f"{s.draft_min}")
+
+
 def status_text(view: ScreenView) -> Text:
     """The status line of one view."""
     snap = view.snap
@@ -60,14 +68,17 @@ def status_text(view: ScreenView) -> Text:
         shown = snap.settings if snap and snap.settings else asked
         if shown is not None:
             t.append(f"k {shown.draft_max}  temp {shown.temperature:.1f}  drafter {shown.drafter}")
+            p_min_text(t, shown)
     elif asked is not None:
         used = snap.settings if snap else None
-        pending = used is not None and (used.draft_max, used.temperature, used.drafter, used.auto) != (
-            asked.draft_max, asked.temperature, asked.drafter, asked.auto)
+        pending = used is not None and (used.draft_max, used.temperature, used.drafter, used.auto,
+                                         used.draft_p_min) != (
+            asked.draft_max, asked.temperature, asked.drafter, asked.auto, asked.draft_p_min)
         t.append(" k ", "bold").append(f"{asked.draft_max}" + (" (off)" if asked.draft_max == 0 else ""))
         t.append("  temp ", "bold").append(f"{asked.temperature:.1f}")
         t.append("  drafter ", "bold").append(asked.drafter)
         t.append("  auto ", "bold").append(asked.auto or "off")
+        p_min_text(t, asked)
         if pending:
             t.append("  (next pass)", "italic")
     if snap is not None:

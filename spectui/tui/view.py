@@ -31,6 +31,15 @@ class ReplayPosition:
 
 
 @dataclass(frozen=True)
+class InspectCursor:
+    """The token inspector's cursor: token ``slot`` (``spectui.inspect.slots`` order: the drafts, then the
+    target's own token) of pass ``pass_index``."""
+
+    pass_index: int
+    slot: int
+
+
+@dataclass(frozen=True)
 class ScreenView:
     snap: ScreenSnapshot | None = None
     phase: str = SETTLED  # animation phase of the newest pass
@@ -41,6 +50,7 @@ class ScreenView:
     prediction: Prediction | None = None  # None: see prediction_note
     prediction_note: str = "predicted tokens/s by k: waiting for decode passes…"
     prediction_error: bool = False  # the note is a cost-model error, not a wait
+    inspect: InspectCursor | None = None  # inspect mode: the ribbon's cursor (None: not inspecting)
 
     @property
     def auto(self) -> str | None:

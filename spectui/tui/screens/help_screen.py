@@ -15,6 +15,7 @@ LIVE_KEYS = [
     ("→ / t", "temperature + 0.1 (max 2)"),
     ("← / T", "temperature - 0.1 (min 0)"),
     ("a", "auto k on/off (cost model)"),
+    ("] / [", "--draft-p-min up / down (0 = off, .5 .. .95)"),
     ("d", "cycle drafter: model / ngram / none"),
     ("space / p", "pause / resume"),
     ("r", "restart with the same prompt"),
@@ -27,7 +28,15 @@ REPLAY_KEYS = [
     ("> / <", "faster / slower (0.25x .. 8x, max)"),
     ("r", "restart from the beginning"),
 ]
+INSPECT_KEYS = [
+    ("i", "inspect mode on / off (pauses the run)"),
+    ("←→ / h l", "in inspect mode: previous / next token"),
+    ("↑↓ / k j", "in inspect mode: newer / older pass"),
+    ("enter", "open the token inspector (or click a token)"),
+    ("escape", "close the inspector / leave inspect mode"),
+]
 COMMON_KEYS = [
+    ("b", "80x24: acceptance by position / by confidence"),
     ("s", "save the trace so far (spectui-trace-*.jsonl)"),
     ("c", "cycle theme"),
     ("? / h / f1", "this help"),
@@ -39,13 +48,15 @@ LEGEND = [
     ("bold", "the target's own token: correction (●) or bonus after all drafts accepted (★)"),
     ("dim italic", "drafts waiting for the verdict (?)"),
     ("plain colour", "target-only token (k = 0 or prefill) (○)"),
+    ("‖p-min", "drafting stopped: draft confidence < --draft-p-min"),
+    ("▸ reverse", "the inspect cursor (inspector: * emitted, d drafted)"),
 ]
 
 
 def help_text(replay: bool) -> Text:
     t = Text()
     t.append("spectui keys\n\n", "bold")
-    for key, what in (REPLAY_KEYS if replay else LIVE_KEYS) + COMMON_KEYS:
+    for key, what in (REPLAY_KEYS if replay else LIVE_KEYS) + INSPECT_KEYS + COMMON_KEYS:
         t.append(f"  {key:<12}", "bold").append(f"{what}\n")
     t.append("\ntoken styles (colour is never the only cue)\n\n", "bold")
     for style, what in LEGEND:

@@ -1,5 +1,6 @@
 """LiveScreen: a run on the engine. Its keys change the run's settings through RunControl (the engine
-reads them at its next pass): k, temperature, drafter, auto k, pause, restart, a new prompt."""
+reads them at its next pass): k, temperature, drafter, auto k, --draft-p-min, pause, restart, a new
+prompt; and the token inspector's (RunScreen: i, then the arrows move its cursor instead of k / temp)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,24 @@ from textual.binding import Binding
 from ...control import RunControl
 from ...events import DRAFTERS, Event
 from .prompt_screen import PromptScreen
-from .run_screen import RunScreen
+from .run_screen import INSPECT_BINDINGS, RunScreen
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
+# --draft-p-min steps for ] / [ (llama.cpp's default for its speculative server is 0.75; 0 = off)
+P_MIN_STEPS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95)
+
+
+def next_p_min(current: float, up: bool) -> float:
+    """The next step above (``up``) or below ``current`` (a value between steps goes to the nearest one
+    in that direction); the ends stay put."""
+    if up:
+        return next((p for p in P_MIN_STEPS if p > current + 1e-9), P_MIN_STEPS[-1])
+    return next((p for p in reversed(P_MIN_STEPS) if p < current - 1e-9), P_MIN_STEPS[0])
+
 
 class LiveScreen(RunScreen):
+    SHADOWED_IN_INSPECT = frozenset({"k_up", "k_down", "temp_up", "temp_down"})
     BINDINGS = [
         Binding("up,plus,equals_sign", "k_up", "k+"),
         Binding("down,minus", "k_down", "k-"),
@@ -26,7 +39,9 @@ class LiveScreen(RunScreen):
         Binding("n", "new_prompt", "prompt"),
         Binding("d", "drafter", "drafter"),
         Binding("a", "auto_k", "auto k"),
-    ]
+        Binding("right_square_bracket", "p_min(1)", "p-min+", show=False),
+        Binding("left_square_bracket", "p_min(0)", "p-min-", show=False),
+    ] + INSPECT_BINDINGS
 
     def __init__(self, source: Source, recorder=None) -> None:
         super().__init__()
@@ -68,6 +83,9 @@ class LiveScreen(RunScreen):
         choices = self.drafter_choices()
         cur = self.app.control.settings.drafter
         self._update(drafter=choices[(choices.index(cur) + 1) % len(choices)] if cur in choices else choices[0])
+
+    def action_p_min(self, up: int) -> None:
+        self._update(draft_p_min=next_p_min(self.app.control.settings.draft_p_min, bool(up)))
 
     def action_auto_k(self) -> None:
         self._update(auto=None if self.app.control.settings.auto else "cost")

@@ -13,11 +13,12 @@ from ...events import Event, RunStarted
 from ...player import ReplayPlayer
 from ..replay_banner import ReplayBanner
 from ..view import ReplayPosition, ScreenView
-from .run_screen import RunScreen
+from .run_screen import INSPECT_BINDINGS, RunScreen
 
 
 class ReplayScreen(RunScreen):
     HELP_FOR_REPLAY = True
+    SHADOWED_IN_INSPECT = frozenset({"step_forward", "step_back"})
     BINDINGS = [
         Binding("right", "step_forward", "step▶"),
         Binding("left", "step_back", "◀step"),
@@ -27,7 +28,7 @@ class ReplayScreen(RunScreen):
         Binding("less_than_sign", "slower", "slower"),
         Binding("space,p", "pause", "pause"),
         Binding("r", "restart", "restart"),
-    ]
+    ] + INSPECT_BINDINGS
 
     def __init__(self, player: ReplayPlayer) -> None:
         super().__init__()
@@ -96,6 +97,10 @@ class ReplayScreen(RunScreen):
         else:
             control.pause()
         self.app.settings_changed()
+
+    def resume_after_inspect(self) -> None:
+        self.app.control.resume()
+        self._play_on()
 
     def action_restart(self) -> None:
         self._seek(self.player.jump_start)
