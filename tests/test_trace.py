@@ -97,16 +97,39 @@ def test_empty_recording_is_a_valid_trace(tmp_path):
 
 def test_version_1_traces_still_read(tmp_path):
     """A version-1 trace (run events only, as every spectui before attach wrote them) reads unchanged:
-    one written here with a version-1 header, and the bundled demo trace (recorded as version 1)."""
+    one written here with a version-1 header, and the demo's first recording (version 1, kept in
+    tests/data when the bundled demo was re-recorded as version 3)."""
     p = tmp_path / "v1.jsonl"
     lines = [json.dumps({"schema": SCHEMA, "version": 1, "spectui": "0.1.0"})]
     lines += [json.dumps(to_dict(e)) for e in EVENTS]
     p.write_text("\n".join(lines) + "\n")
     tr = read_trace(p)
     assert tr.header["version"] == 1 and tr.events == EVENTS and tr.warnings == []
-    demo = os.path.join(REPO, "spectui", "data", "demo-trace.jsonl.gz")
-    tr = read_trace(demo)
+    old = os.path.join(REPO, "tests", "data", "trace-v1-demo-act1.jsonl.gz")
+    tr = read_trace(old)
     assert tr.header["version"] == 1 and isinstance(tr.events[0], RunStarted) and isinstance(tr.events[-1], RunEnded)
+
+
+def test_real_version_1_and_2_recordings_read_without_inspector_data_and_the_demo_has_it():
+    """The demo's recordings before the inspector (version 1 act 1, version 2 act 2: real Qwen runs) read
+    with no inspector data; the bundled demo, re-recorded as version 3, has it on every pass, and its
+    tokens are the old recording's (the same run, a newer trace)."""
+    from spectui.events import PassEvent
+
+    def passes(path):
+        return [e for e in read_trace(path).events if isinstance(e, PassEvent)]
+
+    for name, version in (("trace-v1-demo-act1.jsonl.gz", 1), ("trace-v2-demo-act2.jsonl.gz", 2)):
+        path = os.path.join(REPO, "tests", "data", name)
+        assert read_trace(path).header["version"] == version
+        old = passes(path)
+        assert len(old) > 100 and all(p.inspect == () and p.draft_stop == "" for p in old)
+        new_name = "demo-trace.jsonl.gz" if version == 1 else "demo-act2.jsonl.gz"
+        new_path = os.path.join(REPO, "spectui", "data", new_name)
+        assert read_trace(new_path).header["version"] == VERSION
+        new = passes(new_path)
+        assert all(len(p.inspect) == len(p.drafts) + 1 for p in new)
+        assert [t.id for p in new for t in p.emitted] == [t.id for p in old for t in p.emitted]
 
 
 def test_attach_trace_round_trip_and_header(tmp_path):
