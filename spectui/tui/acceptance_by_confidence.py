@@ -28,15 +28,21 @@ class AcceptanceByConfidence(Panel):
             return out
         label_w = max(len(b.label) for b in rows)
         counts_w = max(len(f"{b.accepted}/{b.judged}") for b in rows)
-        bw = max(4, width - label_w - counts_w - 9)
+        rate_fmt, rate_w = "{:5.1f}%", 6  # "100.0%"
+        bw = width - label_w - counts_w - rate_w - 3
+        if bw < 4:  # a narrow panel: whole percents buy two columns of bar
+            rate_fmt, rate_w = "{:3.0f}%", 4
+            bw = max(1, width - label_w - counts_w - rate_w - 3)
         for b in rows[: max(1, height - 1)]:
-            out.append("\n")
-            out.append(f"{b.label:>{label_w}} ")
+            line = Text(f"{b.label:>{label_w}} ")
             if b.judged:
-                out.append(bar(b.rate, bw), st["bar"])
-                out.append(f" {100 * b.rate:5.1f}% ")
+                line.append(bar(b.rate, bw), st["bar"])
+                line.append(" " + rate_fmt.format(100 * b.rate) + " ")
             else:
-                out.append("·" * bw, st["dim"])
-                out.append("     - ", st["dim"])
-            out.append(f"{b.accepted}/{b.judged}", st["dim"] if not b.judged else "")
+                line.append("·" * bw, st["dim"])
+                line.append(" " + "-".rjust(rate_w) + " ", st["dim"])
+            line.append(f"{b.accepted}/{b.judged}", st["dim"] if not b.judged else "")
+            line.truncate(width, overflow="ellipsis")  # never wrap a bucket onto two lines
+            out.append("\n")
+            out.append(line)
         return out
