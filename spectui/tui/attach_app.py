@@ -159,6 +159,8 @@ class AttachApp(App):
         return ("REQUEST" if self.request_mode else "WATCHING"), "green"
 
     def paint(self) -> None:
+        if not self.screen_stack:  # a timer that fires while the app shuts down (its screens already gone)
+            return
         screen = self.screen
         if not isinstance(screen, AttachScreen) or not screen.is_mounted:
             return
