@@ -193,49 +193,46 @@ def conditional_rates(position_counts: Sequence[tuple[int, int]]) -> tuple[list[
     return rates, weights
 
 
-def fill_rates(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
-    """Extend measured conditional rates to n positions (see the module docstring)."""
-    measured = list(rates[:n])
+def _hold_tail(
+    values: Sequence[float], weights: Sequence[float], n: int, empty: float
+) -> tuple[list[float], list[bool], float, int]:
+    """``values`` extended to n positions: beyond the deepest measured one, the weighted mean of the last
+    ``TAIL_POSITIONS`` (``empty`` when nothing is measured). Returns (values, measured flags, tail, depth)."""
+    measured = list(values[:n])
     flags = [True] * len(measured)
-    if len(measured) >= n:
-        return measured, flags, f"acceptance measured at all positions 1..{n}"
-    if not rates:
-        return [0.0] * n, [False] * n, "no drafts measured yet: acceptance assumed 0"
-    tail_r = list(rates[-TAIL_POSITIONS:])
+    if len(measured) >= n or not values:
+        return measured + [empty] * (n - len(measured)), flags + [False] * (n - len(flags)), empty, len(values)
+    tail_v = list(values[-TAIL_POSITIONS:])
     tail_w = list(weights[-TAIL_POSITIONS:])
     wsum = sum(tail_w)
-    tail = sum(r * w for r, w in zip(tail_r, tail_w)) / wsum if wsum > 0 else tail_r[-1]
-    d = len(rates)
-    out = measured + [tail] * (n - len(measured))
-    flags = flags + [False] * (n - len(flags))
-    note = (
-        f"acceptance measured at positions 1..{d}; beyond {d} the per-draft rate is held at "
-        f"{tail:.0%} (weighted mean of the last {len(tail_r)} measured positions)"
-    )
-    return out, flags, note
+    tail = sum(v * w for v, w in zip(tail_v, tail_w)) / wsum if wsum > 0 else tail_v[-1]
+    return measured + [tail] * (n - len(measured)), flags + [False] * (n - len(flags)), tail, len(values)
+
+
+def fill_rates(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
+    """Extend measured conditional rates to n positions (see the module docstring)."""
+    out, flags, tail, d = _hold_tail(rates, weights, n, 0.0)
+    if d >= n:
+        return out, flags, f"acceptance measured at all positions 1..{n}"
+    if not d:
+        return out, flags, "no drafts measured yet: acceptance assumed 0"
+    k = min(TAIL_POSITIONS, d)
+    return out, flags, (f"acceptance measured at positions 1..{d}; beyond {d} the per-draft rate is held at "
+                        f"{tail:.0%} (weighted mean of the last {k} measured positions)")
 
 
 def fill_continue(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
     """Extend measured continuation rates c_i to n positions: beyond the deepest measured position the
     sample-weighted mean of the last ``TAIL_POSITIONS`` (weights: passes asked); nothing measured: 1."""
-    measured = [min(1.0, max(0.0, float(c))) for c in rates[:n]]
-    flags = [True] * len(measured)
-    if len(measured) >= n:
-        return measured, flags, f"drafting continuation measured at all positions 1..{n}"
-    if not rates:
-        return [1.0] * n, [False] * n, "no drafting measured yet: every pass assumed to draft the k asked for"
-    tail_c = [min(1.0, max(0.0, float(c))) for c in rates[-TAIL_POSITIONS:]]
-    tail_w = list(weights[-TAIL_POSITIONS:])
-    wsum = sum(tail_w)
-    tail = sum(c * w for c, w in zip(tail_c, tail_w)) / wsum if wsum > 0 else tail_c[-1]
-    d = len(rates)
-    out = measured + [tail] * (n - len(measured))
-    flags = flags + [False] * (n - len(flags))
-    note = (
-        f"drafting continuation measured at positions 1..{d}; beyond {d} it is held at {tail:.0%} "
-        f"(weighted mean of the last {len(tail_c)} measured positions)"
-    )
-    return out, flags, note
+    clamped = [min(1.0, max(0.0, float(c))) for c in rates]
+    out, flags, tail, d = _hold_tail(clamped, weights, n, 1.0)
+    if d >= n:
+        return out, flags, f"drafting continuation measured at all positions 1..{n}"
+    if not d:
+        return out, flags, "no drafting measured yet: every pass assumed to draft the k asked for"
+    k = min(TAIL_POSITIONS, d)
+    return out, flags, (f"drafting continuation measured at positions 1..{d}; beyond {d} it is held at {tail:.0%} "
+                        f"(weighted mean of the last {k} measured positions)")
 
 
 def continuation_rates(stats: Sequence) -> tuple[list[float], list[float]]:

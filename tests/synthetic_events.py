@@ -4,9 +4,12 @@ involved; no tests here). Streams long enough for replay tests come from ``spect
 ``make_pass`` builds one PassEvent exactly as the engine would describe it: drafts 1..n_acc accepted,
 the next one rejected, the rest discarded; the target token is a correction (or a bonus when every draft
 was accepted); timings are given in ms. ``make_pass_with_verdicts`` takes the verdicts one by one.
+``held_source`` turns a recorded event list into a TUI source that behaves like a live run.
 """
 
 from __future__ import annotations
+
+import time
 
 from spectui.events import (
     ACCEPTED,
@@ -84,3 +87,21 @@ def make_plain_pass(index: int, wall_ms: float, *, tokens: int = 1, others_cpu: 
     return PassEvent(index=index, emitted=tuple(Token(id=5, text="x") for _ in range(tokens)),
                      timing=Timing(wall_ms=wall_ms, verify_ms=wall_ms, t_end=index * wall_ms / 1000),
                      others_cpu=others_cpu)
+
+
+def held_source(events, prompts=None):
+    """A TUI source (``SpectuiApp(source, control)``): yield the events (without their end), then wait like a
+    live run until stopped, then end. ``prompts`` collects the prompt of each start (a restart, a new prompt)."""
+
+    def source(control, prompt):
+        if prompts is not None:
+            prompts.append(prompt)
+        for ev in events:
+            if isinstance(ev, RunEnded):
+                break
+            yield ev
+        while not control.stopped:
+            time.sleep(0.01)
+        yield RunEnded(reason="stopped")
+
+    return source

@@ -18,27 +18,11 @@ from spectui.tui.app import SpectuiApp
 from spectui.tui.panel import SETTLED, VERDICT
 from spectui.tui.pass_ribbon import PassRibbon
 from spectui.tui.sample import sample_events
+from synthetic_events import held_source
 from spectui.tui.screens.help_screen import HelpScreen
 from spectui.tui.screens.prompt_screen import PromptScreen
 from spectui.tui.status_line import StatusLine
 from spectui.tui.token_stream import TokenStream
-
-
-def held_source(events, prompts=None):
-    """Yield the events (without their end), then wait like a live run until stopped, then end."""
-
-    def source(control, prompt):
-        if prompts is not None:
-            prompts.append(prompt)
-        for ev in events:
-            if isinstance(ev, RunEnded):
-                break
-            yield ev
-        while not control.stopped:
-            time.sleep(0.01)
-        yield RunEnded(reason="stopped")
-
-    return source
 
 
 def status(app) -> str:

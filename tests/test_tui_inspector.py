@@ -4,12 +4,11 @@ and NO_COLOR; the --draft-p-min keys reaching the engine (tiny llama.cpp models,
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from spectui.control import RunControl
-from spectui.events import DRAFT_STOP_P_MIN, REJECTED, PassEvent, RunEnded, Settings
+from spectui.events import DRAFT_STOP_P_MIN, REJECTED, PassEvent, Settings
 from spectui.inspect import NO_DATA, explain, render_view, slots
 from spectui.player import ReplayPlayer
 from spectui.trace import TraceWriter, read_trace
@@ -18,27 +17,13 @@ from spectui.tui.inspector import inspector_text, move
 from spectui.tui.pass_ribbon import P_MIN_MARK, PassRibbon
 from spectui.tui.panel import VERDICT
 from spectui.tui.sample import sample_events
+from synthetic_events import held_source
 from spectui.tui.screens.inspector_screen import InspectorScreen
 from spectui.tui.screens.live_screen import P_MIN_STEPS, next_p_min
 from spectui.tui.status_line import StatusLine
 from spectui.tui.view import InspectCursor
 
 PROMPT = "the cat sat on the mat and"
-
-
-def held_source(events):
-    """The events without their end, then idle like a live run until stopped."""
-
-    def source(control, prompt):
-        for ev in events:
-            if isinstance(ev, RunEnded):
-                break
-            yield ev
-        while not control.stopped:
-            time.sleep(0.01)
-        yield RunEnded(reason="stopped")
-
-    return source
 
 
 @pytest.fixture(scope="module")
