@@ -25,6 +25,7 @@ text there.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from .events import (
@@ -99,11 +100,24 @@ class InspectorView:
     notes: tuple[str, ...] = ()
 
 
+def cells(s: str) -> int:
+    """Terminal cells ``s`` takes: wide and full-width characters (CJK, full-width punctuation) take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in s)
+
+
+def pad(s: str, width: int) -> str:
+    """``s`` padded with spaces to ``width`` terminal cells."""
+    return s + " " * max(0, width - cells(s))
+
+
 def show(text: str, width: int = 14) -> str:
-    """A token's text as the inspector prints it: quoted, control characters escaped, cut to ``width``."""
+    """A token's text as the inspector prints it: quoted, control characters escaped, cut to ``width``
+    terminal cells."""
     s = repr(text)
-    if len(s) > width:
-        s = s[: width - 1] + "…"
+    if cells(s) > width:
+        while s and cells(s) > width - 1:
+            s = s[:-1]
+        s += "…"
     return s
 
 
@@ -230,8 +244,8 @@ def _col(title: str, items: tuple[Marked, ...], width: int, prob_name: str) -> l
     for m in items:
         mark = ("*" if m.chosen else " ") + ("d" if m.drafted else " ")
         tw = width - 11  # mark, space, text, space, "p 0.123"
-        cell = f"{mark} {show(m.cand.text, tw):<{tw}} {prob_name} {m.cand.prob:.3f}"
-        lines.append(f"{cell:<{width}}"[:width])
+        cell = f"{mark} {pad(show(m.cand.text, tw), tw)} {prob_name} {m.cand.prob:.3f}"
+        lines.append(pad(cell, width))
     return lines
 
 

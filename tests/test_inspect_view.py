@@ -104,3 +104,23 @@ def test_text_fits_its_width_except_long_notes(width):
         lines = render_view(explain(ev, i), width)
         table = [ln for ln in lines if ln.startswith(("target top", "draft top", "residual", " ", "*"))]
         assert table and all(len(ln) <= width for ln in table)
+
+
+def test_wide_characters_keep_the_columns_aligned():
+    """A full-width token (Qwen has many) takes two terminal cells: the columns after it stay aligned."""
+    from spectui.inspect import cells
+
+    ev = sampled_pass()
+    ins = ev.inspect[0]
+    wide = Inspection(0, (Candidate(1, "，", 0.4), Candidate(5, "漢字テキスト長い", 0.3)), ins.draft_top,
+                      margin=0.3, accept_p=0.8, u=0.25)
+    ev = PassEvent(index=ev.index, settings=ev.settings, k=ev.k, drafts=ev.drafts, target=ev.target,
+                   n_accepted=ev.n_accepted, inspect=(wide, *ev.inspect[1:]))
+    lines = render_view(explain(ev, 0), 80)
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("target top"))
+    col2 = lines[head].index("draft top")
+    for ln in lines[head + 1 : head + 3]:
+        assert cells(ln) <= 80
+        # the draft column starts at the same terminal cell on every row
+        left = next(j for j in range(len(ln)) if cells(ln[:j]) >= col2)
+        assert cells(ln[:left]) == col2 and ln[left:].lstrip(" *d").startswith("'")
