@@ -238,6 +238,23 @@ def draft_stop_line(ev: PassEvent) -> str:
     return f"drafted {n} of k = {ev.k}"
 
 
+def _marked(items: tuple[Marked, ...]) -> list[dict]:
+    return [{"id": m.cand.id, "text": m.cand.text, "prob": m.cand.prob, "drafted": m.drafted, "chosen": m.chosen}
+            for m in items]
+
+
+def view_dict(v: InspectorView) -> dict:
+    """One token's InspectorView as a JSON-ready dict (``spectui replay --explain PASS --json``)."""
+    s = v.slot
+    return {
+        "token": s.slot + 1, "position": s.position, "id": s.id, "text": s.text, "verdict": s.verdict,
+        "is_draft": s.is_draft, "available": v.available, "temperature": v.temperature, "q": v.q, "p": v.p,
+        "rule": v.rule, "outcome": v.outcome, "margin": v.margin, "near_tie": v.near_tie, "accept_p": v.accept_p,
+        "u": v.u, "target_top": _marked(v.target_top), "draft_top": _marked(v.draft_top),
+        "residual_top": _marked(v.residual_top), "notes": list(v.notes),
+    }
+
+
 # ------------------------------------------------------------------ text, for --explain and bug reports
 def _col(title: str, items: tuple[Marked, ...], width: int, prob_name: str) -> list[str]:
     lines = [f"{title:<{width}}"[:width]]

@@ -11,7 +11,7 @@ TUI to ``spectui.tui.attach_app.run_attach_replay``.
 
 ``--explain PASS[:TOKEN]`` (implies ``--headless``) prints one pass's token inspector as text
 (:func:`spectui.inspect.render_pass`), or with ``--json`` that pass's event plus every token's explained
-view (:func:`explain_json`): for scripts and bug reports. PASS is the pass index (0 = the prefill pass),
+view (:func:`explain_json`, each token through :func:`spectui.inspect.view_dict`): for scripts and bug reports. PASS is the pass index (0 = the prefill pass),
 TOKEN a 1-based token of that pass in the inspector's order (its drafts, then the target's own token).
 """
 
@@ -151,23 +151,6 @@ def find_pass(path: str | os.PathLike, index: int,
     raise SpectuiError(f"{os.fspath(path)}: no pass {index}: the trace has {n} passes (0 = prefill .. {n - 1})")
 
 
-def _marked(items) -> list[dict]:
-    return [{"id": m.cand.id, "text": m.cand.text, "prob": m.cand.prob, "drafted": m.drafted, "chosen": m.chosen}
-            for m in items]
-
-
-def view_json(v) -> dict:
-    """One token's :class:`spectui.inspect.InspectorView` as a JSON-ready dict."""
-    s = v.slot
-    return {
-        "token": s.slot + 1, "position": s.position, "id": s.id, "text": s.text, "verdict": s.verdict,
-        "is_draft": s.is_draft, "available": v.available, "temperature": v.temperature, "q": v.q, "p": v.p,
-        "rule": v.rule, "outcome": v.outcome, "margin": v.margin, "near_tie": v.near_tie, "accept_p": v.accept_p,
-        "u": v.u, "target_top": _marked(v.target_top), "draft_top": _marked(v.draft_top),
-        "residual_top": _marked(v.residual_top), "notes": list(v.notes),
-    }
-
-
 def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
     if token is not None and token >= n_slots:
         nd = len(ev.drafts)
@@ -179,7 +162,7 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
 def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
     explained view of every token (or of token slot ``token`` only)."""
-    from .inspect import draft_stop_line, explain, slots
+    from .inspect import draft_stop_line, explain, slots, view_dict
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -187,7 +170,7 @@ def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     d = to_dict(ev)
     d["inspector_data"] = bool(ev.inspect)
     d["draft_stop_text"] = draft_stop_line(ev)
-    d["explain"] = [view_json(explain(ev, i)) for i in which]
+    d["explain"] = [view_dict(explain(ev, i)) for i in which]
     return d
 
 
