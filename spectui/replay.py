@@ -11,8 +11,9 @@ TUI to ``spectui.tui.attach_app.run_attach_replay``.
 
 ``--explain PASS[:TOKEN]`` (implies ``--headless``) prints one pass's token inspector as text
 (:func:`spectui.inspect.render_pass`), or with ``--json`` that pass's event plus every token's explained
-view (:func:`explain_json`, each token through :func:`spectui.inspect.view_dict`): for scripts and bug reports. PASS is the pass index (0 = the prefill pass),
-TOKEN a 1-based token of that pass in the inspector's order (its drafts, then the target's own token).
+view (:func:`explain_json`, each token through :func:`spectui.inspect.view_dict`): for scripts and bug
+reports. PASS is the pass index (0 = the prefill pass), TOKEN a 1-based token of that pass in the
+inspector's order (its drafts, then the target's own token).
 """
 
 from __future__ import annotations
