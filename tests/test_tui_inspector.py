@@ -15,6 +15,7 @@ from spectui.trace import TraceWriter, read_trace
 from spectui.tui.app import SpectuiApp
 from spectui.tui.inspector import inspector_text, move
 from spectui.tui.pass_ribbon import P_MIN_MARK, PassRibbon
+from spectui.tui.prediction_panel import PredictionPanel
 from spectui.tui.panel import VERDICT
 from spectui.tui.sample import sample_events
 from synthetic_events import held_source
@@ -325,4 +326,11 @@ async def test_p_min_keys_reach_the_engine_and_the_ribbon_marks_the_stop(make_en
         assert p_min_views
         ribbon = app.query_one(PassRibbon)
         assert P_MIN_MARK in ribbon.pass_line(p_min_views[-1], ribbon.styles_map(), 100, "", False).plain
+        # the prediction panel says how many drafts a pass at k = 4 really makes (the cost model's D(4))
+        app.refresh_from_state()
+        await pilot.pause()
+        pred = app.view.prediction
+        assert pred is not None and pred.current_k == 4 and pred.stops_early(4)
+        panel = app.query_one(PredictionPanel)
+        assert f"k=4: {pred.drafted(4):.1f} drafts/pass" in panel.render().plain
         await pilot.press("q")
