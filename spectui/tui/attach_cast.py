@@ -8,14 +8,11 @@ simulated time. ``spectui/cast.py`` writes the asciicast file.
 
 from __future__ import annotations
 
-import os
 from typing import Any
-
-from rich.console import Console
-from textual.drivers.headless_driver import HeadlessDriver
 
 from ..events import AttachStarted
 from .attach_app import FRAME_HZ, AttachApp
+from .cast_render import Capture
 
 LEAD_IN_S = 0.5
 
@@ -42,26 +39,10 @@ def attach_steps(events: list[Any], speed: float) -> list[tuple[int, float]]:
 async def capture_attach(events: list[Any], cols: int, rows: int, speed: float,
                          theme: str | None) -> tuple[list[tuple[float, str]], float]:
     """Paint the recorded attach session; returns the (time, output) chunks and the end time."""
-    chunks: list[tuple[float, str]] = []
-    clock = [0.0]
-
-    class CaptureDriver(HeadlessDriver):
-        @property
-        def is_headless(self) -> bool:
-            return False
-
-        def write(self, data: str) -> None:
-            if data:
-                chunks.append((clock[0], data))
-
+    cap = Capture()
     start = events[0] if events and isinstance(events[0], AttachStarted) else None
     app = CastAttachApp(events=events, request_mode=bool(start and start.prompt), theme=theme)
-    app.driver_class = CaptureDriver
-    if not os.environ.get("NO_COLOR"):  # a recording is played on someone else's terminal: full colour
-        app.console = Console(
-            color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
-            legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
-        )
+    cap.attach(app)
     async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
         await pilot.pause()
         fed = 0
@@ -69,8 +50,8 @@ async def capture_attach(events: list[Any], cols: int, rows: int, speed: float,
             while fed <= last:
                 app.state.feed(events[fed])
                 fed += 1
-            clock[0] = t
+            cap.t = t
             app.paint()
             await pilot.pause()
         app.done.set()
-    return chunks, clock[0]
+    return cap.chunks, cap.t

@@ -19,6 +19,35 @@ from .app import SpectuiApp
 from .view import InspectCursor
 
 
+class Capture:
+    """What a cast's app writes to its "terminal", stamped with the simulated time: ``attach(app)`` makes the
+    app render like a terminal driver (not headless) into ``chunks`` and, unless NO_COLOR is set, in full
+    colour (a recording is played on someone else's terminal). Used by both casts (run and attach)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[float, str]] = []
+        self.t = 0.0
+
+    def attach(self, app) -> None:
+        capture = self
+
+        class CaptureDriver(HeadlessDriver):
+            @property
+            def is_headless(self) -> bool:
+                return False
+
+            def write(self, data: str) -> None:
+                if data:
+                    capture.chunks.append((capture.t, data))
+
+        app.driver_class = CaptureDriver
+        if not os.environ.get("NO_COLOR"):
+            app.console = Console(
+                color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
+                legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
+            )
+
+
 class CastApp(SpectuiApp):
     """The replay app without a worker: the cast loop feeds the state and paints each planned step."""
 
@@ -38,35 +67,17 @@ async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols
     """Paint ``steps`` ((event position, time, phase)); returns the (time, output) chunks and the end time.
     ``inspect`` (step, pass index, token slot, hold): after that step, the token inspector on that token
     for ``hold`` seconds (the steps after it were planned that much later)."""
-    chunks: list[tuple[float, str]] = []
-    clock = [0.0]
-
-    class CaptureDriver(HeadlessDriver):
-        """Renders like a terminal driver (not headless), writing into ``chunks`` at the simulated time."""
-
-        @property
-        def is_headless(self) -> bool:
-            return False
-
-        def write(self, data: str) -> None:
-            if data:
-                chunks.append((clock[0], data))
-
+    cap = Capture()
     player = ReplayPlayer(events, speed=speed)  # the status line shows the speed
     app = CastApp(None, RunControl(), theme=theme, replay=player, freeze_phase="settled")
-    app.driver_class = CaptureDriver
-    if not os.environ.get("NO_COLOR"):  # a recording is played on someone else's terminal: full colour
-        app.console = Console(
-            color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
-            legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
-        )
+    cap.attach(app)
     async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
         await pilot.pause()
         for n, (i, t, phase) in enumerate(steps):
             if app.state.n_events <= i:
                 app.state.feed(events[i], index=i)
                 player.seek(i + 1)
-            clock[0] = t
+            cap.t = t
             app.freeze_phase = phase
             app.refresh_from_state()
             await pilot.pause()
@@ -75,11 +86,11 @@ async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols
                 screen.enter_inspect(InspectCursor(inspect[1], inspect[2]))
                 screen.action_open_inspector()
                 await pilot.pause()
-                clock[0] = t + inspect[3]
+                cap.t = t + inspect[3]
                 app.pop_screen()
                 screen.leave_inspect()
                 await pilot.pause()
         app.casting = False  # the status line says the replay ended
         app.refresh_from_state()
         await pilot.pause()
-    return chunks, clock[0]
+    return cap.chunks, cap.t
