@@ -67,6 +67,17 @@ def text_of(app, cls) -> str:
 # ------------------------------------------------------------------ recorded sessions from the real server
 
 
+async def test_a_paint_after_the_app_closed_does_nothing():
+    """A paint timer that fires while the app shuts down (its screens gone) must not raise ScreenStackError."""
+    app = replay_app(recorded(WATCH))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        paints = app.paints
+    assert not app.screen_stack
+    app.paint()
+    assert app.paints == paints
+
+
 async def test_watch_mode_shows_every_engine_and_the_sum():
     events = recorded(WATCH)
     snap = stats_of(events).snapshot()

@@ -59,7 +59,9 @@ def test_no_target_points_to_demo():
 @pytest.mark.parametrize(
     "args,needle",
     [(["--draft-max", "40"], "--draft-max"), (["--draft-max", "x"], "--draft-max"), (["--temp", "3"], "--temp"),
-     (["-n", "0"], "-n")],
+     (["-n", "0"], "-n"), (["--draft-p-min", "2"], "--draft-p-min"), (["--draft-p-min", "-0.1"], "--draft-p-min"),
+     (["--draft-min", "40"], "--draft-min"), (["--inspect-top", "51"], "--inspect-top"),
+     (["--inspect-top", "-1"], "--inspect-top")],
 )
 def test_bad_settings(tiny_target, args, needle):
     assert_one_line_error(spectui("--target", tiny_target, "--headless", "--drafter", "ngram", *args), needle)
