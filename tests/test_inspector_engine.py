@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from greedy_checks import assert_lossless, emitted_ids, reference, run_with_hook
 
+from spectui.control import RunControl
 from spectui.event_json import to_dict
 from spectui.events import (
     ACCEPTED,
@@ -231,7 +232,7 @@ def test_replayed_trace_explains_every_pass_identically(make_engine, tiny_target
     path = tmp_path / "run.jsonl.gz"
     events = []
     with TraceWriter(path) as w:
-        for ev in eng.run(PROMPT, _control(Settings(draft_max=3, temperature=0.7, seed=5)), 40):
+        for ev in eng.run(PROMPT, RunControl(Settings(draft_max=3, temperature=0.7, seed=5)), 40):
             w.write(ev)
             events.append(ev)
     tr = read_trace(path)
@@ -266,9 +267,3 @@ def test_version_2_trace_reads_without_inspector_data(make_engine, tiny_target, 
     passes = [e for e in tr.events if isinstance(e, PassEvent)]
     assert passes and all(e.inspect == () and e.draft_stop == "" for e in passes)
     assert "no inspector data" in "\n".join(render_pass(passes[1]))
-
-
-def _control(settings):
-    from spectui.control import RunControl
-
-    return RunControl(settings)
