@@ -148,26 +148,18 @@ def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
 
 
 @dataclass
-class _PositionEstimate:
-    reached: float = 0.0  # decayed count of passes that drafted this position with all earlier accepted
-    accepted: float = 0.0
+class _DecayedRate:
+    """A decayed success count at one draft position: ``trials`` passes that reached the question (acceptance:
+    drafted this position with all earlier accepted; continuation: asked for it with the one before drafted),
+    ``hits`` of them said yes (accepted; drafted)."""
+
+    trials: float = 0.0
+    hits: float = 0.0
     last_pass: int = -1  # decode-pass number when last observed
 
-    def observe(self, accepted: bool, pass_no: int) -> None:
-        self.reached = self.reached * ACC_DECAY + 1.0
-        self.accepted = self.accepted * ACC_DECAY + (1.0 if accepted else 0.0)
-        self.last_pass = pass_no
-
-
-@dataclass
-class _ContinueEstimate:
-    asked: float = 0.0  # decayed count of passes that asked for >= this position and drafted the one before
-    drafted: float = 0.0  # ... of which drafted this position
-    last_pass: int = -1
-
-    def observe(self, drafted: bool, pass_no: int) -> None:
-        self.asked = self.asked * ACC_DECAY + 1.0
-        self.drafted = self.drafted * ACC_DECAY + (1.0 if drafted else 0.0)
+    def observe(self, hit: bool, pass_no: int) -> None:
+        self.trials = self.trials * ACC_DECAY + 1.0
+        self.hits = self.hits * ACC_DECAY + (1.0 if hit else 0.0)
         self.last_pass = pass_no
 
 
@@ -177,8 +169,8 @@ class CostPolicy:
 
     k_max: int = K_MAX
     name: str = "cost"
-    positions: list[_PositionEstimate] = field(default_factory=list)
-    continuation: list[_ContinueEstimate] = field(default_factory=list)
+    positions: list[_DecayedRate] = field(default_factory=list)
+    continuation: list[_DecayedRate] = field(default_factory=list)
     verify_ms: dict[int, float] = field(default_factory=dict)  # k -> EWMA verify ms (k = 0: whole k=0 pass cost)
     draft_ms_per_token: float | None = None
     calib_draft_ms: float = 0.0
@@ -274,7 +266,7 @@ class CostPolicy:
         if asked > 0:
             # drafting continuation: positions 1..min(k, nd + 1) were asked for with the one before drafted
             while len(self.continuation) < min(asked, nd + 1):
-                self.continuation.append(_ContinueEstimate())
+                self.continuation.append(_DecayedRate())
             for i in range(min(asked, nd + 1)):
                 self.continuation[i].observe(i < nd, self.n_decode_passes)
             if nd < asked and ev.draft_stop:
@@ -312,7 +304,7 @@ class CostPolicy:
             elif self.draft_ms_per_token is None:
                 self.draft_ms_per_token = t.draft_ms / nd
             while len(self.positions) < nd:
-                self.positions.append(_PositionEstimate())
+                self.positions.append(_DecayedRate())
             # position i is reached when drafts 1..i-1 were accepted; observe up to the first rejection
             for i in range(min(nd, ev.n_accepted + 1)):
                 self.positions[i].observe(i < ev.n_accepted, self.n_decode_passes)
@@ -325,10 +317,10 @@ class CostPolicy:
         weights: list[float] = []
         for p in self.continuation:
             stale = self.n_decode_passes - p.last_pass > STALE_PASSES
-            if p.asked < MIN_WEIGHT or stale:
+            if p.trials < MIN_WEIGHT or stale:
                 break
-            rates.append((p.drafted + PRIOR_WEIGHT) / (p.asked + PRIOR_WEIGHT))
-            weights.append(p.asked)
+            rates.append((p.hits + PRIOR_WEIGHT) / (p.trials + PRIOR_WEIGHT))
+            weights.append(p.trials)
         return rates, weights
 
     def rates(self, optimism: float = 0.0) -> tuple[list[float], list[float]]:
@@ -339,14 +331,14 @@ class CostPolicy:
         weights: list[float] = []
         for p in self.positions:
             stale = self.n_decode_passes - p.last_pass > STALE_PASSES
-            if p.reached < MIN_WEIGHT or stale:
+            if p.trials < MIN_WEIGHT or stale:
                 break
-            n = p.reached + PRIOR_WEIGHT
-            r = (p.accepted + PRIOR_RATE * PRIOR_WEIGHT) / n
+            n = p.trials + PRIOR_WEIGHT
+            r = (p.hits + PRIOR_RATE * PRIOR_WEIGHT) / n
             if optimism:
                 r = min(1.0, r + optimism * math.sqrt(r * (1.0 - r) / n))
             rates.append(r)
-            weights.append(p.reached)
+            weights.append(p.trials)
         return rates, weights
 
     def _k0_pass_ms(self) -> float:
@@ -444,7 +436,7 @@ class CostPolicy:
             opt = self.prediction(current_k=self.prev_k, optimism=OPTIMISM)
             if opt.best_k > 0:
                 return opt.best_k, f"k = 0 not yet certain: exploring k = {opt.best_k}"
-            first = self.positions[0].reached if self.positions else 0.0
+            first = self.positions[0].trials if self.positions else 0.0
             if first < MIN_EVIDENCE:
                 return 1, f"k = 0 not yet certain: {first:.0f} of {MIN_EVIDENCE:.0f} first drafts seen"
         if not self._at_zero:  # a stretch at k = 0 begins: the next probe is probe_every passes away

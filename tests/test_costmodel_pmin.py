@@ -276,7 +276,7 @@ def test_cost_policy_pass_that_drafted_nothing_is_not_a_k0_pass():
     pol.observe(ev)
     assert pol.zero_run == 0 and pol.prev_k == 3
     assert pol.verify_ms[0] == pytest.approx(20.0)  # verify only: the draft time belongs to the drafting
-    assert [(p.asked, p.drafted) for p in pol.continuation] == [(1.0, 0.0)]
+    assert [(p.trials, p.hits) for p in pol.continuation] == [(1.0, 0.0)]
 
 
 # ---------------------------------------------------------------- the real engine
