@@ -209,7 +209,7 @@ def render_cast(
 def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None,
              inspect: str | None) -> None:
     """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
-    from .cli import fail
+    from .errors import fail
     from .player import parse_speed
     from .replay import load_for_tui
 

@@ -132,7 +132,7 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup); default: every act in turn")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
-    from .cli import fail
+    from .errors import fail
     from .player import parse_speed
     from .replay import load_for_tui, replay_headless
 

@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from .cli import fail, model_options
-from .errors import SpectuiError
+from .errors import SpectuiError, fail
+from .options import model_options
 from .probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
 

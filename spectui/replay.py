@@ -216,7 +216,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
                explain: str | None) -> None:
     """Replay a recorded trace FILE in the TUI, or --headless."""
-    from .cli import fail
+    from .errors import fail
 
     try:
         if explain is not None:

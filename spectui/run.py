@@ -72,7 +72,7 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
 @dataclass(frozen=True)
 class ModelOptions:
     """Where the models come from (paths or Hugging Face repos) and where they run: the options of
-    ``cli.model_options``, shared by the live run and the sweep."""
+    ``options.model_options``, shared by the live run and the sweep."""
 
     target: str | None = None
     draft: str | None = None
