@@ -387,15 +387,3 @@ EVENT_TYPES: dict[str, type] = {
 ATTACH_EVENT_TYPES: tuple[type, ...] = (AttachStarted, MetricsScraped, RequestStarted, RequestChunk, RequestEnded,
                                         AttachEnded)
 
-
-# Transitional: the JSON functions moved to spectui.event_json; these names still resolve from here (lazily,
-# no import cycle) until the TUI's modules import them from there. Remove once nothing uses them.
-_MOVED_TO_EVENT_JSON = ("to_dict", "from_dict", "EventFormatError")
-
-
-def __getattr__(name: str):
-    if name in _MOVED_TO_EVENT_JSON:
-        from . import event_json  # noqa: PLC0415 - lazy: event_json imports this module
-
-        return getattr(event_json, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from spectui.control import RunControl
-from spectui.events import RunEnded, Settings, from_dict
+from spectui.event_json import from_dict
+from spectui.events import RunEnded, Settings
 from spectui.player import ReplayPlayer
 from spectui.tui.app import SpectuiApp
 from spectui.tui.panel import SETTLED, VERDICT
