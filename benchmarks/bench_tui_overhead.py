@@ -227,7 +227,7 @@ def profile_table(p: dict) -> str:
 
 def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
     """The live TUI fed a recorded run at its recorded pace; prints the UI thread's profile."""
-    from spectui.replay import paced
+    from spectui.player import paced
     from spectui.trace import read_trace
     from spectui.tui.app import SpectuiApp
 

@@ -1,4 +1,11 @@
-"""ReplayPlayer: plays a recorded event list back in (scaled) real time. No Textual.
+"""The one replay clock: recorded events back at their recorded pace divided by a speed. No Textual.
+
+``event_time`` is when an event happened in its recording (a pass's ``Timing.t_end``, a settings change's
+or a watched server's event's ``t``) and ``gap_s`` the wait between two such times at a speed; both
+players below use them. ``paced(events, speed)`` is the plain stream (headless replay, the attach face's
+replay); ``ReplayPlayer`` the one a user steers (seek / step / speed, pause).
+
+ReplayPlayer: plays a recorded event list back in (scaled) real time.
 
 The cursor counts events already delivered. ``iter(control)`` yields the remaining events, sleeping
 between passes for the recorded inter-pass delay (difference of ``Timing.t_end``) divided by the
@@ -10,10 +17,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from .errors import SpectuiError
-from .events import Event, PassEvent, SettingsChanged
+from .events import ATTACH_EVENT_TYPES, Event, PassEvent, SettingsChanged
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, float("inf"))  # inf = "max"
 _SLICE_S = 0.05  # sleep in slices this long so pause / seek / speed changes act quickly
@@ -23,8 +30,10 @@ def speed_label(speed: float) -> str:
     return "max" if speed == float("inf") else f"{speed:g}x"
 
 
-def parse_speed(value: str | float) -> float:
-    """'max', '2', '2x', 0.5 ... -> a speed in SPEEDS' range (0.25..8 or inf)."""
+def parse_speed(value: str | float | None, default: float = 1.0) -> float:
+    """'max', '2', '2x', 0.5 ... -> a speed in SPEEDS' range (0.25..8 or inf); None -> ``default``."""
+    if value is None:
+        return default
     if isinstance(value, str):
         v = value.strip().lower()
         if v in ("max", "inf"):
@@ -39,12 +48,33 @@ def parse_speed(value: str | float) -> float:
     return float(value)
 
 
-def _event_time(ev: Event) -> float | None:
+def event_time(ev: Event) -> float | None:
+    """When ``ev`` happened in its recording (seconds), or None for events without a time (start, end)."""
     if isinstance(ev, PassEvent):
         return ev.timing.t_end
-    if isinstance(ev, SettingsChanged):
+    if isinstance(ev, SettingsChanged) or (isinstance(ev, ATTACH_EVENT_TYPES) and hasattr(ev, "t")):
         return ev.t
     return None
+
+
+def gap_s(last_t: float | None, t: float | None, speed: float) -> float:
+    """Seconds to wait between two recorded times at ``speed`` (0 for the first, untimed or at max speed)."""
+    if t is None or last_t is None or speed == float("inf"):
+        return 0.0
+    return max(0.0, t - last_t) / speed
+
+
+def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
+    """Yield events with the recorded delays between them divided by ``speed`` (inf: no delay)."""
+    last: float | None = None
+    for ev in events:
+        t = event_time(ev)
+        wait = gap_s(last, t, speed)
+        if wait > 0:
+            sleep(wait)
+        if t is not None:
+            last = t
+        yield ev
 
 
 class ReplayPlayer:
@@ -140,9 +170,9 @@ class ReplayPlayer:
                 if i >= len(self.events):
                     return
                 ev = self.events[i]
-            t = _event_time(ev)
-            if t is not None and last_t is not None and self._speed != float("inf"):
-                deadline = time.monotonic() + max(0.0, t - last_t) / self._speed
+            t = event_time(ev)
+            if gap_s(last_t, t, self._speed) > 0:
+                deadline = time.monotonic() + gap_s(last_t, t, self._speed)
                 interrupted = False
                 while not control.stopped:
                     left = deadline - time.monotonic()

@@ -22,44 +22,18 @@ import dataclasses
 import itertools
 import os
 import sys
-import time
 from typing import Callable, Iterable, Iterator
 
 import click
 
 from .errors import SpectuiError
 from .event_json import to_dict
-from .events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
+from .events import AttachStarted, Event, PassEvent, RunStarted
+from .player import paced, parse_speed
 
 
 def _warn(message: str) -> None:
     print(f"spectui: warning: {message}", file=sys.stderr)
-
-
-def parse_speed(value: str | float | None, default: float = 1.0) -> float:
-    """'max' (as fast as possible), '2', '2x', 0.5 ... -> speed factor (inf = max). 0.25..8 or max."""
-    if value is None:
-        return default
-    from .player import parse_speed as _parse  # no Textual in player.py
-
-    return _parse(value)
-
-
-def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
-    """Yield events with the recorded delays between passes divided by ``speed`` (inf: no delay)."""
-    last: float | None = None
-    for ev in events:
-        if isinstance(ev, PassEvent):
-            t = ev.timing.t_end
-        elif isinstance(ev, SettingsChanged) or (isinstance(ev, ATTACH_EVENT_TYPES) and hasattr(ev, "t")):
-            t = ev.t
-        else:
-            t = None
-        if t is not None and speed != float("inf"):
-            if last is not None and t > last:
-                sleep((t - last) / speed)
-            last = t
-        yield ev
 
 
 def mark_replay(events: Iterable[Event]) -> Iterator[Event]:

@@ -26,7 +26,7 @@ from textual.timer import Timer
 
 from ..errors import SpectuiError
 from ..events import AttachStarted
-from ..replay import paced
+from ..player import paced
 from .attach_state import AttachState, AttachView
 from .screens.attach_help_screen import AttachHelpScreen
 from .screens.attach_screen import AttachScreen
