@@ -61,6 +61,7 @@ def main() -> int:
     prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
 
     from spectui.control import RunControl
+    from spectui.autok import PolicyByMode
     from spectui.engine.loop import Engine
     from spectui.events import PassEvent, Settings
     from spectui.stats import compute
@@ -72,7 +73,7 @@ def main() -> int:
 
     goal = args.goal if args.goal is not None else (0.97 if args.probe else 0.95)
     t_start = time.time()
-    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     results = []  # (prompt, temp, label, tps, acceptance, k histogram)
     probe_line = ""
     try:

@@ -60,12 +60,13 @@ def main() -> int:
             return 2
 
     from spectui.control import RunControl
+    from spectui.autok import PolicyByMode
     from spectui.engine.loop import Engine
     from spectui.events import Settings
     from spectui.stats import compute
 
     t_start = time.time()
-    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     try:
         # verify time per batch size, measured on demand (a warm-up run first so caches are hot)
         list(engine.run(args.prompt, RunControl(Settings(draft_max=0, drafter="none")), 8))

@@ -191,10 +191,11 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
 
 def child_tui(args) -> None:
     """One TUI run in this process, built exactly as `spectui --target T --draft D` builds it."""
+    from spectui.autok import PolicyByMode
     from spectui.engine.loop import Engine
     from spectui.engine.thread import EngineThread
 
-    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads))
+    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads, draft_policy=PolicyByMode))
     try:
         settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
         run_tui(engine, settings, 16)  # warm-up, as the headless child gets
@@ -256,9 +257,10 @@ def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
 
 def child_headless(args) -> None:
     """One headless run in this process: main thread, as `spectui --headless` runs it."""
+    from spectui.autok import PolicyByMode
     from spectui.engine.loop import Engine
 
-    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads, draft_policy=PolicyByMode)
     try:
         settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
         run_headless(engine, settings, 16)  # warm-up

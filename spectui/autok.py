@@ -65,6 +65,14 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
 - draft cost before any draft was made: the start event's calibration of the draft model for the
   ``model`` drafter, ``NGRAM_DRAFT_MS`` for prompt lookup (a dictionary lookup, not a model decode).
 
+One run, any mode (``PolicyByMode``, what the engine is handed): the user may switch auto k on, off or
+between modes mid-run, so one policy per mode observes every event from ``RunStarted`` on and the mode
+in ``settings.auto`` chooses. A mode switched on mid-run has therefore seen the whole run, settings
+changes included, yet no event is kept: what a policy learns is aggregates (decayed rates per position,
+EWMAs per batch size, counters), bounded by ``K_LIMIT`` positions, so memory stays flat over a long run.
+A mode switched back on resumes where it left off (the cost model has kept learning meanwhile); the
+schedule starts again from ``settings.draft_max``, as a fresh HF schedule does.
+
 ``schedule`` (``SchedulePolicy``): Hugging Face transformers' "heuristic" schedule for assistant models
 (``num_assistant_tokens_schedule="heuristic"``): +2 after a pass whose drafts were all accepted, -1
 otherwise, kept within 1..32. It starts at ``settings.draft_max`` when that is >= 1, else at 5 (HF
@@ -495,3 +503,38 @@ def make_policy(mode: str | None, curve: Mapping[int, float] | None = None):
     if mode == "schedule":
         return SchedulePolicy()
     raise SpectuiError(f"unknown automatic draft-length mode {mode!r}; use one of: {', '.join(AUTO_MODES)}")
+
+
+class PolicyByMode:
+    """The draft-length policy of one run whose mode may change (``settings.auto``): one policy per mode in
+    ``AUTO_MODES``, each observing every event; ``choose(settings)`` asks the one of ``settings.auto``."""
+
+    def __init__(self, curve: Mapping[int, float] | None = None) -> None:
+        self.curve = dict(curve) if curve else None
+        self.policies: dict[str, CostPolicy | SchedulePolicy] = {}
+        self._active: str | None = None  # the mode that chose the last pass (None: a fixed k did)
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, RunStarted) or not self.policies:
+            self.policies = {m: make_policy(m, self.curve) for m in AUTO_MODES}
+            self._active = None
+        if isinstance(event, PassEvent) and not event.prefill and event.settings.auto != self._active:
+            self._active = None
+        for policy in self.policies.values():
+            policy.observe(event)
+
+    def choose(self, settings: Settings) -> int:
+        mode = "cost" if settings.auto == "auto" else settings.auto
+        if mode not in AUTO_MODES:
+            raise SpectuiError(f"unknown automatic draft-length mode {mode!r}; use one of: {', '.join(AUTO_MODES)}")
+        if not self.policies:
+            self.policies = {m: make_policy(m, self.curve) for m in AUTO_MODES}
+        policy = self.policies[mode]
+        if mode != self._active and isinstance(policy, SchedulePolicy):
+            policy.k = None  # a schedule switched on starts from settings.draft_max
+        self._active = mode
+        return policy.choose(settings)
+
+    def current(self, mode: str | None):
+        """The policy of ``mode`` (its last choice, reason and prediction), or None."""
+        return self.policies.get("cost" if mode == "auto" else mode) if mode else None

@@ -121,12 +121,13 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
 
     def build():
+        from .autok import PolicyByMode
         from .engine.loop import Engine
 
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top,
+            inspect_top=inspect_top, draft_policy=PolicyByMode,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
