@@ -211,7 +211,7 @@ def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: st
     """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
     from .errors import fail
     from .player import parse_speed
-    from .replay import load_for_tui
+    from .player import load_for_tui
 
     try:
         sp = parse_speed(speed)

@@ -134,7 +134,8 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
     from .errors import fail
     from .player import parse_speed
-    from .replay import load_for_tui, replay_headless
+    from .player import load_for_tui
+    from .replay import replay_headless
 
     try:
         sp = parse_speed(speed)

@@ -3,7 +3,8 @@
 ``event_time`` is when an event happened in its recording (a pass's ``Timing.t_end``, a settings change's
 or a watched server's event's ``t``) and ``gap_s`` the wait between two such times at a speed; both
 players below use them. ``paced(events, speed)`` is the plain stream (headless replay, the attach face's
-replay); ``ReplayPlayer`` the one a user steers (seek / step / speed, pause).
+replay); ``ReplayPlayer`` the one a user steers (seek / step / speed, pause). ``load_for_tui`` reads a
+trace for either, marked as a replay.
 
 ReplayPlayer: plays a recorded event list back in (scaled) real time.
 
@@ -15,12 +16,16 @@ made from another thread (the UI steps back by rebuilding its state from ``prefi
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import sys
 import threading
 import time
 from typing import Callable, Iterable, Iterator
 
 from .errors import SpectuiError
-from .events import ATTACH_EVENT_TYPES, Event, PassEvent, SettingsChanged
+from .events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
+from .trace import iter_trace
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, float("inf"))  # inf = "max"
 _SLICE_S = 0.05  # sleep in slices this long so pause / seek / speed changes act quickly
@@ -75,6 +80,32 @@ def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] 
         if t is not None:
             last = t
         yield ev
+
+
+def warn_stderr(message: str) -> None:
+    print(f"spectui: warning: {message}", file=sys.stderr)
+
+
+def mark_replay(events: Iterable[Event]) -> Iterator[Event]:
+    """The events with ``RunStarted.replay`` set, so a face can say it shows a recording."""
+    for ev in events:
+        yield dataclasses.replace(ev, replay=True) if isinstance(ev, RunStarted) else ev
+
+
+def is_attach_trace(events: list[Event]) -> bool:
+    return bool(events) and isinstance(events[0], AttachStarted)
+
+
+def load_for_tui(path: str | os.PathLike,
+                 on_warning: Callable[[str], None] | None = warn_stderr) -> tuple[dict, list[Event]]:
+    """Header and the (replay-marked) events of a trace, for the TUI's player (which seeks back and forth)."""
+    header, reader = iter_trace(path, on_warning=on_warning)
+    events = list(mark_replay(reader))
+    if is_attach_trace(events):
+        return header, events
+    if not any(isinstance(ev, PassEvent) for ev in events):
+        raise SpectuiError(f"{os.fspath(path)}: the trace holds no passes to replay")
+    return header, events
 
 
 class ReplayPlayer:

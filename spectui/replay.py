@@ -18,32 +18,21 @@ inspector's order (its drafts, then the target's own token).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import sys
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 import click
 
 from .errors import SpectuiError
 from .event_json import to_dict
-from .events import AttachStarted, Event, PassEvent, RunStarted
-from .player import paced, parse_speed
-
-
-def _warn(message: str) -> None:
-    print(f"spectui: warning: {message}", file=sys.stderr)
-
-
-def mark_replay(events: Iterable[Event]) -> Iterator[Event]:
-    """The events with ``RunStarted.replay`` set, so a face can say it shows a recording."""
-    for ev in events:
-        yield dataclasses.replace(ev, replay=True) if isinstance(ev, RunStarted) else ev
+from .events import AttachStarted, Event, PassEvent
+from .player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
 
 
 def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False, speed: float = float("inf"),
-                    on_warning: Callable[[str], None] | None = _warn):
+                    on_warning: Callable[[str], None] | None = warn_stderr):
     """Stream a trace into the headless face (text + summary, or JSON). Returns its RunStats."""
     from .headless import consume
     from .trace import iter_trace
@@ -70,23 +59,6 @@ def replay_attach_headless(events: Iterable[Event], out, *, as_json: bool = Fals
     return face.stats
 
 
-def is_attach_trace(events: list[Event]) -> bool:
-    return bool(events) and isinstance(events[0], AttachStarted)
-
-
-def load_for_tui(path: str | os.PathLike, on_warning: Callable[[str], None] | None = _warn) -> tuple[dict, list[Event]]:
-    """Header and the (replay-marked) events of a trace, for the TUI's player (which seeks back and forth)."""
-    from .trace import iter_trace
-
-    header, reader = iter_trace(path, on_warning=on_warning)
-    events = list(mark_replay(reader))
-    if is_attach_trace(events):
-        return header, events
-    if not any(isinstance(ev, PassEvent) for ev in events):
-        raise SpectuiError(f"{os.fspath(path)}: the trace holds no passes to replay")
-    return header, events
-
-
 def parse_explain(value: str) -> tuple[int, int | None]:
     """``PASS`` or ``PASS:TOKEN`` -> (pass index, 0-based token slot or None). TOKEN is 1-based."""
     text = value.strip()
@@ -104,7 +76,7 @@ def parse_explain(value: str) -> tuple[int, int | None]:
 
 
 def find_pass(path: str | os.PathLike, index: int,
-              on_warning: Callable[[str], None] | None = _warn) -> PassEvent:
+              on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
     from .trace import iter_trace
 
@@ -162,7 +134,7 @@ def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> l
 
 
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
-                 on_warning: Callable[[str], None] | None = _warn) -> PassEvent:
+                 on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON)."""
     import json
 

@@ -20,7 +20,8 @@ from spectui.attach.cli import AttachSession
 from spectui.attach.text import HeadlessFace
 from spectui.attach.window import AttachStats
 from spectui.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded
-from spectui.replay import load_for_tui, replay_headless
+from spectui.player import load_for_tui
+from spectui.replay import replay_headless
 from spectui.trace import TraceWriter, read_trace
 from spectui.tui.attach_acceptance import AttachAcceptance
 from spectui.tui.attach_app import AttachApp

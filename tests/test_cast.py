@@ -14,7 +14,7 @@ from rich.cells import cell_len
 
 from spectui.cast import LEAD_IN_S, render_cast
 from spectui.events import PassEvent, SettingsChanged
-from spectui.replay import mark_replay
+from spectui.player import mark_replay
 from spectui.trace import synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

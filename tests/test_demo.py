@@ -14,7 +14,8 @@ import pytest
 
 from spectui.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
 from spectui.events import PassEvent, RunEnded, RunStarted, SettingsChanged
-from spectui.replay import load_for_tui, replay_headless
+from spectui.player import load_for_tui
+from spectui.replay import replay_headless
 from spectui.stats import compute
 from spectui.trace import read_trace
 

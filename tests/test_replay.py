@@ -12,8 +12,8 @@ import pytest
 
 from spectui.events import RunStarted
 from spectui.headless import consume
-from spectui.player import paced
-from spectui.replay import mark_replay, replay_headless
+from spectui.player import mark_replay, paced
+from spectui.replay import replay_headless
 from spectui.trace import TraceWriter, read_trace, synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -12,7 +12,7 @@ import sys
 import click
 
 from ..errors import SpectuiError
-from ..replay import load_for_tui
+from ..player import load_for_tui
 from .sample import sample_events
 
 
