@@ -60,16 +60,16 @@ def main() -> int:
     temps = [float(x) for x in args.temps.split(",") if x.strip()]
     prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
 
-    from spectui.control import RunControl
-    from spectui.autok import PolicyByMode
+    from spectui.contract.control import RunControl
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
-    from spectui.events import PassEvent, Settings
-    from spectui.stats import compute
+    from spectui.contract.events import PassEvent, Settings
+    from spectui.analysis.stats import compute
 
     writer = None
     if args.save:
         os.makedirs(args.save, exist_ok=True)
-        from spectui.trace import write_trace as writer
+        from spectui.recording.trace import write_trace as writer
 
     goal = args.goal if args.goal is not None else (0.97 if args.probe else 0.95)
     t_start = time.time()
@@ -79,7 +79,7 @@ def main() -> int:
     try:
         list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
         if args.probe:
-            from spectui.probe import cached_or_measure
+            from spectui.analysis.probe import cached_or_measure
 
             pr = cached_or_measure(engine, refresh=args.probe_refresh)  # registers the curve for auto
             v = pr.verdict()

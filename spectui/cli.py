@@ -10,7 +10,7 @@ import importlib
 import sys
 import click
 
-from .errors import SpectuiError, fail
+from .contract.errors import SpectuiError, fail
 from .options import model_options, run_options
 
 # name -> "module:attribute" of a click.Command

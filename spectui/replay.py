@@ -25,17 +25,17 @@ from typing import Callable, Iterable
 
 import click
 
-from .errors import SpectuiError
-from .event_json import to_dict
-from .events import AttachStarted, Event, PassEvent
-from .player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
+from .contract.errors import SpectuiError
+from .contract.event_json import to_dict
+from .contract.events import AttachStarted, Event, PassEvent
+from .recording.player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
 
 
 def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False, speed: float = float("inf"),
                     on_warning: Callable[[str], None] | None = warn_stderr):
     """Stream a trace into the headless face (text + summary, or JSON). Returns its RunStats."""
     from .headless import consume
-    from .trace import iter_trace
+    from .recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     try:
@@ -78,7 +78,7 @@ def parse_explain(value: str) -> tuple[int, int | None]:
 def find_pass(path: str | os.PathLike, index: int,
               on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
-    from .trace import iter_trace
+    from .recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     n = 0
@@ -109,7 +109,7 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
 def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
     explained view of every token (or of token slot ``token`` only)."""
-    from .inspect import draft_stop_line, explain, slots, view_dict
+    from .views.inspector_model import draft_stop_line, explain, slots, view_dict
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -123,7 +123,7 @@ def explain_json(ev: PassEvent, token: int | None = None) -> dict:
 
 def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> list[str]:
     """``render_pass`` (every token), or its header and token slot ``token`` alone."""
-    from .inspect import explain, render_pass, render_view, slots
+    from .views.inspector_model import explain, render_pass, render_view, slots
 
     _check_token(ev, token, len(slots(ev)))
     lines = render_pass(ev, width)
@@ -162,7 +162,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
                explain: str | None) -> None:
     """Replay a recorded trace FILE in the TUI, or --headless."""
-    from .errors import fail
+    from .contract.errors import fail
 
     try:
         if explain is not None:
@@ -188,15 +188,15 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
                     pass
             return
         sp = parse_speed(speed, default=1.0)
-        from .tui.themes import check_theme
+        from .tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
         _header, events = load_for_tui(file)
         if is_attach_trace(events):
-            from .tui.attach_app import run_attach_replay
+            from .tui.attach.app import run_attach_replay
 
             sys.exit(run_attach_replay(events, theme=theme, speed=sp) or 0)
-        from .tui.app import run_replay
+        from .tui.run.app import run_replay
 
         sys.exit(run_replay(events, theme=theme, speed=sp) or 0)
     except SpectuiError as exc:

@@ -28,10 +28,10 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 import psutil
 
-from ..control import DRAFT_MAX_LIMIT, RunControl
-from ..cpu import OthersCpu, default_threads
-from ..errors import SpectuiError
-from ..events import (
+from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from .cpu import OthersCpu, default_threads
+from ..contract.errors import SpectuiError
+from ..contract.events import (
     ACCEPTED,
     BONUS,
     CORRECTION,

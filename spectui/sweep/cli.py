@@ -12,8 +12,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import SpectuiError, fail
-from ..events import PassEvent, RunEnded
+from ..contract.errors import SpectuiError, fail
+from ..contract.events import PassEvent, RunEnded
 from ..options import model_options
 from ..run import ModelOptions, load_engine, resolve_prompt
 from .aggregate import SweepRun, aggregate
