@@ -10,7 +10,7 @@ import pytest
 from spectui.analysis.draft_policy import PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy
 from spectui.analysis.costmodel import leviathan
 from spectui.contract.errors import SpectuiError
-from spectui.contract.events import Settings, SettingsChanged
+from spectui.contract.events import MachineProbe, Settings, SettingsChanged
 
 from synthetic_events import make_pass, make_prefill, make_start
 
@@ -308,20 +308,19 @@ def test_prompt_lookup_is_not_judged_at_the_draft_models_price():
     assert tps >= 1.3 * world.expected_tps(0) and tps >= 0.85 * world.expected_tps(world.best_fixed())
 
 
-def test_registered_curve_is_found_by_the_start_event():
-    from spectui.analysis.draft_policy import curve_for, curve_key, register_curve
+def test_the_start_events_probe_curve_reaches_the_policy():
+    """The probe's curve travels with the run (RunStarted.probe): no registry, nothing to clean up."""
+    from dataclasses import replace
 
-    key = curve_key("t.gguf", 0, 2, 0)  # what make_start names: t.gguf, size 0, 2 threads, CPU
     curve = {k: 26.0 * r for k, r in enumerate(QWEN_RATIOS)}
-    try:
-        register_curve(key, curve)
-        assert curve_for(make_start()) == curve
-        world = CurveWorld(a=0.9, d=15.6, v0=26.0, ratios=QWEN_RATIOS)
-        ks, _ = drive(make_policy("cost"), world, 16)
-        assert ks == [0] * 16
-        other = make_start()
-        from dataclasses import replace
-        assert curve_for(replace(other, threads=4)) is None
-    finally:
-        register_curve(key, None)
-    assert curve_for(make_start()) is None
+    probe = MachineProbe(verify_ms_by_batch=tuple(curve[k] for k in sorted(curve)))
+    world = CurveWorld(a=0.9, d=15.6, v0=26.0, ratios=QWEN_RATIOS)
+    start = replace(make_start(target_decode_ms=world.v0, draft_decode_ms=world.d,
+                               settings=Settings(draft_max=2, auto="cost")), probe=probe)
+    pol = make_policy("cost")
+    ks, _ = drive(pol, world, 16, start=start)
+    assert pol.curve == curve
+    assert ks == [0] * 16
+    pol = make_policy("cost")
+    pol.observe(make_start())  # a run without a probe: no curve
+    assert pol.curve is None

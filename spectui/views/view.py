@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from .animation import SETTLED
 from ..analysis.costmodel import Prediction, predict
 from ..contract.events import ModelInfo, RunStarted, Settings
-from ..analysis.probe import installed_for
 from .state import ScreenSnapshot
 
 K_MAX = 16  # draft lengths the prediction covers
@@ -58,18 +57,17 @@ class ScreenView:
 
     @property
     def machine(self) -> str:
-        """This machine's probed figures for the run's models ("" when none was measured: a replay on
-        another machine, or --no-probe); `spectui probe` says what they mean."""
+        """The probed figures of the machine that ran the run (``RunStarted.probe``; "" when none was
+        measured: --no-probe, or a trace recorded without it); `spectui probe` says what they mean."""
         start = self.snap.start if self.snap is not None else None
-        probe = installed_for(start) if start is not None else None
-        return probe.summary_line() if probe is not None else ""
+        return start.probe.summary if start is not None and start.probe is not None else ""
 
 
 def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[Prediction | None, str, bool]:
     """(prediction, note, is_error): the cost model on this snapshot's statistics."""
     if snap is None or snap.stats.n_passes == 0:
         return None, ScreenView.prediction_note, False
-    probe = installed_for(snap.start) if snap.start is not None else None  # the hardware's verify curve
+    probe = snap.start.probe if snap.start is not None else None  # the hardware's verify curve
     try:
         return predict(snap.stats, k_max=K_MAX, current_k=current_k, curve=probe.curve if probe else None), "", False
     except Exception as exc:  # a model error must not take the UI down
