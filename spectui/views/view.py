@@ -80,27 +80,6 @@ def model_name(info: ModelInfo | None) -> str:
     return info.name or os.path.basename(info.path) or "?"
 
 
-def where(info: ModelInfo | None, short: bool = False) -> str:
-    """Where a model runs: "CPU", "CUDA 28/28 layers" ("CUDA 28/28" short: offloaded / all layers);
-    "" when the trace did not record it (older traces)."""
-    if info is None or not info.backend:
-        return ""
-    if info.backend.upper() == "CPU":
-        return "CPU"
-    layers = f"{info.n_gpu_layers}/{info.n_layer}" if info.n_layer else f"{info.n_gpu_layers}"
-    return f"{info.backend} {layers}" + ("" if short else " layers")
-
-
-def models_where(start: RunStarted | None, short: bool = False) -> str:
-    """ "target CPU · draft CUDA 24/24 layers" (short: "CPU + CUDA 24/24"); only what was recorded."""
-    if start is None:
-        return ""
-    roles = (("target", start.target), ("draft", start.draft))
-    if short:
-        return " + ".join(w for _, info in roles if (w := where(info, short=True)))
-    return " · ".join(f"{role} {w}" for role, info in roles if (w := where(info)))
-
-
 def banner_text(start: RunStarted | None) -> str:
     if start is None:
         return "REPLAY"
