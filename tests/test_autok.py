@@ -7,7 +7,11 @@ import random
 
 import pytest
 
-from spectui.analysis.draft_policy import PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy
+from dataclasses import replace
+
+from spectui.analysis.draft_policy import (
+    MIN_WEIGHT, PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy,
+)
 from spectui.analysis.costmodel import leviathan
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import MachineProbe, Settings, SettingsChanged
@@ -324,3 +328,34 @@ def test_the_start_events_probe_curve_reaches_the_policy():
     pol = make_policy("cost")
     pol.observe(make_start())  # a run without a probe: no curve
     assert pol.curve is None
+
+
+def test_policy_by_mode_memory_is_flat_and_a_mode_switched_on_mid_run_knows_the_run():
+    """The engine hands every event to one PolicyByMode and keeps nothing else: what the policies keep
+    is aggregates (decayed rates per position, EWMAs per batch size), so their size does not grow with
+    the passes; and a mode switched on mid-run has learned from every pass before it."""
+    import pickle
+
+    from spectui.analysis.draft_policy import PolicyByMode
+
+    def run(n_passes, switch_at=None):
+        pol = PolicyByMode()
+        world = World(a=0.8, d=2.0, v0=30.0, slope=0.5)
+        fixed = Settings(draft_max=3)
+        auto = Settings(draft_max=3, auto="cost")
+        pol.observe(make_start(target_decode_ms=world.v0, draft_decode_ms=world.d, settings=fixed))
+        pol.observe(make_prefill())
+        for i in range(n_passes):
+            s = auto if switch_at is not None and i >= switch_at else fixed
+            k = pol.choose(s) if s.auto else s.draft_max
+            ev = world.pass_event(k)
+            pol.observe(replace(ev, settings=s))
+        return pol
+
+    sizes = [len(pickle.dumps(run(n))) for n in (200, 2000, 8000)]
+    assert max(sizes) <= 1.05 * sizes[0], sizes  # 40x the passes, the same few hundred bytes
+    pol = run(120, switch_at=100)
+    cost = pol.current("cost")
+    assert cost.n_decode_passes == 120  # it saw the 100 passes before it was switched on
+    assert cost.positions and cost.positions[0].trials > MIN_WEIGHT  # and learned acceptance from them
+    assert cost.last_reason and not cost.last_reason.startswith("warm-up")

@@ -97,3 +97,25 @@ def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
     evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
     passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
     assert [p.k for p in passes[:WARMUP_PASSES]] == [WARMUP_K] * WARMUP_PASSES
+
+
+def test_the_loop_hands_events_to_the_policy_and_keeps_none(make_engine, tiny_target, tiny_draft_noisy):
+    """Memory flat over a long run: the per-run policy the engine builds (Engine(draft_policy=...)) holds
+    the same few hundred bytes after 32 and after 384 tokens (the loop itself keeps no event history)."""
+    import pickle
+
+    from spectui.analysis.draft_policy import PolicyByMode
+
+    made = []
+
+    def factory():
+        made.append(PolicyByMode())
+        return made[-1]
+
+    engine = make_engine(tiny_target, tiny_draft_noisy, n_ctx=1024, draft_policy=factory)
+    sizes = []
+    for n in (32, 384):
+        evs = list(engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
+        assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
+        sizes.append(len(pickle.dumps(made[-1])))
+    assert len(made) == 2 and sizes[1] <= 1.1 * sizes[0], sizes
