@@ -26,7 +26,7 @@ from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.attach.acceptance import AttachAcceptance
 from spectui.tui.attach.app import AttachApp
 from spectui.tui.attach.engines import AttachEngines
-from spectui.tui.attach.attach_panel import pct
+from spectui.views.numbers import pct
 from spectui.tui.attach.request import AttachRequest, request_line
 from spectui.tui.attach.status_line import AttachStatusLine
 from spectui.tui.attach.summary import AttachSummary
