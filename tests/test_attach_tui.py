@@ -15,7 +15,7 @@ pytest.importorskip("prometheus_client")
 
 from attach_recordings import PROMPT, REQUEST, WATCH, server_args
 from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
-from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
+from tmux_pane import needs_tmux, spectui_cmd
 from spectui.attach.cli import AttachSession
 from spectui.attach.text import HeadlessFace
 from spectui.analysis.attach_stats import AttachStats

@@ -139,7 +139,7 @@ class SpectuiApp(FaceApp):
                     self.wake()
         except SpectuiError as exc:
             state.set_error(str(exc))
-        except Exception as exc:  # shown on the status line; the UI stays up
+        except Exception as exc:  # noqa: BLE001 - shown on the status line; the UI stays up
             state.set_error(f"{type(exc).__name__}: {exc}")
         finally:
             with self._active_lock:
