@@ -1,6 +1,6 @@
 """``spectui cast FILE -o OUT.cast``: the replay TUI rendered to an asciicast v2 file, no terminal needed.
 
-The real app (``spectui.tui.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
+The real app (``spectui.tui.run.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
 test harness with a capture driver: a driver that is not "headless" (so the app renders ANSI exactly
 as it would to a terminal) but writes into a list instead of a tty. A simulated clock steps over the
 trace: each pass arrives at its recorded time (``Timing.t_end``, counted from the first pass as the
@@ -12,7 +12,7 @@ the simulated time, so a 5-minute recording renders in seconds and plays at the 
 pass has settled and holds it ``HOLD_INSPECT_S`` seconds before the replay goes on (``inspect_plan``).
 
 This module never needs Textual, also when its functions run: it checks the arguments, plans the
-frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
+frames (``frames``, from the phases in ``spectui.views.animation``) and writes the file (``write_asciicast``);
 only ``spectui.tui.run.cast_render.capture`` runs the app, and it imports nothing from here.
 
 File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
@@ -54,10 +54,10 @@ class CastInfo:
 def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     """(event position, time, phase) steps: when each event is shown and in which animation phase.
 
-    As in the TUI's replay (spectui.player), the clock starts at the first pass: the recording's
+    As in the TUI's replay (spectui.recording.player), the clock starts at the first pass: the recording's
     time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
     start screen, pass i arrives at (t_end_i - t_end_0) / speed. Its phases come from
-    ``spectui.animation.phase_steps``, squeezed into the gap before the next pass."""
+    ``spectui.views.animation.phase_steps``, squeezed into the gap before the next pass."""
     t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
 
     def arrival(ev: PassEvent) -> float:

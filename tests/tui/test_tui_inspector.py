@@ -1,5 +1,5 @@
 """The token inspector in the TUI: inspect mode's cursor on the ribbon (keys, mouse), the inspector screen
-against ``spectui.inspect.explain`` of the very event (live, replayed from a trace, without data), 80x24
+against ``spectui.views.inspector_model.explain`` of the very event (live, replayed from a trace, without data), 80x24
 and NO_COLOR; the --draft-p-min keys reaching the engine (tiny llama.cpp models, tests/conftest.py)."""
 
 from __future__ import annotations
