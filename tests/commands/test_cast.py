@@ -17,6 +17,8 @@ from spectui.contract.events import PassEvent, SettingsChanged
 from spectui.recording.player import mark_replay
 from spectui.recording.trace import synthetic_run, write_trace
 
+pytestmark = pytest.mark.slow  # real casts (the app through a capture driver), a real engine
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVENTS = list(mark_replay(synthetic_run(24, seed=11)))
 
