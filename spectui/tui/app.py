@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import signal
 import sys
 import threading
 import time
@@ -39,7 +40,8 @@ from .screens.live_screen import LiveScreen
 from .screens.replay_screen import ReplayScreen
 from .screens.run_screen import RunScreen
 from .state import ScreenSnapshot, ScreenState
-from .lifecycle import install_quit_signals, next_theme, register_themes, remove_signals, theme_order
+from .lifecycle import (exit_status, install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals,
+                        theme_order)
 from .themes import VARIABLE_DEFAULTS, check_theme
 from .view import ScreenView, prediction_for
 
@@ -66,7 +68,7 @@ class SpectuiApp(App):
         Binding("c", "cycle_theme", "theme"),
         Binding("question_mark,h,f1", "help", "help"),
         Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),  # status 130
     ]
 
     def __init__(self, source: Source | None, control: RunControl | None = None, *, theme: str | None = None,
@@ -330,6 +332,17 @@ class SpectuiApp(App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY))
 
+    def run_failed(self) -> bool:
+        """Whether the live run failed (a replay shows a recording: it does not fail with it)."""
+        if self.player is not None:
+            return False
+        end = self.state.end
+        return bool(self.state.error or (end is not None and end.error))
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C typed in the TUI: the clean quit, with SIGINT's exit status (130)."""
+        quit_on_signal(self, signal.SIGINT)
+
     def action_quit(self) -> None:
         self.control.stop()
         self.exit()
@@ -345,11 +358,13 @@ def save_trace(path: Path, recorder, events: list[Event]) -> None:
 
 # ---------------------------------------------------------------------- entry points
 def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
+    """Run the app; its exit status (spectui.exitcodes): 128 + the signal that stopped it (Ctrl+C: 130),
+    else 1 when a live run failed (RunEnded.error, or an error on the status line), else 0."""
     try:
         app.run()
     finally:
         app.stop_engine(stop_timeout)
-    return int(app.return_code or 0)
+    return exit_status(app, failed=app.run_failed())
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,

@@ -12,6 +12,7 @@ worker still writes ``AttachEnded``, so a recording stays readable.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from ..replay import paced
 from .attach_state import AttachState, AttachView
 from .screens.attach_help_screen import AttachHelpScreen
 from .screens.attach_screen import AttachScreen
-from .lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
+from .lifecycle import exit_status, install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals
 from .themes import VARIABLE_DEFAULTS, check_theme
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
@@ -50,7 +51,7 @@ class AttachApp(App):
         Binding("c", "cycle_theme", "theme"),
         Binding("question_mark,h,f1", "help", "help"),
         Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),  # status 130
     ]
 
     def __init__(self, *, session=None, events: Iterable[Any] | None = None, request_mode: bool = False,
@@ -183,6 +184,10 @@ class AttachApp(App):
     def action_help(self) -> None:
         self.push_screen(AttachHelpScreen())
 
+    def action_interrupt(self) -> None:
+        """Ctrl+C typed in the TUI: the clean quit, with SIGINT's exit status (130)."""
+        quit_on_signal(self, signal.SIGINT)
+
     def action_quit(self) -> None:
         self.stop.set()
         if self.session is not None:
@@ -199,7 +204,7 @@ def run_attach_live(session, recorder=None, theme: str | None = None) -> int:
         app.run()
     finally:
         app.stop_session()
-    return int(app.return_code or 0)
+    return exit_status(app, failed=bool(app.state.error or session.failure()))
 
 
 def run_attach_replay(events: list[Any], theme: str | None = None, speed: float = 1.0) -> int:
@@ -210,4 +215,4 @@ def run_attach_replay(events: list[Any], theme: str | None = None, speed: float 
         app.run()
     finally:
         app.stop_session()
-    return int(app.return_code or 0)
+    return exit_status(app)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from .help_screen import HINT
 
 KEYS = [
     ("c", "cycle theme"),
@@ -52,16 +54,25 @@ def help_text() -> Text:
 
 
 class AttachHelpScreen(ModalScreen[None]):
+    """As the run's HelpScreen: a focused scroll box (keys scroll it at once) and a hint line below."""
+
     DEFAULT_CSS = """
     AttachHelpScreen { align: center middle; }
-    AttachHelpScreen > VerticalScroll { width: 90%; max-width: 100; height: 90%; border: round $primary;
-        background: $surface; padding: 0 1; }
+    AttachHelpScreen > #help-box { width: 90%; max-width: 100; height: 90%; border: round $primary;
+        background: $surface; }
+    AttachHelpScreen #help-scroll { height: 1fr; padding: 0 1; }
+    AttachHelpScreen #help-hint { height: 1; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text(), id="help-text")
+        with Vertical(id="help-box"):
+            with VerticalScroll(id="help-scroll"):
+                yield Static(help_text(), id="help-text")
+            yield Static(HINT, id="help-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll", VerticalScroll).focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -66,11 +66,20 @@ def help_text(replay: bool) -> Text:
     return t
 
 
+HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"
+
+
 class HelpScreen(ModalScreen[None]):
+    """The help, in a scroll box that has the focus from the start (so the arrow, page and home/end keys
+    scroll it at once, also at 80x24 where it does not fit), with a hint line that stays visible below it.
+    Closing it hands every key back to the run screen."""
+
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 90%; max-width: 96; height: 90%; border: round $primary;
-        background: $surface; padding: 0 1; }
+    HelpScreen > #help-box { width: 90%; max-width: 96; height: 90%; border: round $primary;
+        background: $surface; }
+    HelpScreen #help-scroll { height: 1fr; padding: 0 1; }
+    HelpScreen #help-hint { height: 1; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
 
@@ -79,8 +88,13 @@ class HelpScreen(ModalScreen[None]):
         self.replay = replay
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text(self.replay), id="help-text")
+        with Vertical(id="help-box"):
+            with VerticalScroll(id="help-scroll"):
+                yield Static(help_text(self.replay), id="help-text")
+            yield Static(HINT, id="help-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll", VerticalScroll).focus()
 
     def action_close(self) -> None:
         self.dismiss(None)
