@@ -152,6 +152,7 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
             merged[-1][1] += data
         else:
             merged.append([t, data])
+    _WRITING.append(True)
     try:
         with target.atomic_write("w") as fh:
             fh.write(json.dumps(header, ensure_ascii=False) + "\n")
@@ -161,6 +162,8 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
             fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
     except OSError as exc:
         raise SpectuiError(f"cannot write {target.path}: {exc.strerror or exc}") from None
+    finally:
+        _WRITING.clear()
     return len(merged) + 2, ends_at
 
 
@@ -203,6 +206,19 @@ def _name(out: str | os.PathLike | OutputPath) -> str:
     return out.path if isinstance(out, OutputPath) else os.fspath(out)
 
 
+def _stop_rendering(signals: SignalStop, output: str) -> None:
+    """A signal while the cast renders: nothing is on disk yet (the file is written, atomically, only once
+    the render is complete), so the process ends at once with 128 + N; during that write the signal
+    raises instead, and the temporary file is removed."""
+    if _WRITING:
+        raise Interrupted(signals.signum)
+    os.write(2, f"spectui: cast interrupted: {output} not written\n".encode())  # fd 2: Textual holds sys.stderr
+    os._exit(signals.status())
+
+
+_WRITING: list[bool] = []  # non-empty while write_asciicast writes the file
+
+
 @click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=str)
 @click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
@@ -232,7 +248,7 @@ def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: st
         if inspect is not None:
             parse_inspect(inspect)  # a bad value fails before reading the trace
         out = check_output(output, CAST, inputs=[file], force=force)  # never the trace itself; before any work
-        with SignalStop():  # SIGINT/TERM/HUP: stop rendering, write nothing, 128 + N
+        with SignalStop(lambda: _stop_rendering(signals, output)) as signals:  # SIGINT/TERM/HUP: 128 + N
             _header, events = load_for_tui(file)
             info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,
                                inspect=inspect)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
+from ..exitcodes import SignalStop
 from .themes import DEFAULT_THEME, available_themes, textual_theme
 
 
@@ -58,6 +59,8 @@ def install_quit_signals(app) -> list[int]:
         return []
     installed = []
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if isinstance(getattr(signal.getsignal(sig), "__self__", None), SignalStop):
+            continue  # the command handles it already (spectui cast renders the app under its own handler)
         try:
             loop.add_signal_handler(sig, quit_on_signal, app, sig)
             installed.append(sig)
