@@ -60,27 +60,30 @@ def main() -> int:
     temps = [float(x) for x in args.temps.split(",") if x.strip()]
     prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
-    from spectui.events import PassEvent, Settings
-    from spectui.stats import compute
+    from spectui.contract.events import PassEvent, Settings
+    from spectui.analysis.stats import compute
 
     writer = None
     if args.save:
         os.makedirs(args.save, exist_ok=True)
-        from spectui.trace import write_trace as writer
+        from spectui.recording.trace import write_trace as writer
 
     goal = args.goal if args.goal is not None else (0.97 if args.probe else 0.95)
     t_start = time.time()
-    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     results = []  # (prompt, temp, label, tps, acceptance, k histogram)
     probe_line = ""
+    machine = None  # the probe's result, handed to every run (RunStarted.probe) when --probe
     try:
         list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
         if args.probe:
-            from spectui.probe import cached_or_measure
+            from spectui.analysis.probe import cached_or_measure
 
-            pr = cached_or_measure(engine, refresh=args.probe_refresh)  # registers the curve for auto
+            pr = cached_or_measure(engine, refresh=args.probe_refresh)
+            machine = pr.machine_probe()
             v = pr.verdict()
             probe_line = (f"probe ({'cached' if pr.cached else f'measured in {pr.wall_s:.0f} s'}"
                           f"{'' if pr.quiet else ', NOT quiet'}): decode {pr.decode_ms:.1f} ms, verify by batch "
@@ -97,7 +100,7 @@ def main() -> int:
                 plan.append(("auto", plan[1][1]))
                 plan.append(("target only", plan[0][1]))
                 for label, s in plan:
-                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n))
+                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n, probe=machine))
                     snap = compute(evs)
                     hist = collections.Counter(e.k for e in evs if isinstance(e, PassEvent) and not e.prefill)
                     results.append((pname, t, label, snap.tokens_per_second, snap.acceptance_rate, hist))

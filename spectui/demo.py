@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import click
 
-from .errors import SpectuiError
-from .events import PassEvent, RunStarted
-from .stats import RunStats
-from .wording import LOSES, TIES, WINS, outcome
+from .contract.errors import SpectuiError
+from .contract.events import PassEvent, RunStarted
+from .analysis.stats import RunStats
+from .analysis.wording import LOSES, TIES, WINS, outcome
 
 SPEEDUP_TIE = 0.02  # within 2% of the target alone: a tie (run-to-run noise is larger)
 
@@ -101,9 +101,9 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
                   reason: str = "", next_act: bool = False, **kw):
     """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
     (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
-    from .control import RunControl
-    from .player import ReplayPlayer
-    from .tui.app import SpectuiApp, StateChanged
+    from .contract.control import RunControl
+    from .recording.player import ReplayPlayer
+    from .tui.run.app import SpectuiApp, StateChanged
 
     class DemoApp(SpectuiApp):
         loops = 0
@@ -151,11 +151,11 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
     import threading
 
-    from .cli import fail
-    from .exitcodes import SignalStop
-    from .player import parse_speed
-    from .replay import load_for_tui, replay_headless
-    from .tui.themes import check_theme  # no Textual: the theme files only
+    from .contract.errors import fail
+    from .contract.exitcodes import SignalStop
+    from .recording.player import load_for_tui, parse_speed
+    from .replay import replay_headless
+    from .tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
         sp = parse_speed(speed)
@@ -172,7 +172,7 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                     replay_headless(demo_trace_path(a.number), sys.stdout,
                                     speed=sp if speed != "1" else float("inf"), stop=stop)
             sys.exit(signals.status())
-        from .tui.app import run_app
+        from .tui.run.app import run_app
         loaded = [(a, load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
         while True:  # act after act until q (one act: it loops inside its app)
             for a, events in loaded:

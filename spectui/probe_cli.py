@@ -13,10 +13,10 @@ import sys
 
 import click
 
-from .cli import fail, model_options
-from .errors import SpectuiError
-from .exitcodes import Interrupted, SignalStop
-from .probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from .contract.errors import SpectuiError, fail
+from .contract.exitcodes import Interrupted, SignalStop
+from .options import model_options
+from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
 
 @click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})

@@ -16,8 +16,8 @@ import pytest
 from servers import SilentServer, StaticServer, free_port
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 
-from spectui.exitcodes import FAILED, OK, SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, USAGE, for_run_end
-from spectui.trace import read_trace, synthetic_run, write_trace
+from spectui.contract.exitcodes import FAILED, OK, SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, USAGE, for_run_end
+from spectui.recording.trace import read_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parent.parent
 SIGNALS = [(signal.SIGINT, SIGINT_STATUS), (signal.SIGTERM, SIGTERM_STATUS), (signal.SIGHUP, SIGHUP_STATUS)]
@@ -112,8 +112,8 @@ def test_run_1_empty_prompt(tiny_target):
 def test_run_1_model_fails_mid_run(make_engine, tiny_target, tiny_draft_noisy):
     """A failure inside the engine after some passes (the real engine; its per-pass hook raises as a
     failing llama_decode would): the run ends with RunEnded.error, which is exit status 1 in every face."""
-    from spectui.control import RunControl
-    from spectui.events import Settings
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import Settings
     from spectui.headless import consume
 
     engine = make_engine(tiny_target, tiny_draft_noisy)
@@ -134,10 +134,10 @@ def test_run_1_model_fails_mid_run(make_engine, tiny_target, tiny_draft_noisy):
 
 
 async def test_run_tui_exit_status_is_1_after_a_failed_run(make_engine, tiny_target):
-    from spectui.control import RunControl
-    from spectui.events import Settings
-    from spectui.tui.app import SpectuiApp
-    from spectui.tui.lifecycle import exit_status
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import Settings
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.tui.shared.lifecycle import exit_status
 
     engine = make_engine(tiny_target, n_ctx=16)
     app = SpectuiApp(lambda ctl, p: engine.run(p, ctl, 8), RunControl(Settings(draft_max=0, drafter="none")),

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spectui import outputs
+from spectui.contract import outputs
 from spectui.cli import main
-from spectui.outputs import CAST, TRACE, OutputError, atomic_write, check_output, csv_report, json_report
-from spectui.trace import TraceWriter, read_trace, synthetic_run, write_trace
+from spectui.contract.outputs import CAST, TRACE, OutputError, atomic_write, check_output, csv_report, json_report
+from spectui.recording.trace import TraceWriter, read_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parent.parent
 FOREIGN = b"precious data that is not spectui's\n" * 100
@@ -155,7 +155,7 @@ def test_trace_writer_refuses_the_model_files_it_learns_from_the_start_event(tmp
     os.chdir(tmp_path)
     try:
         w = TraceWriter("synthetic-target.gguf", force=True)  # even --force never writes over an input
-        from spectui.trace import TraceError
+        from spectui.recording.trace import TraceError
 
         with pytest.raises(TraceError, match="input"):
             w.write(evs[0])
@@ -166,7 +166,7 @@ def test_trace_writer_refuses_the_model_files_it_learns_from_the_start_event(tmp
 
 
 def test_save_to_never_writes_over_its_own_recording_or_a_foreign_file(tmp_path):
-    from spectui.trace import TraceError
+    from spectui.recording.trace import TraceError
 
     rec = tmp_path / "rec.jsonl"
     w = TraceWriter(rec)
@@ -185,7 +185,7 @@ def test_save_to_never_writes_over_its_own_recording_or_a_foreign_file(tmp_path)
 
 _KILL = """
 import sys, time
-from spectui.trace import TraceWriter, synthetic_run
+from spectui.recording.trace import TraceWriter, synthetic_run
 w = TraceWriter(sys.argv[1])
 for i, ev in enumerate(synthetic_run(100000, seed=3)):
     w.write(ev)
@@ -413,7 +413,7 @@ def test_attach_record_foreign_refused_own_replaced(tmp_path):
 
 def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
     """A cache entry that is a link to the model file: the probe warns and leaves the model alone."""
-    from spectui import probe
+    from spectui.analysis import probe
 
     engine = make_engine(inputs["target"])
     key, digest = probe.cache_key(engine, max_batch=2)
@@ -440,10 +440,10 @@ def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
 
 
 async def test_tui_save_never_overwrites_and_goes_through_outputs(tmp_path):
-    from spectui.tui.app import run_replay  # noqa: F401 - the app module
-    from spectui.tui.app import SpectuiApp
-    from spectui.player import ReplayPlayer
-    from spectui.tui.sample import sample_events
+    from spectui.tui.run.app import run_replay  # noqa: F401 - the app module
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.recording.player import ReplayPlayer
+    from spectui.views.sample import sample_events
 
     app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")), save_dir=tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -14,7 +14,7 @@ import pytest
 import tinymodels
 
 from spectui.engine.pair import same_file_warning, size_warning
-from spectui.trace import TraceError, read_trace, synthetic_run, write_trace
+from spectui.recording.trace import TraceError, read_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -103,10 +103,10 @@ def test_unknown_theme_is_refused_in_every_face(face, tiny_target, trace, tmp_pa
 async def test_help_at_80x24_scrolls_to_its_end_and_gives_the_keys_back():
     from textual.containers import VerticalScroll
 
-    from spectui.player import ReplayPlayer
-    from spectui.tui.app import SpectuiApp
-    from spectui.tui.sample import sample_events
-    from spectui.tui.screens.help_screen import HelpScreen
+    from spectui.recording.player import ReplayPlayer
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.views.sample import sample_events
+    from spectui.tui.run.help_screen import HelpScreen
 
     app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -149,9 +149,9 @@ def test_help_at_80x24_shows_its_scroll_position(tmp_path):
     """At 80x24 the help says there is more below (the screen is cut no longer without a word)."""
     import asyncio
 
-    from spectui.player import ReplayPlayer
-    from spectui.tui.app import SpectuiApp
-    from spectui.tui.sample import sample_events
+    from spectui.recording.player import ReplayPlayer
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.views.sample import sample_events
 
     async def go():
         app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")))

@@ -9,11 +9,11 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spectui.costmodel import SPEEDUP_TIE, Prediction, advice
-from spectui.stats import StatsSnapshot
+from spectui.analysis.costmodel import SPEEDUP_TIE, Prediction, advice
+from spectui.analysis.stats import StatsSnapshot
 from spectui.sweep.aggregate import Cell, Spread, SweepRun
 from spectui.sweep.report import acceptance_change, report_lines
-from spectui.wording import FALL, FLAT, LOSES, RISE, TIES, WINS, moved, outcome, trend
+from spectui.analysis.wording import FALL, FLAT, LOSES, RISE, TIES, WINS, moved, outcome, trend
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 rate = st.floats(0.0, 1.0, allow_nan=False)
@@ -189,8 +189,8 @@ def _segment_events(tps_alone: float, tps_lookup: float):
     """Two recorded segments (the target alone, then prompt lookup) with the given decode rates."""
     import dataclasses
 
-    from spectui.events import PassEvent, Settings, Timing
-    from spectui.trace import synthetic_run
+    from spectui.contract.events import PassEvent, Settings, Timing
+    from spectui.recording.trace import synthetic_run
 
     evs = [e for e in synthetic_run(40, k=3) if isinstance(e, PassEvent) and not e.prefill]
     out, t = [], 0.0
@@ -208,7 +208,7 @@ def _segment_events(tps_alone: float, tps_lookup: float):
 @given(st.floats(1.0, 100.0), st.floats(1.0, 100.0))
 def test_demo_act_two_says_pays_only_when_it_did(alone, lookup):
     from spectui.demo import ACTS, SPEEDUP_TIE as TIE, act_reason
-    from spectui.stats import compute
+    from spectui.analysis.stats import compute
 
     evs = _segment_events(alone, lookup)
     text = act_reason(ACTS[1], evs)

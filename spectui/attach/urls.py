@@ -11,7 +11,7 @@ import re
 import urllib.parse
 from typing import Iterable
 
-from ..errors import SpectuiError
+from ..contract.errors import SpectuiError
 
 _HOST_CHARS = re.compile(r"^[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+$")
 

@@ -23,16 +23,15 @@ import statistics
 import sys
 import time
 import uuid
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import psutil
 
-from ..autok import make_policy
-from ..control import DRAFT_MAX_LIMIT, RunControl
-from ..cpu import OthersCpu, default_threads
-from ..errors import SpectuiError
-from ..events import (
+from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from .cpu import OthersCpu, default_threads
+from ..contract.errors import SpectuiError
+from ..contract.events import (
     ACCEPTED,
     BONUS,
     CORRECTION,
@@ -53,6 +52,7 @@ from ..events import (
     SettingsChanged,
     Candidate,
     Inspection,
+    MachineProbe,
     TargetToken,
     Timing,
     Token,
@@ -62,6 +62,15 @@ from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoD
 from .pair import same_file_warning, size_warning
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
+
+class DraftPolicy(Protocol):
+    """What the loop asks of a draft-length policy (``spectui.analysis.draft_policy.PolicyByMode``): it sees
+    every event of the run and, when ``settings.auto`` is set, chooses the next pass's k."""
+
+    def observe(self, event: Event) -> None: ...
+
+    def choose(self, settings: Settings) -> int: ...
+
 
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
 INSPECT_TOP_LIMIT = 50
@@ -134,8 +143,10 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
+        draft_policy: Callable[[], "DraftPolicy"] | None = None,
     ) -> None:
         self.warn = warn or _stderr
+        self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = None
         self.draft = None
         self._closed = False
@@ -287,12 +298,14 @@ class Engine:
         return statistics.median(times)
 
     # ------------------------------------------------------------ the run
-    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128) -> Iterator[Event]:
-        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last)."""
+    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
+            probe: MachineProbe | None = None) -> Iterator[Event]:
+        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
+        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces."""
         if self.target is None:
             raise SpectuiError("the engine is closed")
         self._gen += 1
-        return self._run(self._gen, prompt, control or RunControl(), int(n_predict))
+        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe)
 
     def _pick_drafter(self, name: str) -> Drafter:
         d = self._drafters.get(name)
@@ -303,8 +316,10 @@ class Engine:
             d = self._drafters["ngram"]
         return d
 
-    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
-        st = _RunState()
+    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int,
+             probe: MachineProbe | None = None) -> Iterator[Event]:
+        st = _RunState(self.draft_policy() if self.draft_policy else None)
+        st.probe = probe
         t0 = time.perf_counter()
         self._in_run = True
         try:
@@ -341,7 +356,7 @@ class Engine:
             raise SpectuiError("the prompt must be text")
         prompt_tokens = self.target.tokenize(prompt)
         settings = control.settings
-        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings)
+        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe)
         yield st.started
         st.reason, st.error = self._why_not_start(prompt_tokens, control, n_predict)
         if st.reason:
@@ -363,7 +378,8 @@ class Engine:
             d.start()
             d.keep_rows = self.debug_hook is not None
 
-    def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings) -> RunStarted:
+    def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings,
+                     probe: MachineProbe | None = None) -> RunStarted:
         """The first event, with single-token decode times of both models measured at position 0."""
         calib_tok = prompt_tokens[0] if prompt_tokens else 0
         target_ms = self._single_decode_ms(self.target, calib_tok, 0)
@@ -382,6 +398,7 @@ class Engine:
             target_decode_ms=target_ms,
             draft_decode_ms=draft_ms,
             inspect_top=self.inspect_top,
+            probe=probe,
         )
 
     def _why_not_start(self, prompt_tokens: list[int], control: RunControl, n_predict: int) -> tuple[str, str]:
@@ -482,12 +499,9 @@ class Engine:
         context is full."""
         k_want = s.draft_max
         if s.auto:
-            if s.auto != st.policy_mode:
-                st.policy_mode = s.auto
-                st.policy = st.make_policy(s.auto)
+            if st.policy is None:
+                raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             k_want = int(st.policy.choose(s))
-        else:
-            st.policy_mode = st.policy = None
         k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
         room = self.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
         if room < 1:
@@ -690,7 +704,7 @@ class _Generation:
 class _RunState:
     """Counters, stop reason and the auto-k policy of one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: "DraftPolicy | None" = None) -> None:
         self.reason = ""
         self.error = ""
         self.n_passes = 0
@@ -698,20 +712,10 @@ class _RunState:
         self.n_drafted = 0
         self.n_accepted = 0
         self.started: RunStarted | None = None
-        self.policy = None
-        self.policy_mode: str | None = None
-        self._history: list[Event] = []
-
-    def make_policy(self, mode: str):
-        """A fresh policy for ``mode`` that has seen the run so far (a policy created mid-run)."""
-        policy = make_policy(mode)
-        for ev in self._history:
-            policy.observe(ev)
-        return policy
+        self.policy = policy  # observes every event of the run (its memory is its own aggregates)
+        self.probe: MachineProbe | None = None
 
     def observe(self, ev: Event) -> None:
-        if isinstance(ev, PassEvent) or isinstance(ev, RunStarted):
-            self._history.append(ev)
         if self.policy is not None:
             self.policy.observe(ev)
 

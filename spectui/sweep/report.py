@@ -8,8 +8,8 @@ import math
 import statistics
 from typing import Sequence
 
-from ..costmodel import predict
-from ..wording import FALL, moved, trend
+from ..analysis.costmodel import predict
+from ..analysis.wording import FALL, moved, trend
 from .aggregate import Cell, Spread, SweepRun
 from .plan import TARGET_ONLY
 
