@@ -427,15 +427,15 @@ def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, register=False,
-                                      warn=warned.append, refresh=True)
+        res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, warn=warned.append,
+                                      refresh=True)
     assert inputs["target"].read_bytes() == before
     assert res.cache_file == "" and "cannot write the probe cache" in err.getvalue() and "input" in err.getvalue()
     # a normal cache file: written atomically, replaced by the next measurement
     os.unlink(probe.cache_path(digest, d))
-    res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, register=False, refresh=True)
+    res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, refresh=True)
     assert res.cache_file and json.loads(Path(res.cache_file).read_text())["key"] == key
-    res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, register=False, refresh=True)
+    res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, refresh=True)
     assert [f.name for f in d.iterdir()] == [f"{digest}.json"]
 
 

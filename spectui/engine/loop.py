@@ -223,9 +223,9 @@ class Engine:
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
         if self.draft is not None:  # the same file twice, a swapped pair, a draft not much smaller (pair.py)
-            for msg in (same_file_warning(tpath, dpath), size_warning(self.draft.n_params, self.target.n_params)):
-                if msg:
-                    self.warn(msg)
+            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
+            if msg:  # one warning that names it (the same file is not also "not much smaller")
+                self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
         if self.draft is not None:
@@ -354,7 +354,8 @@ class Engine:
         self._reset_for_run()
         if not isinstance(prompt, str):
             raise SpectuiError("the prompt must be text")
-        prompt_tokens = self.target.tokenize(prompt)
+        # an empty prompt is empty, even where the tokenizer would add a BOS token to it
+        prompt_tokens = self.target.tokenize(prompt) if prompt else []
         settings = control.settings
         st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe)
         yield st.started
