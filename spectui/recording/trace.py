@@ -322,10 +322,15 @@ class TraceWriter:
             with open(self.path, "rb") as fh:
                 yield from iter(lambda: fh.read(1 << 20), b"")
 
-    def close(self) -> None:
+    def close(self, keep_empty: bool = False) -> None:
+        """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
+        alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to)."""
         with self._lock:
             if self._closed:
                 return
+            if self._raw is None and keep_empty:
+                self.header = make_header(None, self.header_extra)
+                self._emit(_dumps(self.header))
             self._closed = True
             if self._raw is None:  # no event ever came: no file (nothing recorded is lost)
                 return
@@ -349,10 +354,13 @@ class TraceWriter:
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:
     """Write a whole event sequence to ``path``; returns the number of events written."""
-    with TraceWriter(path, header_extra, flush_each=False) as w:
+    w = TraceWriter(path, header_extra, flush_each=False)
+    try:
         for ev in events:
             w.write(ev)
-        return w.n_events
+    finally:
+        w.close(keep_empty=True)
+    return w.n_events
 
 
 # ------------------------------------------------------------------------------------------ reader
