@@ -142,15 +142,18 @@ class AttachSession:
         return emit
 
     def failure(self) -> str:
-        """Why the session failed ("" when it did what was asked): the -p request failed or did not finish,
-        a URL never answered with Prometheus metrics, or was failing when the session ended."""
+        """Why the session failed ("" when it did what was asked): the -p request failed, or did not finish
+        by --count / --duration; a session that ended on its own (--count, --duration, the request done)
+        with a URL that never answered with Prometheus metrics, or was failing at the end. An open-ended
+        watch the user ended (q) fails only by its request."""
         if self.prompt is not None:
             end = self.request_end
-            if end is None or end.reason == REQ_STOPPED:
-                if self.end_reason != "stopped":
-                    return "the request did not finish"
-            elif end.reason == REQ_ERROR:
+            if end is not None and end.reason == REQ_ERROR:
                 return f"the request failed: {end.error}"
+            if (end is None or end.reason == REQ_STOPPED) and self.end_reason == "done":
+                return "the request did not finish"
+        if self.end_reason != "done":
+            return ""
         for url in self.urls:
             if url not in self.last_error:
                 continue
