@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
 
-HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"  # as the run face's help
+from ..shared.help_screen import CLOSE_HINT, HelpPage, key_lines
 
 KEYS = [
     ("c", "cycle theme"),
@@ -41,38 +36,23 @@ CAVEATS = [
 def help_text() -> Text:
     t = Text()
     t.append("spectui attach\n\n", "bold")
-    for key, what in KEYS:
-        t.append(f"  {key:<12}", "bold").append(f"{what}\n")
+    key_lines(t, KEYS)
     t.append("\npanels\n\n", "bold")
     for name, what in PANELS:
         t.append(f"  {name}: ", "bold").append(f"{what}\n")
     t.append("\ncaveats\n\n", "bold")
     for what in CAVEATS:
         t.append(f"  • {what}\n")
-    t.append("\nescape / q / ? closes this screen.", "dim")
+    t.append("\n" + CLOSE_HINT, "dim")
     return t
 
 
-class AttachHelpScreen(ModalScreen[None]):
-    """As the run's HelpScreen: a focused scroll box (keys scroll it at once) and a hint line below."""
+class AttachHelpScreen(HelpPage):
+    """The attach face's keys, panels and each engine's caveats."""
 
     DEFAULT_CSS = """
-    AttachHelpScreen { align: center middle; }
-    AttachHelpScreen > #help-box { width: 90%; max-width: 100; height: 90%; border: round $primary;
-        background: $surface; }
-    AttachHelpScreen #help-scroll { height: 1fr; padding: 0 1; }
-    AttachHelpScreen #help-hint { height: 1; padding: 0 1; color: $text-muted; }
+    AttachHelpScreen > #help-box { max-width: 100; }
     """
-    BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
-            with VerticalScroll(id="help-scroll"):
-                yield Static(help_text(), id="help-text")
-            yield Static(HINT, id="help-hint")
-
-    def on_mount(self) -> None:
-        self.query_one("#help-scroll", VerticalScroll).focus()
-
-    def action_close(self) -> None:
-        self.dismiss(None)
+    def __init__(self) -> None:
+        super().__init__(help_text())

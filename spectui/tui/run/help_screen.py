@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from ..shared.help_screen import CLOSE_HINT, HelpPage, key_lines
 
 LIVE_KEYS = [
     ("↑ / +", "draft length k + 1"),
@@ -56,45 +53,17 @@ LEGEND = [
 def help_text(replay: bool) -> Text:
     t = Text()
     t.append("spectui keys\n\n", "bold")
-    for key, what in (REPLAY_KEYS if replay else LIVE_KEYS) + INSPECT_KEYS + COMMON_KEYS:
-        t.append(f"  {key:<12}", "bold").append(f"{what}\n")
+    key_lines(t, (REPLAY_KEYS if replay else LIVE_KEYS) + INSPECT_KEYS + COMMON_KEYS)
     t.append("\ntoken styles (colour is never the only cue)\n\n", "bold")
-    for style, what in LEGEND:
-        t.append(f"  {style:<16}", "bold").append(f"{what}\n")
+    key_lines(t, LEGEND, width=16)
     t.append("\nA key takes effect at the engine's next pass; the status line shows it at once.\n", "dim")
-    t.append("escape / q / ? closes this screen.", "dim")
+    t.append(CLOSE_HINT, "dim")
     return t
 
 
-HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"
-
-
-class HelpScreen(ModalScreen[None]):
-    """The help, in a scroll box that has the focus from the start (so the arrow, page and home/end keys
-    scroll it at once, also at 80x24 where it does not fit), with a hint line that stays visible below it.
-    Closing it hands every key back to the run screen."""
-
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > #help-box { width: 90%; max-width: 96; height: 90%; border: round $primary;
-        background: $surface; }
-    HelpScreen #help-scroll { height: 1fr; padding: 0 1; }
-    HelpScreen #help-hint { height: 1; padding: 0 1; color: $text-muted; }
-    """
-    BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
+class HelpScreen(HelpPage):
+    """The run face's keys (live or replay) and its token styles."""
 
     def __init__(self, replay: bool = False) -> None:
-        super().__init__()
+        super().__init__(help_text(replay))
         self.replay = replay
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
-            with VerticalScroll(id="help-scroll"):
-                yield Static(help_text(self.replay), id="help-text")
-            yield Static(HINT, id="help-hint")
-
-    def on_mount(self) -> None:
-        self.query_one("#help-scroll", VerticalScroll).focus()
-
-    def action_close(self) -> None:
-        self.dismiss(None)

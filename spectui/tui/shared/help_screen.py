@@ -1,0 +1,53 @@
+"""HelpScreen: a face's help page (its keys, what its colours and panels mean) as one modal scrolling
+text; escape / q / ? / h / f1 close it. A face hands it the text."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+CLOSE_HINT = "escape / q / ? closes this screen."
+
+
+def key_lines(t: Text, rows, width: int = 12) -> Text:
+    """Append ``rows`` of (key, what) to ``t`` as the help pages lay them out."""
+    for key, what in rows:
+        t.append(f"  {key:<{width}}", "bold").append(f"{what}\n")
+    return t
+
+
+SCROLL_HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"
+
+
+class HelpPage(ModalScreen[None]):
+    """The text in a scroll box that has the focus from the start (the arrow, page and home/end keys scroll
+    it at once, also at 80x24 where it does not fit), a hint line that stays visible below it; closing it
+    hands every key back to the face's screen."""
+
+    DEFAULT_CSS = """
+    HelpPage { align: center middle; }
+    HelpPage > #help-box { width: 90%; max-width: 96; height: 90%; border: round $primary; background: $surface; }
+    HelpPage #help-scroll { height: 1fr; padding: 0 1; }
+    HelpPage #help-hint { height: 1; padding: 0 1; color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            with VerticalScroll(id="help-scroll"):
+                yield Static(self.text, id="help-text")
+            yield Static(SCROLL_HINT, id="help-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll", VerticalScroll).focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
