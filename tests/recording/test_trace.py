@@ -86,8 +86,14 @@ def test_header_without_start_event(tmp_path):
 
 
 def test_empty_recording_is_a_valid_trace(tmp_path):
+    """A recording that saw no event leaves no file (issue 17: a run that fails before its first event
+    leaves no empty file behind); saved before any event, a header alone is still a valid trace."""
     p = tmp_path / "t.jsonl"
     TraceWriter(p).close()
+    assert not p.exists()
+    w = TraceWriter(None)
+    w.save_to(p)
+    w.close()
     tr = read_trace(p)
     assert tr.events == [] and tr.header["version"] == VERSION
 
