@@ -123,9 +123,10 @@ def test_pause_and_settings_between_passes(noisy_engine):
 
 def test_empty_prompt_is_an_error_event(make_engine, tiny_target):
     with make_engine(tiny_target, n_ctx=64) as e:
-        # the tiny vocabulary adds BOS, so "" still has a token: the run works
+        # issue 17: an empty prompt is a failed run (exit 1), also where the tokenizer would add a BOS token
         events = list(e.run("", RunControl(Settings(draft_max=0)), 3))
-        assert check_end(events).reason == "n_predict"
+        end = check_end(events)
+        assert end.reason == "error" and "empty" in end.error
 
 
 def test_measure_verify_ms(noisy_engine):
