@@ -24,6 +24,8 @@ from spectui.tui.run.live_screen import P_MIN_STEPS, next_p_min
 from spectui.tui.run.status_line import StatusLine
 from spectui.views.view import InspectCursor
 
+pytestmark = pytest.mark.slow  # the inspector driven through the real app, key by key, on the engine
+
 PROMPT = "the cat sat on the mat and"
 
 
