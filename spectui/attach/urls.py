@@ -13,7 +13,7 @@ from typing import Iterable
 
 from ..contract.errors import SpectuiError
 
-_HOST_CHARS = re.compile(r"^[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+$")
+_HOST_NAME = re.compile(r"^[A-Za-z0-9._-]+$")  # a DNS name or an IPv4 address (IPv6 goes in brackets)
 
 
 def check_url(text: str) -> str:
@@ -35,12 +35,15 @@ def check_url(text: str) -> str:
     if not host:
         raise SpectuiError(f"attach: {raw!r} has no host (expected {scheme}://HOST[:PORT])")
     netloc_host = parts.netloc.rsplit("@", 1)[-1]
-    if not _HOST_CHARS.match(netloc_host):
+    bracketed = netloc_host.startswith("[")
+    if not bracketed and not _HOST_NAME.match(host):
         raise SpectuiError(f"attach: {raw!r}: {host!r} is not a host name")
     try:
         port = parts.port
     except ValueError:
         tail = netloc_host.rsplit(":", 1)[-1] if ":" in netloc_host else ""
+        if tail.isdigit():
+            raise SpectuiError(f"attach: {raw!r}: port {int(tail)} is not between 1 and 65535") from None
         raise SpectuiError(f"attach: {raw!r}: port {tail!r} is not a number between 1 and 65535") from None
     if port is not None and not 1 <= port <= 65535:
         raise SpectuiError(f"attach: {raw!r}: port {port} is not between 1 and 65535")

@@ -24,7 +24,7 @@ from .export import CSV_FIELDS, to_csv, to_json
 from .plan import Plan, make_plan, parse_ks, parse_temps
 from .render import render_chart, render_table
 from .report import report_lines, sweep_prediction
-from .runner import SweepInterrupted, measure_missing_verify, run_sweep, trace_name
+from .runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
 
 
 @click.command("sweep", context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,6 +51,9 @@ def sweep_cmd(**kwargs):
     """Run every draft length x temperature (plus the target alone) and report when speculation pays."""
     try:
         code = sweep_main(ModelOptions.pop_from(kwargs), **kwargs)
+    except SweepRunFailed as exc:  # the run failed: 1 (spectui.contract.exitcodes), not bad input
+        click.echo(f"spectui: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     except SpectuiError as exc:
         fail(str(exc))
     except KeyboardInterrupt:

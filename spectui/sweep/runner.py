@@ -15,6 +15,12 @@ from .aggregate import SweepRun
 from .plan import BASELINE, Plan
 
 
+class SweepRunFailed(SpectuiError):
+    """A run of the sweep failed (the engine's RunEnded.error): the run failed, exit status 1, not bad input."""
+
+    exit_code = 1
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """A run was stopped (Ctrl+C, SIGTERM, SIGHUP): ``runs`` are the ones completed before it."""
 
@@ -69,7 +75,7 @@ def run_sweep(
                 writer.close()
         end = next((e for e in reversed(events) if isinstance(e, RunEnded)), None)
         if end is not None and end.error:
-            raise SpectuiError(f"sweep run {p.label}, temp {p.temperature:g} failed: {end.error}")
+            raise SweepRunFailed(f"sweep run {p.label}, temp {p.temperature:g} failed: {end.error}")
         if end is not None and end.reason == "stopped":
             raise SweepInterrupted(runs)
         runs.append(SweepRun(p.temperature, p.k, p.drafter, p.repeat, compute(events), trace_path))

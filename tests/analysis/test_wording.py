@@ -220,3 +220,45 @@ def test_demo_act_two_says_pays_only_when_it_did(alone, lookup):
         assert ratio > 1 + TIE
     if "did not pay" in text:
         assert ratio < 1 - TIE
+
+
+# ------------------------------------------------------------------ the probe's verdict
+
+
+@st.composite
+def probe_results(draw):
+    from spectui.analysis.probe import ModelFacts, ProbeResult
+
+    n = draw(st.integers(2, 16))
+    decode = draw(st.floats(1.0, 200.0))
+    ratios = [1.0] + [draw(st.floats(0.5, 3.0 * b)) for b in range(2, n + 1)]
+    has_draft = draw(st.booleans())
+    return ProbeResult(target=ModelFacts("t.gguf", size_bytes=10**9),
+                       draft=ModelFacts("d.gguf", size_bytes=10**8) if has_draft else None, threads=2, machine={},
+                       decode_ms=decode, verify_ms_by_batch=tuple(decode * r for r in ratios),
+                       draft_decode_ms=decode * draw(st.floats(0.0, 1.5)) if has_draft else 0.0)
+
+
+@SETTINGS
+@given(probe_results())
+def test_probe_verdict_claims_match_its_figures(r):
+    from spectui.analysis.draft_policy import PLAUSIBLE_RATE
+    from spectui.analysis.probe import FLAT_MARGINAL, analyse
+
+    v = analyse(r)
+    s = v.sentence
+    m = re.search(r"a pass at k = (\d+) must yield ([\d.]+) tokens to break even(, more than the| of the) (\d+)", s)
+    assert m, s
+    need, can = float(m.group(2)), int(m.group(4))
+    if m.group(3).startswith(", more"):
+        assert need > can - 0.005
+    else:
+        assert need <= can + 0.005
+    m = re.search(r"pays here once more than (\d+)% of drafts are accepted \(every draft accepted: ([\d.]+)x", s)
+    if m:
+        assert float(m.group(2)) >= 1.0 and v.min_acceptance is not None and v.min_acceptance <= PLAUSIBLE_RATE
+    if "cannot pay here" in s:
+        assert v.min_acceptance is None or v.min_acceptance > PLAUSIBLE_RATE
+    m = re.search(r"costs only ([\d.]+) of a decode \(the flat line\)", s)
+    if m:
+        assert float(m.group(1)) <= FLAT_MARGINAL + 0.005

@@ -422,3 +422,24 @@ def test_tui_ctrl_c_key_is_130_and_q_is_0(pane_factory, trace):
     pane2.wait_for("REPLAY of")
     pane2.send("q")
     assert pane2.exit_status() == OK
+
+
+def test_sweep_1_a_run_that_fails(make_engine, tiny_target, tiny_draft_noisy):
+    """A sweep run whose engine fails mid-run (the real engine; its per-pass hook raises as a failing
+    llama_decode would) is SweepRunFailed: exit status 1, the run failed, not bad input."""
+    from spectui.sweep.plan import make_plan
+    from spectui.sweep.runner import SweepRunFailed, run_sweep
+
+    engine = make_engine(tiny_target, tiny_draft_noisy)
+
+    def hook(info):
+        if info["index"] == 2:
+            raise RuntimeError("llama_decode returned -1")
+
+    engine.debug_hook = hook
+    try:
+        with pytest.raises(SweepRunFailed, match="failed: RuntimeError: llama_decode returned -1") as info:
+            run_sweep(engine, "the cat", make_plan([2], [0.0], 1, "model"), 16, 0)
+    finally:
+        engine.debug_hook = None
+    assert info.value.exit_code == FAILED
