@@ -158,6 +158,45 @@ def probe_at_load(engine, quiet: bool = False) -> None:
         say(res.warning())
 
 
+class ChatEngine:
+    """An engine whose runs take the user's text and run it on the target's chat template (one user turn,
+    the system message only with --system), as llama-cli does in conversation mode; the template's label is
+    recorded in RunStarted. Everything else is the wrapped engine's."""
+
+    def __init__(self, engine, template, system: str | None = None) -> None:
+        self.engine = engine
+        self.template = template
+        self.system = system
+
+    def prompt_text(self, text: str) -> str:
+        from .engine.chat import chat_messages
+
+        return self.template.render(chat_messages([text], system=self.system))
+
+    def run(self, prompt, control=None, n_predict: int = 128):
+        return self.engine.run(self.prompt_text(prompt), control, n_predict, self.template.label)
+
+    def __getattr__(self, name: str):
+        if name == "engine":
+            raise AttributeError(name)
+        return getattr(self.engine, name)
+
+
+def chat_engine(engine, chat: bool | None, system: str | None = None):
+    """``engine`` wrapped in a ChatEngine when the chat template applies: --chat (an error when the target has
+    no template), or by default when the target has one (llama-cli's default); ``engine`` itself otherwise."""
+    if chat is False:
+        return engine
+    tpl = engine.call(lambda: engine.engine.chat_template) if hasattr(engine, "call") else engine.chat_template
+    if tpl is None:
+        if chat:
+            raise SpectuiError("--chat: the target model has no chat template (tokenizer.chat_template)")
+        if system is not None:
+            raise SpectuiError("--system: the target model has no chat template (tokenizer.chat_template)")
+        return engine
+    return ChatEngine(engine, tpl, system)
+
+
 class _Signals:
     """Turn SIGINT/SIGTERM/SIGHUP into a clean stop of the engine (headless mode)."""
 
@@ -185,7 +224,7 @@ class _Signals:
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, **model_kwargs,
+    inspect_top=5, chat=None, system=None, **model_kwargs,
 ) -> int:
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:
@@ -204,6 +243,8 @@ def run_main(
         from .tui.themes import check_theme  # fail before loading models
 
         check_theme(theme)
+    if system is not None and chat is False:
+        raise SpectuiError("--system needs the chat template (drop --no-chat)")
     recorder = None
     if record:
         from .trace import TraceWriter
@@ -212,6 +253,7 @@ def run_main(
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
     try:
+        runner = chat_engine(engine, chat, system)
         # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
         if not no_probe and (settings.auto == "cost" or not headless):
             probe_at_load(engine, quiet=as_json)
@@ -221,7 +263,7 @@ def run_main(
             with _Signals(control):
                 try:
                     consume(
-                        engine.run(text, control, n_predict),
+                        runner.run(text, control, n_predict),
                         sys.stdout,
                         as_json=as_json,
                         sink=recorder.write if recorder else None,
@@ -235,7 +277,7 @@ def run_main(
             return 0
         from .tui.app import run_live
 
-        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder) or 0
+        return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder) or 0
     finally:
         if recorder is not None:
             recorder.close()

@@ -22,6 +22,8 @@ CORE = [
     # its headless face; the command (attach.cli) imports the TUI face only when it opens it
     "spectui.attach.metrics", "spectui.attach.window", "spectui.attach.scraper", "spectui.attach.request",
     "spectui.attach.text", "spectui.attach.cli", "spectui.tui.attach_state",
+    # bench: a face without Textual (rich only), its chat templating and the lossless rule it shares with the tests
+    "spectui.engine.chat", "spectui.lossless", "spectui.bench.cli", "spectui.bench.server",
 ]
 
 

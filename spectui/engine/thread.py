@@ -57,7 +57,8 @@ class EngineThread:
         self._jobs.put((fn, fut))
         return fut.result()
 
-    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128) -> Iterator[Event]:
+    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
+            chat_template: str = "") -> Iterator[Event]:
         """Same contract as ``Engine.run``; the passes execute on the engine thread.
 
         Runs are serialised: a new run starts when the previous one has ended (stop it with its
@@ -68,7 +69,7 @@ class EngineThread:
 
         def produce() -> None:
             try:
-                for ev in self.engine.run(prompt, control, n_predict):
+                for ev in self.engine.run(prompt, control, n_predict, chat_template):
                     out.put(ev)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 out.put(exc)
