@@ -69,7 +69,7 @@ def test_live_run_chat_default_and_no_chat(tmp_path, tiny_chat_target, tiny_targ
     start = json.loads(r.stdout)["start"]
     assert start["chat_template"].startswith("tokenizer.chat_template sha256:")
     assert start["prompt"] == "the user: the hash map\nthe answer:"
-    assert next(iter(iter_trace(str(on)))).chat_template == start["chat_template"]
+    assert next(iter_trace(str(on))[1]).chat_template == start["chat_template"]
 
     r = run_cli("-m", tiny_chat_target, "--drafter", "ngram", "--headless", "--json", "-n", "6", "-t", "1",
                 "-p", "the hash map", "--no-chat")

@@ -18,7 +18,8 @@ from spectui.bench.report import category_lines
 def summary(setting: Setting, tps: float, base_tps: float, pass_ms: float, tpp: float, acc: float) -> Summary:
     sp = tps / base_tps if base_tps and not setting.is_baseline else 1.0
     return Summary(
-        category="code", setting=setting, runs=2, prompts=2, mean_accepted_tokens=0.0 if setting.is_baseline else 1 + tpp,
+        category="code", setting=setting, runs=2, prompts=2,
+        mean_accepted_tokens=0.0 if setting.is_baseline else 1 + tpp,
         acceptance_rate=acc, acceptance_by_position=(acc,), n_drafted=10, n_accepted=int(10 * acc), passes_drafted=5,
         tokens_per_second=tps, baseline_tokens_per_second=base_tps, speedup=sp,
         speedup_range=Range(sp * 0.9, sp, sp * 1.1, 2) if not setting.is_baseline else Range(),

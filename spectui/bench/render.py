@@ -10,13 +10,13 @@ from rich.text import Text
 from .aggregate import OVERALL, Summary
 
 TABLE_COLUMNS = (
-    "category", "setting", "temp", "prompts", "mean acc. tokens", "accept", "accept by position",
-    "base t/s", "spec t/s", "speedup", "min / med / max", "TTFT ms", "equal", "!",
+    "category", "setting", "temp", "prompts", "mean acc.\ntokens", "accept", "by\nposition %",
+    "base\nt/s", "t/s", "speedup", "min / med / max\nspeedup", "TTFT\nms", "equal", "!",
 )
 
 
 def _pos(s: Summary, n: int = 4) -> str:
-    return " ".join(f"{100 * a:.0f}" for a in s.acceptance_by_position[:n]) + ("%" if s.acceptance_by_position else "")
+    return " ".join(f"{100 * a:.0f}" for a in s.acceptance_by_position[:n])
 
 
 def table_rows(summaries: Sequence[Summary], has_baseline: bool = True) -> list[list[str]]:
@@ -32,9 +32,9 @@ def table_rows(summaries: Sequence[Summary], has_baseline: bool = True) -> list[
         eq = f"{s.equal}/{s.compared}" if s.compared else ""
         flags = []
         if s.contended:
-            flags.append(f"{s.contended} contended")
+            flags.append(f"{s.contended} cont.")
         if s.skipped:
-            flags.append(f"{s.skipped} skipped")
+            flags.append(f"{s.skipped} skip")
         rows.append([
             s.category, s.setting.label, f"{s.setting.temperature:g}", str(s.prompts),
             "" if base else f"{s.mean_accepted_tokens:.2f}", "" if base else f"{s.acceptance_rate:.0%}",

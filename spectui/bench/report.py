@@ -122,8 +122,8 @@ def report_lines(summaries: Sequence[Summary], *, has_baseline: bool = True, sta
         lines.append(line)
     contended = sum(s.contended for s in summaries if s.category == OVERALL)
     if contended:
-        lines.append(f"Contention: {contended} runs were slowed by other processes on their cores (marked ! in "
-                     f"the table); their tokens/s understate this machine.")
+        lines.append(f"Contention: {contended} runs ran while other processes took their cores (\"cont.\" in the "
+                     f"! column); their tokens/s understate this machine.")
     if skipped:
         lines.append("Skipped: " + "; ".join(f"{who} ({why})" for who, why in skipped) + ".")
     if repeats == 1:
