@@ -40,7 +40,8 @@ def main() -> int:
     ap.add_argument("-p", "--prompt", default=PROMPT)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--k-max", type=int, default=8)
-    ap.add_argument("--source-k", type=int, default=None, help="run whose statistics feed the prediction (default: k-max)")
+    ap.add_argument("--source-k", type=int, default=None,
+                    help="run whose statistics feed the prediction (default: k-max)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--save", default=None, help="keep traces and verify times here")
     ap.add_argument("--from", dest="from_dir", default=None, help="recompute from a --save directory")
@@ -56,16 +57,18 @@ def main() -> int:
         return report(*load(args.from_dir), args)
     for path in (args.target, args.draft):
         if not os.path.exists(path):
-            print(f"bench_costmodel: model not found: {path} (../shared/models/fetch-qwen-coder-pair.sh)", file=sys.stderr)
+            print(f"bench_costmodel: model not found: {path} (../shared/models/fetch-qwen-coder-pair.sh)",
+                  file=sys.stderr)
             return 2
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
-    from spectui.events import Settings
-    from spectui.stats import compute
+    from spectui.contract.events import Settings
+    from spectui.analysis.stats import compute
 
     t_start = time.time()
-    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     try:
         # verify time per batch size, measured on demand (a warm-up run first so caches are hot)
         list(engine.run(args.prompt, RunControl(Settings(draft_max=0, drafter="none")), 8))
@@ -88,7 +91,7 @@ def main() -> int:
 def save(path, verify, events_by_k, args):
     import json
 
-    from spectui.trace import write_trace
+    from spectui.recording.trace import write_trace
 
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "meta.json"), "w") as fh:
@@ -103,8 +106,8 @@ def save(path, verify, events_by_k, args):
 def load(path):
     import json
 
-    from spectui.stats import compute
-    from spectui.trace import read_trace
+    from spectui.analysis.stats import compute
+    from spectui.recording.trace import read_trace
 
     with open(os.path.join(path, "verify.json")) as fh:
         verify = {int(k): v for k, v in json.load(fh).items()}
@@ -117,7 +120,7 @@ def load(path):
 
 
 def report(verify, snaps, args) -> int:
-    from spectui.costmodel import predict
+    from spectui.analysis.costmodel import predict
 
     src_k = args.source_k if args.source_k is not None else max(snaps)
     args.k_max = max(snaps)
@@ -150,7 +153,7 @@ def report(verify, snaps, args) -> int:
     # own measured times (verify ms at k, draft ms/token, other ms/pass, k = 0 decode from the k = 0 run)
     # and the source run's acceptance; load-independent, so it separates the acceptance model's error
     # from the error of carrying times measured at one moment of a shared machine to another
-    from spectui.costmodel import conditional_rates, predict_from
+    from spectui.analysis.costmodel import conditional_rates, predict_from
 
     rates, weights = conditional_rates([(p.drafted, p.accepted) for p in snaps[src_k].acceptance_by_position])
     worst = 0.0
@@ -192,7 +195,8 @@ def report(verify, snaps, args) -> int:
           f"({'within' if ok_all else 'NOT within'} the 10% target)")
     print(f"with each run's own times (acceptance model alone): worst {max(own_worst):.1%}")
     if line_err:
-        print(f"from the k=2 run alone: straight line worst {max(line_err):.1%}, mean {sum(line_err) / len(line_err):.1%};"
+        print(f"from the k=2 run alone: straight line worst {max(line_err):.1%}, "
+              f"mean {sum(line_err) / len(line_err):.1%};"
               f" the probe's curve worst {max(curve_err):.1%}, mean {sum(curve_err) / len(curve_err):.1%}")
     best_meas = max(snaps, key=lambda k: snaps[k].tokens_per_second)
     print(f"best k measured: {best_meas}; best k predicted: {pred.best_k}")

@@ -13,9 +13,9 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .control import DRAFT_MAX_LIMIT, RunControl
-from .errors import SpectuiError
-from .events import Settings
+from .contract.control import DRAFT_MAX_LIMIT, RunControl
+from .contract.errors import SpectuiError
+from .contract.events import MachineProbe, Settings
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
@@ -72,7 +72,7 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
 @dataclass(frozen=True)
 class ModelOptions:
     """Where the models come from (paths or Hugging Face repos) and where they run: the options of
-    ``cli.model_options``, shared by the live run and the sweep."""
+    ``options.model_options``, shared by the live run and the sweep."""
 
     target: str | None = None
     draft: str | None = None
@@ -102,7 +102,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
     Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
     from .engine.models import check_gguf_file
-    from .hub import resolve_models
+    from .engine.hub import resolve_models
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
     if not target:
@@ -121,12 +121,13 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
 
     def build():
+        from .analysis.draft_policy import PolicyByMode
         from .engine.loop import Engine
 
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top,
+            inspect_top=inspect_top, draft_policy=PolicyByMode,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
@@ -136,11 +137,12 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     return build()
 
 
-def probe_at_load(engine, quiet: bool = False) -> None:
+def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
     """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
-    model and machine, so only the first run of a pair pays ~10 s) and make it known to the cost model,
-    auto k and the faces. Runs on the engine's own thread when it has one."""
-    from .probe import cached_or_measure
+    model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
+    (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
+    has one."""
+    from .analysis.probe import cached_or_measure
 
     def say(msg: str) -> None:
         print(f"spectui: {msg}", file=sys.stderr)
@@ -156,6 +158,7 @@ def probe_at_load(engine, quiet: bool = False) -> None:
     res = engine.call(measure) if hasattr(engine, "call") else measure()
     if not res.quiet and not quiet:
         say(res.warning())
+    return res.machine_probe()
 
 
 class ChatEngine:
@@ -173,8 +176,8 @@ class ChatEngine:
 
         return self.template.render(chat_messages([text], system=self.system))
 
-    def run(self, prompt, control=None, n_predict: int = 128):
-        return self.engine.run(self.prompt_text(prompt), control, n_predict, self.template.label)
+    def run(self, prompt, control=None, n_predict: int = 128, probe=None):
+        return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label)
 
     def __getattr__(self, name: str):
         if name == "engine":
@@ -240,14 +243,14 @@ def run_main(
     if as_json and not headless:
         raise SpectuiError("--json needs --headless")
     if not headless and theme is not None:
-        from .tui.themes import check_theme  # fail before loading models
+        from .tui.shared.themes import check_theme  # fail before loading models
 
         check_theme(theme)
     if system is not None and chat is False:
         raise SpectuiError("--system needs the chat template (drop --no-chat)")
     recorder = None
     if record:
-        from .trace import TraceWriter
+        from .recording.trace import TraceWriter
 
         recorder = TraceWriter(record)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
@@ -255,15 +258,16 @@ def run_main(
     try:
         runner = chat_engine(engine, chat, system)
         # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
+        machine = None
         if not no_probe and (settings.auto == "cost" or not headless):
-            probe_at_load(engine, quiet=as_json)
+            machine = probe_at_load(engine, quiet=as_json)
         if headless:
             from .headless import consume
 
             with _Signals(control):
                 try:
                     consume(
-                        runner.run(text, control, n_predict),
+                        runner.run(text, control, n_predict, probe=machine),
                         sys.stdout,
                         as_json=as_json,
                         sink=recorder.write if recorder else None,
@@ -275,9 +279,9 @@ def run_main(
                     except OSError:
                         pass
             return 0
-        from .tui.app import run_live
+        from .tui.run.app import run_live
 
-        return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder) or 0
+        return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine) or 0
     finally:
         if recorder is not None:
             recorder.close()

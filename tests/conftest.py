@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tinymodels  # noqa: E402
 
+pytest_plugins = ["tmux_pane"]  # its pane_factory fixture, for every test file
+
 TARGET_SEED = 0
 NOISY_DRAFT_NOISE = 0.1
 
@@ -77,12 +79,14 @@ def _silent(message: str) -> None:
 
 @pytest.fixture(scope="module")
 def make_engine():
+    from spectui.analysis.draft_policy import PolicyByMode  # noqa: PLC0415
     from spectui.engine import Engine  # noqa: PLC0415 - loads llama.cpp: only for tests that need an engine
 
     made = []
 
     def make(target, draft=None, *, n_ctx: int = 512, threads: int | None = 1,
              warn: Callable[[str], None] = _silent, **kw) -> Engine:
+        kw.setdefault("draft_policy", PolicyByMode)  # --draft-max auto / schedule, as spectui.run builds it
         engine = Engine(str(target), str(draft) if draft else None, n_ctx=n_ctx, threads=threads, warn=warn, **kw)
         made.append(engine)
         return engine

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectui.control import RunControl
-from spectui.events import PassEvent, Settings
-from spectui.lossless import LOSSLESS_MARGIN, first_near_tie
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, Settings
+from spectui.analysis.lossless import LOSSLESS_MARGIN, first_near_tie
 
 PROMPT = "the hash map handles collisions"
 N = 80

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from spectui import event_json
-from spectui.control import RunControl
+from spectui.contract import event_json
+from spectui.contract.control import RunControl
 from spectui.engine.chat import ChatTemplate, chat_messages
-from spectui.events import PassEvent, RunStarted, Settings
-from spectui.trace import iter_trace
+from spectui.contract.events import PassEvent, RunStarted, Settings
+from spectui.recording.trace import iter_trace
 
 
 def ids(events):
@@ -41,7 +41,7 @@ def test_template_read_and_rendered(make_engine, tiny_chat_target, tiny_target):
 def test_run_records_the_template_and_counts_templated_tokens(make_engine, tiny_chat_target):
     eng = make_engine(tiny_chat_target)
     text, label = eng.chat_prompt(chat_messages(["the hash map handles collisions"]))
-    evs = list(eng.run(text, RunControl(Settings(draft_max=0, drafter="none")), 12, label))
+    evs = list(eng.run(text, RunControl(Settings(draft_max=0, drafter="none")), 12, chat_template=label))
     start = evs[0]
     assert isinstance(start, RunStarted) and start.chat_template == label and start.prompt == text
     assert start.prompt_tokens == len(eng.tokenize(text))

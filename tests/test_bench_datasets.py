@@ -16,7 +16,7 @@ from spectui.bench.datasets import (
     parse_categories,
     select,
 )
-from spectui.errors import SpectuiError
+from spectui.contract.errors import SpectuiError
 
 SPEC_BENCH = [
     {"question_id": 81, "category": "writing", "turns": ["Write a haiku about rain.", "Now one about snow."]},

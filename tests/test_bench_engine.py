@@ -20,11 +20,11 @@ from greedy_checks import reference
 from spectui.bench.aggregate import OVERALL
 from spectui.bench.plan import BASELINE, Setting, make_jobs, make_settings, parse_drafters
 from spectui.bench.report import break_even_acceptance
-from spectui.control import RunControl
-from spectui.costmodel import leviathan
-from spectui.errors import SpectuiError
-from spectui.events import Settings
-from spectui.lossless import check, first_near_tie, margins_of
+from spectui.contract.control import RunControl
+from spectui.analysis.costmodel import leviathan
+from spectui.contract.errors import SpectuiError
+from spectui.contract.events import Settings
+from spectui.analysis.lossless import check, first_near_tie, margins_of
 
 PROMPTS = [
     {"question_id": 1, "category": "lookup", "turns": ["the hash map key value table bucket chain the hash map key",
@@ -152,7 +152,7 @@ def test_multi_turn_follows_the_models_own_answer(tmp_path, tiny_chat_target):
     assert r.returncode == 0, r.stderr
     runs = json.loads((tmp_path / "b.json").read_text())["runs"]
     assert sorted((x["drafter"], x["turn"]) for x in runs) == [("ngram", 1), ("ngram", 2), ("none", 1), ("none", 2)]
-    from spectui.trace import iter_trace
+    from spectui.recording.trace import iter_trace
 
     for x in runs:
         if x["turn"] != 2:

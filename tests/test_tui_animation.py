@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from spectui.animation import (
+from spectui.views.animation import (
     FAST_GAP_S,
     PENDING,
     PENDING_S,
@@ -21,11 +21,12 @@ from spectui.animation import (
     phase_at,
     phase_steps,
 )
-from spectui.events import ModelInfo
-from spectui.tui.sample import sample_events
-from spectui.tui.state import ScreenState
-from spectui.tui.status_line import status_text
-from spectui.tui.view import ScreenView, models_where, prediction_for, where
+from spectui.contract.events import ModelInfo
+from spectui.views.sample import sample_events
+from spectui.views.state import ScreenState
+from spectui.tui.run.status_line import status_text
+from spectui.views.placement import models_where, where
+from spectui.views.view import ScreenView, prediction_for
 
 
 def test_phase_at_walks_pending_verdict_settled():
@@ -71,10 +72,12 @@ def test_pass_clock_asks_for_frames_only_while_a_pass_animates():
 def test_where_each_model_runs():
     assert where(None) == "" and where(ModelInfo(path="x")) == ""  # older traces did not record it
     assert where(ModelInfo(path="x", backend="CPU", n_layer=28)) == "CPU"
-    gpu = ModelInfo(path="x", backend="CUDA", device="NVIDIA H200", n_layer=28, n_gpu_layers=28)
+    # a 27-layer model wholly offloaded: llama.cpp offloads 28 units (the layers and the output layer) and
+    # the engine records that count in n_gpu_layers (see spectui/views/placement.py)
+    gpu = ModelInfo(path="x", backend="CUDA", device="NVIDIA H200", n_layer=27, n_gpu_layers=28)
     assert where(gpu) == "CUDA 28/28 layers" and where(gpu, short=True) == "CUDA 28/28"
     start = sample_events()[0]
-    both = dataclasses.replace(start, target=gpu, draft=dataclasses.replace(gpu, n_layer=24, n_gpu_layers=24))
+    both = dataclasses.replace(start, target=gpu, draft=dataclasses.replace(gpu, n_layer=23, n_gpu_layers=24))
     assert models_where(both) == "target CUDA 28/28 layers · draft CUDA 24/24 layers"
     assert models_where(both, short=True) == "CUDA 28/28 + CUDA 24/24"
     assert models_where(dataclasses.replace(both, draft=None)) == "target CUDA 28/28 layers"
@@ -105,7 +108,7 @@ def test_prediction_is_computed_once_per_view_from_the_snapshot():
 
 
 def test_animation_view_and_state_do_not_import_textual():
-    code = ("import sys, spectui.animation, spectui.tui.view, spectui.tui.state; "
+    code = ("import sys, spectui.views.animation, spectui.views.view, spectui.views.state; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -23,8 +23,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..lossless import GreedyCheck, check
-from ..stats import StatsSnapshot
+from ..analysis.lossless import GreedyCheck, check
+from ..analysis.stats import StatsSnapshot
 from .datasets import Prompt
 from .plan import Setting
 

@@ -20,8 +20,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..cli import fail, model_options
-from ..errors import SpectuiError
+from ..contract.errors import SpectuiError, fail
+from ..options import model_options
 from ..run import ModelOptions, load_engine
 from .aggregate import OVERALL, aggregate
 from .datasets import BUILTIN, load_prompts, parse_categories, select
@@ -216,7 +216,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         jobs = make_jobs(len(ps.prompts), settings, repeat)
 
         def open_trace(name: str, extra: dict):
-            from ..trace import TraceWriter  # noqa: PLC0415
+            from ..recording.trace import TraceWriter  # noqa: PLC0415
 
             return TraceWriter(output_path(rec / name, inputs), extra)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import SpectuiError
+from ..contract.errors import SpectuiError
 
 BUILTIN = "builtin"
 BUILTIN_PATH = Path(__file__).resolve().parent.parent / "data" / "bench-prompts.jsonl"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import SpectuiError
+from ..contract.errors import SpectuiError
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_ks, parse_temps
 
 DRAFTER_CHOICES = ("model", "ngram")

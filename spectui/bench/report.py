@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..costmodel import leviathan
+from ..analysis.costmodel import leviathan
 from .aggregate import OVERALL, Summary
 from .plan import TARGET_ONLY
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..control import RunControl
+from ..contract.control import RunControl
 from ..engine.chat import chat_messages
-from ..events import STOP_ERROR, STOP_USER, PassEvent, RunEnded, Settings
-from ..lossless import margins_of
-from ..stats import compute
+from ..contract.events import STOP_ERROR, STOP_USER, PassEvent, RunEnded, Settings
+from ..analysis.lossless import margins_of
+from ..analysis.stats import compute
 from .aggregate import BenchRow
 from .datasets import Prompt
 from .plan import Job, Setting
@@ -149,7 +149,7 @@ def run_bench(
                 settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=seed)
                 events = []
                 try:
-                    for ev in engine.run(text, RunControl(settings), n_predict, chat_label):
+                    for ev in engine.run(text, RunControl(settings), n_predict, chat_template=chat_label):
                         events.append(ev)
                         if writer is not None:
                             writer.write(ev)

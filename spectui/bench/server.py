@@ -39,11 +39,19 @@ from typing import Iterator, Sequence
 from ..attach.metrics import parse as parse_metrics
 from ..attach.request import _sse_data, openai_model
 from ..attach.scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
-from ..attach.window import OK, engine_window, sum_windows
+from ..analysis.attach_stats import OK, engine_window, sum_windows
 from ..engine.chat import chat_messages
-from ..errors import SpectuiError
-from ..events import KIND_LLAMA_SERVER, REQ_ERROR, REQ_LENGTH, REQ_STOP, RequestChunk, RequestEnded, RequestStarted
-from ..stats import PositionStat, StatsSnapshot
+from ..contract.errors import SpectuiError
+from ..contract.events import (
+    KIND_LLAMA_SERVER,
+    REQ_ERROR,
+    REQ_LENGTH,
+    REQ_STOP,
+    RequestChunk,
+    RequestEnded,
+    RequestStarted,
+)
+from ..analysis.stats import PositionStat, StatsSnapshot
 from .aggregate import BenchRow
 from .datasets import PromptSet
 from .plan import BASELINE, Setting, make_jobs, parse_temps

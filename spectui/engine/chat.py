@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import SpectuiError
+from ..contract.errors import SpectuiError
 
 TEMPLATE_KEY = "tokenizer.chat_template"
 

@@ -23,16 +23,15 @@ import statistics
 import sys
 import time
 import uuid
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import psutil
 
-from ..autok import make_policy
-from ..control import DRAFT_MAX_LIMIT, RunControl
-from ..cpu import OthersCpu, default_threads
-from ..errors import SpectuiError
-from ..events import (
+from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from .cpu import OthersCpu, default_threads
+from ..contract.errors import SpectuiError
+from ..contract.events import (
     ACCEPTED,
     BONUS,
     CORRECTION,
@@ -53,6 +52,7 @@ from ..events import (
     SettingsChanged,
     Candidate,
     Inspection,
+    MachineProbe,
     TargetToken,
     Timing,
     Token,
@@ -62,6 +62,15 @@ from .chat import chat_template_of
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
+
+class DraftPolicy(Protocol):
+    """What the loop asks of a draft-length policy (``spectui.analysis.draft_policy.PolicyByMode``): it sees
+    every event of the run and, when ``settings.auto`` is set, chooses the next pass's k."""
+
+    def observe(self, event: Event) -> None: ...
+
+    def choose(self, settings: Settings) -> int: ...
+
 
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
 INSPECT_TOP_LIMIT = 50
@@ -138,8 +147,10 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
+        draft_policy: Callable[[], "DraftPolicy"] | None = None,
     ) -> None:
         self.warn = warn or _stderr
+        self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = None
         self.draft = None
         self._closed = False
@@ -297,14 +308,15 @@ class Engine:
 
     # ------------------------------------------------------------ the run
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            chat_template: str = "") -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "") -> Iterator[Event]:
         """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
+        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
         ``chat_template``: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
         in RunStarted; "" for a raw prompt."""
         if self.target is None:
             raise SpectuiError("the engine is closed")
         self._gen += 1
-        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), str(chat_template or ""))
+        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe, str(chat_template or ""))
 
     @property
     def chat_template(self):
@@ -332,8 +344,10 @@ class Engine:
             d = self._drafters["ngram"]
         return d
 
-    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int, chat: str = "") -> Iterator[Event]:
-        st = _RunState()
+    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int,
+             probe: MachineProbe | None = None, chat: str = "") -> Iterator[Event]:
+        st = _RunState(self.draft_policy() if self.draft_policy else None)
+        st.probe = probe
         t0 = time.perf_counter()
         self._in_run = True
         try:
@@ -371,7 +385,7 @@ class Engine:
             raise SpectuiError("the prompt must be text")
         prompt_tokens = self.target.tokenize(prompt)
         settings = control.settings
-        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, chat)
+        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe, chat)
         yield st.started
         st.reason, st.error = self._why_not_start(prompt_tokens, control, n_predict)
         if st.reason:
@@ -394,7 +408,7 @@ class Engine:
             d.keep_rows = self.debug_hook is not None
 
     def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings,
-                     chat: str = "") -> RunStarted:
+                     probe: MachineProbe | None = None, chat: str = "") -> RunStarted:
         """The first event, with single-token decode times of both models measured at position 0."""
         calib_tok = prompt_tokens[0] if prompt_tokens else 0
         target_ms = self._single_decode_ms(self.target, calib_tok, 0)
@@ -413,6 +427,7 @@ class Engine:
             target_decode_ms=target_ms,
             draft_decode_ms=draft_ms,
             inspect_top=self.inspect_top,
+            probe=probe,
             chat_template=chat,
         )
 
@@ -514,12 +529,9 @@ class Engine:
         context is full."""
         k_want = s.draft_max
         if s.auto:
-            if s.auto != st.policy_mode:
-                st.policy_mode = s.auto
-                st.policy = st.make_policy(s.auto)
+            if st.policy is None:
+                raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             k_want = int(st.policy.choose(s))
-        else:
-            st.policy_mode = st.policy = None
         k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
         room = self.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
         if room < 1:
@@ -722,7 +734,7 @@ class _Generation:
 class _RunState:
     """Counters, stop reason and the auto-k policy of one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: "DraftPolicy | None" = None) -> None:
         self.reason = ""
         self.error = ""
         self.n_passes = 0
@@ -730,20 +742,10 @@ class _RunState:
         self.n_drafted = 0
         self.n_accepted = 0
         self.started: RunStarted | None = None
-        self.policy = None
-        self.policy_mode: str | None = None
-        self._history: list[Event] = []
-
-    def make_policy(self, mode: str):
-        """A fresh policy for ``mode`` that has seen the run so far (a policy created mid-run)."""
-        policy = make_policy(mode)
-        for ev in self._history:
-            policy.observe(ev)
-        return policy
+        self.policy = policy  # observes every event of the run (its memory is its own aggregates)
+        self.probe: MachineProbe | None = None
 
     def observe(self, ev: Event) -> None:
-        if isinstance(ev, PassEvent) or isinstance(ev, RunStarted):
-            self._history.append(ev)
         if self.policy is not None:
             self.policy.observe(ev)
 
