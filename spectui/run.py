@@ -164,7 +164,7 @@ def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
 class ChatEngine:
     """An engine whose runs take the user's text and run it on the target's chat template (one user turn,
     the system message only with --system), as llama-cli does in conversation mode; the template's label is
-    recorded in RunStarted. Everything else is the wrapped engine's."""
+    recorded in RunStarted. It has ``run`` only: the faces get nothing else of an engine."""
 
     def __init__(self, engine, template, system: str | None = None) -> None:
         self.engine = engine
@@ -178,11 +178,6 @@ class ChatEngine:
 
     def run(self, prompt, control=None, n_predict: int = 128, probe=None):
         return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label)
-
-    def __getattr__(self, name: str):
-        if name == "engine":
-            raise AttributeError(name)
-        return getattr(self.engine, name)
 
 
 def chat_engine(engine, chat: bool | None, system: str | None = None):
