@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..analysis.costmodel import leviathan
+from ..analysis.lossless import LOSSLESS_MARGIN
 from .aggregate import OVERALL, Summary
 from .plan import TARGET_ONLY
 
@@ -46,10 +47,13 @@ def _cost_clause(spec: Summary, base: Summary) -> str:
     if base.pass_ms <= 0 or spec.pass_ms <= 0:
         return ""
     ratio = spec.pass_ms / base.pass_ms
-    k = spec.setting.k
-    a = break_even_acceptance(ratio, k)
+    # a deployment's k is its own: the deepest position its counters report
+    k = spec.setting.k or len(spec.acceptance_by_position)
+    a = break_even_acceptance(ratio, k) if k > 0 else -1.0
     got = spec.tokens_per_pass
-    if a is None:
+    if a == -1.0:
+        need = f"so it needs {ratio:.2f} tokens per step to break even"
+    elif a is None:
         need = (f"so it needs {ratio:.2f} tokens per step, more than the {k + 1} a k={k} step can yield: "
                 f"it cannot break even at this k here")
     elif a == 0.0:
@@ -116,7 +120,7 @@ def report_lines(summaries: Sequence[Summary], *, has_baseline: bool = True, sta
     if compared:
         equal = sum(s.equal for s in overall)
         line = (f"Equal outputs (temp 0): {equal} of {compared} speculative runs equal their baseline's tokens up "
-                f"to its first near tie (top-two logit margin < 1e-3)")
+                f"to its first near tie (top-two logit margin < {LOSSLESS_MARGIN:g})")
         bad = [f"{s.label}: " + "; ".join(s.unequal) for s in overall if s.unequal]
         line += "." if not bad else "; unequal - " + " | ".join(bad) + "."
         lines.append(line)
