@@ -127,3 +127,24 @@ def test_server_that_dies_mid_run(tiny_target, tiny_draft_noisy, tmp_path):
     assert data["status"]["status"].startswith("failed:") and len(data["runs"]) >= 2
     assert data["status"]["jobs_done"] == len(data["runs"])
     assert "Stopped at job" in stdout
+
+
+def test_concurrency_rows_from_the_requests_own_timings(servers, tmp_path):
+    """--concurrency 2: /metrics deltas would mix requests, so each row keeps its own timings (draft_n,
+    draft_n_accepted); their sums equal the server's counters over the bench."""
+    spec, _ = servers
+    prompts = write_prompts(tmp_path / "q.jsonl", PROMPTS)
+    out = tmp_path / "b.json"
+    raw0 = raw_metrics(spec.url)
+    r = bench("--url", spec.url, "--prompts", prompts, "-n", "24", "--concurrency", "2", "--json", out)
+    assert r.returncode == 0, r.stderr
+    time.sleep(0.5)
+    raw1 = raw_metrics(spec.url)
+    data = json.loads(out.read_text())
+    runs = data["runs"]
+    assert len(runs) == 3 and data["status"]["jobs_done"] == 3
+    drafted = raw1["llamacpp:spec_decode_num_draft_tokens_total"] - raw0["llamacpp:spec_decode_num_draft_tokens_total"]
+    accepted = (raw1["llamacpp:spec_decode_num_accepted_tokens_total"]
+                - raw0["llamacpp:spec_decode_num_accepted_tokens_total"])
+    assert sum(x["n_drafted"] for x in runs) == drafted and sum(x["n_accepted"] for x in runs) == accepted
+    assert "--concurrency 2: /metrics deltas mix requests" in r.stdout
