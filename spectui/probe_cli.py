@@ -52,7 +52,7 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
     engine = load_engine(models, quiet=as_json)
     try:
         tty = sys.stderr.isatty() and not as_json
-        res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh, register=False,
+        res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
                                 progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)
     finally:
         engine.close()

@@ -18,7 +18,7 @@ from spectui.replay import replay_headless
 from spectui.analysis.stats import compute
 from spectui.recording.trace import read_trace
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

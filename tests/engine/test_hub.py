@@ -16,7 +16,7 @@ import tinymodels
 from spectui.engine import hub
 from spectui.contract.errors import SpectuiError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 

@@ -169,7 +169,7 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
     out = tmp_path / "t.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", html.url, "--interval", "0.1", "--headless",
                              "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parent.parent)
+                            cwd=Path(__file__).resolve().parents[2])
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 200):
@@ -192,7 +192,7 @@ def test_ctrl_c_during_a_hung_request(silent, tmp_path):
     out = tmp_path / "t.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", silent.url, "-p", "hi", "--interval", "0.2",
                              "--headless", "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=Path(__file__).resolve().parent.parent)
+                            text=True, cwd=Path(__file__).resolve().parents[2])
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not out.exists() or "request_start" not in out.read_text()):

@@ -16,7 +16,7 @@ from spectui.recording.player import mark_replay, paced
 from spectui.replay import replay_headless
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVENTS = list(synthetic_run(40, seed=7))
 
 

@@ -30,7 +30,7 @@ from spectui.recording.trace import (
     write_trace,
 )
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVENTS = list(synthetic_run(60, seed=3))
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = str(Path(__file__).resolve().parent.parent)
+REPO = str(Path(__file__).resolve().parents[2])
 NO_LLAMA = "import sys; sys.modules['llama_cpp'] = None; from spectui.cli import main; main()"
 
 

@@ -17,7 +17,7 @@ from spectui.contract.events import PassEvent, SettingsChanged
 from spectui.recording.player import mark_replay
 from spectui.recording.trace import synthetic_run, write_trace
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVENTS = list(mark_replay(synthetic_run(24, seed=11)))
 
 _SEQ = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|([^\x1b])", re.S)

@@ -294,7 +294,7 @@ def test_probe_module_does_not_import_textual():
     code = ("import sys, spectui.analysis.probe, spectui.analysis.draft_policy, spectui.analysis.costmodel; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "False"
 
 
@@ -303,7 +303,7 @@ def test_python_dash_m_help():
     import sys
 
     out = subprocess.run([sys.executable, "-m", "spectui.probe_cli", "--help"], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parent.parent, check=False)
+                         cwd=Path(__file__).resolve().parents[2], check=False)
     assert out.returncode == 0, out.stderr
     for opt in ("--target", "--draft", "--json", "--max-batch", "--repeats", "--refresh", "-t, --threads"):
         assert opt in out.stdout, opt

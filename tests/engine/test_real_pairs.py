@@ -22,7 +22,7 @@ from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
 from spectui.analysis.stats import compute
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NV = len(tinymodels.default_vocab())  # the tiny models' vocabulary size
 
 
