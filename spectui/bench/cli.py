@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,11 +20,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..contract.errors import SpectuiError, fail
+from ..contract.outputs import TRACE, check_output, csv_report, json_report, text_report
 from ..options import model_options
 from ..run import ModelOptions, load_engine
 from .aggregate import OVERALL, aggregate
 from .datasets import BUILTIN, load_prompts, parse_categories, select
-from .export import to_csv, to_json, to_markdown
+from .export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
 from .plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
 from .render import render_chart, render_table
 from .report import report_lines
@@ -35,40 +35,26 @@ EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
 
 
-def output_path(path: str | os.PathLike, inputs=()) -> Path:
-    """Every file the bench writes goes through here: refuses a path that is one of the bench's inputs (the
-    prompt file, a model: by resolved path and inode) and a directory. (To be switched to the project's
-    output-path helper, spectui/outputs.py, once it is on main.)"""
-    p = Path(path)
-    if p.is_dir():
-        raise SpectuiError(f"cannot write {path}: it is a directory")
-    for inp in inputs:
-        if not inp:
-            continue
-        q = Path(inp)
-        try:
-            same = p.exists() and q.exists() and os.path.samefile(p, q)
-        except OSError:
-            same = False
-        if same or p.resolve() == q.resolve():
-            raise SpectuiError(f"refusing to write {path}: it is one of the bench's inputs ({inp})")
-    return p
+JSON_KIND = json_report("bench")  # the --json object's first key: "schema": "spectui.bench"
+CSV_KIND = csv_report("bench", CSV_FIELDS)
+MD_KIND = text_report("bench", MARKDOWN_MARKER)  # the --markdown file's first line
 
 
-def write_text(path: str, text: str, inputs=()) -> None:
-    """Write a report file atomically (a temporary file beside it, then a rename), or print it for "-"."""
+def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False):
+    """Every file the bench writes goes through here: the project's output rule (spectui.contract.outputs:
+    checked before any work, never one of the bench's inputs - the prompt file, the models - and an
+    existing file replaced only when it is a spectui file of the same kind, or with --force)."""
+    return check_output(path, kind, inputs, force)
+
+
+def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
+    """Write a report file atomically (through ``output_path``), or print it for "-"."""
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    p = output_path(path, inputs)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or "."))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise SpectuiError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with output_path(path, kind, inputs, force).atomic_write() as fh:
+        fh.write(text)
 
 
 class _Signals:
@@ -128,6 +114,7 @@ class _Signals:
 @click.option("--markdown", "md_out", type=str, default=None,
               help="write Spec-Bench's table as Markdown to FILE ('-': stdout)")
 @click.option("--record-dir", type=str, default=None, help="keep every run's trace in DIR (replayable)")
+@click.option("--force", is_flag=True, help="replace existing output files that are not spectui's own")
 @click.option("--url", "urls", type=str, multiple=True,
               help="benchmark a llama-server / vLLM at URL instead of local models (repeatable)")
 @click.option("--baseline-url", type=str, default=None, help="the same target without speculation (server mode)")
@@ -173,15 +160,15 @@ def _record_dir(record_dir: str | None, inputs) -> Path | None:
 def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
                turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
                seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
-               baseline_url=None, concurrency=1, timeout_s=600.0, signals=None, out=None) -> int:
+               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None) -> int:
     """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
     out = out or sys.stdout
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
     ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
     inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft]
-    for p in (json_out, csv_out, md_out):
+    for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
         if p and p != "-":
-            output_path(p, inputs)
+            output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
     if urls or baseline_url:
         from .server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
 
@@ -199,7 +186,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
                                                  seed=seed, repeat=repeat, turns=turns, system=system,
                                                  concurrency=concurrency, timeout_s=timeout_s, chat=chat,
                                                  on_job=on_job)
-        return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals)
+        return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
 
     if concurrency != 1:
         raise SpectuiError("--concurrency is for --url (a deployment); local runs go one at a time")
@@ -218,7 +205,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         def open_trace(name: str, extra: dict):
             from ..recording.trace import TraceWriter  # noqa: PLC0415
 
-            return TraceWriter(output_path(rec / name, inputs), extra)
+            return TraceWriter(output_path(rec / name, TRACE, inputs, force).path, extra, inputs=inputs, force=force)
 
         t0 = time.perf_counter()
         res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
@@ -235,7 +222,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         "timing": {"load_s": load_s, "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
                    "outside_runs_s": bench_s - res.run_wall_s},
     }
-    return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals)
+    return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
 
 
 def _templater(engine, chat, system) -> Templater:
@@ -249,7 +236,7 @@ def _templater(engine, chat, system) -> Templater:
 
 
 def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_out, csv_out, md_out, inputs, out,
-            signals) -> int:
+            signals, force: bool = False) -> int:
     summaries = aggregate(res.rows)
     skipped = []
     seen = set()
@@ -271,11 +258,12 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
     status = {"status": res.status, "stopped_at": res.stopped_at, "jobs_done": res.jobs_done,
               "jobs_total": res.jobs_total}
     if json_out:
-        write_text(json_out, json.dumps(to_json(res.rows, summaries, report, params, status)) + "\n", inputs)
+        doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status)}
+        write_text(json_out, json.dumps(doc) + "\n", JSON_KIND, inputs, force)
     if csv_out:
-        write_text(csv_out, to_csv(res.rows), inputs)
+        write_text(csv_out, to_csv(res.rows), CSV_KIND, inputs, force)
     if md_out:
-        write_text(md_out, to_markdown(summaries, has_base), inputs)
+        write_text(md_out, to_markdown(summaries, has_base), MD_KIND, inputs, force)
     to_stdout = "-" in (json_out, csv_out, md_out)
     console = Console(file=sys.stderr if to_stdout else out,
                       width=_term_width() if (not to_stdout and getattr(out, "isatty", lambda: False)()) else 160)

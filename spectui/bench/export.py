@@ -11,6 +11,7 @@ from typing import Sequence
 
 from .aggregate import OVERALL, BenchRow, Summary, baselines, comparable
 
+MARKDOWN_MARKER = "<!-- spectui bench report -->"  # the --markdown file's first line (spectui's own file)
 CSV_FIELDS = (
     "category", "question_id", "sub_category", "turn", "drafter", "k", "temperature", "repeat", "source",
     "prompt_tokens", "n_emitted", "n_drafted", "n_accepted", "passes_drafted", "n_passes", "mean_accepted_tokens",
@@ -85,7 +86,7 @@ def to_markdown(summaries: Sequence[Summary], has_baseline: bool = True, title: 
     cats = [c for c in dict.fromkeys(s.category for s in summaries) if c != OVERALL]
     spec = [s for s in summaries if not s.setting.is_baseline]
     methods = list(dict.fromkeys(s.setting for s in spec))
-    lines = []
+    lines = [MARKDOWN_MARKER, ""]
     if title:
         lines += [f"**{title}**", ""]
     lines.append("| Method | Temp | " + " | ".join(cats) + " | #Mean accepted tokens | Overall |")

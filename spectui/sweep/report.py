@@ -9,6 +9,7 @@ import statistics
 from typing import Sequence
 
 from ..analysis.costmodel import predict
+from ..analysis.wording import FALL, moved, trend
 from .aggregate import Cell, Spread, SweepRun
 from .plan import TARGET_ONLY
 
@@ -34,6 +35,20 @@ def confidence_lines(cells: Sequence[Cell], repeats: int = 1) -> list[str]:
     pooled = f", pooled over {repeats} repeats" if repeats > 1 else ""
     return ["Acceptance by draft confidence (drafts the target judged, by the draft's probability q: "
             f"accepted/judged{pooled}) -", *rows]
+
+
+def acceptance_change(a: Cell, b: Cell) -> str:
+    """How acceptance moved from cell ``a`` to cell ``b``, worded from the two rates (spectui.wording): a change
+    counts when it exceeds the standard error of the difference and one printed point; "the deeper drafts
+    are mostly rejected" only when b's drafts beyond a's k were accepted less than half the time."""
+    tol = max(0.01, math.hypot(a.acceptance_se(), b.acceptance_se()))
+    phrase = moved("acceptance", a.acceptance_rate.mean, b.acceptance_rate.mean, ".0%", tol,
+                   f"±{tol:.0%}, the noise")
+    deeper = b.acceptance_by_position[a.k:] if b.k > a.k else ()
+    if deeper and trend(a.acceptance_rate.mean, b.acceptance_rate.mean, tol) == FALL and max(deeper) < 0.5:
+        shown = ", ".join(f"{a.k + 1 + i}:{_pct(x)}" for i, x in enumerate(deeper[:8]))
+        phrase += f" (the deeper drafts are mostly rejected: by position {shown})"
+    return phrase
 
 
 def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=None,
@@ -120,8 +135,7 @@ def _peak_lines(cells: Sequence[Cell], spec: list[Cell], bases: dict, temps: lis
                     f"but took {_ms(peak.pass_ms.mean)} -> {_ms(c.pass_ms.mean)} ms ({mr:+.0%}): verify "
                     f"{_ms(peak.verify_ms.mean)} -> {_ms(c.verify_ms.mean)} ms, drafting "
                     f"{_ms(peak.draft_ms_per_pass.mean)} -> {_ms(c.draft_ms_per_pass.mean)} ms per pass; "
-                    f"acceptance fell {peak.acceptance_rate.mean:.0%} -> {c.acceptance_rate.mean:.0%} "
-                    f"(the deeper drafts are mostly rejected)."
+                    f"{acceptance_change(peak, c)}."
                 )
                 if (1 + tr) >= (1 + mr):
                     line += (

@@ -87,14 +87,15 @@ def test_each_bad_url_is_one_line_and_others_go_on(html, silent):
 def test_cli_headless_lines_and_json(html):
     refused = f"http://127.0.0.1:{free_port()}"
     r = CliRunner().invoke(attach_cmd, [html.url, refused, "--interval", "0.1", "--count", "2", "--headless"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # issue 17: URLs that never answered are a failed session
     lines = r.output.splitlines()
     assert sum("not Prometheus metrics: got an HTML" in ln for ln in lines if ln.startswith("t=")) == 3
     assert sum("connection refused" in ln for ln in lines if ln.startswith("t=")) == 3  # baseline + 2 intervals
     summary = lines[lines.index(next(ln for ln in lines if ln.startswith("since start"))):]
     assert any("refused" in ln for ln in summary) and any("HTML" in ln for ln in summary)
     r = CliRunner().invoke(attach_cmd, [refused, "--interval", "0.1", "--count", "1", "--json"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output
+    assert "never answered: connection refused" in r.stderr
     objs = [json.loads(ln) for ln in r.output.splitlines() if ln.startswith("{")]
     assert objs[0]["what"] == "interval" and objs[0]["engines"][0]["status"] == "error"
     assert objs[-1]["what"] == "session"
@@ -146,7 +147,7 @@ def test_record_writes_a_trace(tmp_path, html):
     out = tmp_path / "attach.jsonl.gz"
     r = CliRunner().invoke(attach_cmd, [html.url, "--interval", "0.1", "--count", "2", "--headless",
                                         "--record", str(out)])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # an HTML page where /metrics should be: a failed session (issue 17)
     lines = gzip.open(out, "rt").read().splitlines()
     header = json.loads(lines[0])
     assert header["schema"] == "spectui.trace" and header["version"] == 3
@@ -160,12 +161,15 @@ def test_record_writes_a_trace(tmp_path, html):
     face = HeadlessFace(buf)
     for ev in evs:
         face(ev)
-    assert buf.getvalue() == r.output.split("running --headless\n", 1)[-1]
+    # (stdout: the face's lines; the exit status's one-line reason is on stderr)
+    assert buf.getvalue() == r.stdout.split("running --headless\n", 1)[-1]
+    assert r.stderr.strip().endswith("never answered: not Prometheus metrics: got an HTML page")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_stops_cleanly(html, tmp_path, sig):
-    """Ctrl+C (SIGINT) or SIGTERM: the session summary is printed, exit 0, the trace ends with AttachEnded."""
+    """Ctrl+C (SIGINT) or SIGTERM: the session summary is printed, exit 128 + N (issue 17: 130, 143), the trace
+    ends with AttachEnded."""
     out = tmp_path / "t.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", html.url, "--interval", "0.1", "--headless",
                              "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -181,12 +185,13 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, stderr
+    assert proc.returncode == 128 + sig, stderr
     assert "since start" in stdout and "Traceback" not in stderr
     last = json.loads(out.read_text().splitlines()[-1])
     assert last["type"] == "attach_end" and last["reason"] == "stopped"
 
 
+@pytest.mark.slow  # waits out a hung request
 def test_ctrl_c_during_a_hung_request(silent, tmp_path):
     """Request mode against a server that never answers: Ctrl+C ends the request as "stopped"."""
     out = tmp_path / "t.jsonl"
@@ -203,7 +208,7 @@ def test_ctrl_c_during_a_hung_request(silent, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, stderr
+    assert proc.returncode == 130, stderr  # Ctrl+C: 128 + SIGINT (issue 17)
     evs = [json.loads(ln) for ln in out.read_text().splitlines()[1:]]
     ends = [e for e in evs if e["type"] == "request_end"]
     assert len(ends) == 1 and ends[0]["reason"] == "stopped"

@@ -133,8 +133,9 @@ def test_bench_end_to_end(tmp_path, tiny_target, tiny_draft_noisy):
     lines = list(csv.DictReader(io.StringIO(out_csv.read_text())))
     assert len(lines) == len(runs) and {ln["drafter"] for ln in lines} == {"none", "model", "ngram"}
     md = out_md.read_text().splitlines()
-    assert md[0] == "| Method | Temp | lookup | free | #Mean accepted tokens | Overall |"
-    assert md[2].startswith("| model k=2 | 0 | ") and md[2].endswith("x |")
+    assert md[0] == "<!-- spectui bench report -->"  # spectui's own file: a later bench may replace it
+    assert md[2] == "| Method | Temp | lookup | free | #Mean accepted tokens | Overall |"
+    assert md[4].startswith("| model k=2 | 0 | ") and md[4].endswith("x |")
     # the terminal: table, chart and one sentence per category saying which setting is best
     assert "mean acc." in r.stdout and "speedup over the target alone" in r.stdout
     for cat in ("lookup", "free", "Overall"):
@@ -187,7 +188,7 @@ def test_faults(tmp_path, tiny_target):
     assert r.returncode == 1
     # an export never overwrites an input
     r = bench("-m", tiny_target, "--prompts", prompts, "-t", "1", "--json", prompts)
-    assert r.returncode == 2 and "one of the bench's inputs" in r.stderr
+    assert r.returncode == 2 and "one of this run's inputs" in r.stderr
     assert prompts.read_text().startswith('{"question_id": 3')
 
 
@@ -210,3 +211,20 @@ def test_ctrl_c_prints_and_writes_the_partial_report(tmp_path, tiny_target, tiny
     assert data["status"]["status"] == "interrupted" and data["status"]["jobs_done"] >= 3
     assert len(data["runs"]) == data["status"]["jobs_done"]
     assert "Interrupted (Ctrl+C) at job" in stdout
+
+
+def test_exports_never_destroy_a_file(tmp_path, tiny_target):
+    """The bench's exports follow the project's output rule: a file that is not a spectui report of the same
+    kind is refused (one line, exit 2) before any model loads, unless --force; its own file is replaced."""
+    prompts = write_prompts(tmp_path / "q.jsonl", PROMPTS[2:3])
+    keep = tmp_path / "notes.md"
+    keep.write_text("my notes\n", encoding="utf-8")
+    r = bench("-m", tiny_target, "--prompts", prompts, "-n", "4", "-t", "1", "--markdown", keep)
+    assert r.returncode == 2 and "refusing to replace" in r.stderr and keep.read_text() == "my notes\n"
+    out = tmp_path / "b.json"
+    for _ in range(2):  # the second bench replaces the first one's JSON (its own kind)
+        r = bench("-m", tiny_target, "--prompts", prompts, "-n", "4", "-t", "1", "--json", out)
+        assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["schema"] == "spectui.bench"
+    r = bench("-m", tiny_target, "--prompts", prompts, "-n", "4", "-t", "1", "--markdown", keep, "--force")
+    assert r.returncode == 0 and keep.read_text().startswith("<!-- spectui bench report -->")

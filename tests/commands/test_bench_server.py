@@ -90,7 +90,7 @@ def test_acceptance_agrees_with_the_servers_counters(servers, tmp_path):
     assert base_ov["n_drafted"] == 0
     assert "no baseline" not in r.stdout
     md = (tmp_path / "b.md").read_text().splitlines()
-    assert md[0] == "| Method | Temp | lookup | free | #Mean accepted tokens | Overall |"
+    assert md[2] == "| Method | Temp | lookup | free | #Mean accepted tokens | Overall |"
 
 
 def test_no_baseline_says_so(servers, tmp_path):

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the command in subprocesses on the engine
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -122,7 +124,7 @@ def test_sigterm_stops_cleanly_with_summary_and_trace(tiny_target, tmp_path):
         time.sleep(0.1)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+    assert p.returncode == 143, err  # a clean stop, then 128 + SIGTERM (issue 17)
     assert "stopped by the user" in out
     lines = trace.read_text().splitlines()
     assert json.loads(lines[-1])["type"] == "end"

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
