@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "sweep": "spectui.sweep:sweep_cmd",
     "attach": "spectui.attach.cli:attach_cmd",
     "probe": "spectui.probe_cli:probe_cmd",
+    "bench": "spectui.bench.cli:bench_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",
@@ -29,6 +30,7 @@ SUBCOMMAND_HELP = {
     "sweep": "Run every draft length x temperature and report when speculation pays.",
     "attach": "Watch a llama-server / vLLM / SGLang deployment's speculative decoding (/metrics, requests).",
     "probe": "Measure this machine: decode, verify cost by batch size, draft cost, and what they mean.",
+    "bench": "Benchmark a pair (or a deployment) per workload category: Spec-Bench's table on your machine.",
 }
 
 

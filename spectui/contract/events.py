@@ -192,6 +192,9 @@ class RunStarted:
     replay: bool = False  # True when the stream comes from a trace rather than a live engine
     inspect_top: int = 0  # N of --inspect-top: candidates recorded per position (0 = no inspector data)
     probe: MachineProbe | None = None  # this machine's verify cost by batch size, when it was measured
+    # The chat template the prompt was rendered with ("tokenizer.chat_template sha256:<12 hex>"), or "" when the
+    # prompt is raw text (--no-chat, a model without a template, traces from before this field).
+    chat_template: str = ""
 
 
 @dataclass(frozen=True)
