@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "sweep": "spectui.sweep:sweep_cmd",
     "attach": "spectui.attach.cli:attach_cmd",
     "probe": "spectui.probe_cli:probe_cmd",
+    "race": "spectui.race.cli:race_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",
@@ -30,6 +31,7 @@ SUBCOMMAND_HELP = {
     "sweep": "Run every draft length x temperature and report when speculation pays.",
     "attach": "Watch a llama-server / vLLM / SGLang deployment's speculative decoding (/metrics, requests).",
     "probe": "Measure this machine: decode, verify cost by batch size, draft cost, and what they mean.",
+    "race": "Race recorded runs side by side on one clock (or record two settings, then race them).",
 }
 
 

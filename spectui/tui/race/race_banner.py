@@ -1,0 +1,33 @@
+"""RaceBanner: the line that says this is a race of recordings, on which clock, at what speed, and the
+race's notes (different prompts; how the runs were recorded: one after the other)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ...player import speed_label
+from ...race.view import RaceView
+from ..panel import Panel
+
+
+class RaceBanner(Panel):
+    DEFAULT_CSS = """
+    RaceBanner { height: 1; background: $warning; color: $background; }
+    RaceBanner.with-note { height: 2; }
+    """
+
+    def draw(self, width: int, height: int) -> Text:
+        race: RaceView | None = self.view if isinstance(self.view, RaceView) else None
+        if race is None:
+            return Text(" RACE")
+        clock = "from each run's start (TTFT raced)" if race.from_start else "from each run's first token"
+        state = "PAUSED" if race.paused else ("DONE" if race.done else "RACING")
+        t = Text(f" RACE of {len(race.lanes)} recordings · {state} · clock {race.clock_s:6.2f} s "
+                 f"{clock} · {speed_label(race.speed)}", "bold")
+        if race.any_prompt:
+            t.append(" · DIFFERENT PROMPTS (--any-prompt)", "bold")
+        t.truncate(width, overflow="ellipsis")
+        if race.note and height > 1:
+            n = Text("\n " + race.note)
+            t.append_text(n)
+        return t
