@@ -128,6 +128,10 @@ class ReplayPlayer:
         """Yield (position, event) from the cursor on, with the recorded delays scaled by speed."""
         last_t: float | None = None
         epoch = -1
+        # (wall clock, trace time, speed) the schedule counts from: each event is due at its own recorded
+        # time after the anchor, so the time spent delivering and sleeping does not add up over a long
+        # recording (a race's finish times stay its traces'); a seek, a pause or a new speed re-anchors
+        anchor: tuple[float, float, float] | None = None
         while not control.stopped:
             control.wait_if_paused()
             if control.stopped:
@@ -137,12 +141,15 @@ class ReplayPlayer:
                 if self._seek_epoch != epoch:  # a seek: do not wait for a delay across the jump
                     epoch = self._seek_epoch
                     last_t = None
+                    anchor = None
                 if i >= len(self.events):
                     return
                 ev = self.events[i]
             t = _event_time(ev)
             if t is not None and last_t is not None and self._speed != float("inf"):
-                deadline = time.monotonic() + max(0.0, t - last_t) / self._speed
+                if anchor is None or anchor[2] != self._speed:
+                    anchor = (time.monotonic(), last_t, self._speed)
+                deadline = anchor[0] + max(0.0, t - anchor[1]) / self._speed
                 interrupted = False
                 while not control.stopped:
                     left = deadline - time.monotonic()
@@ -153,6 +160,7 @@ class ReplayPlayer:
                         interrupted = True
                         break
                 if interrupted or control.stopped:
+                    anchor = None  # after a pause the next event waits its whole gap again
                     continue  # re-check pause / seek before delivering anything
             with self._lock:
                 if self._seek_epoch != epoch or self._cursor != i:
@@ -160,6 +168,8 @@ class ReplayPlayer:
                 self._cursor = i + 1
             if t is not None:
                 last_t = t
+                if anchor is None:
+                    anchor = (time.monotonic(), t, self._speed)
             yield i, ev
 
     def iter(self, control) -> Iterator[Event]:

@@ -44,3 +44,4 @@ class RaceView:
     note: str = ""
     verdict: tuple[str, ...] = ()  # the finish line once every lane finished (winner, tokens, why)
     theme: str = ""
+    error: str = ""  # the replay worker failed (shown on the finish line)

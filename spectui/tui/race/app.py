@@ -68,8 +68,8 @@ class RaceApp(App):
         self.race_screen = RaceScreen(len(race.lanes))
         self.view = RaceView()
         self._engine_lock = threading.Lock()
-        self._running = 0
-        self._running_lock = threading.Lock()
+        self._workers_active = 0
+        self._workers_lock = threading.Lock()
         self._wake_posted = False
         self._force = True
         self._last_paint = float("-inf")
@@ -79,7 +79,10 @@ class RaceApp(App):
         self._frame_at: float | None = None
         self._signals: list[int] = []
         self.paints = 0
+        self.worker_error = ""  # the worker's error, if it failed
         self.finished_at: dict[int, float] = {}  # lane -> time.monotonic() of the paint that showed it finished
+        self.gun_at: float | None = None  # time.monotonic() when the worker delivered the start gun
+        self.delivered_at: dict[int, float] = {}  # lane -> time.monotonic() its last event was fed
 
     # ------------------------------------------------------------------ setup
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -108,11 +111,11 @@ class RaceApp(App):
     # ------------------------------------------------------------------ the worker (the one clock)
     @property
     def running(self) -> bool:
-        return self._running > 0
+        return self._workers_active > 0
 
     def start_worker(self) -> None:
-        with self._running_lock:
-            self._running += 1
+        with self._workers_lock:
+            self._workers_active += 1
         self._play(self.control)
 
     @work(thread=True, group="race", exit_on_error=False)
@@ -121,13 +124,19 @@ class RaceApp(App):
             with self._engine_lock:
                 for i, _ev in self.player.iter_indexed(control):
                     loc = self.race.locate(i)
-                    if loc is not None:
+                    if loc is None:
+                        self.gun_at = time.monotonic()
+                    else:
                         li, j = loc
-                        self.states[li].feed(self.race.lanes[li].events[j], index=j)  # the lane's own event
+                        lane = self.race.lanes[li]
+                        if self.states[li].feed(lane.events[j], index=j) and j == len(lane.events) - 1:
+                            self.delivered_at[li] = time.monotonic()
                     self._wake()
+        except Exception as exc:  # noqa: BLE001 - shown in the finish line; the UI stays up
+            self.worker_error = f"{type(exc).__name__}: {exc}"
         finally:
-            with self._running_lock:
-                self._running -= 1
+            with self._workers_lock:
+                self._workers_active -= 1
             self._wake_posted = False
             self._wake()
 
@@ -186,7 +195,8 @@ class RaceApp(App):
     def _paint(self, now: float) -> None:
         self._wake_posted = False
         screen = self.race_screen
-        if not screen.is_mounted:
+        if not screen.is_mounted:  # a wake-up before the screen is up: look again shortly
+            self._request_paint(now + 1 / FRAME_HZ)
             return
         screen.apply_layout()
         force, self._force = self._force, False
@@ -230,7 +240,7 @@ class RaceApp(App):
         done = all(lv.finished for lv in lanes)
         view = RaceView(lanes=tuple(lanes), clock_s=clock_s, speed=self.player.speed, paused=self.control.paused,
                         done=done, from_start=race.from_start, any_prompt=race.any_prompt, note=race.note,
-                        verdict=self.verdict, theme=self.theme)
+                        verdict=self.verdict, theme=self.theme, error=self.worker_error)
         stats = self._stats_due and (force or new_end or done or now - self._stats_t >= STATS_INTERVAL_S)
         race_changed = force or new_end or (view.speed, view.paused, view.done) != (old.speed, old.paused, old.done) \
             or (any(passes) and view.clock_s != old.clock_s)

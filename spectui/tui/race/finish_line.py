@@ -22,6 +22,8 @@ class FinishLine(Panel):
         if race is None or not race.lanes:
             return Text("on your marks…", st["dim"])
         lines: list[Text] = []
+        if race.error:
+            lines.append(Text(f"ERROR: {race.error}", "bold reverse"))
         if race.done and race.verdict:
             first, *rest = race.verdict
             lines.append(Text("FINISH ", "bold reverse") + Text(" " + first, "bold"))

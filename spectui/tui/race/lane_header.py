@@ -11,7 +11,7 @@ from ...race.view import LaneView
 
 
 class LaneHeader(Panel):
-    DEFAULT_CSS = "LaneHeader { height: 2; }"
+    DEFAULT_CSS = "LaneHeader { height: 2; }"  # 3 when side by side (race.tcss)
 
     def draw(self, width: int, height: int) -> Text:
         lane: LaneView | None = self.view if isinstance(self.view, LaneView) else None
@@ -24,23 +24,34 @@ class LaneHeader(Panel):
         t.truncate(width, overflow="ellipsis")
         t.append("\n")
         s = lane.stats
-        line = Text("  ")
+        pieces: list[Text] = []
         if lane.finished:
             place = {1: "1st", 2: "2nd", 3: "3rd"}.get(lane.place, "")
-            line.append(f"FINISHED {place} ", "bold reverse")
-            line.append(f" {lane.finish_s:6.2f} s", "bold")
+            pieces.append(Text.assemble((f"FINISHED {place}", "bold reverse"), (f" {lane.finish_s:.2f} s", "bold")))
         else:
-            line.append(f"{lane.state:<8}", "bold" if lane.state != "RACING" else st["dim"])
-            line.append(f" {lane.elapsed_s:6.2f} s", "bold")
+            pieces.append(Text.assemble((lane.state, "bold" if lane.state != "RACING" else st["dim"]),
+                                        (f" {lane.elapsed_s:.2f} s", "bold")))
         if s is not None:
-            line.append(f"  {s.n_emitted:4d} tokens  ")
-            line.append(f"{s.tokens_per_second:6.2f} tok/s", "bold")
-            acc = f"{100 * s.acceptance_rate:3.0f}%" if s.n_drafted else "  -"
-            line.append(f"  accept {acc}  {s.tokens_per_pass:4.2f} tok/pass")
+            pieces.append(Text(f"{s.n_emitted} tokens"))
+            pieces.append(Text(f"{s.tokens_per_second:.2f} tok/s", "bold"))
+            pieces.append(Text(f"accept {100 * s.acceptance_rate:.0f}%" if s.n_drafted else "no drafts"))
+            pieces.append(Text(f"{s.tokens_per_pass:.2f} tok/pass"))
             if s.ttft_ms > 0:
-                line.append(f"  TTFT {s.ttft_ms:.0f} ms", st["dim"])
+                pieces.append(Text(f"TTFT {s.ttft_ms:.0f} ms", st["dim"]))
         if lane.truncated and lane.finished:
-            line.append("  (trace cut off)", st["dim"])
-        line.truncate(width, overflow="ellipsis")
-        t.append_text(line)
+            pieces.append(Text("trace cut off", st["dim"]))
+        lines = [Text("  ")]
+        for piece in pieces:  # flow the figures over the rows the header has
+            sep = " · " if lines[-1].cell_len > 2 else ""
+            if lines[-1].cell_len + len(sep) + piece.cell_len > width and len(lines) < height - 1 \
+                    and lines[-1].cell_len > 2:
+                lines.append(Text("  "))
+                sep = ""
+            lines[-1].append(sep)
+            lines[-1].append_text(piece)
+        for n, line in enumerate(lines):
+            line.truncate(width, overflow="ellipsis")
+            if n:
+                t.append("\n")
+            t.append_text(line)
         return t

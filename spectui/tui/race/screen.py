@@ -47,8 +47,8 @@ class RaceScreen(Screen):
         Binding("home", "jump_start", "start", show=False),
         Binding("end", "jump_end", "end", show=False),
         Binding("r", "restart", "restart"),
-        Binding("tab", "next_lane", "pane"),
-        Binding("shift+tab", "prev_lane", "pane", show=False),
+        Binding("tab", "next_lane", "pane", priority=True),
+        Binding("shift+tab", "prev_lane", "pane", show=False, priority=True),
         Binding("i", "inspect", "inspect"),
         Binding("left,h", "cursor(-1, 0)", "◀ tok", show=False),
         Binding("right,l", "cursor(1, 0)", "tok ▶", show=False),
@@ -67,25 +67,29 @@ class RaceScreen(Screen):
         self._layout_key: object = None
 
     def compose(self) -> ComposeResult:
-        yield RaceBanner(id="banner")
-        with Container(id="lanes", classes="three" if self.n_lanes > 2 else ""):
+        # the widgets are kept as they are made (no queries: a paint may come before the mount is done)
+        self.banner = RaceBanner(id="banner")
+        self.finish = FinishLine(id="finish")
+        self.headers = [LaneHeader(id=f"header-{i}") for i in range(self.n_lanes)]
+        self.streams = [TokenStream(id=f"stream-{i}") for i in range(self.n_lanes)]
+        self.ribbons = [PassRibbon(id=f"ribbon-{i}") for i in range(self.n_lanes)]
+        self.panes = [Lane(id=f"lane-{i}", classes="lane") for i in range(self.n_lanes)]
+        self.lanes_box = Container(id="lanes", classes="three" if self.n_lanes > 2 else "")
+        self.too_small = Static("", id="too-small")
+        yield self.banner
+        with self.lanes_box:
             for i in range(self.n_lanes):
-                with Lane(id=f"lane-{i}", classes="lane"):
-                    yield LaneHeader(id=f"header-{i}")
-                    yield TokenStream(id=f"stream-{i}")
-                    yield PassRibbon(id=f"ribbon-{i}")
-        yield FinishLine(id="finish")
-        yield Static("", id="too-small")
+                with self.panes[i]:
+                    yield self.headers[i]
+                    yield self.streams[i]
+                    yield self.ribbons[i]
+        yield self.finish
+        yield self.too_small
         yield Footer()
 
     def on_mount(self) -> None:
-        self.banner = self.query_one(RaceBanner)
-        self.finish = self.query_one(FinishLine)
-        self.headers = [self.query_one(f"#header-{i}", LaneHeader) for i in range(self.n_lanes)]
-        self.streams = [self.query_one(f"#stream-{i}", TokenStream) for i in range(self.n_lanes)]
-        self.ribbons = [self.query_one(f"#ribbon-{i}", PassRibbon) for i in range(self.n_lanes)]
-        self.panes = [self.query_one(f"#lane-{i}", Lane) for i in range(self.n_lanes)]
         self.apply_layout()
+        self.call_after_refresh(self.app.repaint_all)  # the worker may have delivered everything already
 
     def on_resize(self, event: Resize) -> None:
         self.apply_layout()
@@ -97,9 +101,9 @@ class RaceScreen(Screen):
         self._layout_key = (w, h)
         small = w < MIN_WIDTH or h < MIN_HEIGHT
         self.set_class(small, "too-small")
-        self.query_one("#lanes").set_class(w >= WIDE_WIDTH and h >= WIDE_HEIGHT, "wide")
+        self.lanes_box.set_class(w >= WIDE_WIDTH and h >= WIDE_HEIGHT, "wide")
         if small:
-            self.query_one("#too-small", Static).update(
+            self.too_small.update(
                 f"terminal too small: {w}x{h}\nspectui race needs at least {MIN_WIDTH}x{MIN_HEIGHT}\n(q quits)")
 
     def show(self, view, *, passes: list[bool], headers: bool, race: bool) -> None:
