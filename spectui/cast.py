@@ -196,8 +196,11 @@ def render_cast(
 
 
 @click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("file", type=str)
+@click.argument("files", nargs=-1, type=str, metavar="FILE")
 @click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
+@click.option("--race", "race", is_flag=True, help="race the 2 or 3 trace FILEs on one clock (spectui race)")
+@click.option("--from-start", is_flag=True, help="with --race: the clock starts at each run's start")
+@click.option("--any-prompt", is_flag=True, help="with --race: race traces of different prompts")
 @click.option("--cols", type=int, default=DEFAULT_COLS, show_default=True, help="terminal width")
 @click.option("--rows", type=int, default=DEFAULT_ROWS, show_default=True, help="terminal height")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 (1 = recorded speed)")
@@ -206,9 +209,10 @@ def render_cast(
 @click.option("--inspect", "inspect", type=str, default=None, metavar="PASS[:TOKEN]",
               help=f"after pass PASS, show the token inspector on its TOKEN-th token (1-based; default: the first "
                    f"rejected draft, else the target's token) for {HOLD_INSPECT_S:g} s")
-def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None,
-             inspect: str | None) -> None:
-    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
+def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, any_prompt: bool, cols: int,
+             rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None) -> None:
+    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`.
+    With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
     from .cli import fail
     from .player import parse_speed
     from .replay import load_for_tui
@@ -220,6 +224,20 @@ def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: st
         from .tui.themes import check_theme
 
         check_theme(theme)
+        if race:
+            from .race.cast import render_race_cast
+            from .race.timeline import load_race
+
+            if inspect is not None:
+                raise SpectuiError("--inspect is for one trace, not --race")
+            info = render_race_cast(load_race(list(files), from_start=from_start, any_prompt=any_prompt), output,
+                                    cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+            print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+                  f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
+            return
+        if len(files) != 1:
+            raise SpectuiError(f"cast takes one trace FILE (or --race A B [C]), not {len(files)}")
+        file = files[0]
         if inspect is not None:
             parse_inspect(inspect)  # a bad value fails before reading the trace
         _header, events = load_for_tui(file)

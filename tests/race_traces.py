@@ -58,6 +58,9 @@ def run_events(words=WORDS[:41], per_pass: int = 1, pass_ms: float = 50.0, ttft_
     return evs
 
 
+MACHINE = {"cpu": "Test CPU 2.0GHz", "cpu_count": 2, "threads": 2}  # fixed: snapshots do not depend on the host
+
+
 def write_run(path, **kw) -> str:
-    write_trace(path, run_events(**kw))
+    write_trace(path, run_events(**kw), header_extra={"machine": MACHINE})
     return str(path)

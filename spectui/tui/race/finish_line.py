@@ -1,6 +1,6 @@
 """FinishLine: while racing, who has finished and when; once every lane has, the verdict (who finished
 first, by how much in seconds and x), the same tokens or where they part, and why (tokens per pass
-against what a pass costs), then the keys."""
+against what a pass costs). The keys are in the footer."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from rich.text import Text
 from ..panel import Panel
 from ...race.view import RaceView
 
-KEYS = "space pause  ←/→ step  +/- speed  r restart  tab pane  i inspect  q quit"
-
 
 class FinishLine(Panel):
-    DEFAULT_CSS = "FinishLine { height: 3; }"
+    DEFAULT_CSS = "FinishLine { height: 3; }"  # race.tcss
 
     def draw(self, width: int, height: int) -> Text:
         race: RaceView | None = self.view if isinstance(self.view, RaceView) else None
@@ -36,10 +34,7 @@ class FinishLine(Panel):
             for lane in sorted(done, key=lambda x: x.place):
                 line.append(f"{lane.name} in {lane.finish_s:.2f} s  ")
             lines.append(line)
-        while len(lines) < height - 1:
-            lines.append(Text(""))
-        lines = lines[: max(0, height - 1)]
-        lines.append(Text(KEYS, st["dim"]))
+        lines = lines[:height]
         for i, line in enumerate(lines):
             line.truncate(width, overflow="ellipsis")
             if i:
