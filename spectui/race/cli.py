@@ -63,16 +63,25 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         if target is not None:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
-            from .record import record_race
-            from .spec import parse_spec
+            from .record import RunFailed, record_race
+            from .spec import parse_spec, spec_settings
 
             a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
             default_b = f"k={draft_max if draft_max is not None else 4} temp={temp:g} " \
                         f"drafter={drafter or ('model' if draft else 'ngram')}"
             b = parse_spec(spec_b if spec_b is not None else default_b, "--b")
+            for spec in (a, b):  # a bad setting fails before any model loads
+                spec_settings(spec, temp=temp, seed=seed, have_draft=draft is not None)
             text = _prompt(prompt, prompt_file)
-            paths, note = record_race(target, draft, text, [a, b], n_predict=n_predict, temp=temp, seed=seed,
-                                      record_dir=record_dir, threads=threads, n_ctx=ctx_size)
+            try:
+                paths, note = record_race(target, draft, text, [a, b], n_predict=n_predict, temp=temp, seed=seed,
+                                          record_dir=record_dir, threads=threads, n_ctx=ctx_size)
+            except RunFailed as exc:
+                click.echo(f"spectui: error: {exc}", err=True)
+                sys.exit(1)
+            except KeyboardInterrupt:
+                click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
+                sys.exit(130)
             traces = tuple(paths)
         elif any(x is not None for x in (spec_a, spec_b, draft, prompt, prompt_file, record_dir)):
             raise SpectuiError("--a, --b, --draft, -p and --record-dir record a race: they need --target")
