@@ -13,7 +13,7 @@ pass has settled and holds it ``HOLD_INSPECT_S`` seconds before the replay goes 
 
 This module never needs Textual, also when its functions run: it checks the arguments, plans the
 frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
-only ``spectui.tui.cast_render.capture`` runs the app, and it imports nothing from here.
+only ``spectui.tui.run.cast_render.capture`` runs the app, and it imports nothing from here.
 
 File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
 ``{"version": 2, "width": W, "height": H, "timestamp": ..., "title": ..., "env": {...}}`` then one
@@ -31,9 +31,9 @@ from typing import Any, Iterable
 
 import click
 
-from .animation import SETTLED, phase_steps
-from .errors import SpectuiError
-from .events import AttachStarted, Event, PassEvent, RunStarted
+from .views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
+from .contract.errors import SpectuiError
+from .contract.events import AttachStarted, Event, PassEvent, RunStarted
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
@@ -95,7 +95,7 @@ def inspect_plan(events: list[Event], steps: list[tuple[int, float, str]], index
     """Make room for the inspector after pass ``index`` has settled: the steps after it move ``hold``
     seconds later. Returns (steps, (step, pass index, token slot, hold)); the capture opens the inspector
     after painting that step. Without ``token``: the pass's first rejected draft, else its last token."""
-    from .events import REJECTED
+    from .contract.events import REJECTED
 
     pos = next((i for i, ev in enumerate(events) if isinstance(ev, PassEvent) and ev.index == index), None)
     ev = events[pos] if pos is not None else None
@@ -123,7 +123,7 @@ def check_cast_args(cols: int, rows: int, speed: float, events: list[Event], nee
 
 
 def cast_title(start: RunStarted | None) -> str:
-    from .tui.view import banner_text  # no Textual: the replay banner's text
+    from .views.view import banner_text  # no Textual: the replay banner's text
 
     return "spectui " + banner_text(start)
 
@@ -175,7 +175,7 @@ def render_cast(
     token inspector on that token after its pass. Returns what was written."""
     evs = list(events)
     if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
-        from .tui.attach_cast import capture_attach
+        from .tui.attach.cast_render import capture_attach
 
         check_cast_args(cols, rows, speed, evs, need_passes=False)
         chunks, end_t = asyncio.run(capture_attach(evs, cols, rows, speed, theme))
@@ -187,12 +187,57 @@ def render_cast(
     held = None
     if inspect is not None:
         steps, held = inspect_plan(evs, steps, *parse_inspect(inspect))
-    from .tui.cast_render import capture  # the Textual half: the real app through a capture driver
+    from .tui.run.cast_render import capture  # the Textual half: the real app through a capture driver
 
     chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme, inspect=held))
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
     n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
     return CastInfo(os.fspath(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
+
+
+# ------------------------------------------------------------------ spectui cast --race A B [C]
+# The race's plan (views.race_timeline's merged events; the paints of every pass's animation phases) and its
+# file; tui.race.race_cast paints the real RaceApp at those simulated times through the same capture.
+
+
+
+
+def race_paint_times(race, speed: float) -> list[tuple[float, int]]:
+    """(simulated time, player events delivered by then) per paint, in time order."""
+    if not 0 < speed < float("inf"):
+        raise SpectuiError("a cast needs a finite --speed (0.25..8)")
+    times: dict[float, None] = {0.0: None}
+    for t, li, j in race.merged:
+        at = LEAD_IN_S + t / speed
+        times[at] = None
+        ev = race.lanes[li].events[j]
+        if isinstance(ev, PassEvent) and ev.drafts:  # its phase changes (the app's PassClock decides which show)
+            times[at + PENDING_S + 1e-4] = None
+            times[at + VERDICT_S + 1e-4] = None
+    arrivals = [LEAD_IN_S + t / speed for t, _, _ in race.merged]
+    out = []
+    n = 0
+    for at in sorted(times):
+        while n < len(arrivals) and arrivals[n] <= at + 1e-9:
+            n += 1
+        out.append((at, n + 1 if at >= LEAD_IN_S else 0))  # + the start gun once the race has begun
+    return out
+
+
+def render_race_cast(race, out_path: str | os.PathLike, *, cols: int = 120, rows: int = 36, speed: float = 1.0,
+                     theme: str | None = None, title: str | None = None) -> CastInfo:
+    from .recording.output_path import output_path
+
+    path = output_path(out_path, [lane.path for lane in race.lanes])
+    check_cast_args(cols, rows, speed, [ev for lane in race.lanes for ev in lane.events])
+    plan = race_paint_times(race, speed)
+    from .tui.race.race_cast import capture_race  # the Textual half
+
+    chunks, end_t = asyncio.run(capture_race(race, plan, cols, rows, speed, theme))
+    names = " vs ".join(lane.setting for lane in race.lanes)
+    n, duration = write_asciicast(path, cols, rows, chunks, end_t, race.lanes[0].start,
+                                  title or f"spectui race: {names}")
+    return CastInfo(path, cols, rows, n, duration, sum(len(lane.passes) for lane in race.lanes))
 
 
 @click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
@@ -213,20 +258,18 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
              rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None) -> None:
     """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`.
     With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
-    from .cli import fail
-    from .player import parse_speed
-    from .replay import load_for_tui
+    from .contract.errors import fail
+    from .recording.player import load_for_tui, parse_speed
 
     try:
         sp = parse_speed(speed)
         if sp == float("inf"):
             raise SpectuiError("a cast needs a finite --speed (0.25..8)")
-        from .tui.themes import check_theme
+        from .tui.shared.themes import check_theme
 
         check_theme(theme)
         if race:
-            from .race.cast import render_race_cast
-            from .race.timeline import load_race
+            from .views.race_timeline import load_race
 
             if inspect is not None:
                 raise SpectuiError("--inspect is for one trace, not --race")

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from .errors import SpectuiError
+from .contract.errors import SpectuiError
 
 DEFAULT_PORT = 8000
 
@@ -36,7 +36,7 @@ def served_command(args: tuple[str, ...]) -> str:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve_cmd(host: str, port: int, public_url: str | None, title: str | None, command: tuple[str, ...]) -> None:
     """Serve a spectui COMMAND (default: demo) to a web browser, e.g. `spectui serve race A.jsonl B.jsonl`."""
-    from .cli import fail
+    from .contract.errors import fail
 
     try:
         cmd = served_command(command)

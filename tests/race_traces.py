@@ -5,7 +5,7 @@ passes when ``per_pass`` is 1), each ``pass_ms`` long: its decode time is known 
 
 from __future__ import annotations
 
-from spectui.events import (
+from spectui.contract.events import (
     ACCEPTED,
     BONUS,
     PLAIN,
@@ -19,7 +19,7 @@ from spectui.events import (
     Timing,
     Token,
 )
-from spectui.trace import write_trace
+from spectui.recording.trace import write_trace
 
 WORDS = [f" w{i}" for i in range(200)]
 

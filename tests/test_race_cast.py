@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from race_traces import write_run
-from spectui.race.cast import LEAD_IN_S, paint_times, render_race_cast
-from spectui.race.timeline import load_race
+from spectui.cast import LEAD_IN_S, race_paint_times, render_race_cast
+from spectui.views.race_timeline import load_race
 from test_cast import load_cast, screen_at
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +27,7 @@ def pair(tmp_path):
 
 def test_plan_follows_the_race_clock(pair):
     race = load_race(list(pair))
-    plan = paint_times(race, speed=2.0)
+    plan = race_paint_times(race, speed=2.0)
     times = [t for t, _ in plan]
     assert times == sorted(times) and plan[0] == (0.0, 0)
     last_arrival = LEAD_IN_S + race.end_s / 2.0

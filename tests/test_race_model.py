@@ -13,11 +13,11 @@ import sys
 import pytest
 
 from race_traces import WORDS, run_events, write_run
-from spectui.errors import SpectuiError
-from spectui.events import PassEvent, RunStarted, SettingsChanged
-from spectui.race.outcome import outcome
-from spectui.race.timeline import Race, load_race, make_lane
-from spectui.trace import write_trace
+from spectui.contract.errors import SpectuiError
+from spectui.contract.events import PassEvent, RunStarted, SettingsChanged
+from spectui.views.race_outcome import outcome
+from spectui.views.race_timeline import Race, load_race, make_lane
+from spectui.recording.trace import write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -201,7 +201,7 @@ def test_gzip_traces_race_and_an_attach_trace_is_refused(tmp_path, pair):
     gz = tmp_path / "a2.jsonl.gz"
     gz.write_bytes(gzip.compress(raw))
     assert outcome(load_race([str(gz), pair[0]])).winner == -1
-    from spectui.events import AttachStarted, Target
+    from spectui.contract.events import AttachStarted, Target
 
     att = tmp_path / "att.jsonl"
     write_trace(att, [AttachStarted(targets=(Target(url="http://127.0.0.1:1"),))])

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from race_traces import WORDS, write_run
-from spectui.race.timeline import load_race
-from spectui.tui.panel import VERDICT
+from spectui.views.race_timeline import load_race
+from spectui.tui.shared.panel import VERDICT
 from spectui.tui.race.app import RaceApp
 
 

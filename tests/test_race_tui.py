@@ -11,12 +11,12 @@ import time
 import pytest
 
 from race_traces import write_run
-from spectui.events import PassEvent
-from spectui.inspect import explain
-from spectui.race.timeline import load_race
-from spectui.tui.app import FRAME_HZ
+from spectui.contract.events import PassEvent
+from spectui.views.inspector_model import explain
+from spectui.views.race_timeline import load_race
+from spectui.tui.run.app import FRAME_HZ
 from spectui.tui.race.app import RaceApp
-from spectui.tui.screens.inspector_screen import InspectorScreen
+from spectui.tui.run.inspector_screen import InspectorScreen
 
 SLACK_S = 0.1  # scheduling on a loaded 2-core machine, on top of the targets below
 

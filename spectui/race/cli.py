@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from ..errors import SpectuiError
+from ..contract.errors import SpectuiError
 
 
 @click.command("race", context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,15 +48,15 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
              seed: int, spec_a: str | None, spec_b: str | None, record_dir: str | None, threads: int | None,
              ctx_size: int) -> None:
     """Race recorded runs (2 or 3 traces) on one clock, or record two settings one after the other and race them."""
-    from ..cli import fail
-    from ..player import parse_speed
+    from ..contract.errors import fail
+    from ..recording.player import parse_speed
 
     try:
         if as_json and not headless:
             raise SpectuiError("--json needs --headless")
         sp = parse_speed(speed)
         if not headless:
-            from ..tui.themes import check_theme
+            from ..tui.shared.themes import check_theme
 
             check_theme(theme)
         note = ""
@@ -87,13 +87,13 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             raise SpectuiError("--a, --b, --draft, -p and --record-dir record a race: they need --target")
         if not traces:
             raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
-        from .timeline import load_race
+        from ..views.race_timeline import load_race
 
         race = load_race(list(traces), from_start=from_start, any_prompt=any_prompt)
         race.note = note
         if headless:
-            from .outcome import outcome
-            from .text import print_outcome
+            from ..views.race_outcome import outcome
+            from ..views.race_text import print_outcome
 
             try:
                 print_outcome(race, outcome(race), sys.stdout, as_json=as_json)

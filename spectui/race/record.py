@@ -15,15 +15,15 @@ import sys
 import tempfile
 import time
 
-from ..control import RunControl
+from ..contract.control import RunControl
 from ..engine.loop import Engine  # llama.cpp: this module is imported only when a race is recorded
 from ..engine.models import check_gguf_file
-from ..errors import SpectuiError
-from ..events import RunEnded
-from .files import output_path
+from ..contract.errors import SpectuiError
+from ..contract.events import RunEnded
+from ..recording.output_path import output_path
 from .spec import slug, spec_settings
-from ..trace import TraceWriter
-from .timeline import LANE_NAMES
+from ..recording.trace import TraceWriter
+from ..views.race_timeline import LANE_NAMES
 
 WARMUP_TOKENS = 8
 SEQUENTIAL_NOTE = ("recorded one after the other on the same loaded models (never at once: a concurrent race "

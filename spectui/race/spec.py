@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from ..control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
-from ..errors import SpectuiError
-from ..events import Settings
+from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
+from ..contract.errors import SpectuiError
+from ..contract.events import Settings
 
 KEYS = {
     "k": "k", "draft-max": "k", "draft_max": "k",

@@ -22,16 +22,16 @@ from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 
-from ...animation import PassClock
-from ...control import RunControl
-from ...race.outcome import outcome
-from ...race.timeline import Race
-from ...race.view import LaneView, RaceView
-from ..app import FRAME_HZ, GIL_SWITCH_INTERVAL_S, STATS_INTERVAL_S, StateChanged
-from ..lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
-from ..state import ScreenSnapshot, ScreenState
-from ..themes import VARIABLE_DEFAULTS, check_theme
-from ..view import ScreenView
+from ...views.animation import PassClock
+from ...contract.control import RunControl
+from ...views.race_outcome import outcome
+from ...views.race_timeline import Race
+from ...views.race_view import LaneView, RaceView
+from ..run.app import FRAME_HZ, GIL_SWITCH_INTERVAL_S, STATS_INTERVAL_S, StateChanged
+from ..shared.lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
+from ...views.state import ScreenSnapshot, ScreenState
+from ..shared.themes import VARIABLE_DEFAULTS, check_theme
+from ...views.view import ScreenView
 from .screen import RaceScreen
 
 

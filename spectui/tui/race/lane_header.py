@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..panel import Panel
-from ...race.view import LaneView
+from ..shared.panel import Panel
+from ...views.race_view import LaneView
 
 
 class LaneHeader(Panel):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...player import speed_label
-from ...race.view import RaceView
-from ..panel import Panel
+from ...recording.player import speed_label
+from ...views.race_view import RaceView
+from ..shared.panel import Panel
 
 
 class RaceBanner(Panel):

@@ -5,8 +5,8 @@ rules are the app's own."""
 
 from __future__ import annotations
 
-from ...race.timeline import Race
-from ..cast_render import Capture
+from ...views.race_timeline import Race
+from ..run.cast_render import Capture
 from .app import RaceApp
 
 

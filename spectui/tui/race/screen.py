@@ -17,11 +17,11 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..inspector import first_cursor, move, view_at
-from ..pass_ribbon import PassRibbon
-from ..screens.inspector_screen import InspectorScreen
-from ..token_stream import TokenStream
-from ..view import InspectCursor
+from ...views.inspector import first_cursor, move, view_at
+from ..run.pass_ribbon import PassRibbon
+from ..run.inspector_screen import InspectorScreen
+from ..run.token_stream import TokenStream
+from ...views.view import InspectCursor
 from .finish_line import FinishLine
 from .lane_header import LaneHeader
 from .race_banner import RaceBanner
