@@ -49,7 +49,7 @@ def free_name(folder: str, stem: str, inputs: list[str]) -> str:
 
 def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], *, n_predict: int = 128,
                 temp: float = 0.0, seed: int = 0, record_dir: str | None = None, threads: int | None = None,
-                n_ctx: int = 4096, say=_say) -> tuple[list[str], str]:
+                n_ctx: int = 4096, say=_say, header_extra: dict | None = None) -> tuple[list[str], str]:
     """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face)."""
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
@@ -83,7 +83,9 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
             t0 = time.monotonic()
             end = None
             control = RunControl(s)
-            writer = TraceWriter(path)
+            extra = {"race": {"lane": name, "order": list(LANE_NAMES[:len(settings)]), "sequential": True,
+                              "load_start": os.getloadavg()[0]}, **(header_extra or {})}
+            writer = TraceWriter(path, extra)
             paths.append(path)
             try:
                 for ev in engine.run(prompt, control, n_predict):

@@ -270,11 +270,19 @@ class RaceApp(App):
         self.control.stop()
         self.exit()
 
+    def stop_engine(self, timeout: float = 15.0) -> bool:
+        """Stop the replay worker (``spectui.tui.run.app.run_app`` calls this on every way out)."""
+        self.control.stop()
+        t0 = time.monotonic()
+        while self.running and time.monotonic() - t0 < timeout:
+            time.sleep(0.01)
+        return not self.running
+
 
 def run_race(race: Race, theme: str | None = None, speed: float | str = 1.0) -> int:
     app = RaceApp(race, theme=theme, speed=speed)
     try:
         app.run()
     finally:
-        app.control.stop()
+        app.stop_engine()
     return int(app.return_code or 0)
