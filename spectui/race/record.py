@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 
+from ..analysis.draft_policy import PolicyByMode
 from ..contract.control import RunControl
 from ..engine.loop import Engine  # llama.cpp: this module is imported only when a race is recorded
 from ..engine.models import check_gguf_file
@@ -72,7 +73,8 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
     def warn(msg: str) -> None:
         print(f"spectui: warning: {msg.removeprefix('warning: ')}", file=sys.stderr)
 
-    engine = Engine(target, draft if needs_draft else None, n_ctx=n_ctx, threads=threads, warn=warn)
+    engine = Engine(target, draft if needs_draft else None, n_ctx=n_ctx, threads=threads, warn=warn,
+                    draft_policy=PolicyByMode)  # k=auto / k=schedule, as spectui.run builds it
     paths: list[str] = []
     try:
         for _ in engine.run(prompt, RunControl(settings[0]), min(WARMUP_TOKENS, n_predict)):
