@@ -76,12 +76,14 @@ def main() -> int:
     engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     results = []  # (prompt, temp, label, tps, acceptance, k histogram)
     probe_line = ""
+    machine = None  # the probe's result, handed to every run (RunStarted.probe) when --probe
     try:
         list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
         if args.probe:
             from spectui.analysis.probe import cached_or_measure
 
-            pr = cached_or_measure(engine, refresh=args.probe_refresh)  # registers the curve for auto
+            pr = cached_or_measure(engine, refresh=args.probe_refresh)
+            machine = pr.machine_probe()
             v = pr.verdict()
             probe_line = (f"probe ({'cached' if pr.cached else f'measured in {pr.wall_s:.0f} s'}"
                           f"{'' if pr.quiet else ', NOT quiet'}): decode {pr.decode_ms:.1f} ms, verify by batch "
@@ -98,7 +100,7 @@ def main() -> int:
                 plan.append(("auto", plan[1][1]))
                 plan.append(("target only", plan[0][1]))
                 for label, s in plan:
-                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n))
+                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n, probe=machine))
                     snap = compute(evs)
                     hist = collections.Counter(e.k for e in evs if isinstance(e, PassEvent) and not e.prefill)
                     results.append((pname, t, label, snap.tokens_per_second, snap.acceptance_rate, hist))

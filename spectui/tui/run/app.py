@@ -31,7 +31,7 @@ from textual.message import Message
 from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
-from ...contract.events import Event
+from ...contract.events import Event, MachineProbe
 from ...recording.player import ReplayPlayer
 from ...recording.trace import write_trace
 from .help_screen import HelpScreen
@@ -353,15 +353,15 @@ def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
-             recorder=None, **kwargs) -> int:
-    """The live TUI over ``engine.run(prompt, control, n_predict)``. Returns the exit code.
+             recorder=None, probe: MachineProbe | None = None, **kwargs) -> int:
+    """The live TUI over ``engine.run(prompt, control, n_predict, probe)``. Returns the exit code.
 
     Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C,
     SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
     """
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        return engine.run(p, ctl, n_predict)
+        return engine.run(p, ctl, n_predict, probe=probe)
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)
