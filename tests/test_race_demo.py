@@ -41,7 +41,7 @@ def test_race_act_lookup_wins_draft_model_loses_and_says_why():
     assert b.seconds < a.seconds < c.seconds  # and the draft model after the target alone
     assert out.divergence.same or out.divergence.at > 30  # greedy: the same text (up to a near tie)
     why = out.why()
-    assert why[0].startswith("B wins: ") and why[1].startswith("C loses: ")
+    assert why[0].startswith("B wins, ") and why[1].startswith("C loses, ")
     reason = race_reason(ACT, race)
     assert reason.startswith("Act 3 - the race") and "B finished first" in reason and "C loses" in reason
 

@@ -82,9 +82,9 @@ class Outcome:
             cost = r.pass_ms / b.pass_ms
             gain = (r.tokens_per_pass / b.tokens_per_pass) / cost
             verb = "wins" if gain > 1 else "loses"
-            out.append(f"{r.name} {verb}: {r.tokens_per_pass:.2f} tokens a pass at {r.pass_ms:.0f} ms a pass, "
-                       f"{cost:.2f}x {b.name}'s {b.pass_ms:.0f} ms for {b.tokens_per_pass:.2f}: "
-                       f"{r.tokens_per_pass / b.tokens_per_pass:.2f} / {cost:.2f} = {gain:.2f}x {b.name}'s tokens/s")
+            out.append(f"{r.name} {verb}, {gain:.2f}x {b.name}'s tokens/s: {r.tokens_per_pass:.2f} tokens a pass "
+                       f"/ {b.tokens_per_pass:.2f}, each pass {cost:.2f}x {b.name}'s ({r.pass_ms:.0f} vs "
+                       f"{b.pass_ms:.0f} ms)")
         return out
 
 
