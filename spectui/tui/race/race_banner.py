@@ -20,10 +20,10 @@ class RaceBanner(Panel):
         race: RaceView | None = self.view if isinstance(self.view, RaceView) else None
         if race is None:
             return Text(" RACE")
-        clock = "from each run's start (TTFT raced)" if race.from_start else "from each run's first token"
+        clock = "clock from each run's start" if race.from_start else "clock from each run's first token"
         state = "PAUSED" if race.paused else ("DONE" if race.done else "RACING")
-        t = Text(f" RACE of {len(race.lanes)} recordings · {state} · clock {race.clock_s:6.2f} s "
-                 f"{clock} · {speed_label(race.speed)}", "bold")
+        t = Text(f" RACE of {len(race.lanes)} · {state} · {race.clock_s:.2f} s · {speed_label(race.speed)} · {clock}",
+                 "bold")
         if race.any_prompt:
             t.append(" · DIFFERENT PROMPTS (--any-prompt)", "bold")
         t.truncate(width, overflow="ellipsis")
