@@ -99,8 +99,9 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
                 raise
             finally:
                 writer.close()
-            if end is not None and end.reason == "error":
-                raise RunFailed(f"run {name} failed: {end.error}")
+            if end is None or end.reason == "error" or end.error:  # an engine error, a prompt that does not fit
+                raise RunFailed(f"run {name} ({slug(s)}) failed: {end.error if end else 'no end event'}; "
+                                f"its trace is {path}")
             say(f"recorded {name}: {end.n_emitted if end else 0} tokens in {time.monotonic() - t0:.1f} s")
     finally:
         engine.close()
