@@ -5,7 +5,7 @@ terminal (the cast's capture driver: ANSI generated in full colour, written to a
 Textual's compositor and the driver's output. Target (issue 19): the UI thread under 5% of a core at 1x.
 
     .venv/bin/python benchmarks/bench_race_ui.py spectui/data/race-alone.jsonl.gz spectui/data/race-lookup.jsonl.gz
-    .venv/bin/python benchmarks/bench_race_ui.py A.jsonl B.jsonl --rounds 2 --cols 120 --rows 40
+    .venv/bin/python benchmarks/bench_race_ui.py A.jsonl B.jsonl --rounds 2 --cols 120 --rows 40 --seconds 30
 
 Prints every run (UI CPU %, paints, wall seconds), the mean per side and the ratio race / replay, and the
 machine's load (``os.getloadavg``): other processes do not add to a thread's own CPU time, but a busy
@@ -32,13 +32,13 @@ from spectui.tui.run.cast_render import Capture  # noqa: E402
 from spectui.views.race_timeline import load_race  # noqa: E402
 
 
-async def measure(make_app, done, cols: int, rows: int) -> tuple[float, int, float]:
+async def measure(make_app, done, cols: int, rows: int, seconds: float) -> tuple[float, int, float]:
     app = make_app()
     Capture().attach(app)  # render as to a terminal
     async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
         await pilot.pause()
         t0, c0 = time.monotonic(), time.thread_time()
-        while not done(app):
+        while not done(app) and time.monotonic() - t0 < seconds:
             await asyncio.sleep(0.1)
         wall, cpu = time.monotonic() - t0, time.thread_time() - c0
         paints = app.paints
@@ -52,6 +52,7 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=120)
     ap.add_argument("--rows", type=int, default=40)
     ap.add_argument("--from-start", action="store_true")
+    ap.add_argument("--seconds", type=float, default=float("inf"), help="measure at most this long per run")
     args = ap.parse_args()
     race = load_race(args.traces, from_start=args.from_start, any_prompt=True)
     longest = max(race.lanes, key=lambda lane: lane.finish_s)
@@ -77,7 +78,7 @@ def main() -> None:
     for r in range(args.rounds):
         for side in ("replay", "race", "race", "replay"):
             make, done = sides[side]
-            frac, paints, wall = asyncio.run(measure(make, done, args.cols, args.rows))
+            frac, paints, wall = asyncio.run(measure(make, done, args.cols, args.rows, args.seconds))
             results[side].append(frac)
             print(f"round {r + 1} {side:<6}  UI thread {100 * frac:5.2f}% of a core  {paints:4d} paints  {wall:5.1f} s",
                   flush=True)
