@@ -23,7 +23,7 @@ CORE = sorted(
 ) + [
     "spectui.headless", "spectui.cast",
     "spectui.attach.metrics", "spectui.attach.scraper", "spectui.attach.request", "spectui.attach.text",
-    "spectui.attach.cli",
+    "spectui.attach.cli", "spectui.race.cli", "spectui.race.spec", "spectui.serve",
 ]
 
 
