@@ -79,6 +79,17 @@ def race_reason(act: Act, race) -> str:
     return "\n".join(lines)
 
 
+RACE_ACT_S = 40.0  # the race act plays at the first speed that makes it this short (unless --speed is given)
+
+
+def race_act_speed(race) -> float:
+    """1x, or the slowest of the replay's speeds at which the race lasts at most ``RACE_ACT_S``: a booth's
+    act should not take minutes (the banner shows the speed; the panes keep their recorded proportions)."""
+    from .recording.player import SPEEDS
+
+    return next((sp for sp in SPEEDS if 1.0 <= sp < float("inf") and race.end_s / sp <= RACE_ACT_S), 8.0)
+
+
 def data_path(name: str) -> str:
     ref = resources.files("spectui").joinpath("data", name)
     path = os.fspath(ref) if isinstance(ref, os.PathLike) else str(ref)
@@ -229,7 +240,8 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
         while True:  # act after act until q (one act: it loops inside its app)
             for a, events in loaded:
                 if a.race:
-                    app = make_race_demo_app(events, theme=theme, speed=sp, reason=race_reason(a, events),
+                    race_sp = sp if speed.strip() not in ("1", "1x", "1.0") else race_act_speed(events)
+                    app = make_race_demo_app(events, theme=theme, speed=race_sp, reason=race_reason(a, events),
                                              next_act=len(loaded) > 1)
                 else:
                     app = make_demo_app(events, theme=theme, speed=sp, reason=act_reason(a, events),

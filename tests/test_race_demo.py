@@ -73,3 +73,13 @@ async def test_race_act_loops_and_hands_on_to_the_next_act():
             if app.loops >= 2:
                 break
         assert app.loops >= 2 and "recordings" in app.title
+
+
+def test_race_act_plays_in_under_a_minute_at_its_default_speed():
+    from spectui.demo import RACE_ACT_S, race_act_speed
+
+    race = load_race_act(ACT)
+    sp = race_act_speed(race)
+    assert sp in (1.0, 2.0, 4.0, 8.0)
+    assert race.end_s / sp <= RACE_ACT_S or sp == 8.0
+    assert sp == 1.0 or race.end_s / (sp / 2) > RACE_ACT_S  # the slowest speed that does
