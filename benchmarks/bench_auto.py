@@ -106,7 +106,8 @@ def main() -> int:
                     results.append((pname, t, label, snap.tokens_per_second, snap.acceptance_rate, hist))
                     print(f"  {pname} temp {t:g} {label}: {snap.tokens_per_second:.2f} t/s", file=sys.stderr)
                     if writer is not None:
-                        writer(os.path.join(args.save, f"{len(results):02d}-{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"), evs)
+                        name = f"{len(results):02d}-{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"
+                        writer(os.path.join(args.save, name), evs)
     finally:
         engine.close()
 
@@ -144,8 +145,9 @@ def main() -> int:
             ok = ratio >= goal
             all_ok &= ok
             khist = " ".join(f"{k}:{n}" for k, n in sorted(hist.items()))
-            print(f"{pname:<6} {t:>4g}  {base:>11.2f}  {best_fixed:>8.2f} ({best_label:<4})  {auto:>6.2f}  {ratio:>9.3f}  "
-                  f"{'yes' if ok else 'NO':>6}  {rows['schedule'][0] if 'schedule' in rows else float('nan'):>8.2f}  {khist}")
+            sched = rows['schedule'][0] if 'schedule' in rows else float('nan')
+            print(f"{pname:<6} {t:>4g}  {base:>11.2f}  {best_fixed:>8.2f} ({best_label:<4})  {auto:>6.2f}  "
+                  f"{ratio:>9.3f}  {'yes' if ok else 'NO':>6}  {sched:>8.2f}  {khist}")
             details.append(f"{pname}/{t:g}: target only " + " + ".join(f"{x:.2f}" for x in runs_of["target only"])
                            + ", auto " + " + ".join(f"{x:.2f}" for x in runs_of["auto"]))
     print()

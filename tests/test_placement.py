@@ -13,7 +13,7 @@ from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.run_metrics import RunMetrics
-from spectui.tui.shared.panel import VERDICT
+from spectui.views.animation import VERDICT
 from spectui.views.placement import models_where, placement_text, where
 from spectui.views.sample import sample_events
 

@@ -10,7 +10,7 @@ from spectui.contract.control import RunControl
 from spectui.analysis.costmodel import predict
 from spectui.contract.events import Settings
 from spectui.tui.run.app import SpectuiApp
-from spectui.tui.shared.panel import VERDICT
+from spectui.views.animation import VERDICT
 from spectui.tui.run.prediction_panel import PredictionPanel
 from spectui.views.sample import sample_events
 

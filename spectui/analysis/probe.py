@@ -80,7 +80,7 @@ class ModelFacts:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ProbeVerdict:
     """What the figures mean for speculation (computed from a ProbeResult)."""
 
     limit: str  # "memory" (flat curve), "kernels", "compute", "mixed"
@@ -173,7 +173,7 @@ class ProbeResult:
                 "the figures are slower and noisier than this machine's own; run `spectui probe --refresh` "
                 "when it is quiet")
 
-    def verdict(self) -> Verdict:
+    def verdict(self) -> ProbeVerdict:
         return analyse(self)
 
     def machine_probe(self) -> MachineProbe:
@@ -276,7 +276,7 @@ def acceptance_needed(need_tokens: float, k: int) -> float | None:
     return hi
 
 
-def analyse(r: ProbeResult) -> Verdict:
+def analyse(r: ProbeResult) -> ProbeVerdict:
     """The verdict from the figures: break-even acceptance by k, the best case, what limits verification."""
     from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
 
@@ -336,7 +336,7 @@ def analyse(r: ProbeResult) -> Verdict:
         tail = (f"; speculation pays here once more than {a_min:.0%} of drafts are accepted (every draft "
                 f"accepted: {best:.2f}x at k = {best_k})")
     sentence = head + tail + "; " + limit_sentence + "."
-    return Verdict(limit=limit, limit_sentence=limit_sentence, example_k=ex, break_even_tokens=need,
+    return ProbeVerdict(limit=limit, limit_sentence=limit_sentence, example_k=ex, break_even_tokens=need,
                    best_case_k=best_k if best > 1.0 else 0, best_case_speedup=best, acceptance_needed=a_need,
                    min_acceptance=a_min, min_acceptance_k=k_min, pays_in_practice=practical,
                    sentence=sentence[0].upper() + sentence[1:])

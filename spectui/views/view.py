@@ -70,7 +70,7 @@ def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[
     probe = snap.start.probe if snap.start is not None else None  # the hardware's verify curve
     try:
         return predict(snap.stats, k_max=K_MAX, current_k=current_k, curve=probe.curve if probe else None), "", False
-    except Exception as exc:  # a model error must not take the UI down
+    except Exception as exc:  # noqa: BLE001 - a model error must not take the UI down
         return None, f"cost model error: {exc}", True
 
 
