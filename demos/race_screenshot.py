@@ -2,7 +2,8 @@
 
 - docs/race-screenshot.svg: Textual's own screenshot of `spectui race` at the finish line (120x36);
 - docs/race-browser.png: `spectui serve race (the same recordings)` loaded in a headless Chromium (Debian's
-  package) over the DevTools protocol, once every lane has finished (tests/browser.py).
+  package) over the DevTools protocol, at 8x, once every lane has finished
+  (tests/browser.py).
 
     .venv/bin/python demos/race_screenshot.py [--no-browser]
 """
@@ -25,6 +26,8 @@ from spectui.demo import ACTS, load_race_act  # noqa: E402
 from spectui.recording.output_path import output_path  # noqa: E402
 from spectui.tui.race.app import RaceApp  # noqa: E402
 
+SPEED = 8  # the browser's race plays at 8x (the recordings were made on a loaded machine: minutes at 1x)
+
 
 async def svg(path: str, cols: int, rows: int) -> None:
     race = load_race_act(ACTS[2])
@@ -40,7 +43,8 @@ async def svg(path: str, cols: int, rows: int) -> None:
 def browser_png(path: str, wait_s: float) -> None:
     port = free_port()
     traces = [os.path.join(REPO, "spectui", "data", name) for name in ACTS[2].race]
-    server = subprocess.Popen([sys.executable, "-m", "spectui", "serve", "--port", str(port), "race", *traces],
+    server = subprocess.Popen([sys.executable, "-m", "spectui", "serve", "--port", str(port), "race", "--speed",
+                               str(SPEED), *traces],
                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/")
@@ -58,9 +62,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--browser-wait", type=float, default=None, help="seconds after the first byte (default: the "
-                    "race's length + 3)")
+                    f"race's length at {SPEED}x + 3)")
     args = ap.parse_args()
-    wait_s = args.browser_wait if args.browser_wait is not None else load_race_act(ACTS[2]).end_s + 3
+    wait_s = args.browser_wait if args.browser_wait is not None else load_race_act(ACTS[2]).end_s / SPEED + 3
     docs = os.path.join(REPO, "docs")
     inputs = [p for a in ACTS[2:] for p in a.race]
     asyncio.run(svg(output_path(os.path.join(docs, "race-screenshot.svg"), inputs), 120, 36))

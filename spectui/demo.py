@@ -76,6 +76,10 @@ def race_reason(act: Act, race) -> str:
     lines = [f"Act {act.number} - {act.title}, recorded one after the other on 2 CPU cores. "
              f"{out.verdict()}; {out.divergence.text(tuple(r.name for r in out.lanes))}."]
     lines += out.why()
+    others = [ev.others_cpu for lane in race.lanes for ev in lane.passes if ev.others_cpu >= 0]
+    if others and sum(others) / len(others) >= 0.5:  # say when the recording's own cores were shared
+        lines.append(f"Other processes kept {sum(others) / len(others):.1f} of the cores busy while these were "
+                     "recorded, so every pass is slower than on a quiet machine; the race shows each run's own.")
     return "\n".join(lines)
 
 
