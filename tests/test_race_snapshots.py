@@ -9,7 +9,7 @@ import pytest
 
 from race_traces import WORDS, write_run
 from spectui.views.race_timeline import load_race
-from spectui.tui.shared.panel import VERDICT
+from spectui.views.animation import VERDICT
 from spectui.tui.race.app import RaceApp
 
 

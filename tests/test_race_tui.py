@@ -18,7 +18,7 @@ from spectui.tui.run.app import FRAME_HZ
 from spectui.tui.race.app import RaceApp
 from spectui.tui.run.inspector_screen import InspectorScreen
 
-SLACK_S = 0.1  # scheduling on a loaded 2-core machine, on top of the targets below
+SLACK_S = 0.25  # one late wake-up of a thread on a loaded 2-core machine (load 10-17 while this was written)
 
 
 @pytest.fixture
@@ -44,8 +44,10 @@ async def test_each_pane_finishes_at_its_traces_decode_time(pair):
         for i, lane in enumerate(race.lanes):
             delivered = app.delivered_at[i] - app.gun_at
             painted = app.finished_at[i] - app.gun_at
-            assert delivered == pytest.approx(lane.finish_s, abs=0.05 + SLACK_S), (i, delivered)
-            assert lane.finish_s - 0.01 <= painted <= lane.finish_s + 1 / FRAME_HZ + SLACK_S, (i, painted)
+            # the clock: the lane's last event is due at its trace's own decode time (lateness does not add up)
+            assert lane.finish_s - 0.01 <= delivered <= lane.finish_s + SLACK_S, (i, delivered)
+            # the screen: it shows the lane finished within one paint interval of that
+            assert 0 <= painted - delivered <= 1 / FRAME_HZ + SLACK_S, (i, painted, delivered)
         await pilot.pause()
         app.refresh_from_state()
         finish = app.race_screen.finish.render().plain
