@@ -23,9 +23,11 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 
 from browser import Chromium, free_port, wait_for_http  # noqa: E402
 from spectui.demo import ACTS, load_race_act  # noqa: E402
-from spectui.recording.output_path import output_path  # noqa: E402
+from spectui.contract.outputs import Kind, check_output  # noqa: E402
 from spectui.tui.race.app import RaceApp  # noqa: E402
 
+SVG = Kind("SVG screenshot", lambda head: b"<svg" in head[:200])
+PNG = Kind("PNG screenshot", lambda head: head.startswith(b"\x89PNG"))
 SPEED = 8  # the browser's race plays at 8x (the recordings were made on a loaded machine: minutes at 1x)
 
 
@@ -66,11 +68,11 @@ def main() -> None:
     args = ap.parse_args()
     wait_s = args.browser_wait if args.browser_wait is not None else load_race_act(ACTS[2]).end_s / SPEED + 3
     docs = os.path.join(REPO, "docs")
-    inputs = [p for a in ACTS[2:] for p in a.race]
-    asyncio.run(svg(output_path(os.path.join(docs, "race-screenshot.svg"), inputs), 120, 36))
+    inputs = [os.path.join(REPO, "spectui", "data", name) for name in ACTS[2].race]
+    asyncio.run(svg(check_output(os.path.join(docs, "race-screenshot.svg"), SVG, inputs).path, 120, 36))
     print("wrote docs/race-screenshot.svg", file=sys.stderr)
     if not args.no_browser:
-        browser_png(output_path(os.path.join(docs, "race-browser.png"), inputs), wait_s)
+        browser_png(check_output(os.path.join(docs, "race-browser.png"), PNG, inputs).path, wait_s)
         print("wrote docs/race-browser.png", file=sys.stderr)
 
 

@@ -46,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from spectui.race.record import record_race
-    from spectui.recording.output_path import output_path
+    from spectui.contract.outputs import TRACE, check_output
 
     t0 = time.time()
     tmp = tempfile.mkdtemp(prefix="spectui-race-demo-")
@@ -54,8 +54,8 @@ def main() -> None:
     paths, _note = record_race(args.target, args.draft, edit_prompt(), list(SPECS), n_predict=args.n,
                                threads=args.threads, n_ctx=2048, record_dir=tmp, header_extra=extra)
     for src, name in zip(paths, NAMES):
-        dest = output_path(os.path.join(args.out_dir, name), [args.target, args.draft])
-        shutil.move(src, dest)  # the bundle's new version
+        dest = check_output(os.path.join(args.out_dir, name), TRACE, inputs=[args.target, args.draft]).path
+        shutil.move(src, dest)  # the bundle's new version (an older trace of the same name is replaced)
         print(f"wrote {dest} ({os.path.getsize(dest)} bytes)", file=sys.stderr)
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"done in {time.time() - t0:.0f} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)

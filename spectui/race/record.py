@@ -4,8 +4,8 @@ contention, not speculation (the face says so). No Textual.
 
 Before the first recording the engine runs a few unrecorded tokens, so the first run does not pay for
 cold caches (weights paged in, buffers allocated) that the second would not. The traces go to
-``--record-dir`` (or a new temporary folder, named on stderr), never over an existing file, through
-``spectui.race.files.output_path``.
+``--record-dir`` (or a new temporary folder, named on stderr), never over an existing file nor an input
+(the TraceWriter checks through ``spectui.contract.outputs``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from ..engine.loop import Engine  # llama.cpp: this module is imported only when
 from ..engine.models import check_gguf_file
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded
-from ..recording.output_path import output_path
 from .spec import slug, spec_settings
 from ..recording.trace import TraceWriter
 from ..views.race_timeline import LANE_NAMES
@@ -39,13 +38,15 @@ def _say(message: str) -> None:
     print(f"spectui: {message}", file=sys.stderr, flush=True)
 
 
-def free_name(folder: str, stem: str, inputs: list[str]) -> str:
+def free_name(folder: str, stem: str) -> str:
+    """A trace path in ``folder`` that names no existing file: nothing already recorded is written over (the
+    TraceWriter checks it again through spectui.contract.outputs, against the inputs)."""
     path = os.path.join(folder, f"{stem}.jsonl.gz")
     n = 1
-    while os.path.exists(path):  # nothing already recorded is written over
+    while os.path.exists(path):
         path = os.path.join(folder, f"{stem}~{n}.jsonl.gz")
         n += 1
-    return output_path(path, inputs)
+    return path
 
 
 def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], *, n_predict: int = 128,
@@ -80,14 +81,14 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
         for _ in engine.run(prompt, RunControl(settings[0]), min(WARMUP_TOKENS, n_predict)):
             pass  # warm-up, not recorded
         for name, s in zip(LANE_NAMES, settings):
-            path = free_name(folder, f"race-{name}-{slug(s)}", inputs)
+            path = free_name(folder, f"race-{name}-{slug(s)}")
             say(f"recording {name} ({slug(s)}) to {path}")
             t0 = time.monotonic()
             end = None
             control = RunControl(s)
             extra = {"race": {"lane": name, "order": list(LANE_NAMES[:len(settings)]), "sequential": True,
                               "load_start": os.getloadavg()[0]}, **(header_extra or {})}
-            writer = TraceWriter(path, extra)
+            writer = TraceWriter(path, extra, inputs=inputs)
             paths.append(path)
             try:
                 for ev in engine.run(prompt, control, n_predict):
