@@ -60,7 +60,7 @@ def test_race_cast_cli_never_overwrites_an_input(tmp_path, pair):
     before = open(pair[0], "rb").read()
     cmd = [sys.executable, "-c", "from spectui.cli import main; main()", "cast", "--race", *pair]
     r = subprocess.run([*cmd, "-o", pair[0]], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 2 and "one of the inputs" in r.stderr
+    assert r.returncode == 2 and "one of this run's inputs" in r.stderr
     assert open(pair[0], "rb").read() == before
     r = subprocess.run([*cmd, "-o", str(tmp_path / "r.cast"), "--cols", "80", "--rows", "24"], capture_output=True,
                        text=True, env=env, timeout=300)
