@@ -146,3 +146,14 @@ async def test_paints_follow_the_replay_pace(pair):
         await asyncio.sleep(0.6)
         await pilot.pause()
         assert app.paints <= n + 2  # the statistics' last refresh at most
+
+
+async def test_ctrl_c_quits_with_sigints_status(pair):
+    from spectui.tui.shared.lifecycle import exit_status
+
+    app = RaceApp(load_race(list(pair)), speed=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert exit_status(app) == 130

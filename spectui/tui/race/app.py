@@ -12,6 +12,7 @@ nothing changes.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import threading
 import time
@@ -28,7 +29,14 @@ from ...views.race_outcome import outcome
 from ...views.race_timeline import Race
 from ...views.race_view import LaneView, RaceView
 from ..run.app import FRAME_HZ, GIL_SWITCH_INTERVAL_S, STATS_INTERVAL_S, StateChanged
-from ..shared.lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
+from ..shared.lifecycle import (
+    exit_status,
+    install_quit_signals,
+    next_theme,
+    quit_on_signal,
+    register_themes,
+    remove_signals,
+)
 from ...views.state import ScreenSnapshot, ScreenState
 from ..shared.themes import VARIABLE_DEFAULTS, check_theme
 from ...views.view import ScreenView
@@ -49,7 +57,7 @@ class RaceApp(App):
     BINDINGS = [
         Binding("c", "cycle_theme", "theme"),
         Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),  # the quit, with status 130
     ]
 
     def __init__(self, race: Race, *, theme: str | None = None, speed: float | str = 1.0,
@@ -270,6 +278,10 @@ class RaceApp(App):
         self.control.stop()
         self.exit()
 
+    def action_interrupt(self) -> None:
+        """Ctrl+C typed in the TUI: the clean quit, with SIGINT's exit status (130), as every face."""
+        quit_on_signal(self, signal.SIGINT)
+
     def stop_engine(self, timeout: float = 15.0) -> bool:
         """Stop the replay worker (``spectui.tui.run.app.run_app`` calls this on every way out)."""
         self.control.stop()
@@ -285,4 +297,4 @@ def run_race(race: Race, theme: str | None = None, speed: float | str = 1.0) -> 
         app.run()
     finally:
         app.stop_engine()
-    return int(app.return_code or 0)
+    return exit_status(app)  # 0, or 128 + the signal (Ctrl+C, SIGTERM, SIGHUP)
