@@ -4,6 +4,7 @@ longest lane, alternating replay / race / race / replay (ABBA) in one process. T
 terminal (the cast's capture driver: ANSI generated in full colour, written to a list), so the cost includes
 Textual's compositor and the driver's output. Target (issue 19): the UI thread under 5% of a core at 1x.
 
+    .venv/bin/python benchmarks/bench_race_ui.py --synthetic      # two 12 s traces: 10 and 6.7 passes a second
     .venv/bin/python benchmarks/bench_race_ui.py spectui/data/race-alone.jsonl.gz spectui/data/race-lookup.jsonl.gz
     .venv/bin/python benchmarks/bench_race_ui.py A.jsonl B.jsonl --rounds 2 --cols 120 --rows 40 --seconds 30
 
@@ -47,13 +48,26 @@ async def measure(make_app, done, cols: int, rows: int, seconds: float) -> tuple
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("traces", nargs="+")
+    ap.add_argument("traces", nargs="*")
+    ap.add_argument("--synthetic", action="store_true", help="race two made-up 12 s traces (tests/race_traces.py): "
+                    "121 tokens at 100 ms a pass against 3 tokens a pass at 150 ms")
     ap.add_argument("--rounds", type=int, default=1, help="ABBA rounds")
     ap.add_argument("--cols", type=int, default=120)
     ap.add_argument("--rows", type=int, default=40)
     ap.add_argument("--from-start", action="store_true")
     ap.add_argument("--seconds", type=float, default=float("inf"), help="measure at most this long per run")
     args = ap.parse_args()
+    if args.synthetic:
+        import tempfile
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from race_traces import WORDS, write_run
+
+        tmp = Path(tempfile.mkdtemp(prefix="bench-race-"))
+        args.traces = [write_run(tmp / "a.jsonl", words=WORDS[:121], per_pass=1, pass_ms=100),
+                       write_run(tmp / "b.jsonl", words=WORDS[:121], per_pass=3, pass_ms=150)]
+    if len(args.traces) < 2:
+        ap.error("give 2 or 3 traces, or --synthetic")
     race = load_race(args.traces, from_start=args.from_start, any_prompt=True)
     longest = max(race.lanes, key=lambda lane: lane.finish_s)
     _h, replay_events = load_for_tui(longest.path)
