@@ -23,7 +23,7 @@ from prometheus_client import gc_collector, platform_collector, process_collecto
 
 from spectui.attach.events import MetricsScraped  # noqa: E402
 from spectui.attach.metrics import parse  # noqa: E402
-from spectui.attach.window import AttachStats  # noqa: E402
+from spectui.analysis.attach_stats import AttachStats  # noqa: E402
 
 
 def page(engines: int, k: int, step: int) -> str:

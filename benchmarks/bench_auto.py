@@ -60,25 +60,26 @@ def main() -> int:
     temps = [float(x) for x in args.temps.split(",") if x.strip()]
     prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
-    from spectui.events import PassEvent, Settings
-    from spectui.stats import compute
+    from spectui.contract.events import PassEvent, Settings
+    from spectui.analysis.stats import compute
 
     writer = None
     if args.save:
         os.makedirs(args.save, exist_ok=True)
-        from spectui.trace import write_trace as writer
+        from spectui.recording.trace import write_trace as writer
 
     goal = args.goal if args.goal is not None else (0.97 if args.probe else 0.95)
     t_start = time.time()
-    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     results = []  # (prompt, temp, label, tps, acceptance, k histogram)
     probe_line = ""
     try:
         list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
         if args.probe:
-            from spectui.probe import cached_or_measure
+            from spectui.analysis.probe import cached_or_measure
 
             pr = cached_or_measure(engine, refresh=args.probe_refresh)  # registers the curve for auto
             v = pr.verdict()

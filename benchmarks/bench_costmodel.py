@@ -59,13 +59,14 @@ def main() -> int:
             print(f"bench_costmodel: model not found: {path} (../shared/models/fetch-qwen-coder-pair.sh)", file=sys.stderr)
             return 2
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
-    from spectui.events import Settings
-    from spectui.stats import compute
+    from spectui.contract.events import Settings
+    from spectui.analysis.stats import compute
 
     t_start = time.time()
-    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     try:
         # verify time per batch size, measured on demand (a warm-up run first so caches are hot)
         list(engine.run(args.prompt, RunControl(Settings(draft_max=0, drafter="none")), 8))
@@ -88,7 +89,7 @@ def main() -> int:
 def save(path, verify, events_by_k, args):
     import json
 
-    from spectui.trace import write_trace
+    from spectui.recording.trace import write_trace
 
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "meta.json"), "w") as fh:
@@ -103,8 +104,8 @@ def save(path, verify, events_by_k, args):
 def load(path):
     import json
 
-    from spectui.stats import compute
-    from spectui.trace import read_trace
+    from spectui.analysis.stats import compute
+    from spectui.recording.trace import read_trace
 
     with open(os.path.join(path, "verify.json")) as fh:
         verify = {int(k): v for k, v in json.load(fh).items()}
@@ -117,7 +118,7 @@ def load(path):
 
 
 def report(verify, snaps, args) -> int:
-    from spectui.costmodel import predict
+    from spectui.analysis.costmodel import predict
 
     src_k = args.source_k if args.source_k is not None else max(snaps)
     args.k_max = max(snaps)
@@ -150,7 +151,7 @@ def report(verify, snaps, args) -> int:
     # own measured times (verify ms at k, draft ms/token, other ms/pass, k = 0 decode from the k = 0 run)
     # and the source run's acceptance; load-independent, so it separates the acceptance model's error
     # from the error of carrying times measured at one moment of a shared machine to another
-    from spectui.costmodel import conditional_rates, predict_from
+    from spectui.analysis.costmodel import conditional_rates, predict_from
 
     rates, weights = conditional_rates([(p.drafted, p.accepted) for p in snaps[src_k].acceptance_by_position])
     worst = 0.0

@@ -35,10 +35,10 @@ CONFIGS = {
 
 CHILD = r"""
 import json, resource, sys
-from spectui.control import RunControl
+from spectui.contract.control import RunControl
 from spectui.engine.loop import Engine
-from spectui.events import PassEvent, Settings
-from spectui.stats import compute
+from spectui.contract.events import PassEvent, Settings
+from spectui.analysis.stats import compute
 cfg = json.loads(sys.argv[1])
 e = Engine(cfg.pop("target"), cfg.pop("draft"), n_ctx=4096, threads=cfg.pop("threads"), warn=lambda m: None,
            **cfg.pop("kw"))

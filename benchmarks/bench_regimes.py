@@ -96,15 +96,15 @@ def main() -> int:
             print(f"bench_regimes: unknown prompt {p!r}; choose from {', '.join(PROMPTS)}", file=sys.stderr)
             return 2
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
     from spectui.engine.loop import Engine
-    from spectui.events import RunEnded, Settings
-    from spectui.stats import compute
+    from spectui.contract.events import RunEnded, Settings
+    from spectui.analysis.stats import compute
 
     writer = None
     if args.save:
         os.makedirs(args.save, exist_ok=True)
-        from spectui.trace import write_trace as writer
+        from spectui.recording.trace import write_trace as writer
 
     load0 = os.getloadavg()[0]
     t_start = time.time()
@@ -128,7 +128,7 @@ def main() -> int:
         try:
             list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
             if args.probe:
-                from spectui.probe import cached_or_measure
+                from spectui.analysis.probe import cached_or_measure
 
                 pr = cached_or_measure(engine, register=False)
                 probe_lines.append(f"threads {t}: {pr.summary_line()}; {pr.verdict().sentence}")

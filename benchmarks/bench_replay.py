@@ -34,7 +34,7 @@ print(dt, ru.ru_maxrss, stats.n_passes, stats.n_emitted, ru.ru_utime + ru.ru_sti
 
 BASELINE = r"""
 import resource
-import spectui.replay, spectui.headless, spectui.trace, spectui.stats
+import spectui.replay, spectui.headless, spectui.recording.trace, spectui.analysis.stats
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--keep", default=None, help="write the traces here instead of a temporary directory")
     args = ap.parse_args()
 
-    from spectui.trace import synthetic_run, write_trace
+    from spectui.recording.trace import synthetic_run, write_trace
 
     d = args.keep or tempfile.mkdtemp(prefix="spectui-bench-")
     os.makedirs(d, exist_ok=True)

@@ -36,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spectui.control import RunControl  # noqa: E402
-from spectui.events import Settings  # noqa: E402
+from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.events import Settings  # noqa: E402
 from spectui.headless import consume  # noqa: E402
 
 MODELS = Path.home() / ".cache" / "spectui" / "models"
@@ -83,12 +83,12 @@ class UIProfile:
     def install(self, app_cls) -> None:
         from textual.widget import Widget
 
-        from spectui.tui.state import ScreenState
+        from spectui.views.state import ScreenState
 
         self.wrap(Widget, "render_lines", lambda w: "repaint " + type(w).__name__)
         self.wrap(app_cls, "refresh_from_state", "app refresh (snapshot+view+fan-out)")
         self.wrap(ScreenState, "snapshot", "  of which ScreenState.snapshot")
-        from spectui.tui import panel
+        from spectui.tui.shared import panel
 
         if "_build_strips" in panel.Panel.__dict__:  # drawing (Rich text -> strips), wherever it runs
             for cls in {panel.Panel, *_subclasses(panel.Panel)}:
@@ -97,12 +97,12 @@ class UIProfile:
         if "KeepLines" in panel.__dict__:  # a widget handing back its kept lines is still asked
             self.wrap(panel.KeepLines, "render_lines", lambda w: "repaint " + type(w).__name__)
         try:
-            from spectui.tui import view
+            from spectui.views import view
         except ImportError:  # the code before the view existed computed the prediction inside a paint
             pass
         else:
             view.prediction_for = self._timed(view.prediction_for, "  of which cost-model prediction")
-            from spectui.tui import app as app_mod
+            from spectui.tui.run import app as app_mod
 
             app_mod.prediction_for = view.prediction_for
 
@@ -123,8 +123,8 @@ class UIProfile:
         for cls, name, orig in reversed(self._undo):
             setattr(cls, name, orig)
 def _subclasses(cls) -> list[type]:
-    import spectui.tui.token_stream  # noqa: F401 - the panels define their own _build_strips
-    import spectui.tui.pass_ribbon  # noqa: F401
+    import spectui.tui.run.token_stream  # noqa: F401 - the panels define their own _build_strips
+    import spectui.tui.run.pass_ribbon  # noqa: F401
 
     out = []
     for sub in cls.__subclasses__():
@@ -142,8 +142,8 @@ def run_headless(engine, settings: Settings, n: int) -> float:
 
 def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None,
             switch_s: float | None = None, profile: bool = False) -> float:
-    import spectui.tui.app as tui_app
-    from spectui.tui.app import SpectuiApp
+    import spectui.tui.run.app as tui_app
+    from spectui.tui.run.app import SpectuiApp
 
     default_switch = tui_app.GIL_SWITCH_INTERVAL_S
     if switch_s is not None:
@@ -191,10 +191,11 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
 
 def child_tui(args) -> None:
     """One TUI run in this process, built exactly as `spectui --target T --draft D` builds it."""
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
     from spectui.engine.thread import EngineThread
 
-    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads))
+    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads, draft_policy=PolicyByMode))
     try:
         settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
         run_tui(engine, settings, 16)  # warm-up, as the headless child gets
@@ -227,9 +228,9 @@ def profile_table(p: dict) -> str:
 
 def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
     """The live TUI fed a recorded run at its recorded pace; prints the UI thread's profile."""
-    from spectui.replay import paced
-    from spectui.trace import read_trace
-    from spectui.tui.app import SpectuiApp
+    from spectui.recording.player import paced
+    from spectui.recording.trace import read_trace
+    from spectui.tui.run.app import SpectuiApp
 
     events = read_trace(path).events
     app = SpectuiApp(lambda c, p: paced(iter(events), speed), RunControl(events[0].settings), prompt=PROMPT)
@@ -256,9 +257,10 @@ def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
 
 def child_headless(args) -> None:
     """One headless run in this process: main thread, as `spectui --headless` runs it."""
+    from spectui.analysis.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
 
-    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads)
+    engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads, draft_policy=PolicyByMode)
     try:
         settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
         run_headless(engine, settings, 16)  # warm-up

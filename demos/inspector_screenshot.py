@@ -20,14 +20,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from spectui.animation import VERDICT  # noqa: E402
-from spectui.control import RunControl  # noqa: E402
+from spectui.views.animation import VERDICT  # noqa: E402
+from spectui.contract.control import RunControl  # noqa: E402
 from spectui.engine.loop import Engine  # noqa: E402
-from spectui.events import REJECTED, PassEvent, Settings  # noqa: E402
-from spectui.player import ReplayPlayer  # noqa: E402
-from spectui.trace import TraceWriter, read_trace  # noqa: E402
-from spectui.tui.app import SpectuiApp  # noqa: E402
-from spectui.tui.screens.inspector_screen import InspectorScreen  # noqa: E402
+from spectui.contract.events import REJECTED, PassEvent, Settings  # noqa: E402
+from spectui.recording.player import ReplayPlayer  # noqa: E402
+from spectui.recording.trace import TraceWriter, read_trace  # noqa: E402
+from spectui.tui.run.app import SpectuiApp  # noqa: E402
+from spectui.tui.run.inspector_screen import InspectorScreen  # noqa: E402
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -42,10 +42,10 @@ def main() -> None:
     ap.add_argument("-t", "--threads", type=int, default=2)
     args = ap.parse_args()
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
     from spectui.engine.loop import Engine
-    from spectui.events import PassEvent, RunEnded, Settings
-    from spectui.trace import TraceWriter
+    from spectui.contract.events import PassEvent, RunEnded, Settings
+    from spectui.recording.trace import TraceWriter
 
     prompt = edit_prompt()
     engine = Engine(args.target, None, n_ctx=2048, threads=args.threads)

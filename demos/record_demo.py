@@ -52,10 +52,10 @@ def main() -> None:
     ap.add_argument("-t", "--threads", type=int, default=1, help="1 is steadier on a shared machine")
     args = ap.parse_args()
 
-    from spectui.control import RunControl
+    from spectui.contract.control import RunControl
     from spectui.engine.loop import Engine
-    from spectui.events import PassEvent, RunEnded, Settings
-    from spectui.trace import TraceWriter
+    from spectui.contract.events import PassEvent, RunEnded, Settings
+    from spectui.recording.trace import TraceWriter
 
     engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads)
     control = RunControl(Settings(**START))

@@ -13,7 +13,7 @@ pass has settled and holds it ``HOLD_INSPECT_S`` seconds before the replay goes 
 
 This module never needs Textual, also when its functions run: it checks the arguments, plans the
 frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
-only ``spectui.tui.cast_render.capture`` runs the app, and it imports nothing from here.
+only ``spectui.tui.run.cast_render.capture`` runs the app, and it imports nothing from here.
 
 File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
 ``{"version": 2, "width": W, "height": H, "timestamp": ..., "title": ..., "env": {...}}`` then one
@@ -31,9 +31,9 @@ from typing import Any, Iterable
 
 import click
 
-from .animation import SETTLED, phase_steps
-from .errors import SpectuiError
-from .events import AttachStarted, Event, PassEvent, RunStarted
+from .views.animation import SETTLED, phase_steps
+from .contract.errors import SpectuiError
+from .contract.events import AttachStarted, Event, PassEvent, RunStarted
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
@@ -95,7 +95,7 @@ def inspect_plan(events: list[Event], steps: list[tuple[int, float, str]], index
     """Make room for the inspector after pass ``index`` has settled: the steps after it move ``hold``
     seconds later. Returns (steps, (step, pass index, token slot, hold)); the capture opens the inspector
     after painting that step. Without ``token``: the pass's first rejected draft, else its last token."""
-    from .events import REJECTED
+    from .contract.events import REJECTED
 
     pos = next((i for i, ev in enumerate(events) if isinstance(ev, PassEvent) and ev.index == index), None)
     ev = events[pos] if pos is not None else None
@@ -123,7 +123,7 @@ def check_cast_args(cols: int, rows: int, speed: float, events: list[Event], nee
 
 
 def cast_title(start: RunStarted | None) -> str:
-    from .tui.view import banner_text  # no Textual: the replay banner's text
+    from .views.view import banner_text  # no Textual: the replay banner's text
 
     return "spectui " + banner_text(start)
 
@@ -175,7 +175,7 @@ def render_cast(
     token inspector on that token after its pass. Returns what was written."""
     evs = list(events)
     if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
-        from .tui.attach_cast import capture_attach
+        from .tui.attach.cast_render import capture_attach
 
         check_cast_args(cols, rows, speed, evs, need_passes=False)
         chunks, end_t = asyncio.run(capture_attach(evs, cols, rows, speed, theme))
@@ -187,7 +187,7 @@ def render_cast(
     held = None
     if inspect is not None:
         steps, held = inspect_plan(evs, steps, *parse_inspect(inspect))
-    from .tui.cast_render import capture  # the Textual half: the real app through a capture driver
+    from .tui.run.cast_render import capture  # the Textual half: the real app through a capture driver
 
     chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme, inspect=held))
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
@@ -209,15 +209,15 @@ def render_cast(
 def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None,
              inspect: str | None) -> None:
     """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
-    from .cli import fail
-    from .player import parse_speed
-    from .replay import load_for_tui
+    from .contract.errors import fail
+    from .recording.player import parse_speed
+    from .recording.player import load_for_tui
 
     try:
         sp = parse_speed(speed)
         if sp == float("inf"):
             raise SpectuiError("a cast needs a finite --speed (0.25..8)")
-        from .tui.themes import check_theme
+        from .tui.shared.themes import check_theme
 
         check_theme(theme)
         if inspect is not None:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import click
 
-from .errors import SpectuiError
-from .events import PassEvent
-from .stats import RunStats
+from .contract.errors import SpectuiError
+from .contract.events import PassEvent
+from .analysis.stats import RunStats
 
 DEMO_TRACE = "demo-trace.jsonl.gz"
 LOOP_HOLD_S = 6.0  # the finished screen stays this long before the demo starts over
@@ -84,9 +84,9 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
                   reason: str = "", next_act: bool = False, **kw):
     """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
     (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
-    from .control import RunControl
-    from .player import ReplayPlayer
-    from .tui.app import SpectuiApp, StateChanged
+    from .contract.control import RunControl
+    from .recording.player import ReplayPlayer
+    from .tui.run.app import SpectuiApp, StateChanged
 
     class DemoApp(SpectuiApp):
         loops = 0
@@ -132,9 +132,10 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup); default: every act in turn")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
-    from .cli import fail
-    from .player import parse_speed
-    from .replay import load_for_tui, replay_headless
+    from .contract.errors import fail
+    from .recording.player import parse_speed
+    from .recording.player import load_for_tui
+    from .replay import replay_headless
 
     try:
         sp = parse_speed(speed)
@@ -145,8 +146,8 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                 print(("\n" if i else "") + act_reason(a, events) + "\n", flush=True)
                 replay_headless(demo_trace_path(a.number), sys.stdout, speed=sp if speed != "1" else float("inf"))
             return
-        from .tui.app import run_app
-        from .tui.themes import check_theme
+        from .tui.run.app import run_app
+        from .tui.shared.themes import check_theme
 
         check_theme(theme)
         loaded = [(a, load_for_tui(demo_trace_path(a.number))[1]) for a in acts]

@@ -12,9 +12,9 @@ import sys
 
 import click
 
-from .cli import fail, model_options
-from .errors import SpectuiError
-from .probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from .contract.errors import SpectuiError, fail
+from .options import model_options
+from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
 
 @click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})

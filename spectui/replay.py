@@ -18,61 +18,24 @@ inspector's order (its drafts, then the target's own token).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import sys
-import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 import click
 
-from .errors import SpectuiError
-from .event_json import to_dict
-from .events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
-
-
-def _warn(message: str) -> None:
-    print(f"spectui: warning: {message}", file=sys.stderr)
-
-
-def parse_speed(value: str | float | None, default: float = 1.0) -> float:
-    """'max' (as fast as possible), '2', '2x', 0.5 ... -> speed factor (inf = max). 0.25..8 or max."""
-    if value is None:
-        return default
-    from .player import parse_speed as _parse  # no Textual in player.py
-
-    return _parse(value)
-
-
-def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
-    """Yield events with the recorded delays between passes divided by ``speed`` (inf: no delay)."""
-    last: float | None = None
-    for ev in events:
-        if isinstance(ev, PassEvent):
-            t = ev.timing.t_end
-        elif isinstance(ev, SettingsChanged) or (isinstance(ev, ATTACH_EVENT_TYPES) and hasattr(ev, "t")):
-            t = ev.t
-        else:
-            t = None
-        if t is not None and speed != float("inf"):
-            if last is not None and t > last:
-                sleep((t - last) / speed)
-            last = t
-        yield ev
-
-
-def mark_replay(events: Iterable[Event]) -> Iterator[Event]:
-    """The events with ``RunStarted.replay`` set, so a face can say it shows a recording."""
-    for ev in events:
-        yield dataclasses.replace(ev, replay=True) if isinstance(ev, RunStarted) else ev
+from .contract.errors import SpectuiError
+from .contract.event_json import to_dict
+from .contract.events import AttachStarted, Event, PassEvent
+from .recording.player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
 
 
 def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False, speed: float = float("inf"),
-                    on_warning: Callable[[str], None] | None = _warn):
+                    on_warning: Callable[[str], None] | None = warn_stderr):
     """Stream a trace into the headless face (text + summary, or JSON). Returns its RunStats."""
     from .headless import consume
-    from .trace import iter_trace
+    from .recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     try:
@@ -96,23 +59,6 @@ def replay_attach_headless(events: Iterable[Event], out, *, as_json: bool = Fals
     return face.stats
 
 
-def is_attach_trace(events: list[Event]) -> bool:
-    return bool(events) and isinstance(events[0], AttachStarted)
-
-
-def load_for_tui(path: str | os.PathLike, on_warning: Callable[[str], None] | None = _warn) -> tuple[dict, list[Event]]:
-    """Header and the (replay-marked) events of a trace, for the TUI's player (which seeks back and forth)."""
-    from .trace import iter_trace
-
-    header, reader = iter_trace(path, on_warning=on_warning)
-    events = list(mark_replay(reader))
-    if is_attach_trace(events):
-        return header, events
-    if not any(isinstance(ev, PassEvent) for ev in events):
-        raise SpectuiError(f"{os.fspath(path)}: the trace holds no passes to replay")
-    return header, events
-
-
 def parse_explain(value: str) -> tuple[int, int | None]:
     """``PASS`` or ``PASS:TOKEN`` -> (pass index, 0-based token slot or None). TOKEN is 1-based."""
     text = value.strip()
@@ -130,9 +76,9 @@ def parse_explain(value: str) -> tuple[int, int | None]:
 
 
 def find_pass(path: str | os.PathLike, index: int,
-              on_warning: Callable[[str], None] | None = _warn) -> PassEvent:
+              on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
-    from .trace import iter_trace
+    from .recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     n = 0
@@ -163,7 +109,7 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
 def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
     explained view of every token (or of token slot ``token`` only)."""
-    from .inspect import draft_stop_line, explain, slots, view_dict
+    from .views.inspector_model import draft_stop_line, explain, slots, view_dict
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -177,7 +123,7 @@ def explain_json(ev: PassEvent, token: int | None = None) -> dict:
 
 def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> list[str]:
     """``render_pass`` (every token), or its header and token slot ``token`` alone."""
-    from .inspect import explain, render_pass, render_view, slots
+    from .views.inspector_model import explain, render_pass, render_view, slots
 
     _check_token(ev, token, len(slots(ev)))
     lines = render_pass(ev, width)
@@ -188,7 +134,7 @@ def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> l
 
 
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
-                 on_warning: Callable[[str], None] | None = _warn) -> PassEvent:
+                 on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON)."""
     import json
 
@@ -216,7 +162,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
                explain: str | None) -> None:
     """Replay a recorded trace FILE in the TUI, or --headless."""
-    from .cli import fail
+    from .contract.errors import fail
 
     try:
         if explain is not None:
@@ -242,15 +188,15 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
                     pass
             return
         sp = parse_speed(speed, default=1.0)
-        from .tui.themes import check_theme
+        from .tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
         _header, events = load_for_tui(file)
         if is_attach_trace(events):
-            from .tui.attach_app import run_attach_replay
+            from .tui.attach.app import run_attach_replay
 
             sys.exit(run_attach_replay(events, theme=theme, speed=sp) or 0)
-        from .tui.app import run_replay
+        from .tui.run.app import run_replay
 
         sys.exit(run_replay(events, theme=theme, speed=sp) or 0)
     except SpectuiError as exc:

@@ -13,9 +13,9 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .control import DRAFT_MAX_LIMIT, RunControl
-from .errors import SpectuiError
-from .events import Settings
+from .contract.control import DRAFT_MAX_LIMIT, RunControl
+from .contract.errors import SpectuiError
+from .contract.events import Settings
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
@@ -72,7 +72,7 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
 @dataclass(frozen=True)
 class ModelOptions:
     """Where the models come from (paths or Hugging Face repos) and where they run: the options of
-    ``cli.model_options``, shared by the live run and the sweep."""
+    ``options.model_options``, shared by the live run and the sweep."""
 
     target: str | None = None
     draft: str | None = None
@@ -102,7 +102,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
     Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
     from .engine.models import check_gguf_file
-    from .hub import resolve_models
+    from .engine.hub import resolve_models
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
     if not target:
@@ -121,12 +121,13 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
 
     def build():
+        from .analysis.draft_policy import PolicyByMode
         from .engine.loop import Engine
 
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top,
+            inspect_top=inspect_top, draft_policy=PolicyByMode,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
@@ -140,7 +141,7 @@ def probe_at_load(engine, quiet: bool = False) -> None:
     """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
     model and machine, so only the first run of a pair pays ~10 s) and make it known to the cost model,
     auto k and the faces. Runs on the engine's own thread when it has one."""
-    from .probe import cached_or_measure
+    from .analysis.probe import cached_or_measure
 
     def say(msg: str) -> None:
         print(f"spectui: {msg}", file=sys.stderr)
@@ -201,12 +202,12 @@ def run_main(
     if as_json and not headless:
         raise SpectuiError("--json needs --headless")
     if not headless and theme is not None:
-        from .tui.themes import check_theme  # fail before loading models
+        from .tui.shared.themes import check_theme  # fail before loading models
 
         check_theme(theme)
     recorder = None
     if record:
-        from .trace import TraceWriter
+        from .recording.trace import TraceWriter
 
         recorder = TraceWriter(record)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
@@ -233,7 +234,7 @@ def run_main(
                     except OSError:
                         pass
             return 0
-        from .tui.app import run_live
+        from .tui.run.app import run_live
 
         return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder) or 0
     finally:

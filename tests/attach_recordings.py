@@ -94,7 +94,7 @@ async def _shoot(urls: list[str], out: Path, seconds: float, size: tuple[int, in
     import time
 
     from spectui.attach.cli import AttachSession
-    from spectui.tui.attach_app import AttachApp
+    from spectui.tui.attach.app import AttachApp
 
     app = AttachApp(session=AttachSession(urls, interval=1.0))
     async with app.run_test(size=size) as pilot:

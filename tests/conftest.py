@@ -70,12 +70,14 @@ def _silent(message: str) -> None:
 
 @pytest.fixture(scope="module")
 def make_engine():
+    from spectui.analysis.draft_policy import PolicyByMode  # noqa: PLC0415
     from spectui.engine import Engine  # noqa: PLC0415 - loads llama.cpp: only for tests that need an engine
 
     made = []
 
     def make(target, draft=None, *, n_ctx: int = 512, threads: int | None = 1,
              warn: Callable[[str], None] = _silent, **kw) -> Engine:
+        kw.setdefault("draft_policy", PolicyByMode)  # --draft-max auto / schedule, as spectui.run builds it
         engine = Engine(str(target), str(draft) if draft else None, n_ctx=n_ctx, threads=threads, warn=warn, **kw)
         made.append(engine)
         return engine

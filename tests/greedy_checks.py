@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectui.control import RunControl
-from spectui.events import PassEvent, Settings
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, Settings
 
 PROMPT = "the hash map handles collisions"
 N = 80

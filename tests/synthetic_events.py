@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from spectui.events import (
+from spectui.contract.events import (
     ACCEPTED,
     BONUS,
     CORRECTION,

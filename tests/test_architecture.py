@@ -12,16 +12,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the venv's console scripts (ruff, lint-imports) sit next to its python
 
-CORE = [
-    "spectui.events", "spectui.event_json", "spectui.stats", "spectui.control", "spectui.errors",
-    "spectui.headless", "spectui.engine.loop", "spectui.engine.models", "spectui.engine.verify",
-    "spectui.engine.drafters", "spectui.trace", "spectui.costmodel", "spectui.autok", "spectui.player",
-    "spectui.animation", "spectui.hub", "spectui.cpu", "spectui.placement", "spectui.tui.state",
-    "spectui.tui.view", "spectui.cast", "spectui.probe",
-    # attach: what it observes of a serving engine (the events live in spectui.events), its statistics and
-    # its headless face; the command (attach.cli) imports the TUI face only when it opens it
-    "spectui.attach.metrics", "spectui.attach.window", "spectui.attach.scraper", "spectui.attach.request",
-    "spectui.attach.text", "spectui.attach.cli", "spectui.tui.attach_state",
+# Every module of the layers below the faces (docs/ARCHITECTURE.md), and the faces and commands that stay
+# Textual-free: headless, cast (its Textual half, tui.run.cast_render, is imported only to render), and
+# attach: what it observes of a serving engine, its headless face and its command (attach.cli imports the
+# TUI face only when it opens it).
+CORE_LAYERS = ["contract", "engine", "analysis", "recording", "views"]
+CORE = sorted(
+    "spectui." + ".".join(p.relative_to(ROOT / "spectui").with_suffix("").parts).removesuffix(".__init__")
+    for layer in CORE_LAYERS for p in (ROOT / "spectui" / layer).rglob("*.py")
+) + [
+    "spectui.headless", "spectui.cast",
+    "spectui.attach.metrics", "spectui.attach.scraper", "spectui.attach.request", "spectui.attach.text",
+    "spectui.attach.cli",
 ]
 
 

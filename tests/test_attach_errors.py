@@ -20,8 +20,8 @@ pytest.importorskip("prometheus_client")
 from click.testing import CliRunner
 
 from servers import SilentServer, StaticServer, free_port
-from spectui import event_json
-from spectui import events as aev
+from spectui.contract import event_json
+from spectui.contract import events as aev
 from spectui.attach.cli import attach_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper, base_url

@@ -19,7 +19,7 @@ pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram as PHistogram, generate_latest
 
 from spectui.attach import metrics
-from spectui.events import (
+from spectui.contract.events import (
     KIND_LLAMA_SERVER,
     KIND_PROMETHEUS,
     KIND_SGLANG,
@@ -28,7 +28,7 @@ from spectui.events import (
     Histogram,
     MetricsScraped,
 )
-from spectui.attach.window import (
+from spectui.analysis.attach_stats import (
     BASELINE,
     ERROR,
     IDLE,

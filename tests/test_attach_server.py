@@ -26,14 +26,14 @@ pytest.importorskip("prometheus_client")
 from click.testing import CliRunner
 
 from servers import SKIP_REASON, LlamaServer, llama_server_binary
-from spectui import event_json
-from spectui import events as aev
+from spectui.contract import event_json
+from spectui.contract import events as aev
 from spectui.attach.cli import attach_cmd
 from spectui.replay import replay_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
 from spectui.attach.text import HeadlessFace
-from spectui.attach.window import ERROR, NO_SPEC, OK, RESET, AttachStats
+from spectui.analysis.attach_stats import ERROR, NO_SPEC, OK, RESET, AttachStats
 
 BINARY = llama_server_binary()
 pytestmark = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mark.timeout(300)]

@@ -18,19 +18,20 @@ from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_ser
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 from spectui.attach.cli import AttachSession
 from spectui.attach.text import HeadlessFace
-from spectui.attach.window import AttachStats
-from spectui.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded
-from spectui.replay import load_for_tui, replay_headless
-from spectui.trace import TraceWriter, read_trace
-from spectui.tui.attach_acceptance import AttachAcceptance
-from spectui.tui.attach_app import AttachApp
-from spectui.tui.attach_engines import AttachEngines
-from spectui.tui.attach_panel import pct
-from spectui.tui.attach_request import AttachRequest, request_line
-from spectui.tui.attach_status import AttachStatusLine
-from spectui.tui.attach_summary import AttachSummary
-from spectui.tui.attach_throughput import AttachThroughput
-from spectui.tui.screens.attach_help_screen import AttachHelpScreen
+from spectui.analysis.attach_stats import AttachStats
+from spectui.contract.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded
+from spectui.recording.player import load_for_tui
+from spectui.replay import replay_headless
+from spectui.recording.trace import TraceWriter, read_trace
+from spectui.tui.attach.acceptance import AttachAcceptance
+from spectui.tui.attach.app import AttachApp
+from spectui.tui.attach.engines import AttachEngines
+from spectui.tui.attach.attach_panel import pct
+from spectui.tui.attach.request import AttachRequest, request_line
+from spectui.tui.attach.status_line import AttachStatusLine
+from spectui.tui.attach.summary import AttachSummary
+from spectui.tui.attach.throughput import AttachThroughput
+from spectui.tui.attach.help_screen import AttachHelpScreen
 
 INF = float("inf")
 

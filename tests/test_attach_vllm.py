@@ -23,10 +23,10 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from servers import HOST, free_port
-from spectui import events as aev
+from spectui.contract import events as aev
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
-from spectui.attach.window import OK, AttachStats
+from spectui.analysis.attach_stats import OK, AttachStats
 
 
 def _vllm_venv() -> Path | None:
@@ -201,11 +201,11 @@ def test_vllm_numbers_match_server(vllm_server):
     # the attach TUI on what was seen: vLLM's engine label on the row, TTFT / ITL from its histograms
     import asyncio
 
-    from spectui.tui.attach_app import AttachApp
-    from spectui.tui.attach_engines import AttachEngines
-    from spectui.tui.attach_panel import pct, secs
-    from spectui.tui.attach_request import AttachRequest
-    from spectui.tui.attach_summary import AttachSummary
+    from spectui.tui.attach.app import AttachApp
+    from spectui.tui.attach.engines import AttachEngines
+    from spectui.tui.attach.attach_panel import pct, secs
+    from spectui.tui.attach.request import AttachRequest
+    from spectui.tui.attach.summary import AttachSummary
 
     async def screen() -> tuple[str, str, str]:
         app = AttachApp(events=seen, request_mode=True, speed=float("inf"))

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from spectui.autok import PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy
-from spectui.costmodel import leviathan
-from spectui.errors import SpectuiError
-from spectui.events import Settings, SettingsChanged
+from spectui.analysis.draft_policy import PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy
+from spectui.analysis.costmodel import leviathan
+from spectui.contract.errors import SpectuiError
+from spectui.contract.events import Settings, SettingsChanged
 
 from synthetic_events import make_pass, make_prefill, make_start
 
@@ -309,7 +309,7 @@ def test_prompt_lookup_is_not_judged_at_the_draft_models_price():
 
 
 def test_registered_curve_is_found_by_the_start_event():
-    from spectui.autok import curve_for, curve_key, register_curve
+    from spectui.analysis.draft_policy import curve_for, curve_key, register_curve
 
     key = curve_key("t.gguf", 0, 2, 0)  # what make_start names: t.gguf, size 0, 2 threads, CPU
     curve = {k: 26.0 * r for k, r in enumerate(QWEN_RATIOS)}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.autok import WARMUP_K, WARMUP_PASSES, make_policy
-from spectui.control import RunControl
-from spectui.events import PassEvent, RunEnded, Settings
+from spectui.analysis.draft_policy import WARMUP_K, WARMUP_PASSES, make_policy
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, RunEnded, Settings
 
 
 def _replay_choices(mode, events, n_predict):
@@ -75,8 +75,8 @@ def _replay_with_curve(events, n_predict, curve):
 
 
 def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
-    from spectui.autok import curve_key, register_curve
-    from spectui.probe import cached_or_measure, uninstall
+    from spectui.analysis.draft_policy import curve_key, register_curve
+    from spectui.analysis.probe import cached_or_measure, uninstall
 
     res = cached_or_measure(noisy_engine, repeats=1, directory=tmp_path)  # measured, cached, registered
     key = curve_key(res.target.path, res.target.size_bytes, res.threads, res.target.n_gpu_layers)

@@ -13,9 +13,9 @@ import pytest
 from rich.cells import cell_len
 
 from spectui.cast import LEAD_IN_S, render_cast
-from spectui.events import PassEvent, SettingsChanged
-from spectui.replay import mark_replay
-from spectui.trace import synthetic_run, write_trace
+from spectui.contract.events import PassEvent, SettingsChanged
+from spectui.recording.player import mark_replay
+from spectui.recording.trace import synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENTS = list(mark_replay(synthetic_run(24, seed=11)))
@@ -170,8 +170,8 @@ def test_cast_functions_run_without_textual(tmp_path):
     code = r"""
 import json, sys
 from spectui.cast import check_cast_args, frames, render_cast, write_asciicast
-from spectui.errors import SpectuiError
-from spectui.trace import synthetic_run
+from spectui.contract.errors import SpectuiError
+from spectui.recording.trace import synthetic_run
 evs = list(synthetic_run(6, seed=2))
 steps = frames(evs, 2.0)
 assert len(steps) >= len(evs) and {p for _, _, p in steps} == {"pending", "verdict", "settled"}, steps
@@ -207,10 +207,10 @@ def test_cast_inspect_holds_the_token_inspector_after_its_pass(tmp_path, make_en
     """``--inspect PASS[:TOKEN]``: once the pass has settled, the TUI's inspector shows that token (the same
     text as ``spectui.inspect.render_view``) for HOLD_INSPECT_S seconds, then the replay goes on."""
     from spectui.cast import HOLD_INSPECT_S, frames, inspect_plan, parse_inspect
-    from spectui.control import RunControl
-    from spectui.errors import SpectuiError
-    from spectui.events import Settings
-    from spectui.inspect import explain
+    from spectui.contract.control import RunControl
+    from spectui.contract.errors import SpectuiError
+    from spectui.contract.events import Settings
+    from spectui.views.inspector_model import explain
 
     engine = make_engine(tiny_target, tiny_draft_noisy)
     evs = list(mark_replay(engine.run("the cat sat on", RunControl(Settings(draft_max=3, temperature=0.8, seed=3)),

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from spectui.costmodel import (
+from spectui.analysis.costmodel import (
     conditional_rates,
     expected_tokens_per_pass,
     leviathan,
@@ -17,7 +17,7 @@ from spectui.costmodel import (
     predict_from,
     verify_curve,
 )
-from spectui.stats import PositionStat, StatsSnapshot, compute
+from spectui.analysis.stats import PositionStat, StatsSnapshot, compute
 
 from synthetic_events import make_end, make_pass, make_pass_with_verdicts, make_prefill, make_start
 
@@ -157,14 +157,14 @@ def test_numbers_are_finite_and_consistent():
 
 
 def test_core_modules_do_not_import_textual():
-    code = "import sys, spectui.costmodel, spectui.autok; print('textual' in sys.modules)"
+    code = "import sys, spectui.analysis.costmodel, spectui.analysis.draft_policy; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_draft_cost_has_a_fixed_part_per_pass():
     """Drafting k tokens = fixed + k * per-token, the per-token slope from the start's calibration."""
-    from spectui.events import ACCEPTED, PLAIN, REJECTED, RunStarted, Settings
+    from spectui.contract.events import ACCEPTED, PLAIN, REJECTED, RunStarted, Settings
 
     def p(i, k, draft_ms):  # the first draft accepted, the others rejected
         verdicts = [ACCEPTED] + [REJECTED] * (k - 1)
@@ -187,7 +187,7 @@ def test_draft_cost_has_a_fixed_part_per_pass():
 
 
 def test_curve_replaces_the_straight_line_exact_arithmetic():
-    from spectui.costmodel import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
+    from spectui.analysis.costmodel import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
 
     curve = {0: 10.0, 1: 12.0, 2: 14.0, 3: 16.0}  # 2 ms per extra token
     # the run measured k = 0 at 20 ms: the curve's shape at twice its level

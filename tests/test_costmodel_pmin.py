@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from spectui.autok import CostPolicy
-from spectui.control import RunControl
-from spectui.costmodel import conditional_rates, predict, predict_from
-from spectui.events import (
+from spectui.analysis.draft_policy import CostPolicy
+from spectui.contract.control import RunControl
+from spectui.analysis.costmodel import conditional_rates, predict, predict_from
+from spectui.contract.events import (
     DRAFT_STOP_K,
     DRAFT_STOP_NO_MATCH,
     DRAFT_STOP_P_MIN,
@@ -23,7 +23,7 @@ from spectui.events import (
     SettingsChanged,
     Timing,
 )
-from spectui.stats import ContinueStat, compute
+from spectui.analysis.stats import ContinueStat, compute
 
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 

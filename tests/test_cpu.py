@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spectui import cpu
-from spectui.events import PassEvent, RunStarted, Settings, SettingsChanged
-from spectui.stats import CONTENDED_CORES, RunStats
+from spectui.engine import cpu
+from spectui.contract.events import PassEvent, RunStarted, Settings, SettingsChanged
+from spectui.analysis.stats import CONTENDED_CORES, RunStats
 from synthetic_events import make_plain_pass
 
 

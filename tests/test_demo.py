@@ -13,10 +13,11 @@ import zipfile
 import pytest
 
 from spectui.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
-from spectui.events import PassEvent, RunEnded, RunStarted, SettingsChanged
-from spectui.replay import load_for_tui, replay_headless
-from spectui.stats import compute
-from spectui.trace import read_trace
+from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
+from spectui.recording.player import load_for_tui
+from spectui.replay import replay_headless
+from spectui.analysis.stats import compute
+from spectui.recording.trace import read_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -121,7 +122,7 @@ async def test_demo_acts_follow_each_other():
 async def test_demo_app_is_labelled_a_recording_and_loops():
     _, events = load_for_tui(demo_trace_path())
     app = make_demo_app(events, speed="max", loop_hold_s=0.3)
-    from spectui.tui.replay_banner import ReplayBanner, banner_text
+    from spectui.tui.run.replay_banner import ReplayBanner, banner_text
 
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause(0.3)

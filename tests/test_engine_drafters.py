@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectui.control import RunControl
+from spectui.contract.control import RunControl
 from spectui.engine.drafters import NgramDrafter, NoDrafter
-from spectui.events import PassEvent, Settings, SettingsChanged
+from spectui.contract.events import PassEvent, Settings, SettingsChanged
 
 from greedy_checks import assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui import stats
-from spectui.events import ACCEPTED, BONUS, PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
+from spectui.analysis import stats
+from spectui.contract.events import ACCEPTED, BONUS, PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
 
 from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 

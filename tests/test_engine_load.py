@@ -8,7 +8,7 @@ import pytest
 
 import tinymodels
 from spectui.engine import models as M
-from spectui.errors import SpectuiError
+from spectui.contract.errors import SpectuiError
 
 
 def one_line(excinfo) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spectui.control import RunControl
+from spectui.contract.control import RunControl
 from spectui.engine.models import LoadedModel
-from spectui.events import PassEvent, Settings
+from spectui.contract.events import PassEvent, Settings
 
 PROMPT = "the hash map handles collisions"
 TOL = 1e-2  # kernel tolerance: f16 KV cache and batched vs one-by-one kernels (logits are O(1..10))

@@ -16,10 +16,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from spectui.control import RunControl
+from spectui.contract.control import RunControl
 from spectui.engine.models import LoadedModel
 from spectui.engine.verify import softmax
-from spectui.events import PassEvent, Settings
+from spectui.contract.events import PassEvent, Settings
 
 RUNS = 1500
 

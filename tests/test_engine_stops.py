@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from spectui import stats
-from spectui.control import RunControl
-from spectui.events import PassEvent, RunEnded, Settings
+from spectui.analysis import stats
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, RunEnded, Settings
 
 PROMPT = "the hash map handles collisions"
 

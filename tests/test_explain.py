@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from spectui.cli import main as cli_main
-from spectui.control import RunControl
-from spectui.event_json import to_dict
-from spectui.events import (
+from spectui.contract.control import RunControl
+from spectui.contract.event_json import to_dict
+from spectui.contract.events import (
     ACCEPTED,
     DRAFT_STOP_P_MIN,
     REJECTED,
@@ -23,9 +23,9 @@ from spectui.events import (
     Settings,
     Target,
 )
-from spectui.inspect import NO_DATA, explain, render_pass, render_view, slots
+from spectui.views.inspector_model import NO_DATA, explain, render_pass, render_view, slots
 from spectui.replay import replay_cmd
-from spectui.trace import SCHEMA, TraceWriter, write_trace
+from spectui.recording.trace import SCHEMA, TraceWriter, write_trace
 
 EDGES = (0.3, 0.5, 0.7, 0.9)  # the test's own copy of the confidence buckets: <0.3, 0.3-0.5, ..., >=0.9
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import tinymodels
-from spectui import hub
-from spectui.errors import SpectuiError
+from spectui.engine import hub
+from spectui.contract.errors import SpectuiError
 
 REPO = Path(__file__).resolve().parent.parent
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

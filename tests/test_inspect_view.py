@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.events import (
+from spectui.contract.events import (
     ACCEPTED,
     BONUS,
     CORRECTION,
@@ -19,7 +19,7 @@ from spectui.events import (
     Settings,
     TargetToken,
 )
-from spectui.inspect import NEAR_TIE_NOTE, NO_DATA, explain, render_pass, render_view, slots
+from spectui.views.inspector_model import NEAR_TIE_NOTE, NO_DATA, explain, render_pass, render_view, slots
 
 
 def c(i, p):
@@ -108,7 +108,7 @@ def test_text_fits_its_width_except_long_notes(width):
 
 def test_wide_characters_keep_the_columns_aligned():
     """A full-width token (Qwen has many) takes two terminal cells: the columns after it stay aligned."""
-    from spectui.inspect import cells
+    from spectui.views.inspector_model import cells
 
     ev = sampled_pass()
     ins = ev.inspect[0]

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from greedy_checks import assert_lossless, emitted_ids, reference, run_with_hook
 
-from spectui.control import RunControl
-from spectui.event_json import to_dict
-from spectui.events import (
+from spectui.contract.control import RunControl
+from spectui.contract.event_json import to_dict
+from spectui.contract.events import (
     ACCEPTED,
     DISCARDED,
     DRAFT_STOP_K,
@@ -26,8 +26,8 @@ from spectui.events import (
     RunStarted,
     Settings,
 )
-from spectui.inspect import render_pass
-from spectui.trace import TraceWriter, read_trace
+from spectui.views.inspector_model import render_pass
+from spectui.recording.trace import TraceWriter, read_trace
 
 PROMPT = "the hash map handles collisions"
 N_TOP = 5
@@ -170,7 +170,7 @@ def test_inspect_top_zero_records_nothing_and_n_sets_the_length(make_engine, tin
 
 
 def test_bad_inspect_top_is_one_line(make_engine, tiny_target):
-    from spectui.errors import SpectuiError
+    from spectui.contract.errors import SpectuiError
 
     for bad in (-1, 51, "x"):
         with pytest.raises(SpectuiError, match="--inspect-top"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spectui.engine.models import LoadedModel, check_gguf_file
-from spectui.errors import SpectuiError
+from spectui.contract.errors import SpectuiError
 
 
 def test_tiny_models_load_and_decode(tiny_target):

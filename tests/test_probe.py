@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spectui import autok
+from spectui.analysis import draft_policy as autok
 from spectui.probe_cli import probe_cmd
-from spectui.probe import (
+from spectui.analysis.probe import (
     ModelFacts,
     ProbeResult,
     acceptance_needed,
@@ -75,8 +75,8 @@ def test_figures_on_the_tiny_models(measured):
 
 
 def test_measure_leaves_the_engine_usable(engine, measured):
-    from spectui.control import RunControl
-    from spectui.events import RunEnded, Settings
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import RunEnded, Settings
 
     evs = list(engine.run("the cat", RunControl(Settings(draft_max=2)), 8))
     assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
@@ -298,7 +298,8 @@ def test_probe_module_does_not_import_textual():
     import subprocess
     import sys
 
-    code = "import sys, spectui.probe, spectui.autok, spectui.costmodel; print('textual' in sys.modules)"
+    code = ("import sys, spectui.analysis.probe, spectui.analysis.draft_policy, spectui.analysis.costmodel; "
+            "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "False"

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spectui import stats
-from spectui.control import RunControl
-from spectui.events import PassEvent, RunEnded, Settings
+from spectui.analysis import stats
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, RunEnded, Settings
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

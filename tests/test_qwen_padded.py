@@ -20,8 +20,8 @@ import pytest
 
 import greedy_checks as G
 from padded_gguf import pad_vocabulary
-from spectui import stats
-from spectui.events import PassEvent, RunEnded, Settings
+from spectui.analysis import stats
+from spectui.contract.events import PassEvent, RunEnded, Settings
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

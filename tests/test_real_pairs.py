@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import tinymodels
-from spectui.control import RunControl
-from spectui.errors import SpectuiError
-from spectui.events import PassEvent, RunEnded, RunStarted, Settings
-from spectui.stats import compute
+from spectui.contract.control import RunControl
+from spectui.contract.errors import SpectuiError
+from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
+from spectui.analysis.stats import compute
 
 REPO = Path(__file__).resolve().parent.parent
 NV = len(tinymodels.default_vocab())  # the tiny models' vocabulary size
@@ -194,7 +194,7 @@ def test_text_summary_says_where_models_run(tiny_target, tiny_draft_same):
 
 
 def test_default_threads_recorded(make_engine, tiny_target):
-    from spectui.cpu import default_threads
+    from spectui.engine.cpu import default_threads
 
     e = make_engine(tiny_target, threads=None)
     assert e.threads == default_threads().threads >= 1

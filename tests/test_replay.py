@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-from spectui.events import RunStarted
+from spectui.contract.events import RunStarted
 from spectui.headless import consume
-from spectui.replay import mark_replay, paced, replay_headless
-from spectui.trace import TraceWriter, read_trace, synthetic_run, write_trace
+from spectui.recording.player import mark_replay, paced
+from spectui.replay import replay_headless
+from spectui.recording.trace import TraceWriter, read_trace, synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENTS = list(synthetic_run(40, seed=7))
@@ -123,7 +124,7 @@ def test_mark_replay_only_touches_the_start_event():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from spectui.events import (  # noqa: E402
+from spectui.contract.events import (  # noqa: E402
     AUTO_MODES, BONUS, CORRECTION, DISCARDED, DRAFTERS, PLAIN, REJECTED, ACCEPTED, DraftToken, ModelInfo, PassEvent,
     RunEnded, Settings, SettingsChanged, TargetToken, Timing, Token,
 )

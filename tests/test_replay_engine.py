@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from spectui.events import PassEvent, RunEnded, RunStarted, SettingsChanged
-from spectui.trace import read_trace
+from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
+from spectui.recording.trace import read_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = "from spectui.cli import main; main()"
@@ -97,10 +97,10 @@ def test_sigkill_of_a_recording_run_leaves_a_replayable_trace(tmp_path, tiny_tar
 def test_settings_changed_mid_run_are_recorded_and_replayed(
     make_engine, tmp_path, tiny_target, tiny_draft_noisy
 ):
-    from spectui.control import RunControl
-    from spectui.events import Settings
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import Settings
     from spectui.replay import replay_headless
-    from spectui.trace import TraceWriter
+    from spectui.recording.trace import TraceWriter
 
     rec = tmp_path / "changes.jsonl"
     engine = make_engine(tiny_target, tiny_draft_noisy)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 
-from spectui.trace import synthetic_run, write_trace
+from spectui.recording.trace import synthetic_run, write_trace
 
 pytestmark = needs_tmux
 

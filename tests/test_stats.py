@@ -2,11 +2,11 @@
 
 import pytest
 
-from spectui.event_json import from_dict, to_dict
-from spectui.events import (
+from spectui.contract.event_json import from_dict, to_dict
+from spectui.contract.events import (
     ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, PassEvent, RunEnded, RunStarted, Settings,
 )
-from spectui.stats import RunStats, compute, percentile
+from spectui.analysis.stats import RunStats, compute, percentile
 
 from synthetic_events import make_pass_with_verdicts
 

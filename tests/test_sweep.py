@@ -11,7 +11,7 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from spectui.stats import compute
+from spectui.analysis.stats import compute
 from spectui.sweep import (
     CSV_FIELDS,
     SweepRun,
@@ -26,7 +26,7 @@ from spectui.sweep import (
     table_rows,
     to_csv,
 )
-from spectui.errors import SpectuiError
+from spectui.contract.errors import SpectuiError
 
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 
@@ -165,7 +165,7 @@ def _invoke(args):
 
 
 def test_sweep_json_and_traces_on_tiny_models(tiny_target, tiny_draft_noisy, tmp_path):
-    from spectui.trace import read_trace
+    from spectui.recording.trace import read_trace
 
     rec = tmp_path / "traces"
     res = _invoke(["--target", tiny_target, "--draft", tiny_draft_noisy, "--draft-max", "1,3", "--temp", "0,0.8",

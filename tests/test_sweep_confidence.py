@@ -12,8 +12,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from spectui.events import ACCEPTED, DISCARDED, REJECTED, DraftToken
-from spectui.stats import compute
+from spectui.contract.events import ACCEPTED, DISCARDED, REJECTED, DraftToken
+from spectui.analysis.stats import compute
 from spectui.sweep import (
     CONFIDENCE_FIELDS,
     CSV_FIELDS,
@@ -128,7 +128,7 @@ def _recount(events):
 
 
 def test_sweep_on_tiny_models_counts_the_recorded_drafts(tiny_target, tiny_draft_noisy, tmp_path):
-    from spectui.trace import read_trace
+    from spectui.recording.trace import read_trace
 
     rec = tmp_path / "traces"
     args = ["--target", tiny_target, "--draft", tiny_draft_noisy, "--draft-max", "1,3", "--temp", "0,0.8", "-n", 24,

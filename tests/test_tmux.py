@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 
-from spectui.tui.sample import sample_events
+from spectui.views.sample import sample_events
 
 pytestmark = needs_tmux
 
 
 @pytest.fixture
 def trace_file(tmp_path) -> Path:
-    from spectui.trace import write_trace
+    from spectui.recording.trace import write_trace
 
     path = tmp_path / "sample.jsonl"
     write_trace(str(path), sample_events())
@@ -80,7 +80,7 @@ def test_tmux_live_run_on_the_tiny_models(tui_pane, tiny_target, tiny_draft_nois
     pane.tmux("send-keys", "-t", "t", "q")
     assert pane.exit_status() == 0
     assert pane.fmt("#{alternate_on}") == "0"
-    from spectui.trace import read_trace
+    from spectui.recording.trace import read_trace
 
     events = read_trace(str(rec)).events
     assert events[0].type == "start" and events[-1].type == "end"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spectui.control import RunControl
+from spectui.contract.control import RunControl
 from spectui.engine.topn import llama_confidence, top_ids, top_two_margin
-from spectui.events import Settings
+from spectui.contract.events import Settings
 
 
 def test_top_ids_match_a_stable_argsort_ties_included():

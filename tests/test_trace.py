@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spectui import __version__
-from spectui.event_json import from_dict, to_dict
-from spectui.events import RunEnded, RunStarted
-from spectui.trace import (
+from spectui.contract.event_json import from_dict, to_dict
+from spectui.contract.events import RunEnded, RunStarted
+from spectui.recording.trace import (
     SCHEMA,
     VERSION,
     TraceError,
@@ -114,7 +114,7 @@ def test_real_version_1_and_2_recordings_read_without_inspector_data_and_the_dem
     """The demo's recordings before the inspector (version 1 act 1, version 2 act 2: real Qwen runs) read
     with no inspector data; the bundled demo, re-recorded as version 3, has it on every pass, and its
     tokens are the old recording's (the same run, a newer trace)."""
-    from spectui.events import PassEvent
+    from spectui.contract.events import PassEvent
 
     def passes(path):
         return [e for e in read_trace(path).events if isinstance(e, PassEvent)]
@@ -135,7 +135,7 @@ def test_real_version_1_and_2_recordings_read_without_inspector_data_and_the_dem
 def test_attach_trace_round_trip_and_header(tmp_path):
     """Version 2: the attach events round-trip through the same writer and reader; the header of an
     attach trace names the watched URLs and the scrape interval (no models: attach loads none)."""
-    from spectui import events as ev
+    from spectui.contract import events as ev
 
     hist = ev.Histogram((ev.Bucket(0.1, 1.0), ev.Bucket(0.5, 3.0)), 4.0, 0.9)
     eng = ev.EngineCounters(engine="0", model="m", speculation=True, num_drafts=3, num_draft_tokens=9,
@@ -219,7 +219,7 @@ def test_writer_errors_are_trace_errors(tmp_path):
 _KILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from spectui.trace import TraceWriter, synthetic_run
+    from spectui.recording.trace import TraceWriter, synthetic_run
     w = TraceWriter(sys.argv[1])
     for i, ev in enumerate(synthetic_run(100000, seed=5)):
         w.write(ev)
@@ -442,7 +442,7 @@ def test_a_damaged_byte_never_loses_the_events_before_it(tmp_path, pos, byte):
 
 
 def test_core_does_not_import_textual():
-    code = "import sys, spectui.trace, spectui.events; print('textual' in sys.modules)"
+    code = "import sys, spectui.recording.trace, spectui.contract.events; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "False"
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from spectui.animation import (
+from spectui.views.animation import (
     FAST_GAP_S,
     PENDING,
     PENDING_S,
@@ -21,11 +21,11 @@ from spectui.animation import (
     phase_at,
     phase_steps,
 )
-from spectui.events import ModelInfo
-from spectui.tui.sample import sample_events
-from spectui.tui.state import ScreenState
-from spectui.tui.status_line import status_text
-from spectui.tui.view import ScreenView, models_where, prediction_for, where
+from spectui.contract.events import ModelInfo
+from spectui.views.sample import sample_events
+from spectui.views.state import ScreenState
+from spectui.tui.run.status_line import status_text
+from spectui.views.view import ScreenView, models_where, prediction_for, where
 
 
 def test_phase_at_walks_pending_verdict_settled():
@@ -105,7 +105,7 @@ def test_prediction_is_computed_once_per_view_from_the_snapshot():
 
 
 def test_animation_view_and_state_do_not_import_textual():
-    code = ("import sys, spectui.animation, spectui.tui.view, spectui.tui.state; "
+    code = ("import sys, spectui.views.animation, spectui.views.view, spectui.views.state; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -11,18 +11,19 @@ import time
 
 import pytest
 
-from spectui.control import RunControl
-from spectui.events import RunEnded, Settings, from_dict
-from spectui.player import ReplayPlayer
-from spectui.tui.app import SpectuiApp
-from spectui.tui.panel import SETTLED, VERDICT
-from spectui.tui.pass_ribbon import PassRibbon
-from spectui.tui.sample import sample_events
+from spectui.contract.control import RunControl
+from spectui.contract.event_json import from_dict
+from spectui.contract.events import RunEnded, Settings
+from spectui.recording.player import ReplayPlayer
+from spectui.tui.run.app import SpectuiApp
+from spectui.tui.shared.panel import SETTLED, VERDICT
+from spectui.tui.run.pass_ribbon import PassRibbon
+from spectui.views.sample import sample_events
 from synthetic_events import held_source
-from spectui.tui.screens.help_screen import HelpScreen
-from spectui.tui.screens.prompt_screen import PromptScreen
-from spectui.tui.status_line import StatusLine
-from spectui.tui.token_stream import TokenStream
+from spectui.tui.run.help_screen import HelpScreen
+from spectui.tui.run.prompt_screen import PromptScreen
+from spectui.tui.run.status_line import StatusLine
+from spectui.tui.run.token_stream import TokenStream
 
 
 def status(app) -> str:
@@ -135,7 +136,7 @@ async def test_ctrl_c_quits_and_stops_the_run():
 
 
 async def test_quit_flushes_the_recorder(tmp_path):
-    from spectui.trace import TraceWriter, read_trace
+    from spectui.recording.trace import TraceWriter, read_trace
 
     path = tmp_path / "rec.jsonl"
     rec = TraceWriter(str(path))
@@ -237,14 +238,14 @@ async def test_animation_shows_rejected_drafts_then_removes_them():
 
 
 async def test_unknown_theme_is_a_one_line_error():
-    from spectui.errors import SpectuiError
+    from spectui.contract.errors import SpectuiError
 
     with pytest.raises(SpectuiError, match="available themes: .*dark"):
         SpectuiApp(lambda c, p: iter(()), RunControl(), theme="nope")
 
 
 async def test_source_error_shows_on_the_status_line():
-    from spectui.errors import SpectuiError
+    from spectui.contract.errors import SpectuiError
 
     def bad(control, prompt):
         raise SpectuiError("model exploded")
@@ -278,8 +279,8 @@ async def test_no_color_keeps_meaning_in_text_attributes(monkeypatch):
 
 
 async def test_contention_shows_a_badge_and_a_bar_only_while_it_lasts(monkeypatch):
-    from spectui.stats import RunStats
-    from spectui.tui.contention_bar import ContentionBar
+    from spectui.analysis.stats import RunStats
+    from spectui.tui.run.contention_bar import ContentionBar
 
     app = SpectuiApp(held_source(sample_events()), RunControl())
     async with app.run_test(size=(80, 24)) as pilot:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from spectui.control import RunControl
-from spectui.events import PassEvent, Settings
-from spectui.stats import compute
-from spectui.tui.acceptance_by_confidence import AcceptanceByConfidence
-from spectui.tui.acceptance_by_position import AcceptanceByPosition
-from spectui.tui.app import SpectuiApp
-from spectui.tui.panel import VERDICT
-from spectui.tui.sample import sample_events
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, Settings
+from spectui.analysis.stats import compute
+from spectui.tui.run.acceptance_by_confidence import AcceptanceByConfidence
+from spectui.tui.run.acceptance_by_position import AcceptanceByPosition
+from spectui.tui.run.app import SpectuiApp
+from spectui.tui.shared.panel import VERDICT
+from spectui.views.sample import sample_events
 
 QS = (0.12, 0.41, 0.63, 0.82, 0.97)
 

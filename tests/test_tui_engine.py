@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from spectui.control import RunControl
-from spectui.events import PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
-from spectui.tui.app import SpectuiApp
-from spectui.tui.pass_ribbon import PassRibbon
-from spectui.tui.status_line import StatusLine
+from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
+from spectui.tui.run.app import SpectuiApp
+from spectui.tui.run.pass_ribbon import PassRibbon
+from spectui.tui.run.status_line import StatusLine
 
 
 class ListRecorder:
@@ -70,7 +70,7 @@ async def test_app_runs_the_real_engine_and_keys_reach_it(tiny_target, tiny_draf
         assert any(e.settings.draft_max == 3 and e.k == 3 for e in decode)
         assert all(e.k <= e.settings.draft_max for e in decode)
         # the screen showed the engine's statistics for exactly these events
-        from spectui.stats import compute
+        from spectui.analysis.stats import compute
 
         assert snap.stats == compute(events)
         assert rec.flushed >= 1

@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.control import RunControl
-from spectui.events import DRAFT_STOP_P_MIN, REJECTED, PassEvent, Settings
-from spectui.inspect import NO_DATA, explain, render_view, slots
-from spectui.player import ReplayPlayer
-from spectui.trace import TraceWriter, read_trace
-from spectui.tui.app import SpectuiApp
-from spectui.tui.inspector import inspector_text, move
-from spectui.tui.pass_ribbon import P_MIN_MARK, PassRibbon
-from spectui.tui.prediction_panel import PredictionPanel
-from spectui.tui.panel import VERDICT
-from spectui.tui.sample import sample_events
+from spectui.contract.control import RunControl
+from spectui.contract.events import DRAFT_STOP_P_MIN, REJECTED, PassEvent, Settings
+from spectui.views.inspector_model import NO_DATA, explain, render_view, slots
+from spectui.recording.player import ReplayPlayer
+from spectui.recording.trace import TraceWriter, read_trace
+from spectui.tui.run.app import SpectuiApp
+from spectui.views.inspector import inspector_text, move
+from spectui.tui.run.pass_ribbon import P_MIN_MARK, PassRibbon
+from spectui.tui.run.prediction_panel import PredictionPanel
+from spectui.tui.shared.panel import VERDICT
+from spectui.views.sample import sample_events
 from synthetic_events import held_source
-from spectui.tui.screens.inspector_screen import InspectorScreen
-from spectui.tui.screens.live_screen import P_MIN_STEPS, next_p_min
-from spectui.tui.status_line import StatusLine
-from spectui.tui.view import InspectCursor
+from spectui.tui.run.inspector_screen import InspectorScreen
+from spectui.tui.run.live_screen import P_MIN_STEPS, next_p_min
+from spectui.tui.run.status_line import StatusLine
+from spectui.views.view import InspectCursor
 
 PROMPT = "the cat sat on the mat and"
 

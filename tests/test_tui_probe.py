@@ -3,14 +3,14 @@ is installed for the run's models, and the prediction then follows the probe's v
 
 from __future__ import annotations
 
-from spectui import probe
-from spectui.control import RunControl
-from spectui.costmodel import predict
-from spectui.events import Settings
-from spectui.tui.app import SpectuiApp
-from spectui.tui.panel import VERDICT
-from spectui.tui.prediction_panel import PredictionPanel
-from spectui.tui.sample import sample_events
+from spectui.analysis import probe
+from spectui.contract.control import RunControl
+from spectui.analysis.costmodel import predict
+from spectui.contract.events import Settings
+from spectui.tui.run.app import SpectuiApp
+from spectui.tui.shared.panel import VERDICT
+from spectui.tui.run.prediction_panel import PredictionPanel
+from spectui.views.sample import sample_events
 
 RATIOS = (1.0, 1.57, 2.01, 1.78, 2.30, 2.94, 3.86, 3.70, 4.22, 4.48, 4.87, 4.53, 4.93, 5.40, 5.68, 4.20)
 

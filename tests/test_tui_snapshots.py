@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.control import RunControl
-from spectui.events import Settings
-from spectui.player import ReplayPlayer
-from spectui.tui.app import SpectuiApp
-from spectui.tui.panel import PENDING, VERDICT
-from spectui.tui.sample import sample_events
+from spectui.contract.control import RunControl
+from spectui.contract.events import Settings
+from spectui.recording.player import ReplayPlayer
+from spectui.tui.run.app import SpectuiApp
+from spectui.tui.shared.panel import PENDING, VERDICT
+from spectui.views.sample import sample_events
 
 THEMES = ["dark", "light", "high-contrast", "okabe-ito"]
 

@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from spectui.control import RunControl
-from spectui.errors import SpectuiError
-from spectui.events import PassEvent, RunEnded, RunStarted, SettingsChanged
-from spectui.player import ReplayPlayer, parse_speed
-from spectui.stats import compute
-from spectui.tui.state import K_ACCEPTED, K_BONUS, K_CORRECTION, K_PLAIN, ScreenState, clean_text
-from spectui.tui.sample import sample_events
-from spectui.tui.themes import available_themes, check_theme, load_theme_data
+from spectui.contract.control import RunControl
+from spectui.contract.errors import SpectuiError
+from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
+from spectui.recording.player import ReplayPlayer, parse_speed
+from spectui.analysis.stats import compute
+from spectui.views.state import K_ACCEPTED, K_BONUS, K_CORRECTION, K_PLAIN, ScreenState, clean_text
+from spectui.views.sample import sample_events
+from spectui.tui.shared.themes import available_themes, check_theme, load_theme_data
 
 
 def test_state_numbers_are_the_stats_numbers():
@@ -145,7 +145,8 @@ def test_themes_found_and_unknown_name_lists_them():
 
 
 def test_state_and_player_do_not_import_textual():
-    code = ("import sys, spectui.tui.state, spectui.player, spectui.tui.themes, spectui.tui.sample; "
+    code = ("import sys, spectui.views.state, spectui.recording.player, spectui.tui.shared.themes, "
+            "spectui.views.sample; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -3,7 +3,7 @@
 Two producer threads put events on one queue: the scraper (every ``--interval``) and, with ``-p``,
 one streaming request. The session's thread consumes them in arrival order: statistics
 (:class:`~spectui.attach.window.AttachStats`), the optional trace (``--record``) and the face: the text or
-JSON lines (main thread), or the TUI (``spectui.tui.attach_app``, imported only then, which runs the
+JSON lines (main thread), or the TUI (``spectui.tui.attach.app``, imported only then, which runs the
 session in its worker thread). Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is always the last
 event written.
 """
@@ -19,13 +19,15 @@ from typing import Any, Callable
 
 import click
 
-from ..errors import SpectuiError
-from ..trace import TraceWriter
-from ..events import KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target
+from ..contract.errors import SpectuiError
+from ..recording.trace import TraceWriter
+from ..contract.events import (
+    KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target,
+)
 from .request import stream_completion
 from .scraper import Scraper
 from .text import HeadlessFace, window_line
-from .window import AttachStats
+from ..analysis.attach_stats import AttachStats
 
 _TICK = object()  # one round of scrapes is complete
 _REQUEST_DONE = object()
@@ -210,8 +212,8 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
 
 def _run_tui(session: AttachSession, writer: TraceWriter | None, theme: str | None) -> int:
     """The attach TUI (Textual, imported only here); the trace is closed readable on every way out."""
-    from ..tui.attach_app import run_attach_live
-    from ..tui.themes import check_theme
+    from ..tui.attach.app import run_attach_live
+    from ..tui.shared.themes import check_theme
 
     try:
         check_theme(theme)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ..events import (
+from ..contract.events import (
     KIND_LLAMA_SERVER,
     KIND_PROMETHEUS,
     KIND_SGLANG,

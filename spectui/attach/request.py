@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Iterator
 
-from ..events import (
+from ..contract.events import (
     KIND_LLAMA_SERVER,
     REQ_ERROR,
     REQ_LENGTH,

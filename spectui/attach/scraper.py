@@ -24,7 +24,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
-from ..events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
+from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
 from .metrics import NotPrometheus, parse
 
 USER_AGENT = "spectui-attach"

@@ -6,8 +6,10 @@ import json
 import sys
 from typing import IO, Any
 
-from ..events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
-from .window import BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window
+from ..contract.events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
+from ..analysis.attach_stats import (
+    BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window,
+)
 
 
 def _pct(x: float | None) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
+from ..contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .models import LoadedModel
 from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from .verify import logsumexp, sample, softmax

@@ -23,16 +23,15 @@ import statistics
 import sys
 import time
 import uuid
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import psutil
 
-from ..autok import make_policy
-from ..control import DRAFT_MAX_LIMIT, RunControl
-from ..cpu import OthersCpu, default_threads
-from ..errors import SpectuiError
-from ..events import (
+from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from .cpu import OthersCpu, default_threads
+from ..contract.errors import SpectuiError
+from ..contract.events import (
     ACCEPTED,
     BONUS,
     CORRECTION,
@@ -61,6 +60,15 @@ from . import models as M
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
+
+class DraftPolicy(Protocol):
+    """What the loop asks of a draft-length policy (``spectui.analysis.draft_policy.PolicyByMode``): it sees
+    every event of the run and, when ``settings.auto`` is set, chooses the next pass's k."""
+
+    def observe(self, event: Event) -> None: ...
+
+    def choose(self, settings: Settings) -> int: ...
+
 
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
 INSPECT_TOP_LIMIT = 50
@@ -134,8 +142,10 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
+        draft_policy: Callable[[], "DraftPolicy"] | None = None,
     ) -> None:
         self.warn = warn or _stderr
+        self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = None
         self.draft = None
         self._closed = False
@@ -308,7 +318,7 @@ class Engine:
         return d
 
     def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
-        st = _RunState()
+        st = _RunState(self.draft_policy() if self.draft_policy else None)
         t0 = time.perf_counter()
         self._in_run = True
         try:
@@ -486,12 +496,9 @@ class Engine:
         context is full."""
         k_want = s.draft_max
         if s.auto:
-            if s.auto != st.policy_mode:
-                st.policy_mode = s.auto
-                st.policy = st.make_policy(s.auto)
+            if st.policy is None:
+                raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             k_want = int(st.policy.choose(s))
-        else:
-            st.policy_mode = st.policy = None
         k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
         room = self.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
         if room < 1:
@@ -694,7 +701,7 @@ class _Generation:
 class _RunState:
     """Counters, stop reason and the auto-k policy of one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: "DraftPolicy | None" = None) -> None:
         self.reason = ""
         self.error = ""
         self.n_passes = 0
@@ -702,20 +709,9 @@ class _RunState:
         self.n_drafted = 0
         self.n_accepted = 0
         self.started: RunStarted | None = None
-        self.policy = None
-        self.policy_mode: str | None = None
-        self._history: list[Event] = []
-
-    def make_policy(self, mode: str):
-        """A fresh policy for ``mode`` that has seen the run so far (a policy created mid-run)."""
-        policy = make_policy(mode)
-        for ev in self._history:
-            policy.observe(ev)
-        return policy
+        self.policy = policy  # observes every event of the run (its memory is its own aggregates)
 
     def observe(self, ev: Event) -> None:
-        if isinstance(ev, PassEvent) or isinstance(ev, RunStarted):
-            self._history.append(ev)
         if self.policy is not None:
             self.policy.observe(ev)
 

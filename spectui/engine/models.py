@@ -16,8 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import SpectuiError
-from ..events import ModelInfo
+from ..contract.errors import SpectuiError
+from ..contract.events import ModelInfo
 
 GGUF_MAGIC = b"GGUF"
 VOCAB_TYPES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo2"}

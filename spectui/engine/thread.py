@@ -17,8 +17,8 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Iterator
 
-from ..control import RunControl
-from ..events import Event
+from ..contract.control import RunControl
+from ..contract.events import Event
 
 _DONE = object()
 

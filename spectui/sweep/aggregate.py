@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..stats import ConfidenceBucket, StatsSnapshot
+from ..analysis.stats import ConfidenceBucket, StatsSnapshot
 from .plan import BASELINE, run_label
 
 

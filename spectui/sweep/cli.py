@@ -1,4 +1,4 @@
-"""``spectui sweep``: the command line. Model options are the live run's (``cli.model_options``); the
+"""``spectui sweep``: the command line. Model options are the live run's (``options.model_options``); the
 grid's options take comma-separated lists. Prints the table, chart and report, or ``--json`` / ``--csv``."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..cli import fail, model_options
-from ..errors import SpectuiError
-from ..events import PassEvent, RunEnded
+from ..contract.errors import SpectuiError, fail
+from ..contract.events import PassEvent, RunEnded
+from ..options import model_options
 from ..run import ModelOptions, load_engine, resolve_prompt
 from .aggregate import SweepRun, aggregate
 from .export import to_csv, to_json

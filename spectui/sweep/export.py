@@ -7,7 +7,7 @@ import io
 from dataclasses import asdict
 from typing import Sequence
 
-from ..stats import CONFIDENCE_EDGES, ConfidenceBucket
+from ..analysis.stats import CONFIDENCE_EDGES, ConfidenceBucket
 from .aggregate import Cell, SweepRun, speedups
 
 

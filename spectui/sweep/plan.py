@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
-from ..errors import SpectuiError
+from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
+from ..contract.errors import SpectuiError
 
 BASELINE = "none"  # the baseline's drafter: the target alone
 TARGET_ONLY = "target only"  # how the baseline is labelled in tables, charts, reports and progress

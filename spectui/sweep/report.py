@@ -8,7 +8,7 @@ import math
 import statistics
 from typing import Sequence
 
-from ..costmodel import predict
+from ..analysis.costmodel import predict
 from .aggregate import Cell, Spread, SweepRun
 from .plan import TARGET_ONLY
 

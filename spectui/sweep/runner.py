@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..control import RunControl
-from ..errors import SpectuiError
-from ..events import RunEnded, Settings
-from ..stats import compute
-from ..trace import TraceWriter
+from ..contract.control import RunControl
+from ..contract.errors import SpectuiError
+from ..contract.events import RunEnded, Settings
+from ..analysis.stats import compute
+from ..recording.trace import TraceWriter
 from .aggregate import SweepRun
 from .plan import BASELINE, Plan
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 
 def run_live(*args, **kwargs) -> int:
-    from .app import run_live as _run_live
+    from .run.app import run_live as _run_live
 
     return _run_live(*args, **kwargs)
 
 
 def run_replay(*args, **kwargs) -> int:
-    from .app import run_replay as _run_replay
+    from .run.app import run_replay as _run_replay
 
     return _run_replay(*args, **kwargs)

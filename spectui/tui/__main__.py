@@ -11,9 +11,9 @@ import sys
 
 import click
 
-from ..errors import SpectuiError
-from ..replay import load_for_tui
-from .sample import sample_events
+from ..contract.errors import SpectuiError
+from ..recording.player import load_for_tui
+from ..views.sample import sample_events
 
 
 @click.command()
@@ -21,7 +21,7 @@ from .sample import sample_events
 @click.option("--theme", default=None)
 @click.option("--speed", default="1")
 def main(trace: str | None, theme: str | None, speed: str) -> None:
-    from .app import run_replay
+    from .run.app import run_replay
 
     try:
         events = load_for_tui(trace)[1] if trace else sample_events()

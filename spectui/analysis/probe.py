@@ -1,0 +1,636 @@
+"""``spectui probe``: the hardware's own numbers, measured on this machine, and what they mean for speculation.
+
+For the loaded target (and draft) it measures:
+
+- the target's single-token decode time, and the weight-read bandwidth that implies (model file bytes /
+  decode time: an upper-bound estimate of the bytes a decode reads, since not every byte of the file is
+  a weight read per token);
+- the verify cost of batches of 1..``max_batch`` tokens (one ``llama_decode`` of b tokens with every
+  row's logits, rolled back: ``Engine.measure_verify_ms``), the median of ``repeats`` rounds whose order
+  alternates (1..16, then 16..1, ...) so that a slow drift of the machine's load hits every size alike,
+  after one discarded warm-up round; measured after a short prompt is in the KV cache, as in a run;
+- the per-token cost at the largest batch, the draft's single-token cost and the cost ratio c;
+- the machine's load while it measured (``/proc/loadavg`` and the cores other processes kept busy,
+  ``spectui.cpu.OthersCpu``), with a warning when it was not quiet.
+
+From these it says in one sentence what speculation needs here, and names what makes verification
+cost: memory-bound decoding gives a flat curve (a verify of k + 1 tokens costs one decode); if the
+cost rises per token at small batches although a large batch computes tokens far cheaper than a
+decode, the small-batch kernels (not a lack of idle compute) make speculation lose; if even a large
+batch costs about a decode per token, the cores have no idle compute for verification.
+
+Results are cached under ``$XDG_CACHE_HOME/spectui/probe`` (``~/.cache/spectui/probe``), one JSON file
+per key: the model files' identity (real path, size, mtime, a hash of the GGUF's first 64 KiB), the
+threads, where the layers run (backend, GPU layers), weight repacking, the largest batch and the
+machine (CPU model, llama-cpp-python version and a hash of llama.cpp's system info). ``--refresh``
+measures again; a corrupt cache file is reported in one line and measured again.
+
+``cached_or_measure(engine)`` is the hook for a live run (``--draft-max auto``): it returns the probe
+result and registers its curve with the auto-k policy (``spectui.autok.register_curve``).
+
+No Textual imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..contract.errors import SpectuiError
+
+PROBE_VERSION = 1
+DEFAULT_MAX_BATCH = 16
+DEFAULT_REPEATS = 5
+MAX_BATCH_LIMIT = 64
+HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
+QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet
+QUIET_LOAD_MARGIN = 0.5  # ... or, without /proc/stat, the 1-min load average at most threads + this
+CONTEXT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
+CHART_WIDTH = 48
+FLAT_MARGINAL = 0.15  # an extra verify token costing at most this share of a decode: memory-bound (flat)
+KERNEL_GAIN = 2.0  # a large batch computing this many tokens per decode time: idle compute exists
+
+
+class ProbeCacheError(SpectuiError):
+    """A cache file that cannot be read back (reported in one line, then measured again)."""
+
+
+# ---------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    path: str
+    name: str = ""
+    size_bytes: int = 0
+    quantization: str = ""
+    n_params: int = 0
+    backend: str = "CPU"
+    n_gpu_layers: int = 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the figures mean for speculation (computed from a ProbeResult)."""
+
+    limit: str  # "memory" (flat curve), "kernels", "compute", "mixed"
+    limit_sentence: str
+    example_k: int  # the k the sentence speaks of (the easiest break-even when plausible, else 2)
+    break_even_tokens: float  # tokens a pass of example_k must yield to match the target alone
+    best_case_k: int  # the k with the highest speedup if every draft were accepted (0: none pays)
+    best_case_speedup: float  # that speedup (< 1: even perfect drafts lose)
+    acceptance_needed: float | None  # constant per-draft rate needed to break even at example_k (None: impossible)
+    min_acceptance: float | None  # the lowest per-draft rate that breaks even at any k (None: none does)
+    min_acceptance_k: int  # ... and its k (0: none)
+    pays_in_practice: bool  # min_acceptance <= autok.PLAUSIBLE_RATE
+    sentence: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    target: ModelFacts
+    draft: ModelFacts | None
+    threads: int
+    machine: dict
+    decode_ms: float  # target, one token (= verify of a batch of 1)
+    verify_ms_by_batch: tuple[float, ...]  # index b - 1: a verify batch of b tokens
+    draft_decode_ms: float = 0.0  # draft, one token (0: no draft)
+    repeats: int = DEFAULT_REPEATS
+    context_tokens: int = 0  # tokens in the KV cache while measuring
+    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    others_cpu: float = -1.0  # cores other processes kept busy while measuring (-1: unknown)
+    measured_at: float = 0.0  # unix time
+    wall_s: float = 0.0
+    spread_by_batch: tuple[float, ...] = ()  # (max - min) / median of each size's samples
+    key: str = ""
+    cached: bool = False  # read back from the cache rather than measured now
+    cache_file: str = ""
+    version: int = PROBE_VERSION
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    # ---- derived figures
+    @property
+    def max_batch(self) -> int:
+        return len(self.verify_ms_by_batch)
+
+    @property
+    def curve(self) -> dict[int, float]:
+        """Verify ms by draft length k (a batch of k + 1 tokens): the cost model's ``curve``."""
+        return {b - 1: ms for b, ms in enumerate(self.verify_ms_by_batch, start=1)}
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.target.size_bytes
+
+    @property
+    def bandwidth_gb_s(self) -> float:
+        """Model file bytes / decode time: an upper-bound estimate of the weight-read bandwidth."""
+        return self.weight_bytes / (self.decode_ms / 1000.0) / 1e9 if self.decode_ms > 0 else 0.0
+
+    def ratio(self, batch: int) -> float:
+        """Verify of ``batch`` tokens, in single decodes."""
+        return self.verify_ms_by_batch[batch - 1] / self.decode_ms if self.decode_ms > 0 else 0.0
+
+    @property
+    def per_token_ms(self) -> float:
+        """Per-token cost at the largest batch."""
+        return self.verify_ms_by_batch[-1] / self.max_batch if self.verify_ms_by_batch else 0.0
+
+    @property
+    def cost_ratio(self) -> float | None:
+        """c: a draft token's cost as a share of a target decode (None without a draft)."""
+        if self.draft is None or self.decode_ms <= 0:
+            return None
+        return self.draft_decode_ms / self.decode_ms
+
+    @property
+    def quiet(self) -> bool:
+        if self.others_cpu >= 0:
+            return self.others_cpu <= QUIET_OTHERS_CORES
+        return self.loadavg[0] <= self.threads + QUIET_LOAD_MARGIN
+
+    def load_line(self) -> str:
+        others = f"{self.others_cpu:.1f} cores busy with other processes" if self.others_cpu >= 0 else (
+            "other processes' CPU use unknown")
+        la = ", ".join(f"{x:.2f}" for x in self.loadavg)
+        return f"machine load while measuring: load average {la} (1, 5, 15 min); {others}"
+
+    def warning(self) -> str:
+        """A one-line warning when the machine was not quiet, else ""."""
+        if self.quiet:
+            return ""
+        return (f"warning: the machine was not quiet while measuring ({self.load_line().split(': ', 1)[1]}): "
+                "the figures are slower and noisier than this machine's own; run `spectui probe --refresh` "
+                "when it is quiet")
+
+    def verdict(self) -> Verdict:
+        return analyse(self)
+
+    def summary_line(self) -> str:
+        """One line of the figures (for a face's panel or a summary)."""
+        sizes = [b for b in (2, 3, 4, 8, 16, 32, 64) if b <= self.max_batch]
+        if self.max_batch not in sizes:
+            sizes.append(self.max_batch)
+        c = f", draft c = {self.cost_ratio:.2f}" if self.cost_ratio is not None else ""
+        return (f"this machine: decode {self.decode_ms:.1f} ms (weights <= {self.bandwidth_gb_s:.0f} GB/s), verify "
+                f"{'/'.join(str(b) for b in sizes)} tokens = {'/'.join(f'{self.ratio(b):.2f}' for b in sizes)} "
+                f"decodes{c}{'' if self.quiet else ' (measured under load)'}")
+
+    # ---- JSON form
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["loadavg"] = list(self.loadavg)
+        d["verify_ms_by_batch"] = list(self.verify_ms_by_batch)
+        d["spread_by_batch"] = list(self.spread_by_batch)
+        d["notes"] = list(self.notes)
+        return d
+
+    def report(self) -> dict:
+        """The ``--json`` object: every measured figure, the derived ones and the verdict."""
+        v = self.verdict()
+        d = self.to_dict()
+        d.update(
+            weight_bytes=self.weight_bytes,
+            bandwidth_gb_s=round(self.bandwidth_gb_s, 3),
+            bandwidth_note="model file bytes / decode time: an upper-bound estimate of the bytes a decode reads",
+            verify=[{"batch": b, "ms": round(ms, 3), "decodes": round(self.ratio(b), 3),
+                     "ms_per_token": round(ms / b, 3)} for b, ms in enumerate(self.verify_ms_by_batch, 1)],
+            per_token_ms_at_max_batch=round(self.per_token_ms, 3),
+            cost_ratio=None if self.cost_ratio is None else round(self.cost_ratio, 4),
+            quiet=self.quiet,
+            warning=self.warning(),
+            verdict=asdict(v),
+            sentence=v.sentence,
+        )
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ProbeResult":
+        """Checked: raises ProbeCacheError on anything malformed."""
+        try:
+            if not isinstance(d, dict):
+                raise TypeError("not an object")
+            if d.get("version") != PROBE_VERSION:
+                raise ValueError(f"version {d.get('version')!r}, expected {PROBE_VERSION}")
+            target = ModelFacts(**d["target"])
+            draft = ModelFacts(**d["draft"]) if d.get("draft") is not None else None
+            verify = tuple(float(x) for x in d["verify_ms_by_batch"])
+            if not verify or any(not (x > 0) for x in verify):
+                raise ValueError("verify times must be positive")
+            decode = float(d["decode_ms"])
+            if not decode > 0:
+                raise ValueError("decode time must be positive")
+            la = tuple(float(x) for x in d.get("loadavg", (0.0, 0.0, 0.0)))
+            if len(la) != 3:
+                raise ValueError("loadavg must have 3 figures")
+            return cls(
+                target=target, draft=draft, threads=int(d["threads"]), machine=dict(d.get("machine") or {}),
+                decode_ms=decode, verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
+                repeats=int(d.get("repeats", 0)), context_tokens=int(d.get("context_tokens", 0)),
+                loadavg=la, others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0)),
+                wall_s=float(d.get("wall_s", 0.0)),
+                spread_by_batch=tuple(float(x) for x in d.get("spread_by_batch", ())),
+                key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
+                cache_file=str(d.get("cache_file", "")), version=PROBE_VERSION,
+                notes=tuple(str(x) for x in d.get("notes", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProbeCacheError(f"{type(exc).__name__}: {exc}") from None
+
+
+# ---------------------------------------------------------------- what the figures mean
+
+
+def _expected_tokens(a: float, k: int) -> float:
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def acceptance_needed(need_tokens: float, k: int) -> float | None:
+    """The constant per-draft acceptance a with (1 - a^(k+1)) / (1 - a) = need_tokens (None: > k + 1)."""
+    if need_tokens <= 1.0:
+        return 0.0
+    if need_tokens > k + 1:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _expected_tokens(mid, k) < need_tokens:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def analyse(r: ProbeResult) -> Verdict:
+    """The verdict from the figures: break-even acceptance by k, the best case, what limits verification."""
+    from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
+
+    c = r.cost_ratio if r.cost_ratio is not None else 0.0  # no draft model: prompt lookup (drafts ~free)
+    kmax = r.max_batch - 1
+    cost = {k: r.ratio(k + 1) + k * c for k in range(1, kmax + 1)}  # a pass of k, in decodes
+    speed = {k: (k + 1) / cost[k] for k in cost if cost[k] > 0}
+    best_k = max(speed, key=lambda k: (round(speed[k], 9), -k)) if speed else 0
+    best = speed.get(best_k, 0.0)
+    need_a = {k: acceptance_needed(cost[k], k) for k in cost}
+    possible = {k: a for k, a in need_a.items() if a is not None}
+    k_min = min(possible, key=lambda k: (possible[k], k)) if possible else 0
+    a_min = possible.get(k_min)
+    practical = a_min is not None and a_min <= PLAUSIBLE_RATE
+    ex = k_min if practical else min(2, kmax)
+    need = cost.get(ex, 0.0)
+    a_need = need_a.get(ex)
+    # what limits verification
+    gain = r.decode_ms / r.per_token_ms if r.per_token_ms > 0 else 0.0  # tokens per decode time, large batch
+    small = min(3, r.max_batch)
+    marginal = (r.ratio(small) - 1.0) / (small - 1) if small > 1 else 0.0  # decodes per extra small-batch token
+    if marginal <= FLAT_MARGINAL:
+        limit = "memory"
+        limit_sentence = (
+            f"decoding is memory-bound here: each extra token in a small verify batch costs only {marginal:.2f} "
+            f"of a decode (the flat line), so verification is nearly free, as the lesson assumes")
+    elif gain >= KERNEL_GAIN:
+        limit = "kernels"
+        limit_sentence = (
+            f"the cores have idle compute (at batch {r.max_batch} a token costs {r.per_token_ms:.1f} ms, "
+            f"{gain:.1f} tokens in one decode's time), yet each extra token in a small verify batch costs "
+            f"{marginal:.2f} of a decode: llama.cpp's small-batch kernels, more than a lack of idle compute, "
+            f"make verification expensive")
+    elif gain < 1.3:
+        limit = "compute"
+        limit_sentence = (
+            f"decoding is compute-bound here: even at batch {r.max_batch} a token costs {r.per_token_ms:.1f} ms "
+            f"({1 / gain if gain else 0:.2f} of a decode), so there is no idle compute for verification to use")
+    else:
+        limit = "mixed"
+        limit_sentence = (
+            f"verification is partly compute-bound: at batch {r.max_batch} a token costs {r.per_token_ms:.1f} ms "
+            f"({gain:.1f} tokens per decode time) and each extra token in a small batch {marginal:.2f} of a decode")
+    who = "a draft token costs " + (f"{c:.2f} decodes" if r.cost_ratio is not None else "nothing (prompt lookup)")
+    head = (f"a verify of {ex + 1} tokens costs {r.ratio(ex + 1):.2f} decodes and {who}: a pass at k = {ex} "
+            f"must yield {need:.2f} tokens to break even")
+    if a_need is None:
+        head += f", more than the {ex + 1} it can yield"
+    else:
+        head += f" of the {ex + 1} it can yield (a per-draft acceptance of {a_need:.0%})"
+    if a_min is None:
+        tail = "; no k breaks even, not even with every draft accepted, so speculation cannot pay here"
+    elif not practical:
+        tail = (f"; the easiest break-even is k = {k_min} at {a_min:.1%} per draft, more than drafts reach in "
+                f"practice, so speculation {'with this draft ' if r.draft is not None else ''}cannot pay here")
+    else:
+        tail = (f"; speculation pays here once more than {a_min:.0%} of drafts are accepted (every draft "
+                f"accepted: {best:.2f}x at k = {best_k})")
+    sentence = head + tail + "; " + limit_sentence + "."
+    return Verdict(limit=limit, limit_sentence=limit_sentence, example_k=ex, break_even_tokens=need,
+                   best_case_k=best_k if best > 1.0 else 0, best_case_speedup=best, acceptance_needed=a_need,
+                   min_acceptance=a_min, min_acceptance_k=k_min, pays_in_practice=practical,
+                   sentence=sentence[0].upper() + sentence[1:])
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def _loadavg() -> tuple[float, float, float]:
+    try:
+        return tuple(float(x) for x in os.getloadavg())  # type: ignore[return-value]
+    except (AttributeError, OSError):
+        return (0.0, 0.0, 0.0)
+
+
+def _facts(info) -> ModelFacts:
+    return ModelFacts(path=info.path, name=info.name, size_bytes=int(info.size_bytes), quantization=info.quantization,
+                      n_params=int(info.n_params), backend=info.backend or "CPU",
+                      n_gpu_layers=int(info.n_gpu_layers))
+
+
+def _draft_decode_ms(engine, token: int) -> float:
+    """One single-token decode of the draft model at position 0, rolled back (between runs only)."""
+    d = engine.draft
+    t = time.perf_counter()
+    d.decode([token], 0, "last")
+    dt = (time.perf_counter() - t) * 1000.0
+    d.rollback(0)
+    return dt
+
+
+def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
+            progress: Callable[[str], None] | None = None) -> ProbeResult:
+    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring)."""
+    from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
+    from ..engine.cpu import OthersCpu  # noqa: PLC0415
+    from ..contract.events import Settings  # noqa: PLC0415
+
+    if not 2 <= max_batch <= MAX_BATCH_LIMIT:
+        raise SpectuiError(f"--max-batch must be between 2 and {MAX_BATCH_LIMIT}, not {max_batch}")
+    if repeats < 1:
+        raise SpectuiError(f"--repeats must be at least 1, not {repeats}")
+    if getattr(engine, "target", None) is None:
+        raise SpectuiError("the engine is closed")
+    max_batch = min(max_batch, engine.target.n_batch, max(2, engine.n_ctx // 2))
+    t_start = time.perf_counter()
+    others = OthersCpu()
+    others.sample()
+    load0 = _loadavg()
+    # a short prompt in the KV cache, as in a run (this also warms both models' weights up)
+    ctl = RunControl(Settings(draft_max=0, drafter="none"))
+    for ev in engine.run(CONTEXT_PROMPT, ctl, 1):
+        if getattr(ev, "type", "") == "end" and ev.error:
+            raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
+    context_tokens = len(engine.tokenize(CONTEXT_PROMPT))  # the prompt's KV cells the measurements follow
+    ids = engine.tokenize("a")
+    tok = ids[-1] if ids else 0
+    sizes = list(range(1, max_batch + 1))
+    samples: dict[int, list[float]] = {b: [] for b in sizes}
+    draft_samples: list[float] = []
+    for rnd in range(repeats + 1):  # round 0: warm-up, discarded
+        order = sizes if rnd % 2 == 0 else sizes[::-1]
+        if progress:
+            progress(f"round {rnd} of {repeats}" if rnd else "warm-up round")
+        for b in order:
+            ms = float(engine.measure_verify_ms(b - 1, repeats=1))
+            if rnd:
+                samples[b].append(ms)
+            if engine.draft is not None and b in (1, max_batch // 2, max_batch):  # interleaved with the target's
+                dms = _draft_decode_ms(engine, tok)
+                if rnd:
+                    draft_samples.append(dms)
+    verify = tuple(statistics.median(samples[b]) for b in sizes)
+    spread = tuple((max(samples[b]) - min(samples[b])) / statistics.median(samples[b]) for b in sizes)
+    load1 = _loadavg()
+    oc = others.sample()
+    target = _facts(engine.target_info)
+    draft = _facts(engine.draft_info) if engine.draft is not None else None
+    return ProbeResult(
+        target=target, draft=draft, threads=int(engine.threads), machine=machine_key(),
+        decode_ms=verify[0], verify_ms_by_batch=verify,
+        draft_decode_ms=statistics.median(draft_samples) if draft_samples else 0.0,
+        repeats=repeats, context_tokens=context_tokens,
+        loadavg=tuple(max(a, b) for a, b in zip(load0, load1)),  # type: ignore[arg-type]
+        others_cpu=oc, measured_at=time.time(), wall_s=time.perf_counter() - t_start, spread_by_batch=spread,
+    )
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "spectui" / "probe"
+
+
+def file_identity(path: str) -> dict:
+    """Real path, size, mtime and a hash of the first HEADER_BYTES of a model file."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    h = hashlib.sha256()
+    with open(real, "rb") as fh:
+        h.update(fh.read(HEADER_BYTES))
+    return {"path": real, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "header_sha256": h.hexdigest()[:32]}
+
+
+def machine_key() -> dict:
+    """The CPU model and the llama.cpp build (version and a hash of its system info)."""
+    from ..engine.models import cpu_name, llama  # noqa: PLC0415
+
+    L = llama()
+    info = L.llama_print_system_info().decode("utf-8", "replace")
+    return {
+        "cpu": cpu_name(),
+        "arch": platform.machine(),
+        "llama_cpp_python": getattr(L, "__version__", ""),
+        "system_info_sha256": hashlib.sha256(info.encode()).hexdigest()[:16],
+    }
+
+
+def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH) -> tuple[dict, str]:
+    """(key object, its hash) for a loaded engine: model files, threads, placement, machine."""
+    key = {
+        "version": PROBE_VERSION,
+        "target": file_identity(engine.target_info.path),
+        "draft": file_identity(engine.draft_info.path) if engine.draft_info is not None else None,
+        "threads": int(engine.threads),
+        "target_backend": engine.target_info.backend,
+        "target_gpu_layers": int(engine.target_info.n_gpu_layers),
+        "draft_gpu_layers": int(engine.draft_info.n_gpu_layers) if engine.draft_info is not None else None,
+        "no_repack": bool(getattr(engine, "no_repack", False)),
+        "max_batch": int(max_batch),
+        "machine": machine_key(),
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    return key, digest
+
+
+def cache_path(digest: str, directory: Path | None = None) -> Path:
+    return (directory or cache_dir()) / f"{digest}.json"
+
+
+def load_cached(path: Path, key: dict) -> ProbeResult | None:
+    """The cached result at ``path`` for ``key``; None when absent or for another key. Raises
+    ProbeCacheError when the file is corrupt."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProbeCacheError(f"cannot read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProbeCacheError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or "result" not in data or "key" not in data:
+        raise ProbeCacheError("missing 'key' or 'result'")
+    if data["key"] != key:
+        return None
+    res = ProbeResult.from_dict(data["result"])
+    return _with(res, cached=True, cache_file=str(path))
+
+
+def store(result: ProbeResult, key: dict, path: Path) -> ProbeResult:
+    """Write the result (atomically); returns it with its cache file named. A cache that cannot be
+    written is not an error (the figures are still printed)."""
+    res = _with(result, cache_file=str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        d = res.to_dict()
+        d["cached"] = False
+        tmp.write_text(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"spectui: warning: cannot write the probe cache {path}: {exc}", file=sys.stderr)
+        return _with(res, cache_file="")
+    return res
+
+
+def _with(r: ProbeResult, **kw) -> ProbeResult:
+    from dataclasses import replace  # noqa: PLC0415
+
+    return replace(r, **kw)
+
+
+def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
+                      refresh: bool = False, directory: Path | None = None, register: bool = True,
+                      warn: Callable[[str], None] | None = None,
+                      progress: Callable[[str], None] | None = None,
+                      now_quiet: Callable[[int], bool] | None = None) -> ProbeResult:
+    """The probe result for this engine on this machine: from the cache, or measured now (and stored).
+
+    ``register``: make its curve known to the auto-k policy (``autok.register_curve``) for runs of
+    this engine. ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
+    under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
+    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5)."""
+    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    now_quiet = now_quiet or (lambda threads: _loadavg()[0] <= threads + QUIET_LOAD_MARGIN)
+    key, digest = cache_key(engine, max_batch)
+    path = cache_path(digest, directory)
+    res = None
+    if not refresh:
+        try:
+            res = load_cached(path, key)
+        except ProbeCacheError as exc:
+            warn(f"the probe cache file {path} is corrupt ({exc}); measuring again")
+            res = None
+        if res is not None and not res.quiet and now_quiet(res.threads):
+            warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
+            res = None
+    if res is None:
+        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)
+        res = store(_with(res, key=digest), key, path)
+    if register:
+        install(res)
+    return res
+
+
+_INSTALLED: dict[tuple, ProbeResult] = {}
+
+
+def install(result: ProbeResult) -> None:
+    """Register the result's verify curve with the auto-k policy (runs of the same target and threads),
+    and the result itself for faces (``installed_for``)."""
+    from .draft_policy import curve_key, register_curve  # noqa: PLC0415
+
+    t = result.target
+    key = curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers)
+    register_curve(key, result.curve)
+    _INSTALLED[key] = result
+
+
+def uninstall(result: ProbeResult) -> None:
+    """Undo ``install``."""
+    from .draft_policy import curve_key, register_curve  # noqa: PLC0415
+
+    t = result.target
+    key = curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers)
+    register_curve(key, None)
+    _INSTALLED.pop(key, None)
+
+
+def installed_for(started) -> ProbeResult | None:
+    """The probe result installed for the run that ``started`` (a RunStarted event) begins, or None:
+    for faces (the TUI's prediction panel, the headless summary) to show the figures and to pass
+    ``result.curve`` to ``costmodel.predict``."""
+    from .draft_policy import curve_key  # noqa: PLC0415
+
+    t = started.target
+    if not _INSTALLED or not t.path:
+        return None
+    return _INSTALLED.get(curve_key(t.path, t.size_bytes, started.threads, t.n_gpu_layers))
+
+
+# ---------------------------------------------------------------- text
+
+
+def chart(r: ProbeResult, width: int = CHART_WIDTH) -> list[str]:
+    """Verify cost by batch size as plain-text bars against the flat line memory-bound verification
+    would give ('|' at one decode's time)."""
+    top = max(r.verify_ms_by_batch)
+    scale = width / top if top > 0 else 0.0
+    flat = max(1, round(r.decode_ms * scale))
+    lines = [f"verify cost by batch size (ms; '|' = one decode, {r.decode_ms:.1f} ms: the flat line "
+             "memory-bound verification would give)"]
+    for b, ms in enumerate(r.verify_ms_by_batch, start=1):
+        n = max(1, round(ms * scale))
+        bar = ["#"] * n + [" "] * max(0, flat - n)
+        bar[flat - 1] = "|"
+        lines.append(f"{b:>3} {ms:>8.1f} ms {r.ratio(b):>5.2f}x {''.join(bar)}")
+    return lines
+
+
+def render(r: ProbeResult) -> str:
+    v = r.verdict()
+    t = r.target
+    out = []
+    src = f"cached, measured {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.measured_at))}" if r.cached else (
+        f"measured now in {r.wall_s:.1f} s")
+    out.append(f"spectui probe: {t.name or os.path.basename(t.path)} ({t.quantization}, "
+               f"{t.size_bytes / 1e9:.2f} GB) on {r.machine.get('cpu') or 'this machine'}, {t.backend}, "
+               f"{r.threads} threads ({src}; median of {r.repeats} rounds at {r.context_tokens} tokens of context)")
+    out.append(f"target decode, 1 token: {r.decode_ms:.2f} ms ({1000 / r.decode_ms:.1f} tokens/s); weights read "
+               f"at up to {r.bandwidth_gb_s:.1f} GB/s (file bytes / decode time: an upper-bound estimate)")
+    out.append(f"verify of {r.max_batch} tokens: {r.verify_ms_by_batch[-1]:.1f} ms ({r.ratio(r.max_batch):.2f} "
+               f"decodes), {r.per_token_ms:.2f} ms a token")
+    if r.draft is not None:
+        name = r.draft.name or os.path.basename(r.draft.path)
+        out.append(f"draft decode, 1 token: {r.draft_decode_ms:.2f} ms ({name}); cost ratio c = {r.cost_ratio:.2f}")
+    else:
+        out.append("no draft model: the figures below assume free drafts (prompt lookup)")
+    out.append("")
+    out.extend(chart(r))
+    out.append("")
+    out.append(v.sentence)
+    out.append("")
+    out.append(r.load_line())
+    w = r.warning()
+    if w:
+        out.append(w)
+    if r.cache_file:
+        out.append(f"cache: {r.cache_file}" + (" (--refresh measures again)" if r.cached else ""))
+    return "\n".join(out)

@@ -1,0 +1,62 @@
+"""The click options the live run, the sweep and the probe share (llama.cpp's spellings work too)."""
+
+from __future__ import annotations
+
+import click
+
+
+def model_options(f):
+    """Where the models come from and where they run: shared by the live run and the sweep.
+
+    The values reach ``spectui.run.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
+    """
+    opts = [
+        click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
+        click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None, help="draft model (GGUF)"),
+        click.option("-hf", "-hfr", "--hf-repo", "hf_repo", type=str, default=None,
+                     help="target from Hugging Face: user/repo[:quant] (default quant Q4_K_M)"),
+        click.option("-hfd", "-hfrd", "--hf-repo-draft", "hf_repo_draft", type=str, default=None,
+                     help="draft from Hugging Face: user/repo[:quant]"),
+        click.option("-hff", "--hf-file", "hf_file", type=str, default=None, help="exact file in the -hf repo"),
+        click.option("--hf-file-draft", "hf_file_draft", type=str, default=None, help="exact file in the -hfd repo"),
+        click.option("-ngl", "--n-gpu-layers", "--gpu-layers", "n_gpu_layers", type=str, default=None,
+                     help="target layers on the GPU: N or 'all' (default: all when the build can offload, else 0)"),
+        click.option("-ngld", "--n-gpu-layers-draft", "--gpu-layers-draft", "n_gpu_layers_draft", type=str,
+                     default=None, help="draft layers on the GPU: N or 'all' (default as -ngl)"),
+        click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
+        click.option("-t", "--threads", type=int, default=None,
+                     help="default: physical performance cores this process may use (as llama.cpp)"),
+        click.option("--no-repack", is_flag=True,
+                     help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp "
+                          "builds whose AMX kernels crash"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def run_options(f):
+    """Options of the live and headless run besides the models' (llama.cpp's spellings work too)."""
+    opts = [
+        click.option("-p", "--prompt", type=str, default=None, help="prompt text"),
+        click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None),
+        click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True),
+        click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
+                     help="draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
+        click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True),
+        click.option("--seed", "-s", type=int, default=0, show_default=True),
+        click.option("--drafter", type=click.Choice(["model", "ngram", "none"]), default=None,
+                     help="default: model when --draft is given, else ngram"),
+        click.option("--draft-p-min", "--spec-draft-p-min", "draft_p_min", type=float, default=0.0,
+                     show_default=True,
+                     help="stop drafting in a pass once the draft's confidence (top-10 softmax, as llama.cpp) is "
+                          "below P (0 = off)"),
+        click.option("--draft-min", "--draft-n-min", "--spec-draft-n-min", "draft_min", type=int, default=0,
+                     show_default=True, help="never stop drafting for --draft-p-min before N drafts"),
+        click.option("--inspect-top", "inspect_top", type=int, default=5, show_default=True,
+                     help="record the target's and the draft's top-N candidates per position (the inspector; "
+                          "0 = off)"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f

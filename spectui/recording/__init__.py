@@ -1,0 +1,1 @@
+"""Traces written and read, and the one replay clock."""

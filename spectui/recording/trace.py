@@ -1,0 +1,590 @@
+"""Traces: the event stream written down as JSON Lines, and read back as a stream.
+
+A trace file is one header line, then one line per event, each exactly ``event_json.to_dict(event)``::
+
+    {"schema": "spectui.trace", "version": 3, "spectui": "0.1.0", "created": "...", "machine": {...},
+     "models": {"target": {...}, "draft": {...}}, "params": {...}, "prompt": "..."}
+    {"type": "start", ...}
+    {"type": "pass", "index": 0, ...}
+    ...
+    {"type": "end", ...}
+
+An attach trace (``spectui attach --record``) has ``"attach": {"targets": [...], "interval": ...}`` in its
+header instead of models and parameters, then ``attach_start``, ``scrape`` / ``request_*`` events and
+``attach_end``. Version 2 added the attach events, version 3 the inspector's data per pass (``inspect``, the
+draft's stop reason, --draft-p-min in the settings); version-1 and -2 traces read unchanged (no inspector data).
+
+The writer flushes after every event, so a run killed with SIGKILL leaves every complete pass
+readable; the reader turns a truncated or damaged *last* line into a warning, not an error. Files
+ending in ``.gz`` are gzip-compressed (the bundled demo trace); the reader detects gzip by its magic
+bytes. No Textual import here: this module is part of the core.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import threading
+import warnings
+import zlib
+from dataclasses import asdict
+from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
+
+from .. import __version__
+from ..contract.errors import SpectuiError
+from ..contract.event_json import EventFormatError, from_dict, to_dict
+from ..contract.events import (
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    AttachStarted,
+    DraftToken,
+    Event,
+    ModelInfo,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+    SettingsChanged,
+    TargetToken,
+    Timing,
+    Token,
+)
+
+SCHEMA = "spectui.trace"
+# 3: the inspector's data (PassEvent.inspect, draft_stop; Settings.draft_p_min / draft_min; RunStarted.inspect_top)
+# 2: attach traces (AttachStarted ... AttachEnded). Older versions read as is: their passes have no inspector data.
+VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class TraceError(SpectuiError):
+    """A file that cannot be read as a trace (one line: the file, the problem, the versions supported)."""
+
+
+class TraceWarning(UserWarning):
+    """A recoverable problem: a truncated or damaged last line (the run was killed mid-write)."""
+
+
+def _supported() -> str:
+    return "this spectui reads trace version " + ", ".join(str(v) for v in SUPPORTED_VERSIONS)
+
+
+# ------------------------------------------------------------------------------------------ header
+
+
+def machine_info(threads: int = 0) -> dict[str, Any]:
+    """CPU model, core count, memory, OS and library versions of the machine that records."""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info: dict[str, Any] = {
+        "cpu": cpu or platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count() or 0,
+        "threads": threads,
+        "arch": platform.machine(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+    try:
+        info["memory_bytes"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        pass
+    llama = sys.modules.get("llama_cpp")  # recorded when the engine loaded it; never imported here
+    if llama is not None:
+        info["llama_cpp_python"] = getattr(llama, "__version__", "")
+    return info
+
+
+def make_header(start: RunStarted | AttachStarted | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The header line, built from the run's start event (models, parameters, prompt), or for an attach
+    trace from its AttachStarted (the watched URLs, the scrape interval, the request-mode prompt)."""
+    attach = start if isinstance(start, AttachStarted) else None
+    if attach is not None:
+        start = None
+    when = _dt.datetime.now(_dt.timezone.utc)
+    if attach is not None and attach.started_at > 0:
+        when = _dt.datetime.fromtimestamp(attach.started_at, _dt.timezone.utc)
+    if start is not None and start.started_at > 0:
+        when = _dt.datetime.fromtimestamp(start.started_at, _dt.timezone.utc)
+    header: dict[str, Any] = {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "spectui": __version__,
+        "created": when.isoformat(timespec="seconds"),
+        "machine": machine_info(start.threads if start is not None else 0),
+    }
+    if start is not None:
+        header["run_id"] = start.run_id
+        header["models"] = {
+            "target": asdict(start.target),
+            "draft": asdict(start.draft) if start.draft is not None else None,
+        }
+        header["params"] = {
+            "n_predict": start.n_predict,
+            "n_ctx": start.n_ctx,
+            "threads": start.threads,
+            "prompt_tokens": start.prompt_tokens,
+            "settings": asdict(start.settings),
+            "target_decode_ms": start.target_decode_ms,
+            "draft_decode_ms": start.draft_decode_ms,
+        }
+        header["prompt"] = start.prompt
+    if attach is not None:
+        header["attach"] = {"targets": [t.url for t in attach.targets], "interval": attach.interval,
+                            "prompt": attach.prompt, "n_predict": attach.n_predict, "draft_max": attach.draft_max}
+    for key, value in (extra or {}).items():
+        if key not in ("schema", "version"):
+            header[key] = value
+    return header
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ writer
+
+
+class TraceWriter:
+    """Writes events as JSON Lines, flushed after every event (``flush_each=False`` for bulk writes).
+
+    ``path=None`` keeps the trace in an anonymous temporary file (flat memory), for a TUI that was
+    started without ``--record`` but may still save the trace with its key (:meth:`save_to`).
+    The header is written when the RunStarted (or AttachStarted) event arrives (it is made from it); if
+    the first event is something else, a header without run information is written first. Thread-safe: a UI thread
+    may call :meth:`save_to` while the engine thread writes.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike | None,
+        header_extra: dict[str, Any] | None = None,
+        *,
+        flush_each: bool = True,
+    ) -> None:
+        self.path = os.fspath(path) if path is not None else None
+        self.header_extra = dict(header_extra or {})
+        self.flush_each = flush_each
+        self.header: dict[str, Any] | None = None
+        self.n_events = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self._failed = False
+        try:
+            if self.path is None:
+                self._raw: IO[bytes] = tempfile.TemporaryFile(prefix="spectui-trace-")
+            else:
+                self._raw = open(self.path, "wb")
+        except OSError as exc:
+            raise TraceError(f"cannot write trace {self.path}: {exc.strerror or exc}") from None
+        self._gz = self.path is not None and self.path.endswith(".gz")
+        self._out: IO[bytes] = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0) if self._gz else self._raw
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _emit(self, line: str) -> None:
+        self._out.write(line.encode("utf-8"))
+
+    def write(self, event: Event) -> None:
+        with self._lock:
+            if self._closed:
+                raise TraceError(f"trace {self.path or '(temporary)'} is closed")
+            try:
+                if self.header is None:
+                    first = event if isinstance(event, (RunStarted, AttachStarted)) else None
+                    self.header = make_header(first, self.header_extra)
+                    self._emit(_dumps(self.header))
+                self._emit(_dumps(to_dict(event)))
+                self.n_events += 1
+                if self.flush_each:
+                    self._flush()
+            except OSError as exc:  # disk full, file system gone: one line, not a traceback mid-run
+                self._failed = True
+                raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
+
+    __call__ = write  # usable as headless.consume(..., sink=writer)
+
+    def _flush(self) -> None:
+        self._out.flush()  # GzipFile.flush() emits a sync flush: everything so far is decodable
+        if self._out is not self._raw:
+            self._raw.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._flush()
+
+    def save_to(self, path: str | os.PathLike) -> int:
+        """Write everything recorded so far to ``path`` (atomically; gzip if it ends in .gz).
+
+        Returns the number of events saved. The recording itself goes on.
+        """
+        dest = os.fspath(path)
+        with self._lock:
+            if self._closed:
+                raise TraceError(f"trace {self.path or '(temporary)'} is closed")
+            self._flush()
+            if self.header is None:  # nothing written yet: a header alone is still a valid trace
+                self.header = make_header(None, self.header_extra)
+                self._emit(_dumps(self.header))
+                self._flush()
+            n = self.n_events
+            tmp = f"{dest}.part{os.getpid()}"
+            try:
+                with open(tmp, "wb") as out:
+                    target: IO[bytes] = gzip.GzipFile(fileobj=out, mode="wb", mtime=0) if dest.endswith(".gz") else out
+                    for block in self._recorded_blocks():
+                        target.write(block)
+                    if target is not out:
+                        target.close()
+                os.replace(tmp, dest)
+            except OSError as exc:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise TraceError(f"cannot save trace to {dest}: {exc.strerror or exc}") from None
+            return n
+
+    def _recorded_blocks(self) -> Iterator[bytes]:
+        """The (decompressed) bytes written so far, in blocks, without moving the writer's file offset."""
+        if self.path is None:  # our anonymous temporary file: positional reads leave its offset alone
+            fd, pos = self._raw.fileno(), 0
+            while True:
+                block = os.pread(fd, 1 << 20, pos)
+                if not block:
+                    return
+                pos += len(block)
+                yield block
+        elif self._gz:
+            for line in _gzip_lines(open(self.path, "rb")):
+                if isinstance(line, _Damage):  # the open stream has no end marker yet: expected
+                    return
+                yield line
+        else:
+            with open(self.path, "rb") as fh:
+                yield from iter(lambda: fh.read(1 << 20), b"")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self.header is None:
+                    self.header = make_header(None, self.header_extra)
+                    self._emit(_dumps(self.header))
+                if self._out is not self._raw:
+                    self._out.close()
+                self._raw.close()
+            except OSError as exc:
+                try:
+                    self._raw.close()
+                except OSError:
+                    pass
+                if not self._failed:  # already reported by write()
+                    where = self.path or "(temporary)"
+                    raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
+
+
+def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:
+    """Write a whole event sequence to ``path``; returns the number of events written."""
+    with TraceWriter(path, header_extra, flush_each=False) as w:
+        for ev in events:
+            w.write(ev)
+        return w.n_events
+
+
+# ------------------------------------------------------------------------------------------ reader
+
+
+class _Damage(str):
+    """Yielded (out of band) by the gzip line reader where the compressed stream breaks off."""
+
+
+def _open_lines(path: str) -> Iterator[bytes]:
+    """The file's lines as bytes (each with its newline, the last maybe without), plain or gzip."""
+    try:
+        if os.path.isdir(path):
+            raise TraceError(f"{path}: is a directory, not a trace")
+        fh = open(path, "rb", buffering=1 << 20)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        magic = fh.read(2)
+        fh.seek(0)
+    except OSError as exc:
+        fh.close()
+        raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _gzip_lines(fh) if magic == _GZIP_MAGIC else _plain_lines(fh)
+
+
+def _plain_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    with fh:
+        yield from fh
+
+
+def _gzip_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    """Decompress in chunks and split lines ourselves: a stream cut short (the writer was killed after a
+    sync flush) or damaged still yields every line decoded before the cut."""
+    with fh:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        buf = b""
+        while True:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                break
+            try:
+                data = d.decompress(chunk)
+                while d.eof and d.unused_data:  # another gzip member follows
+                    rest = d.unused_data
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    data += d.decompress(rest)
+            except zlib.error:
+                if buf:
+                    yield buf
+                yield _Damage("damaged compressed data")
+                return
+            buf += data
+            if b"\n" in buf:
+                *complete, buf = buf.split(b"\n")
+                for line in complete:
+                    yield line + b"\n"
+        if buf:
+            yield buf
+        if not d.eof:  # a recording killed mid-run: its gzip stream has no end
+            yield _Damage("compressed data cut short")
+
+
+def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
+    if isinstance(first, _Damage):
+        raise TraceError(f"{path}: gzip file with {first}, not a readable trace ({_supported()})")
+    if first is None or not first.strip():
+        raise TraceError(f"{path}: empty file, not a spectui trace ({_supported()})")
+    try:
+        header = json.loads(first.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        if not first.endswith(b"\n"):
+            hint = "truncated header line" if first.lstrip().startswith(b'{"schema"') else "not JSON"
+        else:
+            hint = "not JSON"
+        raise TraceError(f"{path}: {hint}, not a spectui trace ({_supported()})") from None
+    if type(header) is not dict or header.get("schema") != SCHEMA:
+        what = header.get("schema") if type(header) is dict else None
+        if type(what) is str:
+            raise TraceError(f"{path}: schema {what[:60]!r} is not a spectui trace ({SCHEMA!r}; {_supported()})")
+        raise TraceError(f"{path}: JSON but not a spectui trace (no {SCHEMA!r} header; {_supported()})")
+    version = header.get("version")
+    if type(version) is not int:
+        raise TraceError(f"{path}: trace header has no valid version ({_supported()})")
+    if version not in SUPPORTED_VERSIONS:
+        newer = version > max(SUPPORTED_VERSIONS)
+        why = "written by a newer spectui" if newer else "an unsupported old format"
+        raise TraceError(f"{path}: trace version {version} ({why}); {_supported()}")
+    return header
+
+
+class TraceReader:
+    """Iterator over a trace's events, streamed line by line (flat memory whatever the length).
+
+    A damaged line that is the last one in the file (a run killed mid-write) ends the iteration with
+    a warning; a damaged line followed by more lines raises :class:`TraceError` after every event
+    before it has been yielded. ``warnings`` collects the warning texts.
+    """
+
+    def __init__(self, path: str, lines: Iterator[bytes], on_warning: Callable[[str], None] | None) -> None:
+        self.path = path
+        self._lines = lines
+        self._on_warning = on_warning
+        self.warnings: list[str] = []
+        self.n_events = 0
+        self.line_no = 1
+
+    def __iter__(self) -> "TraceReader":
+        return self
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        if self._on_warning is not None:
+            self._on_warning(message)
+        else:
+            warnings.warn(message, TraceWarning, stacklevel=3)
+
+    def __next__(self) -> Event:
+        while True:
+            line = next(self._lines, None)
+            if line is None:
+                raise StopIteration
+            self.line_no += 1
+            if isinstance(line, _Damage):
+                problem = str(line)
+            elif not line.strip():
+                continue
+            else:
+                problem = ""
+                try:
+                    ev = from_dict(json.loads(line.decode("utf-8")))
+                except UnicodeDecodeError:
+                    problem = "not UTF-8"
+                except EventFormatError as exc:
+                    problem = f"not an event ({str(exc)[:160]})"
+                except (ValueError, RecursionError):
+                    problem = "truncated line" if not line.endswith(b"\n") else "not JSON"
+            if not problem:
+                self.n_events += 1
+                return ev
+            # Damaged: fine (with a warning) when nothing but blank lines (or the end of a cut gzip
+            # stream) follows.
+            rest = next(self._lines, None)
+            while rest is not None and (isinstance(rest, _Damage) or not rest.strip()):
+                if isinstance(rest, _Damage):
+                    problem += f" ({rest})"
+                rest = next(self._lines, None)
+            if rest is None:
+                self._warn(
+                    f"{self.path}: line {self.line_no}: {problem}; the trace ends there "
+                    f"(the run was probably killed); {self.n_events} events read"
+                )
+                raise StopIteration
+            self.close()
+            self._lines = iter(())
+            raise TraceError(
+                f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} events read before it)"
+            )
+
+    def close(self) -> None:
+        close = getattr(self._lines, "close", None)
+        if close is not None:
+            close()
+
+
+def iter_trace(
+    path: str | os.PathLike, on_warning: Callable[[str], None] | None = None
+) -> tuple[dict[str, Any], TraceReader]:
+    """Open a trace: returns its header (checked now) and a streaming iterator over its events.
+
+    Raises :class:`TraceError` for a file that is not a readable trace. Warnings (a damaged last line)
+    go to ``on_warning`` when given, else to :mod:`warnings` as :class:`TraceWarning`; the iterator's
+    ``warnings`` list keeps them either way.
+    """
+    p = os.fspath(path)
+    lines = _open_lines(p)
+    first = next(lines, None)
+    try:
+        header = _parse_header(first, p)
+    except TraceError:
+        lines.close()
+        raise
+    return header, TraceReader(p, lines, on_warning)
+
+
+class Trace(NamedTuple):
+    header: dict[str, Any]
+    events: list[Event]
+    warnings: list[str]
+
+
+def read_trace(path: str | os.PathLike, on_warning: Callable[[str], None] | None = None) -> Trace:
+    """Read a whole (small) trace into memory: header, events and warnings."""
+    header, reader = iter_trace(path, on_warning=on_warning if on_warning is not None else (lambda m: None))
+    events = list(reader)
+    return Trace(header, events, reader.warnings)
+
+
+def count_passes(events: Iterable[Event]) -> int:
+    return sum(1 for ev in events if isinstance(ev, PassEvent))
+
+
+# ------------------------------------------------------------------------------------------ synthetic
+
+
+def synthetic_run(n_passes: int, seed: int = 0, k: int = 3, p_accept: float = 0.7) -> Iterator[Event]:
+    """A made-up but well-formed run (start, prefill, ``n_passes`` decode passes, one settings change
+    half-way, end), generated lazily. For the replay benchmark and the reader's tests; never shown as
+    a real recording."""
+    rng = random.Random(seed)  # noqa: S311 - made-up data, nothing secret
+    words = ["the", " cat", " sat", " on", " a", " mat", ".", "\n", " def", " f", "(x", "):", " ré", "sumé", " 🙂"]
+    settings = Settings(draft_max=k)
+    yield RunStarted(
+        run_id=f"synthetic-{seed}", started_at=1_700_000_000.0,
+        target=ModelInfo(path="synthetic-target.gguf", name="synthetic target", n_vocab=len(words)),
+        draft=ModelInfo(path="synthetic-draft.gguf", name="synthetic draft", n_vocab=len(words)),
+        prompt="synthetic", prompt_tokens=3, n_predict=n_passes * (k + 1), n_ctx=1 << 20, threads=2,
+        settings=settings, target_decode_ms=80.0, draft_decode_ms=40.0,
+    )
+    t = 0.0
+    ctx = 3
+    n_emit = n_drafted = n_acc = 0
+    for i in range(n_passes + 1):
+        if i == n_passes // 2 and i > 0:
+            new = Settings(draft_max=max(0, settings.draft_max - 1), temperature=0.5)
+            yield SettingsChanged(before_pass=i, old=settings, new=new, t=t)
+            settings = new
+        if i == 0:
+            wall = 120.0
+            tok = rng.randrange(len(words))
+            target = TargetToken(tok, words[tok], 0.9, kind=PLAIN)
+            drafts: tuple[DraftToken, ...] = ()
+            emitted: tuple[Token, ...] = (Token(tok, words[tok], 0.9),)
+            timing = Timing(0.0, wall, 0.0, wall, 0.0)
+            n_a = 0
+        else:
+            kk = settings.draft_max
+            verdicts = []
+            rejected = False
+            for _ in range(kk):
+                if rejected:
+                    verdicts.append(DISCARDED)
+                elif rng.random() < p_accept:
+                    verdicts.append(ACCEPTED)
+                else:
+                    verdicts.append(REJECTED)
+                    rejected = True
+            ids = [rng.randrange(len(words)) for _ in range(kk + 1)]
+            drafts = tuple(
+                DraftToken(ids[j], words[ids[j]], rng.random(), verdict=verdicts[j], target_prob=rng.random())
+                for j in range(kk)
+            )
+            n_a = verdicts.count(ACCEPTED)
+            kind = PLAIN if kk == 0 else (BONUS if n_a == kk else CORRECTION)
+            target = TargetToken(ids[kk], words[ids[kk]], rng.random(), kind=kind)
+            emitted = tuple(Token(d.id, d.text, d.prob) for d in drafts[:n_a])
+            emitted += (Token(target.id, target.text, target.prob),)
+            dm, vm, om = 40.0 * kk, 80.0 + 15.0 * kk, 2.0
+            timing = Timing(dm, vm, om, dm + vm + om, 0.0)
+            n_drafted += kk
+            n_acc += n_a
+        t += timing.wall_ms / 1000.0
+        ctx += len(emitted)
+        n_emit += len(emitted)
+        yield PassEvent(
+            index=i, prefill=i == 0, settings=settings, k=settings.draft_max if i else 0, drafts=drafts,
+            target=target, n_accepted=n_a, emitted=emitted,
+            timing=Timing(timing.draft_ms, timing.verify_ms, timing.other_ms, timing.wall_ms, round(t, 6)),
+            n_ctx_used=ctx,
+        )
+    yield RunEnded(reason="n_predict", n_passes=n_passes + 1, n_emitted=n_emit, n_drafted=n_drafted,
+                   n_accepted=n_acc, wall_s=round(t, 6))

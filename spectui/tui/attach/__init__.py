@@ -1,0 +1,1 @@
+"""The attach face (a watched serving engine): app, screen and its panels."""

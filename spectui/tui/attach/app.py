@@ -1,0 +1,213 @@
+"""AttachApp: the attach face in the terminal (``spectui attach URL...`` without ``--headless``, and
+``spectui replay`` of an attach trace).
+
+Data flows one way: a ``@work(thread=True)`` worker runs the attach session
+(:class:`~spectui.attach.cli.AttachSession`: scraper and request threads, events in arrival order) or
+replays a recorded session at its recorded pace, and feeds every event to the trace recorder (live,
+``--record``) and to :class:`~spectui.tui.attach_state.AttachState`; then it posts one ``StateChanged``
+unless one is already waiting. The UI paints at most ``FRAME_HZ`` times a second: one frozen AttachView per
+paint, handed to the widgets by the screen. Quitting (q, Ctrl+C, SIGTERM, SIGHUP) stops the session; the
+worker still writes ``AttachEnded``, so a recording stays readable.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.timer import Timer
+
+from ...contract.errors import SpectuiError
+from ...contract.events import AttachStarted
+from ...recording.player import paced
+from ...views.attach_state import AttachState, AttachView
+from .help_screen import AttachHelpScreen
+from .attach_screen import AttachScreen
+from ..shared.lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
+from ..shared.themes import VARIABLE_DEFAULTS, check_theme
+
+FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
+
+# A live session: runs until stopped, calling sink(ev) for every event (AttachSession.run).
+Runner = Callable[[Callable[[Any], None]], None]
+
+
+class StateChanged(Message):
+    """The worker fed new events into the state (posted at most once until the UI has looked)."""
+
+
+class AttachApp(App):
+    TITLE = "spectui attach"
+    CSS_PATH = Path(__file__).parent.parent / "attach.tcss"  # the faces' stylesheets sit in tui/
+    BINDINGS = [
+        Binding("c", "cycle_theme", "theme"),
+        Binding("question_mark,h,f1", "help", "help"),
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    ]
+
+    def __init__(self, *, session=None, events: Iterable[Any] | None = None, request_mode: bool = False,
+                 speed: float = 1.0, recorder=None, theme: str | None = None) -> None:
+        self.theme_name = check_theme(theme)
+        super().__init__()
+        if (session is None) == (events is None):
+            raise SpectuiError("AttachApp needs a live session or recorded events")
+        self.session = session
+        self.events = events
+        self.replay = events is not None
+        self.speed = speed
+        self.recorder = recorder
+        self.request_mode = request_mode
+        self.state = AttachState()
+        self.view = AttachView()
+        self.stop = threading.Event()
+        self.done = threading.Event()
+        self._wake_posted = False
+        self._paint_timer: Timer | None = None
+        self._last_paint = float("-inf")
+        self._signals: list[int] = []
+        self.paints = 0
+
+    # ------------------------------------------------------------------ setup
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def get_default_screen(self) -> AttachScreen:
+        return AttachScreen(self.request_mode)
+
+    def on_mount(self) -> None:
+        register_themes(self, self.theme_name)
+        self._signals = install_quit_signals(self)
+        self._run_worker()
+        self.call_after_refresh(self.paint)
+
+    def on_unmount(self) -> None:
+        self.stop_session()
+        remove_signals(self._signals)
+
+    # ------------------------------------------------------------------ the worker
+    @work(thread=True, group="attach", exit_on_error=False)
+    def _run_worker(self) -> None:
+        try:
+            if self.session is not None:
+                self.session.run(self._sink)
+            else:
+                for ev in paced(self.events, self.speed, sleep=self.stop.wait):
+                    if self.stop.is_set():
+                        break
+                    self._sink(ev)
+        except SpectuiError as exc:
+            self.state.set_error(str(exc))
+        except Exception as exc:  # noqa: BLE001 - shown on the status line; the UI stays up
+            self.state.set_error(f"{type(exc).__name__}: {exc}")
+        finally:
+            self.done.set()
+            self._wake_posted = False
+            self._wake()
+
+    def _sink(self, ev: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.write(ev)
+        self.state.feed(ev)
+        self._wake()
+
+    def _wake(self) -> None:
+        if not self._wake_posted:
+            self._wake_posted = True
+            self.post_message(StateChanged())
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        self._wake_posted = False
+        due = self._last_paint + 1 / FRAME_HZ - time.monotonic()
+        if due <= 0:
+            self.paint()
+        elif self._paint_timer is None:
+            self._paint_timer = self.set_timer(due, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._paint_timer = None
+        self.paint()
+
+    def stop_session(self, timeout: float = 10.0) -> bool:
+        """Stop the session (or the replay) and wait for the worker to write AttachEnded."""
+        self.stop.set()
+        if self.session is not None:
+            self.session.stop.set()
+        return self.done.wait(timeout)
+
+    # ------------------------------------------------------------------ painting
+    def run_state(self) -> tuple[str, str]:
+        st = self.state
+        if st.error:
+            return f"ERROR: {st.error}", "red"
+        if st.end is not None:
+            what = "REPLAY END" if self.replay else "ENDED"
+            return f"{what}: {st.end.reason}" + (f" ({st.end.error})" if st.end.error else ""), "yellow"
+        if self.stop.is_set():
+            return "STOPPING", "yellow"
+        if self.replay:
+            return "REPLAY", "magenta"
+        if st.start is None:
+            return "CONNECTING", "blue"
+        return ("REQUEST" if self.request_mode else "WATCHING"), "green"
+
+    def paint(self) -> None:
+        if not self.screen_stack:  # a timer that fires while the app shuts down (its screens already gone)
+            return
+        screen = self.screen
+        if not isinstance(screen, AttachScreen) or not screen.is_mounted:
+            return
+        try:
+            screen.apply_layout()
+            self.view = self.state.view(self.run_state(), self.replay, self.theme)
+            self._last_paint = time.monotonic()
+            self.paints += 1
+            with self.batch_update():
+                screen.show(self.view)
+        except NoMatches:  # a paint while the screen is built or torn down
+            pass
+
+    # ------------------------------------------------------------------ keys
+    def action_cycle_theme(self) -> None:
+        self.theme = next_theme(self.theme)
+        self.paint()
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_help(self) -> None:
+        self.push_screen(AttachHelpScreen())
+
+    def action_quit(self) -> None:
+        self.stop.set()
+        if self.session is not None:
+            self.session.stop.set()
+        self.exit()
+
+
+# ---------------------------------------------------------------------- entry points
+def run_attach_live(session, recorder=None, theme: str | None = None) -> int:
+    """The attach TUI over a live AttachSession. Returns the exit code; the recorder is the caller's to close
+    (every event, AttachEnded included, has been written when this returns)."""
+    app = AttachApp(session=session, request_mode=session.prompt is not None, recorder=recorder, theme=theme)
+    try:
+        app.run()
+    finally:
+        app.stop_session()
+    return int(app.return_code or 0)
+
+
+def run_attach_replay(events: list[Any], theme: str | None = None, speed: float = 1.0) -> int:
+    """A recorded attach session in the attach TUI, at the recorded pace divided by ``speed``."""
+    start = events[0] if events and isinstance(events[0], AttachStarted) else None
+    app = AttachApp(events=events, request_mode=bool(start and start.prompt), speed=speed, theme=theme)
+    try:
+        app.run()
+    finally:
+        app.stop_session()
+    return int(app.return_code or 0)

@@ -1,0 +1,71 @@
+"""AttachScreen: the attach face's panels and their layout (watch mode, request mode, 80x24 and up),
+and the fan-out of each AttachView to them. The keys belong to AttachApp (quit, help, theme)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from .acceptance import AttachAcceptance
+from .engines import AttachEngines
+from .attach_panel import AttachPanel
+from .request import AttachRequest
+from ...views.attach_state import AttachView
+from .status_line import AttachStatusLine
+from .summary import AttachSummary
+from .throughput import AttachThroughput
+
+MIN_WIDTH, MIN_HEIGHT = 60, 20
+
+
+class AttachScreen(Screen):
+    def __init__(self, request_mode: bool) -> None:
+        super().__init__()
+        self.request_mode = request_mode
+        self._layout_key: object = None
+
+    def compose(self) -> ComposeResult:
+        yield AttachStatusLine(id="attach-status")
+        yield AttachEngines(id="attach-engines")
+        if self.request_mode:
+            yield AttachRequest(id="attach-request")
+        with Horizontal(id="attach-row1"):
+            yield AttachAcceptance(id="attach-acceptance")
+            yield AttachSummary(id="attach-summary")
+        yield AttachThroughput(id="attach-throughput")
+        yield Static("", id="too-small")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_class(self.request_mode, "request-mode")
+        self.panels = list(self.query(AttachPanel))
+        self.status_line = self.query_one(AttachStatusLine)
+        self.apply_layout()
+
+    def on_resize(self, event: Resize) -> None:
+        self.apply_layout()
+
+    def apply_layout(self) -> None:
+        w, h = self.app.size
+        if (w, h) == self._layout_key:
+            return
+        self._layout_key = (w, h)
+        small = w < MIN_WIDTH or h < MIN_HEIGHT
+        self.set_class(small, "too-small")
+        self.set_class(w >= 110 and h >= 32, "wide")
+        if small:
+            self.query_one("#too-small", Static).update(
+                f"terminal too small: {w}x{h}\nspectui attach needs at least {MIN_WIDTH}x{MIN_HEIGHT}\n(q quits)")
+
+    def show(self, view: AttachView) -> None:
+        n = len(view.snap.interval) + (1 if view.snap.interval_sum else 0) if view.snap else 1
+        engines = self.query_one(AttachEngines)
+        height = max(2, min(n, 8) + 1) + (2 if self.has_class("wide") else 0)  # one row per engine, the sum
+        if engines.styles.height is None or engines.styles.height.value != height:
+            engines.styles.height = height
+        for panel in self.panels:
+            panel.show(view)
+        self.status_line.show(view)

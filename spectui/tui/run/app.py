@@ -1,0 +1,376 @@
+"""SpectuiApp: one App that owns the run's worker and lifecycle, over a LiveScreen or a ReplayScreen.
+
+A ``@work(thread=True)`` worker iterates the screen's events (the engine's run generator, or a
+ReplayPlayer) and feeds each into a ScreenState (no Textual, a lock, O(1) per event), then posts one
+``StateChanged`` message unless one is already waiting: a burst of passes wakes the UI once, and the
+engine never waits for the UI. The UI paints on its own clock, and only when something changed: a new
+snapshot (at most ``FRAME_HZ`` times a second), the newest pass's next animation phase (a one-shot
+timer, only while a pass is animating) or the statistics (at most every ``STATS_INTERVAL_S``). Each
+paint builds one frozen ScreenView (the cost-model prediction included) and the screen hands it to the
+widgets that need it. Keys belong to the screens and change settings through RunControl; the engine
+picks them up at its next pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.message import Message
+
+from ...views.animation import PassClock
+from ...contract.control import RunControl
+from ...contract.errors import SpectuiError
+from ...contract.events import Event
+from ...recording.player import ReplayPlayer
+from ...recording.trace import write_trace
+from .help_screen import HelpScreen
+from .live_screen import LiveScreen
+from .replay_screen import ReplayScreen
+from .run_screen import RunScreen
+from ...views.state import ScreenSnapshot, ScreenState
+from ..shared.lifecycle import install_quit_signals, next_theme, register_themes, remove_signals, theme_order
+from ..shared.themes import VARIABLE_DEFAULTS, check_theme
+from ...views.view import ScreenView, prediction_for
+
+DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
+FRAME_HZ = 4  # at most this many paints a second for new passes: as often as the eye can follow
+STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
+# The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
+# each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
+# the app runs keeps the engine from queueing behind repaints.
+GIL_SWITCH_INTERVAL_S = 0.0005
+
+Source = Callable[[RunControl, str], Iterable[Event]]
+
+
+class StateChanged(Message):
+    """The worker fed new events into the screen state (posted at most once until the UI has looked)."""
+
+
+class SpectuiApp(App):
+    TITLE = "spectui"
+    CSS_PATH = Path(__file__).parent.parent / "spectui.tcss"  # absolute: subclasses live in other folders
+    BINDINGS = [
+        Binding("s", "save_trace", "save"),
+        Binding("c", "cycle_theme", "theme"),
+        Binding("question_mark,h,f1", "help", "help"),
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    ]
+
+    def __init__(self, source: Source | None, control: RunControl | None = None, *, theme: str | None = None,
+                 replay: ReplayPlayer | None = None, recorder=None, prompt: str | None = None,
+                 n_predict: int = 128, title: str = "spectui", freeze_phase: str | None = None,
+                 save_dir: str | os.PathLike | None = None) -> None:
+        self.theme_name = check_theme(theme)  # SpectuiError for an unknown name, before the screen
+        super().__init__()
+        if source is None and replay is None:
+            raise SpectuiError("SpectuiApp needs a source or a replay player")
+        self.run_screen: RunScreen = ReplayScreen(replay) if replay is not None else LiveScreen(source, recorder)
+        self.player = replay
+        self.control = control or RunControl()
+        self.recorder = recorder
+        self.prompt = prompt or DEFAULT_PROMPT
+        self.n_predict = n_predict
+        self.title = title
+        self.save_dir = Path(save_dir) if save_dir else Path.cwd()
+        self.state = ScreenState()
+        self.snap: ScreenSnapshot | None = None
+        self.view = ScreenView()
+        self.saved_paths: list[Path] = []
+        self.clock = PassClock(freeze_phase)
+        self._engine_lock = threading.Lock()
+        self._active = 0
+        self._active_lock = threading.Lock()
+        self.engine_idle = threading.Event()
+        self.engine_idle.set()
+        self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by a paint)
+        self._seen_version = -1
+        self._force = True
+        self._last_paint = float("-inf")
+        self._stats_t = float("-inf")
+        self._stats_due = False
+        self._frame_timer: asyncio.TimerHandle | None = None
+        self._frame_at: float | None = None
+        self._signals: list[int] = []
+        self.paints = 0  # paints done (the overhead benchmark reports it)
+
+    @property
+    def freeze_phase(self) -> str | None:
+        """Pin the animation to one phase (snapshots, casts); None lets the clock run."""
+        return self.clock.freeze
+
+    @freeze_phase.setter
+    def freeze_phase(self, phase: str | None) -> None:
+        self.clock.freeze = phase
+
+    @property
+    def _phase(self) -> str:
+        return self.view.phase
+
+    # ------------------------------------------------------------------ setup
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def get_default_screen(self) -> RunScreen:
+        return self.run_screen
+
+    def on_mount(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
+        register_themes(self, self.theme_name)
+        self._signals = install_quit_signals(self)
+        self._start_run()
+        self.call_after_refresh(self.repaint_all)
+
+    def on_unmount(self) -> None:
+        self.control.stop()
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+            self._frame_timer = None
+        if getattr(self, "_switch_interval", None):
+            sys.setswitchinterval(self._switch_interval)
+        remove_signals(self._signals)
+
+    # ------------------------------------------------------------------ the worker
+    def _start_run(self) -> None:
+        with self._active_lock:
+            self._active += 1
+            self.engine_idle.clear()
+        self._run_source(self.control, self.prompt, self.state)
+
+    @work(thread=True, group="engine", exit_on_error=False)
+    def _run_source(self, control: RunControl, prompt: str, state: ScreenState) -> None:
+        try:
+            with self._engine_lock:  # one engine, one thread at a time (a restart waits for the old run)
+                if control.stopped:
+                    return
+                for i, ev in self.run_screen.events(control, prompt):
+                    state.feed(ev, index=i)
+                    self._wake()
+        except SpectuiError as exc:
+            state.set_error(str(exc))
+        except Exception as exc:  # shown on the status line; the UI stays up
+            state.set_error(f"{type(exc).__name__}: {exc}")
+        finally:
+            with self._active_lock:
+                self._active -= 1
+                if self._active == 0:
+                    self.engine_idle.set()
+            self._wake_posted = False
+            self._wake()  # the run state (ENDED, REPLAY END) depends on the worker being done
+
+    def _wake(self) -> None:
+        """From the worker: tell the UI the state changed, unless it has not looked since the last time."""
+        if not self._wake_posted:
+            self._wake_posted = True
+            self.post_message(StateChanged())
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        # the flag stays set until the paint pulls the state: passes arriving in between post nothing
+        self._request_paint(self._last_paint + 1 / FRAME_HZ)
+
+    @property
+    def running(self) -> bool:
+        return not self.engine_idle.is_set()
+
+    def stop_engine(self, timeout: float = 15.0) -> bool:
+        """Stop the run, wait for the worker to leave the engine, flush the recorder. True if it stopped."""
+        self.control.stop()
+        done = self.engine_idle.wait(timeout)
+        rec = self.recorder
+        if rec is not None and hasattr(rec, "flush"):
+            try:
+                rec.flush()
+            except (OSError, ValueError):  # closed already
+                pass
+        return done
+
+    def restart_worker(self) -> None:
+        """A new worker with a fresh RunControl (same settings) over the same state."""
+        self.control = RunControl(self.control.settings)
+        self._start_run()
+
+    def restart_run(self) -> None:
+        """Stop the run and start it again from scratch (same prompt and settings)."""
+        self.control.stop()
+        self.state = ScreenState()
+        self.clock.reset()
+        self.restart_worker()
+        self.repaint_all()
+
+    # ------------------------------------------------------------------ the UI clock
+    def _request_paint(self, at: float) -> None:
+        """Paint at time ``at`` (time.monotonic) at the latest; one timer holds the earliest request."""
+        if self._frame_at is not None and self._frame_at <= at:
+            return
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+        self._frame_at = at
+        # the event loop's own timer: a Textual Timer is a task per request, and there are several a second
+        self._frame_timer = asyncio.get_running_loop().call_later(
+            max(0.001, at - time.monotonic()), self._on_frame_timer)
+
+    def _on_frame_timer(self) -> None:
+        self._frame_timer = None
+        self._frame_at = None
+        self.refresh_from_state()
+
+    def settings_changed(self) -> None:
+        """A key changed the settings, the pause state or the replay speed: repaint the status now."""
+        self.refresh_from_state()
+
+    def repaint_all(self) -> None:
+        """Repaint every widget from the state now (start, seek, restart, theme)."""
+        self._force = True
+        self.refresh_from_state()
+
+    def refresh_from_state(self) -> None:
+        """Pull the latest snapshot (if it changed), advance the animation, repaint what changed."""
+        try:
+            self._paint(time.monotonic())
+        except NoMatches:  # a paint while the screen is being built or torn down (startup, quit)
+            pass
+
+    def _paint(self, now: float) -> None:
+        self._wake_posted = False  # before the state is read: a pass fed after this posts a new wake-up
+        screen = self.run_screen
+        if not screen.is_mounted:
+            return
+        screen.apply_layout()  # a no-op unless the terminal size changed
+        force, self._force = self._force, False
+        new_snap = False
+        if self.state.version != self._seen_version or force:
+            self.snap = self.state.snapshot()
+            self._seen_version = self.snap.version
+            new_snap = self._stats_due = True
+        snap = self.snap
+        lp = snap.last_pass if snap is not None else None
+        if lp is not None:
+            self.clock.arrive(lp, bool(lp.drafts), now)
+        old = self.view
+        ended = snap is not None and snap.end is not None
+        stats = self._stats_due and (force or ended or now - self._stats_t >= STATS_INTERVAL_S)
+        view = ScreenView(
+            snap=snap, phase=self.clock.phase(now), asked=self.control.settings, run_state=self.run_state(),
+            replay=screen.position(), theme=self.theme, prediction=old.prediction,
+            prediction_note=old.prediction_note, prediction_error=old.prediction_error, inspect=screen.cursor)
+        if stats:
+            self._stats_due = False
+            self._stats_t = now
+            pred, note, error = prediction_for(snap, view.asked.draft_max)
+            view = dataclasses.replace(view, prediction=pred, prediction_note=note, prediction_error=error)
+        passes = force or new_snap or view.phase != old.phase or view.inspect != old.inspect
+        # the status line's progress figures (pass, tokens, elapsed) follow the statistics' pace; a key,
+        # the run state or the replay position repaint it at once
+        status = force or stats or (view.asked, view.run_state, view.replay, view.theme) != (
+            old.asked, old.run_state, old.replay, old.theme)
+        if passes or stats or status:
+            self.view = view
+            self.paints += 1
+            self._last_paint = now
+            with self.batch_update():
+                screen.show(view, passes=passes, stats=stats or view.auto != old.auto, status=status)
+        later = self.clock.next_change(now)
+        if later is not None:  # the newest pass is animating: wake for its next phase, not before
+            self._request_paint(now + later)
+        if self._stats_due:  # statistics held back by the throttle: with the next pass's paint once it
+            # allows, or on their own a frame later if no pass comes (so a steady run adds no paints)
+            self._request_paint(self._stats_t + STATS_INTERVAL_S + 1 / FRAME_HZ)
+
+    def run_state(self) -> tuple[str, str]:
+        snap = self.snap
+        if snap is not None and snap.error:
+            return f"ERROR: {snap.error}", "red"
+        if snap is not None and snap.end is not None and not self.running:
+            end = snap.end
+            return (f"ENDED: {end.reason}" + (f" ({end.error})" if end.error else "")), "yellow"
+        if self.control.stopped:
+            return "STOPPING", "yellow"
+        if self.control.paused:
+            return "PAUSED", "yellow"
+        if snap is None or snap.start is None:
+            return ("LOADING" if self.running else "IDLE"), "blue"
+        return self.run_screen.playing_badge(self.running)
+
+    # ------------------------------------------------------------------ keys every screen has
+    def action_save_trace(self) -> None:
+        path = self.save_dir / time.strftime("spectui-trace-%Y%m%d-%H%M%S.jsonl")
+        n = 1
+        while path.exists():
+            path = path.with_name(path.stem.split("~")[0] + f"~{n}.jsonl")
+            n += 1
+        try:
+            save_trace(path, self.recorder, self.state.events_so_far())
+        except (OSError, SpectuiError) as exc:
+            self.notify(f"could not save the trace: {exc}", severity="error")
+            return
+        self.saved_paths.append(path)
+        self.notify(f"trace saved to {path}", timeout=4)
+
+    def theme_names(self) -> list[str]:
+        return theme_order()
+
+    def action_cycle_theme(self) -> None:
+        self.theme = next_theme(self.theme)
+        self.repaint_all()
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY))
+
+    def action_quit(self) -> None:
+        self.control.stop()
+        self.exit()
+
+
+def save_trace(path: Path, recorder, events: list[Event]) -> None:
+    """Save the trace: the recorder's own copy if it has one, else the events so far."""
+    if recorder is not None and hasattr(recorder, "save_to"):
+        recorder.save_to(str(path))
+        return
+    write_trace(str(path), events)
+
+
+# ---------------------------------------------------------------------- entry points
+def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
+    try:
+        app.run()
+    finally:
+        app.stop_engine(stop_timeout)
+    return int(app.return_code or 0)
+
+
+def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
+             recorder=None, **kwargs) -> int:
+    """The live TUI over ``engine.run(prompt, control, n_predict)``. Returns the exit code.
+
+    Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C,
+    SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
+    """
+
+    def source(ctl: RunControl, p: str) -> Iterator[Event]:
+        return engine.run(p, ctl, n_predict)
+
+    app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
+                     **kwargs)
+    return run_app(app)
+
+
+def run_replay(events_or_player, theme: str | None = None, speed: float | str = 1.0, **kwargs) -> int:
+    """Replay a list of events (or a ReplayPlayer) in the TUI. Returns the exit code."""
+    player = events_or_player if isinstance(events_or_player, ReplayPlayer) else ReplayPlayer(
+        events_or_player, speed=speed)
+    app = SpectuiApp(None, RunControl(), theme=theme, replay=player, **kwargs)
+    return run_app(app)

@@ -1,0 +1,96 @@
+"""The Textual half of ``spectui cast``: the real SpectuiApp rendered through a capture driver.
+
+``spectui/cast.py`` (no Textual) checks the arguments, plans the frames and writes the asciicast file;
+``capture`` runs the replay app on that plan's simulated clock and returns what the app wrote to the
+"terminal", stamped with the simulated time. It imports nothing from spectui.cast.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+from textual.drivers.headless_driver import HeadlessDriver
+
+from ...contract.control import RunControl
+from ...contract.events import Event
+from ...recording.player import ReplayPlayer
+from .app import SpectuiApp
+from ...views.view import InspectCursor
+
+
+class Capture:
+    """What a cast's app writes to its "terminal", stamped with the simulated time: ``attach(app)`` makes the
+    app render like a terminal driver (not headless) into ``chunks`` and, unless NO_COLOR is set, in full
+    colour (a recording is played on someone else's terminal). Used by both casts (run and attach)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[float, str]] = []
+        self.t = 0.0
+
+    def attach(self, app) -> None:
+        capture = self
+
+        class CaptureDriver(HeadlessDriver):
+            @property
+            def is_headless(self) -> bool:
+                return False
+
+            def write(self, data: str) -> None:
+                if data:
+                    capture.chunks.append((capture.t, data))
+
+        app.driver_class = CaptureDriver
+        if not os.environ.get("NO_COLOR"):
+            app.console = Console(
+                color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
+                legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
+            )
+
+
+class CastApp(SpectuiApp):
+    """The replay app without a worker: the cast loop feeds the state and paints each planned step."""
+
+    casting = True
+
+    def _start_run(self) -> None:
+        pass
+
+    @property
+    def running(self) -> bool:
+        return self.casting
+
+
+async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols: int, rows: int,
+                  speed: float, theme: str | None,
+                  inspect: tuple[int, int, int, float] | None = None) -> tuple[list[tuple[float, str]], float]:
+    """Paint ``steps`` ((event position, time, phase)); returns the (time, output) chunks and the end time.
+    ``inspect`` (step, pass index, token slot, hold): after that step, the token inspector on that token
+    for ``hold`` seconds (the steps after it were planned that much later)."""
+    cap = Capture()
+    player = ReplayPlayer(events, speed=speed)  # the status line shows the speed
+    app = CastApp(None, RunControl(), theme=theme, replay=player, freeze_phase="settled")
+    cap.attach(app)
+    async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
+        await pilot.pause()
+        for n, (i, t, phase) in enumerate(steps):
+            if app.state.n_events <= i:
+                app.state.feed(events[i], index=i)
+                player.seek(i + 1)
+            cap.t = t
+            app.freeze_phase = phase
+            app.refresh_from_state()
+            await pilot.pause()
+            if inspect is not None and n == inspect[0]:
+                screen = app.run_screen
+                screen.enter_inspect(InspectCursor(inspect[1], inspect[2]))
+                screen.action_open_inspector()
+                await pilot.pause()
+                cap.t = t + inspect[3]
+                app.pop_screen()
+                screen.leave_inspect()
+                await pilot.pause()
+        app.casting = False  # the status line says the replay ended
+        app.refresh_from_state()
+        await pilot.pause()
+    return cap.chunks, cap.t

@@ -1,0 +1,108 @@
+"""LiveScreen: a run on the engine. Its keys change the run's settings through RunControl (the engine
+reads them at its next pass): k, temperature, drafter, auto k, --draft-p-min, pause, restart, a new
+prompt; and the token inspector's (RunScreen: i, then the arrows move its cursor instead of k / temp)."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator
+
+from textual.binding import Binding
+
+from ...contract.control import RunControl
+from ...contract.events import DRAFTERS, Event
+from .prompt_screen import PromptScreen
+from .run_screen import INSPECT_BINDINGS, RunScreen
+
+Source = Callable[[RunControl, str], Iterable[Event]]
+
+# --draft-p-min steps for ] / [ (llama.cpp's default for its speculative server is 0.75; 0 = off)
+P_MIN_STEPS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95)
+
+
+def next_p_min(current: float, up: bool) -> float:
+    """The next step above (``up``) or below ``current`` (a value between steps goes to the nearest one
+    in that direction); the ends stay put."""
+    if up:
+        return next((p for p in P_MIN_STEPS if p > current + 1e-9), P_MIN_STEPS[-1])
+    return next((p for p in reversed(P_MIN_STEPS) if p < current - 1e-9), P_MIN_STEPS[0])
+
+
+class LiveScreen(RunScreen):
+    SHADOWED_IN_INSPECT = frozenset({"k_up", "k_down", "temp_up", "temp_down"})
+    BINDINGS = [
+        Binding("up,plus,equals_sign", "k_up", "k+"),
+        Binding("down,minus", "k_down", "k-"),
+        Binding("right,t", "temp_up", "temp+"),
+        Binding("left,T", "temp_down", "temp-"),
+        Binding("space,p", "pause", "pause"),
+        Binding("r", "restart", "restart"),
+        Binding("n", "new_prompt", "prompt"),
+        Binding("d", "drafter", "drafter"),
+        Binding("a", "auto_k", "auto k"),
+        Binding("right_square_bracket", "p_min(1)", "p-min+", show=False),
+        Binding("left_square_bracket", "p_min(0)", "p-min-", show=False),
+    ] + INSPECT_BINDINGS
+
+    def __init__(self, source: Source, recorder=None) -> None:
+        super().__init__()
+        self.source = source
+        self.recorder = recorder
+
+    def events(self, control: RunControl, prompt: str) -> Iterator[tuple[int | None, Event]]:
+        rec = self.recorder
+        for ev in self.source(control, prompt):
+            if rec is not None:
+                rec.write(ev)
+            yield None, ev
+
+    # keys -------------------------------------------------------------------------------------
+    def _update(self, **changes) -> None:
+        self.app.control.update(**changes)
+        self.app.settings_changed()
+
+    def action_k_up(self) -> None:
+        self._update(draft_max=self.app.control.settings.draft_max + 1, auto=None)
+
+    def action_k_down(self) -> None:
+        self._update(draft_max=self.app.control.settings.draft_max - 1, auto=None)
+
+    def action_temp_up(self) -> None:
+        self._update(temperature=round(self.app.control.settings.temperature + 0.1, 1))
+
+    def action_temp_down(self) -> None:
+        self._update(temperature=round(self.app.control.settings.temperature - 0.1, 1))
+
+    def drafter_choices(self) -> tuple[str, ...]:
+        snap = self.app.snap
+        start = snap.start if snap else None
+        if start is not None and start.draft is None:
+            return tuple(d for d in DRAFTERS if d != "model")
+        return DRAFTERS
+
+    def action_drafter(self) -> None:
+        choices = self.drafter_choices()
+        cur = self.app.control.settings.drafter
+        self._update(drafter=choices[(choices.index(cur) + 1) % len(choices)] if cur in choices else choices[0])
+
+    def action_p_min(self, up: int) -> None:
+        self._update(draft_p_min=next_p_min(self.app.control.settings.draft_p_min, bool(up)))
+
+    def action_auto_k(self) -> None:
+        self._update(auto=None if self.app.control.settings.auto else "cost")
+
+    def action_pause(self) -> None:
+        control = self.app.control
+        control.resume() if control.paused else control.pause()
+        self.app.settings_changed()
+
+    def action_restart(self) -> None:
+        self.app.restart_run()
+        self.notify("restarted with the same prompt", timeout=2)
+
+    def action_new_prompt(self) -> None:
+        def done(value: str | None) -> None:
+            if value:
+                self.app.prompt = value
+                self.action_restart()
+
+        self.app.push_screen(PromptScreen(self.app.prompt), done)

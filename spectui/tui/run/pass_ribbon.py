@@ -1,0 +1,190 @@
+"""PassRibbon: the newest pass as draft positions 1..k with their verdicts, then recent passes.
+
+In inspect mode (``ScreenView.inspect``) the title says so, the cursor's pass is drawn in detail with
+its token under the cursor marked (▸ and reverse), and the list scrolls to keep that pass in view. A
+pass whose drafting stopped at --draft-p-min carries ``‖p-min``. A click on a token posts
+``TokenClicked`` (its pass and slot, ``spectui.inspect.slots`` order); the screen opens the inspector.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.events import Click
+from textual.message import Message
+from textual.strip import Strip
+
+from ...contract.events import DRAFT_STOP_P_MIN
+from ..shared.panel import GLYPH, PENDING, Panel, clip, fmt_ms
+from ...views.state import PassView
+
+TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"
+INSPECT_TITLE = "inspect  ←→ token ↑↓ pass  enter open  esc leave"
+CURSOR = Style(reverse=True, bold=True)  # the token under the inspect cursor (with ▸: not colour alone)
+P_MIN_MARK = "‖p-min"  # drafting stopped: the draft's confidence fell below --draft-p-min
+
+Hits = tuple[tuple[int, int, int], ...]  # (x from, x to, token slot) of one line
+
+
+class PassRibbon(Panel):
+    class TokenClicked(Message):
+        """A token of pass ``pass_index`` (slot ``slot``) was clicked."""
+
+        def __init__(self, pass_index: int, slot: int) -> None:
+            super().__init__()
+            self.pass_index = pass_index
+            self.slot = slot
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._line_cache: dict[tuple, tuple[object, Strip, Hits]] = {}
+        self._hits: list[tuple[int, Hits]] = []  # per drawn line: (pass index, token spans); -1: no pass
+
+    def pass_line(self, p: PassView, st, width: int, phase: str, detailed: bool, cursor: int | None = None) -> Text:
+        return self.pass_line_hits(p, st, width, phase, detailed, cursor)[0]
+
+    def pass_line_hits(self, p: PassView, st, width: int, phase: str, detailed: bool,
+                       cursor: int | None = None) -> tuple[Text, Hits]:
+        """One pass's line and where each of its tokens is on it; ``cursor``: the slot to mark."""
+        t = Text()
+        hits: list[tuple[int, int, int]] = []
+        t.append(f"#{p.index:<4}", style="bold" if detailed else "dim")
+        if p.prefill:
+            t.append("prefill ", st["dim"])
+        else:
+            t.append(f"k={p.k:<2} ", st["dim"])
+        cell = max(3, min(10, (width - 30) // max(1, len(p.drafts) + 1))) if detailed else 0
+        for i, (txt, verdict) in enumerate(p.drafts):
+            shown = "pending" if phase == PENDING else verdict
+            x0 = t.cell_len
+            on = cursor == i
+            if on:
+                t.append("▸", "bold reverse")
+            t.append(GLYPH[shown], st[shown] + CURSOR if on else st[shown])
+            if detailed:
+                t.append(f"{i + 1}:", st["dim"] + CURSOR if on else st["dim"])
+                t.append(clip(txt.replace("\n", "⏎"), cell), st[shown] + CURSOR if on else st[shown])
+            hits.append((x0, t.cell_len, i))
+            if detailed:
+                t.append(" ")
+        if p.draft_stop == DRAFT_STOP_P_MIN:
+            t.append(P_MIN_MARK, st["title"])
+            if detailed and p.draft_stop_p >= 0:
+                t.append(f" q {p.draft_stop_p:.2f}<{p.settings.draft_p_min:g} ", st["dim"])
+        if p.target is not None and phase != PENDING:
+            txt, kind = p.target
+            t.append(" → " if detailed else " ")
+            x0 = t.cell_len
+            on = cursor == len(p.drafts)
+            if on:
+                t.append("▸", "bold reverse")
+            style = st.get(kind) or st["plain"]
+            t.append(GLYPH.get(kind, "○"), style + CURSOR if on else style)
+            if detailed:
+                t.append(clip(txt.replace("\n", "⏎"), 10), style + CURSOR if on else style)
+            hits.append((x0, t.cell_len, len(p.drafts)))
+            if detailed:
+                t.append(f" {kind}", st["dim"])
+        t.append(f"  +{p.n_emitted} tok {fmt_ms(p.wall_ms)}", st["dim"])
+        t.truncate(width, overflow="ellipsis")
+        return t, tuple(hits)
+
+    def _title(self, st, width: int) -> Text:
+        t = Text()
+        cur = self.view.inspect
+        if cur is not None:
+            t.append(f"inspect #{cur.pass_index} token {cur.slot + 1}", st["title"])
+            t.append(INSPECT_TITLE[len("inspect"):], st["dim"])
+        else:
+            t.append("current pass", st["title"])
+            t.append(TITLE_LEGEND, st["dim"])
+        t.truncate(width, overflow="ellipsis")
+        return t
+
+    def _rows(self, height: int) -> list[tuple[PassView, bool, int | None]]:
+        """(pass, detailed, cursor slot) per line under the title, newest first."""
+        snap = self.snap
+        recent = list(snap.recent) or [snap.last_pass]
+        room = max(0, height - 1)
+        cur = self.view.inspect
+        if cur is None:
+            older = recent[:-1][-(room - 1):] if room > 1 else []
+            return [(snap.last_pass, True, None)] + [(p, False, None) for p in reversed(older)]
+        newest_first = list(reversed(recent))
+        at = next((i for i, p in enumerate(newest_first) if p.index == cur.pass_index), 0)
+        start = 0 if at < room else at - room + 1
+        return [(p, p.index == cur.pass_index, cur.slot if p.index == cur.pass_index else None)
+                for p in newest_first[start:start + room]]
+
+    def draw(self, width: int, height: int) -> Text:
+        st = self.styles_map()
+        out = Text()
+        snap = self.snap
+        if snap is None or snap.last_pass is None:
+            out.append("current pass", st["title"])
+            out.append("\nwaiting for the first pass…", st["dim"])
+            return out
+        out.append_text(self._title(st, width))
+        for p, detailed, cursor in self._rows(height):
+            phase = self.phase if p is snap.last_pass else ""
+            out.append("\n")
+            out.append_text(self.pass_line(p, st, width, phase, detailed, cursor))
+        return out
+
+    def _build_strips(self, width: int, height: int) -> list[Strip]:
+        """What ``draw`` shows; each older pass's line is rendered once (a pass does not change)."""
+        snap = self.snap
+        if snap is None or snap.last_pass is None or width <= 0 or height < 2:
+            self._hits = []
+            return super()._build_strips(width, height)
+        st = self.styles_map()
+        cache = self._line_cache
+        if len(cache) > 512:
+            cache.clear()
+        base = self.base_style
+        theme = self._styles_theme
+
+        if self.view.inspect is None:
+            key = ("title", width, base, theme)
+            hit = cache.get(key)
+            if hit is None or hit[0] is not st:
+                hit = cache[key] = (st, self.line_strip(self._title(st, width), width, base), ())
+            strips = [hit[1]]
+        else:
+            strips = [self.line_strip(self._title(st, width), width, base)]
+        hits: list[tuple[int, Hits]] = [(-1, ())]
+        for p, detailed, cursor in self._rows(height):
+            if detailed:  # the newest pass (animating) or the cursor's: drawn every time
+                phase = self.phase if p is snap.last_pass else ""
+                line, spans = self.pass_line_hits(p, st, width, phase, True, cursor)
+                strips.append(self.line_strip(line, width, base))
+            else:
+                key = (id(p), width, base, theme)
+                hit = cache.get(key)
+                if hit is None or hit[0] is not p:  # the very object the line was drawn for
+                    line, spans = self.pass_line_hits(p, st, width, "", False)
+                    hit = cache[key] = (p, self.line_strip(line, width, base), spans)
+                strips.append(hit[1])
+                spans = hit[2]
+            hits.append((p.index, spans))
+        self._hits = hits
+        return strips
+
+    def token_at(self, x: int, y: int) -> tuple[int, int] | None:
+        """(pass index, slot) of the token drawn at content cell (x, y), or None."""
+        if not 0 <= y < len(self._hits):
+            return None
+        index, spans = self._hits[y]
+        for x0, x1, slot in spans:
+            if x0 <= x < x1:
+                return index, slot
+        return None
+
+    def on_click(self, event: Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        hit = self.token_at(offset.x, offset.y)
+        if hit is not None:
+            event.stop()
+            self.post_message(self.TokenClicked(*hit))

@@ -1,0 +1,57 @@
+"""PredictionPanel: predicted tokens/s by draft length (``spectui.costmodel.Prediction``, computed once
+per statistics refresh and handed over in the view, along this machine's probed verify curve when one
+was measured), the advisor line and, where there is room, this machine's own figures (``spectui probe``).
+When drafting stops early (--draft-p-min), the title says how many drafts a pass at the current k makes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ..shared.panel import Panel
+
+
+class PredictionPanel(Panel):
+    def draw(self, width: int, height: int) -> Text:
+        st = self.styles_map()
+        view = self.view
+        out = Text()
+        compact = height <= 2
+        auto = view.auto
+        pred = view.prediction
+        ck = pred.current_k if pred is not None and pred.ready else None
+        # --draft-p-min (or short n-gram matches) cut the drafts: what a pass at the current k really drafts
+        drafted = f"k={ck}: {pred.drafted(ck):.1f} drafts/pass" if ck and pred.stops_early(ck) else ""
+        if not compact:
+            out.append("predicted tokens/s by draft length", st["title"])
+            out.append(f"  auto k: {auto or 'off'} (a)  * measured", st["dim"])
+            if drafted:
+                out.append("  " + drafted, st["title"])
+            out.truncate(width, overflow="ellipsis")
+            out.append("\n")
+        if pred is None:
+            out.append(view.prediction_note, st["rejected"] if view.prediction_error else st["dim"])
+            return out
+        if not pred.ready:
+            out.append(pred.advice or "not enough timings yet", st["dim"])
+            return out
+        measured = pred.verify_measured_by_k
+        line = Text()
+        if compact:
+            line.append(f"pred tok/s{' (auto)' if auto else ''} ", "bold")
+            if drafted:
+                line.append(f"({drafted}) ", "bold")
+        for k, v in enumerate(pred.tps_by_k):
+            is_measured = k < len(measured) and measured[k]
+            style = "bold reverse" if k == pred.best_k else ("" if is_measured else "dim")
+            line.append(f"{k}:{v:.1f}{'*' if is_measured else ''}", style)
+            line.append(" ")
+        line.truncate(width, overflow="ellipsis")
+        out.append_text(line)
+        if pred.advice:
+            out.append("\n")
+            out.append(pred.advice, st["title"])
+        figures = view.machine
+        if figures and height >= 4:
+            out.append("\n")
+            out.append(figures, st["dim"])
+        return out

@@ -1,0 +1,60 @@
+"""RunMetrics: TTFT (with why speculation cannot change it), acceptance rate, mean acceptance length,
+tokens per pass, the draft / verify / other time split, the context used (all from StatsSnapshot) and
+where each model runs (RunStarted's ModelInfo: "target CPU · draft CUDA 24/24 layers")."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ..shared.panel import Panel, fmt_ms
+from ...views.view import models_where
+
+
+class RunMetrics(Panel):
+    def draw(self, width: int, height: int) -> Text:
+        st = self.styles_map()
+        out = Text("run", st["title"])
+        snap = self.snap
+        if snap is None:
+            return out
+        s = snap.stats
+        out.append(f"  {s.n_passes} passes, {s.n_emitted} tokens", st["dim"])
+        lines: list[Text] = []
+        note = " (prompt eval: speculation can't change it)" if width >= 56 else " speculation can't help"
+        lines.append(Text.assemble(("TTFT ", "bold"), fmt_ms(s.ttft_ms), (note, "dim")))
+        lines.append(Text.assemble(("accept ", "bold"), f"{100 * s.acceptance_rate:.1f}% ",
+                                   (f"({s.n_accepted}/{s.n_drafted})", "dim")))
+        lines.append(Text.assemble(("mean acc len ", "bold"), f"{s.mean_acceptance_length:.2f}  ",
+                                   ("tok/pass ", "bold"), f"{s.tokens_per_pass:.2f}"))
+        total = s.draft_ms_total + s.verify_ms_total + s.other_ms_total
+        if total > 0:
+            d, v = s.draft_ms_total / total, s.verify_ms_total / total
+            o = max(0.0, 1.0 - d - v)
+            words = (f" draft {100 * d:.0f}% verify {100 * v:.0f}% other {100 * o:.0f}%" if width >= 56
+                     else f" d{100 * d:.0f}% v{100 * v:.0f}% o{100 * o:.0f}%")
+            bw = max(4, min(30, width - 5 - len(words)))
+            nd, nv = round(d * bw), round(v * bw)
+            split = Text.assemble(("time ", "bold"), ("▓" * nd, st["pending"]), ("█" * nv, st["bar"]),
+                                  ("░" * max(0, bw - nd - nv), "dim"), words)
+        else:
+            split = Text.assemble(("time ", "bold"), ("no decode passes yet", "dim"))
+        lines.append(split)
+        ctx = Text.assemble(("context ", "bold"), f"{s.n_ctx_used}/{s.n_ctx or '?'}")
+        pct = Text(f" ({100 * s.n_ctx_used / s.n_ctx:.1f}%)", "dim") if s.n_ctx else Text("")
+        lines.append(ctx)
+        placed = models_where(snap.start)
+        if placed and len(lines) < height - 1:  # a line of its own when there is room (wide layout)
+            ctx.append_text(pct)
+            lines.append(Text.assemble(("runs on ", "bold"), placed))
+        elif placed:  # 80x24: after the context figures, "context 123/4096 (3.0%) · CPU + CPU"
+            short = models_where(snap.start, short=True)
+            if len(ctx) + len(pct) + 3 + len(short) <= width:
+                ctx.append_text(pct)
+            ctx.append(f" · {short}")
+        else:
+            ctx.append_text(pct)
+        for line in lines[: max(0, height - 1)]:
+            line.truncate(width, overflow="ellipsis")
+            out.append("\n")
+            out.append_text(line)
+        return out

@@ -1,0 +1,89 @@
+"""StatusLine: run state, a contention badge, k, temperature, drafter, auto k, progress. Shows the
+settings the UI just asked for at once (from the view), marked "next pass" until a pass has used them."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from ...recording.player import speed_label
+from ..shared.panel import KeepLines
+from ...views.view import ScreenView
+
+
+class TextLine(Widget):
+    """One line of text made from a view by ``text_of(view)``; repainted only when the text changes, cut
+    with an ellipsis to the width. The run's StatusLine and the attach screen's status line are two."""
+
+    placeholder = "starting…"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = Text(self.placeholder)
+
+    def text_of(self, view) -> Text:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def show(self, view) -> None:
+        text = self.text_of(view)
+        if text != self.text:
+            self.text = text
+            self.refresh()
+
+    def render(self) -> Text:
+        t = self.text.copy()
+        t.truncate(max(1, self.content_size.width), overflow="ellipsis")
+        return t
+
+
+class StatusLine(KeepLines, TextLine):
+    DEFAULT_CSS = "StatusLine { height: 1; background: $panel; }"
+
+    def text_of(self, view: ScreenView) -> Text:
+        return status_text(view)
+
+
+def p_min_text(t: Text, s) -> None:
+    """``  p-min 0.75`` (and ``draft-min N``) when set: llama.cpp's --draft-p-min / --draft-min."""
+    if s.draft_p_min > 0:
+        t.append("  p-min ", "bold").append(f"{s.draft_p_min:g}")
+    if s.draft_min > 0:
+        t.append("  draft-min ", "bold").append(f"{s.draft_min}")
+
+
+def status_text(view: ScreenView) -> Text:
+    """The status line of one view."""
+    snap = view.snap
+    t = Text()
+    state, style = view.run_state
+    t.append(f" {state} ", style=f"bold reverse {style}")
+    contention = snap.stats.contention if snap is not None else ""
+    if contention:  # other processes take this run's cores (the ContentionBar below says how much)
+        t.append(" ⚠ contention ", "bold reverse yellow")
+    asked = view.asked
+    replay = view.replay
+    if replay is not None:
+        t.append(f" {speed_label(replay.speed)} ", "bold")
+        t.append(f"event {replay.cursor}/{replay.length} ")
+        shown = snap.settings if snap and snap.settings else asked
+        if shown is not None:
+            t.append(f"k {shown.draft_max}  temp {shown.temperature:.1f}  drafter {shown.drafter}")
+            p_min_text(t, shown)
+    elif asked is not None:
+        used = snap.settings if snap else None
+        pending = used is not None and (used.draft_max, used.temperature, used.drafter, used.auto,
+                                         used.draft_p_min) != (
+            asked.draft_max, asked.temperature, asked.drafter, asked.auto, asked.draft_p_min)
+        t.append(" k ", "bold").append(f"{asked.draft_max}" + (" (off)" if asked.draft_max == 0 else ""))
+        t.append("  temp ", "bold").append(f"{asked.temperature:.1f}")
+        t.append("  drafter ", "bold").append(asked.drafter)
+        t.append("  auto ", "bold").append(asked.auto or "off")
+        p_min_text(t, asked)
+        if pending:
+            t.append("  (next pass)", "italic")
+    if snap is not None:
+        st = snap.stats
+        n_predict = snap.start.n_predict if snap.start else 0
+        t.append(f"  | pass {st.n_passes}  {st.n_emitted}/{n_predict} tok  {st.elapsed_s:.1f}s", "dim")
+    t.append(f"  | theme {view.theme}", "dim")
+    return t

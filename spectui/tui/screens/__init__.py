@@ -1,1 +1,0 @@
-"""Modal screens: help (key table) and new-prompt input."""

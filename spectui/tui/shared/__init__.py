@@ -1,0 +1,1 @@
+"""What the Textual faces share: the line-API panel, sparkline, themes, start/stop lifecycle."""

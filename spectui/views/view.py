@@ -1,0 +1,112 @@
+"""ScreenView: what one frame shows, computed once and handed to every widget. No Textual here.
+
+The app builds a view from the latest ScreenSnapshot, the animation phase, the settings the UI asked
+for (RunControl), the run state, the replay position and the theme. The cost model's prediction is
+computed here, once per statistics refresh, never inside a paint; widgets draw only what their view
+holds and never reach into the app. Also the text helpers the replay banner, the metrics panel and
+``spectui cast`` share: model names and where each model runs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass
+
+from .animation import SETTLED
+from ..analysis.costmodel import Prediction, predict
+from ..contract.events import ModelInfo, RunStarted, Settings
+from ..analysis.probe import installed_for
+from .state import ScreenSnapshot
+
+K_MAX = 16  # draft lengths the prediction covers
+
+
+@dataclass(frozen=True)
+class ReplayPosition:
+    speed: float  # inf = as fast as possible
+    cursor: int  # events delivered
+    length: int  # events in the recording
+    start: RunStarted | None = None  # the recording's start event: which models, when (the banner)
+
+
+@dataclass(frozen=True)
+class InspectCursor:
+    """The token inspector's cursor: token ``slot`` (``spectui.inspect.slots`` order: the drafts, then the
+    target's own token) of pass ``pass_index``."""
+
+    pass_index: int
+    slot: int
+
+
+@dataclass(frozen=True)
+class ScreenView:
+    snap: ScreenSnapshot | None = None
+    phase: str = SETTLED  # animation phase of the newest pass
+    asked: Settings | None = None  # what the UI asked for (RunControl); a pass may not have used it yet
+    run_state: tuple[str, str] = ("IDLE", "blue")  # (label, colour) of the status badge
+    replay: ReplayPosition | None = None  # None: a live run
+    theme: str = ""
+    prediction: Prediction | None = None  # None: see prediction_note
+    prediction_note: str = "predicted tokens/s by k: waiting for decode passes…"
+    prediction_error: bool = False  # the note is a cost-model error, not a wait
+    inspect: InspectCursor | None = None  # inspect mode: the ribbon's cursor (None: not inspecting)
+
+    @property
+    def auto(self) -> str | None:
+        return self.asked.auto if self.asked is not None else None
+
+    @property
+    def machine(self) -> str:
+        """This machine's probed figures for the run's models ("" when none was measured: a replay on
+        another machine, or --no-probe); `spectui probe` says what they mean."""
+        start = self.snap.start if self.snap is not None else None
+        probe = installed_for(start) if start is not None else None
+        return probe.summary_line() if probe is not None else ""
+
+
+def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[Prediction | None, str, bool]:
+    """(prediction, note, is_error): the cost model on this snapshot's statistics."""
+    if snap is None or snap.stats.n_passes == 0:
+        return None, ScreenView.prediction_note, False
+    probe = installed_for(snap.start) if snap.start is not None else None  # the hardware's verify curve
+    try:
+        return predict(snap.stats, k_max=K_MAX, current_k=current_k, curve=probe.curve if probe else None), "", False
+    except Exception as exc:  # a model error must not take the UI down
+        return None, f"cost model error: {exc}", True
+
+
+def model_name(info: ModelInfo | None) -> str:
+    if info is None:
+        return "no draft model"
+    return info.name or os.path.basename(info.path) or "?"
+
+
+def where(info: ModelInfo | None, short: bool = False) -> str:
+    """Where a model runs: "CPU", "CUDA 28/28 layers" ("CUDA 28/28" short: offloaded / all layers);
+    "" when the trace did not record it (older traces)."""
+    if info is None or not info.backend:
+        return ""
+    if info.backend.upper() == "CPU":
+        return "CPU"
+    layers = f"{info.n_gpu_layers}/{info.n_layer}" if info.n_layer else f"{info.n_gpu_layers}"
+    return f"{info.backend} {layers}" + ("" if short else " layers")
+
+
+def models_where(start: RunStarted | None, short: bool = False) -> str:
+    """ "target CPU · draft CUDA 24/24 layers" (short: "CPU + CUDA 24/24"); only what was recorded."""
+    if start is None:
+        return ""
+    roles = (("target", start.target), ("draft", start.draft))
+    if short:
+        return " + ".join(w for _, info in roles if (w := where(info, short=True)))
+    return " · ".join(f"{role} {w}" for role, info in roles if (w := where(info)))
+
+
+def banner_text(start: RunStarted | None) -> str:
+    if start is None:
+        return "REPLAY"
+    when = "?"
+    if start.started_at:
+        when = _dt.datetime.fromtimestamp(start.started_at, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"REPLAY of {model_name(start.target)} / {model_name(start.draft)}, recorded {when}"
