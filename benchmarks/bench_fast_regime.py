@@ -65,11 +65,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fastpair import build_fast_pair  # noqa: E402
 
-from spectui import stats as S  # noqa: E402
-from spectui import trace as TR  # noqa: E402
-from spectui.control import RunControl  # noqa: E402
+from spectui.analysis import stats as S  # noqa: E402
+from spectui.recording import trace as TR  # noqa: E402
+from spectui.contract.control import RunControl  # noqa: E402
 from spectui.engine import Engine  # noqa: E402
-from spectui.events import PassEvent, RunEnded, Settings  # noqa: E402
+from spectui.contract.events import PassEvent, RunEnded, Settings  # noqa: E402
 
 PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
@@ -115,8 +115,8 @@ class Profiler:
         setattr(owner, name, self._wrap(getattr(owner, name), cat))
 
     def install(self) -> None:
-        from spectui import cpu
-        from spectui import events as E
+        from spectui.engine import cpu
+        from spectui.contract import events as E
         from spectui.engine import drafters as D
         from spectui.engine import loop as L
         from spectui.engine import models as M
