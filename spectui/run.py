@@ -209,7 +209,11 @@ def run_main(
     if record:
         from .recording.trace import TraceWriter
 
-        recorder = TraceWriter(record)
+        from .engine.cpu import affinity, default_threads
+
+        # a spare core: encode and write the trace on a thread of its own, off the engine's passes
+        spare = len(affinity()) > (models.threads or default_threads().threads)
+        recorder = TraceWriter(record, background=spare)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
     try:

@@ -27,6 +27,7 @@ import gzip
 import json
 import os
 import platform
+import queue
 import random
 import sys
 import tempfile
@@ -170,6 +171,12 @@ class TraceWriter:
     The header is written when the RunStarted (or AttachStarted) event arrives (it is made from it); if
     the first event is something else, a header without run information is written first. Thread-safe: a UI thread
     may call :meth:`save_to` while the engine thread writes.
+
+    ``background=True`` moves the JSON encoding and the writes off the caller's thread: :meth:`write` only
+    queues the event, one writer thread encodes, writes and flushes each line as before (so a SIGKILL still
+    leaves every written line complete; events still queued at that instant are lost); :meth:`flush`,
+    :meth:`save_to` and :meth:`close` first wait for the queue to drain. A write error is raised by the
+    next call. Worth it where a spare core exists (the engine thread then never encodes JSON).
     """
 
     def __init__(
@@ -178,6 +185,7 @@ class TraceWriter:
         header_extra: dict[str, Any] | None = None,
         *,
         flush_each: bool = True,
+        background: bool = False,
     ) -> None:
         self.path = os.fspath(path) if path is not None else None
         self.header_extra = dict(header_extra or {})
@@ -196,6 +204,15 @@ class TraceWriter:
             raise TraceError(f"cannot write trace {self.path}: {exc.strerror or exc}") from None
         self._gz = self.path is not None and self.path.endswith(".gz")
         self._out: IO[bytes] = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0) if self._gz else self._raw
+        self._thread: threading.Thread | None = None
+        self._error: TraceError | None = None  # background mode: the writer thread's failure
+        self._told = False  # ... already raised to a caller
+        if background:
+            self._queue: queue.SimpleQueue = queue.SimpleQueue()
+            self._idle = threading.Condition()
+            self._pending = 0
+            self._thread = threading.Thread(target=self._drain_loop, name="spectui-trace", daemon=True)
+            self._thread.start()
 
     def __enter__(self) -> "TraceWriter":
         return self
@@ -207,6 +224,19 @@ class TraceWriter:
         self._out.write(line.encode("utf-8"))
 
     def write(self, event: Event) -> None:
+        if self._thread is not None:
+            if self._error is not None:
+                self._told = True
+                raise self._error
+            if self._closed:
+                raise TraceError(f"trace {self.path or '(temporary)'} is closed")
+            with self._idle:
+                self._pending += 1
+            self._queue.put(event)
+            return
+        self._write_now(event)
+
+    def _write_now(self, event: Event) -> None:
         with self._lock:
             if self._closed:
                 raise TraceError(f"trace {self.path or '(temporary)'} is closed")
@@ -223,6 +253,34 @@ class TraceWriter:
                 self._failed = True
                 raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
 
+    def _drain_loop(self) -> None:
+        """The writer thread (background=True): encode, write and flush each queued event in order."""
+        while True:
+            event = self._queue.get()
+            if event is _STOP:
+                return
+            try:
+                if self._error is None:
+                    self._write_now(event)
+            except TraceError as exc:
+                self._error = exc
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    if not self._pending:
+                        self._idle.notify_all()
+
+    def _wait_written(self) -> None:
+        """Background mode: block until every queued event is written (then raise a write error, if any)."""
+        if self._thread is None:
+            return
+        with self._idle:
+            while self._pending:
+                self._idle.wait()
+        if self._error is not None:
+            self._told = True
+            raise self._error
+
     __call__ = write  # usable as headless.consume(..., sink=writer)
 
     def _flush(self) -> None:
@@ -231,6 +289,7 @@ class TraceWriter:
             self._raw.flush()
 
     def flush(self) -> None:
+        self._wait_written()
         with self._lock:
             if not self._closed:
                 self._flush()
@@ -241,6 +300,7 @@ class TraceWriter:
         Returns the number of events saved. The recording itself goes on.
         """
         dest = os.fspath(path)
+        self._wait_written()
         with self._lock:
             if self._closed:
                 raise TraceError(f"trace {self.path or '(temporary)'} is closed")
@@ -287,10 +347,23 @@ class TraceWriter:
                 yield from iter(lambda: fh.read(1 << 20), b"")
 
     def close(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            with self._idle:
+                while self._pending:
+                    self._idle.wait()
+            self._queue.put(_STOP)
+            self._thread.join()
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            if self._error is not None and not self._told:  # a background write failed, nobody was told
+                try:
+                    self._raw.close()
+                except OSError:
+                    pass
+                self._told = True
+                raise self._error
             try:
                 if self.header is None:
                     self.header = make_header(None, self.header_extra)
@@ -306,6 +379,9 @@ class TraceWriter:
                 if not self._failed:  # already reported by write()
                     where = self.path or "(temporary)"
                     raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
+
+
+_STOP = object()  # the background writer's end-of-queue marker
 
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:
