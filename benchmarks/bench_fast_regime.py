@@ -52,7 +52,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
@@ -69,7 +68,7 @@ from spectui.analysis import stats as S  # noqa: E402
 from spectui.recording import trace as TR  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
 from spectui.engine import Engine  # noqa: E402
-from spectui.contract.events import PassEvent, RunEnded, Settings  # noqa: E402
+from spectui.contract.events import RunEnded, Settings  # noqa: E402
 
 PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
@@ -275,8 +274,9 @@ class Servers:
         srv = self.get(k)
         body = json.dumps({"prompt": PROMPT, "n_predict": n, "temperature": temp, "seed": SEED,
                            "cache_prompt": False, "stream": False}).encode()
-        req = urllib.request.Request(srv.url + "/completion", data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=600) as r:
+        req = urllib.request.Request(srv.url + "/completion", data=body,  # noqa: S310 - our own 127.0.0.1 server
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as r:  # noqa: S310
             res = json.loads(r.read())
         t = res.get("timings", {})
         d, a = int(t.get("draft_n", 0)), int(t.get("draft_n_accepted", 0))

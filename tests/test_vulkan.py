@@ -139,7 +139,7 @@ def test_greedy_output_on_the_device_equals_the_cpu_build(devices, tiny_target, 
 
 def test_memory_check_reads_the_devices_free_memory(devices, tiny_target):
     """The placement check compares the offloaded share with the free memory the Vulkan device reports."""
-    code = f"""
+    code = """
 import json
 from spectui.engine import models as M
 devs = M.gpu_devices()
@@ -149,7 +149,7 @@ part = M.ModelMemory(file_bytes=free + 2**30, kv_bytes=0, n_layer=2, n_gpu_layer
 fits = M.placement_report([part], 2**50, devs, warned.append)
 small = M.placement_report([M.ModelMemory(file_bytes=2**20, kv_bytes=0, n_layer=2, n_gpu_layers=-1)], 2**50, devs,
                            warned.append)
-print(json.dumps({{"free": free, "fits": fits, "small": small, "warned": warned}}))
+print(json.dumps({"free": free, "fits": fits, "small": small, "warned": warned}))
 """
     p = _py(code)
     assert p.returncode == 0, p.stderr
