@@ -76,12 +76,14 @@ def main() -> int:
     engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)
     results = []  # (prompt, temp, label, tps, acceptance, k histogram)
     probe_line = ""
+    machine = None  # the probe's result, handed to every run (RunStarted.probe) when --probe
     try:
         list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
         if args.probe:
             from spectui.analysis.probe import cached_or_measure
 
-            pr = cached_or_measure(engine, refresh=args.probe_refresh)  # registers the curve for auto
+            pr = cached_or_measure(engine, refresh=args.probe_refresh)
+            machine = pr.machine_probe()
             v = pr.verdict()
             probe_line = (f"probe ({'cached' if pr.cached else f'measured in {pr.wall_s:.0f} s'}"
                           f"{'' if pr.quiet else ', NOT quiet'}): decode {pr.decode_ms:.1f} ms, verify by batch "
@@ -98,13 +100,14 @@ def main() -> int:
                 plan.append(("auto", plan[1][1]))
                 plan.append(("target only", plan[0][1]))
                 for label, s in plan:
-                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n))
+                    evs = list(engine.run(PROMPTS[pname], RunControl(s), args.n, probe=machine))
                     snap = compute(evs)
                     hist = collections.Counter(e.k for e in evs if isinstance(e, PassEvent) and not e.prefill)
                     results.append((pname, t, label, snap.tokens_per_second, snap.acceptance_rate, hist))
                     print(f"  {pname} temp {t:g} {label}: {snap.tokens_per_second:.2f} t/s", file=sys.stderr)
                     if writer is not None:
-                        writer(os.path.join(args.save, f"{len(results):02d}-{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"), evs)
+                        name = f"{len(results):02d}-{pname}-t{t:g}-{label.replace(' ', '_')}.jsonl"
+                        writer(os.path.join(args.save, name), evs)
     finally:
         engine.close()
 
@@ -142,8 +145,9 @@ def main() -> int:
             ok = ratio >= goal
             all_ok &= ok
             khist = " ".join(f"{k}:{n}" for k, n in sorted(hist.items()))
-            print(f"{pname:<6} {t:>4g}  {base:>11.2f}  {best_fixed:>8.2f} ({best_label:<4})  {auto:>6.2f}  {ratio:>9.3f}  "
-                  f"{'yes' if ok else 'NO':>6}  {rows['schedule'][0] if 'schedule' in rows else float('nan'):>8.2f}  {khist}")
+            sched = rows['schedule'][0] if 'schedule' in rows else float('nan')
+            print(f"{pname:<6} {t:>4g}  {base:>11.2f}  {best_fixed:>8.2f} ({best_label:<4})  {auto:>6.2f}  "
+                  f"{ratio:>9.3f}  {'yes' if ok else 'NO':>6}  {sched:>8.2f}  {khist}")
             details.append(f"{pname}/{t:g}: target only " + " + ".join(f"{x:.2f}" for x in runs_of["target only"])
                            + ", auto " + " + ".join(f"{x:.2f}" for x in runs_of["auto"]))
     print()

@@ -40,7 +40,8 @@ def main() -> int:
     ap.add_argument("-p", "--prompt", default=PROMPT)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--k-max", type=int, default=8)
-    ap.add_argument("--source-k", type=int, default=None, help="run whose statistics feed the prediction (default: k-max)")
+    ap.add_argument("--source-k", type=int, default=None,
+                    help="run whose statistics feed the prediction (default: k-max)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--save", default=None, help="keep traces and verify times here")
     ap.add_argument("--from", dest="from_dir", default=None, help="recompute from a --save directory")
@@ -56,7 +57,8 @@ def main() -> int:
         return report(*load(args.from_dir), args)
     for path in (args.target, args.draft):
         if not os.path.exists(path):
-            print(f"bench_costmodel: model not found: {path} (../shared/models/fetch-qwen-coder-pair.sh)", file=sys.stderr)
+            print(f"bench_costmodel: model not found: {path} (../shared/models/fetch-qwen-coder-pair.sh)",
+                  file=sys.stderr)
             return 2
 
     from spectui.contract.control import RunControl
@@ -193,7 +195,8 @@ def report(verify, snaps, args) -> int:
           f"({'within' if ok_all else 'NOT within'} the 10% target)")
     print(f"with each run's own times (acceptance model alone): worst {max(own_worst):.1%}")
     if line_err:
-        print(f"from the k=2 run alone: straight line worst {max(line_err):.1%}, mean {sum(line_err) / len(line_err):.1%};"
+        print(f"from the k=2 run alone: straight line worst {max(line_err):.1%}, "
+              f"mean {sum(line_err) / len(line_err):.1%};"
               f" the probe's curve worst {max(curve_err):.1%}, mean {sum(curve_err) / len(curve_err):.1%}")
     best_meas = max(snaps, key=lambda k: snaps[k].tokens_per_second)
     print(f"best k measured: {best_meas}; best k predicted: {pred.best_k}")

@@ -71,7 +71,8 @@ def main() -> None:
     if not args.keep:
         os.rmdir(d)
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; baseline RSS after imports {base_kib / 1024:.1f} MiB")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
+          f"baseline RSS after imports {base_kib / 1024:.1f} MiB")
     print(f"load average (1 min): {os.getloadavg()[0]:.2f} (other jobs on the machine stretch wall times; "
           f"'cpu s' is this process's own CPU time)")
     print(f"{'passes':>8} {'file MB':>8} {'write s':>8} {'replay s':>9} {'cpu s':>6} {'passes/s':>10} "

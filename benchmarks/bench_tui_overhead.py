@@ -195,7 +195,8 @@ def child_tui(args) -> None:
     from spectui.engine.loop import Engine
     from spectui.engine.thread import EngineThread
 
-    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads, draft_policy=PolicyByMode))
+    engine = EngineThread(lambda: Engine(args.target, args.draft, n_ctx=2048, threads=args.threads,
+                                         draft_policy=PolicyByMode))
     try:
         settings = Settings(draft_max=args.k, temperature=0.0, drafter="model")
         run_tui(engine, settings, 16)  # warm-up, as the headless child gets
@@ -222,7 +223,8 @@ def profile_table(p: dict) -> str:
     head = (f"UI thread: {total:.2f} CPU-s over {wall:.1f} s wall = {100 * total / wall:.1f}% of one core; "
             f"{p['passes']} passes ({p['passes'] / wall:.1f}/s)"
             + (f", {p['paints']} paints ({p['paints'] / wall:.1f}/s)" if p.get("paints") is not None else "") + "\n\n"
-            f"| {'what':<42} | {'calls/s':>8} | {'ms/call':>8} | {'share':>7} |\n|{'-' * 44}|{'-' * 10}|{'-' * 10}|{'-' * 9}|\n")
+            f"| {'what':<42} | {'calls/s':>8} | {'ms/call':>8} | {'share':>7} |\n"
+            f"|{'-' * 44}|{'-' * 10}|{'-' * 10}|{'-' * 9}|\n")
     return head + "\n".join(rows)
 
 
@@ -278,7 +280,8 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-t", "--threads", type=int, default=None)
-    ap.add_argument("--screenshot", default=None, help="save an SVG of a TUI run (past 60%% of the tokens, showing a rejected draft)")
+    ap.add_argument("--screenshot", default=None,
+                    help="save an SVG of a TUI run (past 60%% of the tokens, showing a rejected draft)")
     ap.add_argument("--profile", action="store_true", help="per TUI run: what the UI thread's CPU time went to")
     ap.add_argument("--paced", default=None, metavar="TRACE", help="no models: profile the TUI fed TRACE at its pace")
     ap.add_argument("--speed", type=float, default=1.0, help="with --paced: the recorded pace times this")
@@ -323,7 +326,10 @@ def main() -> None:
     print(f"tui/headless {t / h:.3f} ({100 * (1 - t / h):+.1f}% slower; target: at most 3%)")
     print("UI thread CPU while the TUI ran: " + ", ".join(f"{100 * c:.1f}%" for c in ui_cpu) + " of one core"
           f" (median {100 * statistics.median(ui_cpu):.1f}%; target: under 4%)")
-    print(f"load average after the runs: {open('/proc/loadavg').read().strip()}" if os.path.exists("/proc/loadavg") else "")
+    if os.path.exists("/proc/loadavg"):
+        print(f"load average after the runs: {open('/proc/loadavg').read().strip()}")
+    else:
+        print("")
 
 
 if __name__ == "__main__":

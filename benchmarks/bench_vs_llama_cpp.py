@@ -130,7 +130,8 @@ def main() -> None:
             order = ["llama.cpp", "spectui"] if (rep + k) % 2 == 0 else ["spectui", "llama.cpp"]
             for who in order:
                 t = time.perf_counter()
-                r = run_llama_cpp(bin_dir, k, a.n, a.threads, a.ctx) if who == "llama.cpp" else run_spectui(engine, k, a.n)
+                r = (run_llama_cpp(bin_dir, k, a.n, a.threads, a.ctx) if who == "llama.cpp"
+                     else run_spectui(engine, k, a.n))
                 r["secs"] = time.perf_counter() - t
                 res.setdefault((who, k), []).append(r)
                 extra = f"  outside llama_decode {100 * r['outside']:.1f}%" if who == "spectui" else ""
@@ -154,7 +155,8 @@ def main() -> None:
         a = a.strip("\n")
         same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         print(f"k={k}: outputs identical for the first {same} characters (spectui {len(a)}, llama.cpp {len(b)})"
-              + ("" if same >= min(len(a), len(b)) else f"; then spectui {a[same:same + 30]!r} vs llama.cpp {b[same:same + 30]!r}"))
+              + ("" if same >= min(len(a), len(b))
+                 else f"; then spectui {a[same:same + 30]!r} vs llama.cpp {b[same:same + 30]!r}"))
     print("(medians over repetitions; ratio = spectui / llama.cpp decode tokens/s, best/best = fastest run of "
           "each (less sensitive to other load on a shared machine); targets: ratio >= 1.20, outside decode <= 5%)")
 

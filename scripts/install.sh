@@ -1,25 +1,41 @@
 #!/usr/bin/env bash
 # Fresh-machine install of spectui into ./.venv:
 #   1. a virtual environment (.venv),
-#   2. llama-cpp-python compiled for this CPU without -march=native (scripts/build-llama-cpp-python.sh;
-#      ~6 minutes the first time, cached afterwards),
+#   2. with --live (or --test): llama-cpp-python compiled for this CPU without -march=native
+#      (scripts/build-llama-cpp-python.sh; ~6 minutes the first time, cached per flag set afterwards),
 #   3. spectui itself (a plain, non-editable install, so packaged themes and the demo trace are tested).
-# usage: bash scripts/install.sh [--test]     (--test adds the test dependencies, and tmux for the tmux test)
+# Without --live nothing is compiled: the demo, replay, cast and attach work without llama-cpp-python
+# (a live run then says in one line how to add it).
+# usage: bash scripts/install.sh [--live] [--test]
+#   --live  llama-cpp-python too (the spectui[live] extra): live runs, sweep, probe
+#   --test  the test dependencies and tmux (for the tmux test); implies --live
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
-extra=""
-if [[ ${1:-} == --test ]]; then
-  extra="[test]"
-  if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
-    (apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; }) \
-      || echo "install.sh: could not install tmux; the tmux test will be skipped" >&2
-  fi
+live=0
+extras=()
+for arg in "$@"; do
+  case $arg in
+    --live) live=1 ;;
+    --test) live=1; extras+=(test) ;;
+    *) echo "install.sh: unknown option $arg (use --live, --test)" >&2; exit 2 ;;
+  esac
+done
+if [[ ${#extras[@]} -gt 0 ]] && ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
+  (apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; }) \
+    || echo "install.sh: could not install tmux; the tmux test will be skipped" >&2
 fi
 [[ -x .venv/bin/python ]] || "$py" -m venv .venv
 .venv/bin/python -m pip install -q -U pip
-bash scripts/build-llama-cpp-python.sh .venv/bin/python >/dev/null
+if [[ $live == 1 ]]; then
+  bash scripts/build-llama-cpp-python.sh .venv/bin/python >/dev/null  # before spectui[live]: pip must not compile it
+  extras+=(live)
+fi
+spec="."
+if [[ ${#extras[@]} -gt 0 ]]; then spec=".[$(IFS=,; echo "${extras[*]}")]"; fi
 .venv/bin/python -m pip install -q --force-reinstall --no-deps .
-.venv/bin/python -m pip install -q ".$extra"
-.venv/bin/python -c "import spectui, llama_cpp, textual" || { echo "install.sh: install failed" >&2; exit 1; }
-echo "spectui installed in $(pwd)/.venv (run .venv/bin/spectui)" >&2
+.venv/bin/python -m pip install -q "$spec"
+check="import spectui, textual"
+[[ $live == 1 ]] && check+=", llama_cpp"
+.venv/bin/python -c "$check" || { echo "install.sh: install failed" >&2; exit 1; }
+echo "spectui installed in $(pwd)/.venv (run .venv/bin/spectui)$([[ $live == 1 ]] || echo '; live runs: bash scripts/install.sh --live')" >&2

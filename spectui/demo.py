@@ -86,7 +86,8 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
     (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
     from .contract.control import RunControl
     from .recording.player import ReplayPlayer
-    from .tui.run.app import SpectuiApp, StateChanged
+    from .tui.run.app import SpectuiApp
+    from .tui.shared.app import StateChanged
 
     class DemoApp(SpectuiApp):
         loops = 0

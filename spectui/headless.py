@@ -15,7 +15,6 @@ from .analysis.costmodel import predict
 from .contract.event_json import to_dict
 from .contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from .views.placement import placement, placement_text
-from .analysis.probe import installed_for
 from .analysis.stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
@@ -73,7 +72,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     start = stats.start
     end = stats.end
     passes = [to_dict(e) for e in events if isinstance(e, PassEvent)]
-    probe = installed_for(start) if start is not None else None  # this machine's verify curve, if measured
+    probe = start.probe if start is not None else None  # the machine's verify curve, if measured
     pred = _prediction(snap, stats.last_k, probe)
     d = {
         "tokens": list(stats.tokens),
@@ -136,7 +135,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
             "best_k": pred.best_k,
             "continue_note": pred.continue_note,
         } if pred is not None and pred.ready else None,
-        "probe": probe.report() if probe is not None else None,
+        "probe": json.loads(probe.report_json) if probe is not None and probe.report_json else None,
         "passes": passes,
     }
     return d
@@ -232,9 +231,9 @@ def summary_text(stats: RunStats) -> str:
     if end is not None and end.error:
         reason += f": {end.error}"
     lines.append(f"stopped                {reason}")
-    probe = installed_for(start) if start is not None else None
+    probe = start.probe if start is not None else None
     if probe is not None:
-        lines.append(f"this machine           {probe.summary_line()}")
+        lines.append(f"this machine           {probe.summary}")
     pred = _prediction(snap, stats.last_k, probe)
     if pred is not None and getattr(pred, "advice", ""):
         lines.append(f"advice                 {pred.advice}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .contract.control import DRAFT_MAX_LIMIT, RunControl
 from .contract.errors import SpectuiError
-from .contract.events import Settings
+from .contract.events import MachineProbe, Settings
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
@@ -137,10 +137,11 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     return build()
 
 
-def probe_at_load(engine, quiet: bool = False) -> None:
+def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
     """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
-    model and machine, so only the first run of a pair pays ~10 s) and make it known to the cost model,
-    auto k and the faces. Runs on the engine's own thread when it has one."""
+    model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
+    (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
+    has one."""
     from .analysis.probe import cached_or_measure
 
     def say(msg: str) -> None:
@@ -157,6 +158,7 @@ def probe_at_load(engine, quiet: bool = False) -> None:
     res = engine.call(measure) if hasattr(engine, "call") else measure()
     if not res.quiet and not quiet:
         say(res.warning())
+    return res.machine_probe()
 
 
 class _Signals:
@@ -218,15 +220,16 @@ def run_main(
     control = RunControl(settings)
     try:
         # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
+        machine = None
         if not no_probe and (settings.auto == "cost" or not headless):
-            probe_at_load(engine, quiet=as_json)
+            machine = probe_at_load(engine, quiet=as_json)
         if headless:
             from .headless import consume
 
             with _Signals(control):
                 try:
                     consume(
-                        engine.run(text, control, n_predict),
+                        engine.run(text, control, n_predict, probe=machine),
                         sys.stdout,
                         as_json=as_json,
                         sink=recorder.write if recorder else None,
@@ -240,7 +243,7 @@ def run_main(
             return 0
         from .tui.run.app import run_live
 
-        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder) or 0
+        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder, probe=machine) or 0
     finally:
         if recorder is not None:
             recorder.close()

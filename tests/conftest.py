@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tinymodels  # noqa: E402
 
+pytest_plugins = ["tmux_pane"]  # its pane_factory fixture, for every test file
+
 TARGET_SEED = 0
 NOISY_DRAFT_NOISE = 0.1
 

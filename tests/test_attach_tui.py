@@ -15,7 +15,7 @@ pytest.importorskip("prometheus_client")
 
 from attach_recordings import PROMPT, REQUEST, WATCH, server_args
 from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
-from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
+from tmux_pane import needs_tmux, spectui_cmd
 from spectui.attach.cli import AttachSession
 from spectui.attach.text import HeadlessFace
 from spectui.analysis.attach_stats import AttachStats
@@ -26,7 +26,7 @@ from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.attach.acceptance import AttachAcceptance
 from spectui.tui.attach.app import AttachApp
 from spectui.tui.attach.engines import AttachEngines
-from spectui.tui.attach.attach_panel import pct
+from spectui.views.numbers import pct
 from spectui.tui.attach.request import AttachRequest, request_line
 from spectui.tui.attach.status_line import AttachStatusLine
 from spectui.tui.attach.summary import AttachSummary

@@ -7,10 +7,14 @@ import random
 
 import pytest
 
-from spectui.analysis.draft_policy import PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy
+from dataclasses import replace
+
+from spectui.analysis.draft_policy import (
+    MIN_WEIGHT, PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy,
+)
 from spectui.analysis.costmodel import leviathan
 from spectui.contract.errors import SpectuiError
-from spectui.contract.events import Settings, SettingsChanged
+from spectui.contract.events import MachineProbe, Settings, SettingsChanged
 
 from synthetic_events import make_pass, make_prefill, make_start
 
@@ -308,20 +312,50 @@ def test_prompt_lookup_is_not_judged_at_the_draft_models_price():
     assert tps >= 1.3 * world.expected_tps(0) and tps >= 0.85 * world.expected_tps(world.best_fixed())
 
 
-def test_registered_curve_is_found_by_the_start_event():
-    from spectui.analysis.draft_policy import curve_for, curve_key, register_curve
+def test_the_start_events_probe_curve_reaches_the_policy():
+    """The probe's curve travels with the run (RunStarted.probe): no registry, nothing to clean up."""
+    from dataclasses import replace
 
-    key = curve_key("t.gguf", 0, 2, 0)  # what make_start names: t.gguf, size 0, 2 threads, CPU
     curve = {k: 26.0 * r for k, r in enumerate(QWEN_RATIOS)}
-    try:
-        register_curve(key, curve)
-        assert curve_for(make_start()) == curve
-        world = CurveWorld(a=0.9, d=15.6, v0=26.0, ratios=QWEN_RATIOS)
-        ks, _ = drive(make_policy("cost"), world, 16)
-        assert ks == [0] * 16
-        other = make_start()
-        from dataclasses import replace
-        assert curve_for(replace(other, threads=4)) is None
-    finally:
-        register_curve(key, None)
-    assert curve_for(make_start()) is None
+    probe = MachineProbe(verify_ms_by_batch=tuple(curve[k] for k in sorted(curve)))
+    world = CurveWorld(a=0.9, d=15.6, v0=26.0, ratios=QWEN_RATIOS)
+    start = replace(make_start(target_decode_ms=world.v0, draft_decode_ms=world.d,
+                               settings=Settings(draft_max=2, auto="cost")), probe=probe)
+    pol = make_policy("cost")
+    ks, _ = drive(pol, world, 16, start=start)
+    assert pol.curve == curve
+    assert ks == [0] * 16
+    pol = make_policy("cost")
+    pol.observe(make_start())  # a run without a probe: no curve
+    assert pol.curve is None
+
+
+def test_policy_by_mode_memory_is_flat_and_a_mode_switched_on_mid_run_knows_the_run():
+    """The engine hands every event to one PolicyByMode and keeps nothing else: what the policies keep
+    is aggregates (decayed rates per position, EWMAs per batch size), so their size does not grow with
+    the passes; and a mode switched on mid-run has learned from every pass before it."""
+    import pickle
+
+    from spectui.analysis.draft_policy import PolicyByMode
+
+    def run(n_passes, switch_at=None):
+        pol = PolicyByMode()
+        world = World(a=0.8, d=2.0, v0=30.0, slope=0.5)
+        fixed = Settings(draft_max=3)
+        auto = Settings(draft_max=3, auto="cost")
+        pol.observe(make_start(target_decode_ms=world.v0, draft_decode_ms=world.d, settings=fixed))
+        pol.observe(make_prefill())
+        for i in range(n_passes):
+            s = auto if switch_at is not None and i >= switch_at else fixed
+            k = pol.choose(s) if s.auto else s.draft_max
+            ev = world.pass_event(k)
+            pol.observe(replace(ev, settings=s))
+        return pol
+
+    sizes = [len(pickle.dumps(run(n))) for n in (200, 2000, 8000)]
+    assert max(sizes) <= 1.05 * sizes[0], sizes  # 40x the passes, the same few hundred bytes
+    pol = run(120, switch_at=100)
+    cost = pol.current("cost")
+    assert cost.n_decode_passes == 120  # it saw the 100 passes before it was switched on
+    assert cost.positions and cost.positions[0].trials > MIN_WEIGHT  # and learned acceptance from them
+    assert cost.last_reason and not cost.last_reason.startswith("warm-up")

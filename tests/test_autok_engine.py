@@ -7,7 +7,7 @@ import pytest
 
 from spectui.analysis.draft_policy import WARMUP_K, WARMUP_PASSES, make_policy
 from spectui.contract.control import RunControl
-from spectui.contract.events import PassEvent, RunEnded, Settings
+from spectui.contract.events import MachineProbe, PassEvent, RunEnded, Settings
 
 
 def _replay_choices(mode, events, n_predict):
@@ -75,29 +75,47 @@ def _replay_with_curve(events, n_predict, curve):
 
 
 def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
-    from spectui.analysis.draft_policy import curve_key, register_curve
-    from spectui.analysis.probe import cached_or_measure, uninstall
+    from spectui.analysis.probe import cached_or_measure
 
-    res = cached_or_measure(noisy_engine, repeats=1, directory=tmp_path)  # measured, cached, registered
-    key = curve_key(res.target.path, res.target.size_bytes, res.threads, res.target.n_gpu_layers)
+    res = cached_or_measure(noisy_engine, repeats=1, directory=tmp_path)  # measured, cached
     n = 48
-    try:
-        evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
-        assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
-        pairs = _replay_with_curve(evs, n, res.curve)
-        assert [a for a, _ in pairs] == [b for _, b in pairs]
-        # a curve on which no plausible acceptance pays (a verify of 2 tokens costs 51 decodes: on the tiny
-        # models the loop's own ~1 ms per pass dwarfs a 0.2 ms decode, so a merely steep curve would pay):
-        # k = 0 from the first pass, no warm-up at k = 1
-        steep = {k: res.decode_ms * (1 + 50 * k) for k in range(17)}
-        register_curve(key, steep)
-        evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
-        passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
-        assert passes and all(p.k == 0 for p in passes)
-        assert [a for a, _ in _replay_with_curve(evs, n, steep)] == [p.k for p in passes]
-    finally:
-        uninstall(res)
+    evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n,
+                                probe=res.machine_probe()))
+    assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
+    pairs = _replay_with_curve(evs, n, res.curve)
+    assert [a for a, _ in pairs] == [b for _, b in pairs]
+    # a curve on which no plausible acceptance pays (a verify of 2 tokens costs 51 decodes: on the tiny
+    # models the loop's own ~1 ms per pass dwarfs a 0.2 ms decode, so a merely steep curve would pay):
+    # k = 0 from the first pass, no warm-up at k = 1
+    steep = {k: res.decode_ms * (1 + 50 * k) for k in range(17)}
+    evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n,
+                                probe=MachineProbe(verify_ms_by_batch=tuple(steep[k] for k in range(17)))))
+    passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
+    assert passes and all(p.k == 0 for p in passes)
+    assert [a for a, _ in _replay_with_curve(evs, n, steep)] == [p.k for p in passes]
     # without a curve the policy warms up at k = 1 as before
     evs = list(noisy_engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
     passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]
     assert [p.k for p in passes[:WARMUP_PASSES]] == [WARMUP_K] * WARMUP_PASSES
+
+
+def test_the_loop_hands_events_to_the_policy_and_keeps_none(make_engine, tiny_target, tiny_draft_noisy):
+    """Memory flat over a long run: the per-run policy the engine builds (Engine(draft_policy=...)) holds
+    the same few hundred bytes after 32 and after 384 tokens (the loop itself keeps no event history)."""
+    import pickle
+
+    from spectui.analysis.draft_policy import PolicyByMode
+
+    made = []
+
+    def factory():
+        made.append(PolicyByMode())
+        return made[-1]
+
+    engine = make_engine(tiny_target, tiny_draft_noisy, n_ctx=1024, draft_policy=factory)
+    sizes = []
+    for n in (32, 384):
+        evs = list(engine.run("the cat", RunControl(Settings(draft_max=2, auto="cost")), n))
+        assert isinstance(evs[-1], RunEnded) and evs[-1].reason in ("n_predict", "eog"), evs[-1]
+        sizes.append(len(pickle.dumps(made[-1])))
+    assert len(made) == 2 and sizes[1] <= 1.1 * sizes[0], sizes

@@ -69,7 +69,7 @@ def load_cast(path):
 
 def screen_at(header, events, t: float) -> str:
     s = Screen(header["width"], header["height"])
-    for when, kind, data in events:
+    for when, _kind, data in events:
         if when > t:
             break
         s.feed(data)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -122,7 +121,8 @@ async def test_demo_acts_follow_each_other():
 async def test_demo_app_is_labelled_a_recording_and_loops():
     _, events = load_for_tui(demo_trace_path())
     app = make_demo_app(events, speed="max", loop_hold_s=0.3)
-    from spectui.tui.run.replay_banner import ReplayBanner, banner_text
+    from spectui.tui.run.replay_banner import ReplayBanner
+    from spectui.views.view import banner_text
 
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause(0.3)

@@ -14,7 +14,7 @@ from spectui.contract.events import RunStarted
 from spectui.headless import consume
 from spectui.recording.player import mark_replay, paced
 from spectui.replay import replay_headless
-from spectui.recording.trace import TraceWriter, read_trace, synthetic_run, write_trace
+from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENTS = list(synthetic_run(40, seed=7))
@@ -22,7 +22,8 @@ EVENTS = list(synthetic_run(40, seed=7))
 
 def spectui(*args: str, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": REPO}
-    return subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", *args],
+                          capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=120, **kw)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
+from tmux_pane import needs_tmux, spectui_cmd
 
 from spectui.recording.trace import synthetic_run, write_trace
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
+from tmux_pane import needs_tmux, spectui_cmd
 
 from spectui.views.sample import sample_events
 
@@ -61,7 +61,8 @@ def test_tmux_signal_stops_cleanly(tui_pane, trace_file, sig):
 def test_tmux_unknown_theme_is_one_line(tui_pane, trace_file):
     pane = tui_pane(f"{trace_file} --theme neon")
     assert pane.exit_status() == 2
-    lines = [line for line in pane.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", "t").splitlines() if line.strip()]
+    shown = pane.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", "t")
+    lines = [line for line in shown.splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("Pane is dead")]
     assert len(lines) == 1, lines
     assert lines[0].startswith("spectui: error: unknown theme 'neon'; available themes:")

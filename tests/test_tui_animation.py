@@ -25,7 +25,8 @@ from spectui.contract.events import ModelInfo
 from spectui.views.sample import sample_events
 from spectui.views.state import ScreenState
 from spectui.tui.run.status_line import status_text
-from spectui.views.view import ScreenView, models_where, prediction_for, where
+from spectui.views.placement import models_where, where
+from spectui.views.view import ScreenView, prediction_for
 
 
 def test_phase_at_walks_pending_verdict_settled():
@@ -71,10 +72,12 @@ def test_pass_clock_asks_for_frames_only_while_a_pass_animates():
 def test_where_each_model_runs():
     assert where(None) == "" and where(ModelInfo(path="x")) == ""  # older traces did not record it
     assert where(ModelInfo(path="x", backend="CPU", n_layer=28)) == "CPU"
-    gpu = ModelInfo(path="x", backend="CUDA", device="NVIDIA H200", n_layer=28, n_gpu_layers=28)
+    # a 27-layer model wholly offloaded: llama.cpp offloads 28 units (the layers and the output layer) and
+    # the engine records that count in n_gpu_layers (see spectui/views/placement.py)
+    gpu = ModelInfo(path="x", backend="CUDA", device="NVIDIA H200", n_layer=27, n_gpu_layers=28)
     assert where(gpu) == "CUDA 28/28 layers" and where(gpu, short=True) == "CUDA 28/28"
     start = sample_events()[0]
-    both = dataclasses.replace(start, target=gpu, draft=dataclasses.replace(gpu, n_layer=24, n_gpu_layers=24))
+    both = dataclasses.replace(start, target=gpu, draft=dataclasses.replace(gpu, n_layer=23, n_gpu_layers=24))
     assert models_where(both) == "target CUDA 28/28 layers · draft CUDA 24/24 layers"
     assert models_where(both, short=True) == "CUDA 28/28 + CUDA 24/24"
     assert models_where(dataclasses.replace(both, draft=None)) == "target CUDA 28/28 layers"

@@ -7,16 +7,14 @@ tests/test_tui_engine.py drives the real engine.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from spectui.contract.control import RunControl
-from spectui.contract.event_json import from_dict
 from spectui.contract.events import RunEnded, Settings
 from spectui.recording.player import ReplayPlayer
 from spectui.tui.run.app import SpectuiApp
-from spectui.tui.shared.panel import SETTLED, VERDICT
+from spectui.views.animation import SETTLED, VERDICT
 from spectui.tui.run.pass_ribbon import PassRibbon
 from spectui.views.sample import sample_events
 from synthetic_events import held_source

@@ -11,7 +11,7 @@ from spectui.analysis.stats import compute
 from spectui.tui.run.acceptance_by_confidence import AcceptanceByConfidence
 from spectui.tui.run.acceptance_by_position import AcceptanceByPosition
 from spectui.tui.run.app import SpectuiApp
-from spectui.tui.shared.panel import VERDICT
+from spectui.views.animation import VERDICT
 from spectui.views.sample import sample_events
 
 QS = (0.12, 0.41, 0.63, 0.82, 0.97)

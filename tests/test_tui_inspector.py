@@ -16,7 +16,7 @@ from spectui.tui.run.app import SpectuiApp
 from spectui.views.inspector import inspector_text, move
 from spectui.tui.run.pass_ribbon import P_MIN_MARK, PassRibbon
 from spectui.tui.run.prediction_panel import PredictionPanel
-from spectui.tui.shared.panel import VERDICT
+from spectui.views.animation import VERDICT
 from spectui.views.sample import sample_events
 from synthetic_events import held_source
 from spectui.tui.run.inspector_screen import InspectorScreen

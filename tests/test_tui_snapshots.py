@@ -13,7 +13,7 @@ from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
 from spectui.recording.player import ReplayPlayer
 from spectui.tui.run.app import SpectuiApp
-from spectui.tui.shared.panel import PENDING, VERDICT
+from spectui.views.animation import PENDING, VERDICT
 from spectui.views.sample import sample_events
 
 THEMES = ["dark", "light", "high-contrast", "okabe-ito"]

@@ -11,7 +11,7 @@ import pytest
 
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
-from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
+from spectui.contract.events import PassEvent, RunEnded, SettingsChanged
 from spectui.recording.player import ReplayPlayer, parse_speed
 from spectui.analysis.stats import compute
 from spectui.views.state import K_ACCEPTED, K_BONUS, K_CORRECTION, K_PLAIN, ScreenState, clean_text

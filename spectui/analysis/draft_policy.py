@@ -52,8 +52,8 @@ that maximises predicted tokens/s (see :mod:`spectui.costmodel`), k = 0 included
   positions and the next verify size stay measured.
 
 - the hardware's curve: when the target's verify cost by batch size was measured on this machine
-  (``spectui probe``; ``register_curve`` makes a probe result known to policies in this process, keyed
-  by the target file, threads and GPU layers that ``RunStarted`` names), the model uses it from the first
+  (``spectui probe``; the run records it in ``RunStarted.probe``, or ``make_policy(mode, curve)`` is
+  handed one), the model uses it from the first
   pass for every batch size the run has not measured (scaled to the run's level: see
   :mod:`spectui.costmodel`). When the curve says that even a per-draft acceptance of ``PLAUSIBLE_RATE``
   at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no
@@ -85,7 +85,6 @@ Imports nothing of the UI.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -114,37 +113,6 @@ PLAUSIBLE_RATE = 0.95  # with the hardware's curve: settle on k = 0 at once when
 # acceptance, held at every position, could not pay (a 0.5B draft of a 1.5B target holds 60-80%)
 CURVE_RECHECK = 32  # passes between re-evaluations of a settled k = 0 (the model costs 0.2-0.5 ms a pass)
 NGRAM_DRAFT_MS = 0.0  # prior draft cost per token of prompt lookup (measured: microseconds)
-
-# ---------------------------------------------------------------- the hardware's curves, by model
-
-_CURVES: dict[tuple, dict[int, float]] = {}
-
-
-def curve_key(path: str, size_bytes: int, threads: int, n_gpu_layers: int) -> tuple:
-    """What a verify curve belongs to: the target file, the threads and the layers offloaded."""
-    try:
-        path = os.path.realpath(path)
-    except (OSError, ValueError):
-        pass
-    return (path, int(size_bytes), int(threads), int(n_gpu_layers))
-
-
-def register_curve(key: tuple, curve: Mapping[int, float] | None) -> None:
-    """Make the target's verify ms by k (batch k + 1) known to cost policies of runs that match ``key``
-    (``curve_key``); None forgets it."""
-    if curve:
-        _CURVES[key] = {int(k): float(ms) for k, ms in curve.items() if ms > 0}
-    else:
-        _CURVES.pop(key, None)
-
-
-def curve_for(event: RunStarted) -> dict[int, float] | None:
-    """The registered curve for the run that ``event`` starts, or None."""
-    if not _CURVES or not event.target.path:
-        return None
-    return _CURVES.get(curve_key(event.target.path, event.target.size_bytes, event.threads,
-                                 event.target.n_gpu_layers))
-
 
 def _continue_key(s: Settings) -> tuple:
     """What drafting continuation depends on (a change re-learns it)."""
@@ -203,7 +171,7 @@ class CostPolicy:
     _draft_steady: bool = False
     _at_zero: bool = False
     curve: dict[int, float] | None = None  # the hardware's verify ms by k in use (None: none known)
-    given_curve: dict[int, float] | None = None  # passed in; else looked up at RunStarted (curve_for)
+    given_curve: dict[int, float] | None = None  # passed in; else the run's own (RunStarted.probe)
     drafter: str = "model"
     _curve_check_at: int = 0  # decode pass at which the curve's verdict is evaluated next
     _curve_hopeless: bool = False
@@ -222,7 +190,8 @@ class CostPolicy:
             self._settings_key = (event.settings.temperature, event.settings.drafter)
             self._continue_key = _continue_key(event.settings)
             self.drafter = event.settings.drafter
-            self.curve = dict(self.given_curve) if self.given_curve else curve_for(event)
+            self.curve = dict(self.given_curve) if self.given_curve else (event.probe.curve if event.probe else None)
+            self.curve = self.curve or None
         elif isinstance(event, SettingsChanged):
             key = (event.new.temperature, event.new.drafter)
             if event.new.drafter != self.drafter:  # a different drafter costs differently
@@ -495,7 +464,7 @@ class SchedulePolicy:
 def make_policy(mode: str | None, curve: Mapping[int, float] | None = None):
     """A fresh policy for ``mode`` ("cost" or "schedule"; "auto" means "cost"). ``curve``: the target's
     verify ms by k on this machine (``ProbeResult.curve``) for the cost policy; when None, the policy
-    looks one up at RunStarted among the registered curves (``register_curve``)."""
+    takes the run's own at RunStarted (``RunStarted.probe``), if it has one."""
     if mode == "auto":
         mode = "cost"
     if mode == "cost":

@@ -11,7 +11,7 @@ For the loaded target (and draft) it measures:
   after one discarded warm-up round; measured after a short prompt is in the KV cache, as in a run;
 - the per-token cost at the largest batch, the draft's single-token cost and the cost ratio c;
 - the machine's load while it measured (``/proc/loadavg`` and the cores other processes kept busy,
-  ``spectui.cpu.OthersCpu``), with a warning when it was not quiet.
+  ``spectui.engine.cpu.OthersCpu``), with a warning when it was not quiet.
 
 From these it says in one sentence what speculation needs here, and names what makes verification
 cost: memory-bound decoding gives a flat curve (a verify of k + 1 tokens costs one decode); if the
@@ -25,8 +25,9 @@ threads, where the layers run (backend, GPU layers), weight repacking, the large
 machine (CPU model, llama-cpp-python version and a hash of llama.cpp's system info). ``--refresh``
 measures again; a corrupt cache file is reported in one line and measured again.
 
-``cached_or_measure(engine)`` is the hook for a live run (``--draft-max auto``): it returns the probe
-result and registers its curve with the auto-k policy (``spectui.autok.register_curve``).
+``cached_or_measure(engine)`` is the hook for a live run: it returns the probe result, whose
+``machine_probe()`` the run hands to ``engine.run(..., probe=...)``; the engine records it in
+``RunStarted.probe``, where auto k, the faces and a replay read it (no registry).
 
 No Textual imports.
 """
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
+from ..contract.events import MachineProbe
 
 PROBE_VERSION = 1
 DEFAULT_MAX_BATCH = 16
@@ -78,7 +80,7 @@ class ModelFacts:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ProbeVerdict:
     """What the figures mean for speculation (computed from a ProbeResult)."""
 
     limit: str  # "memory" (flat curve), "kernels", "compute", "mixed"
@@ -171,8 +173,13 @@ class ProbeResult:
                 "the figures are slower and noisier than this machine's own; run `spectui probe --refresh` "
                 "when it is quiet")
 
-    def verdict(self) -> Verdict:
+    def verdict(self) -> ProbeVerdict:
         return analyse(self)
+
+    def machine_probe(self) -> MachineProbe:
+        """What a run records of this result (``RunStarted.probe``): the curve and the one-line figures."""
+        return MachineProbe(verify_ms_by_batch=tuple(self.verify_ms_by_batch), summary=self.summary_line(),
+                            report_json=json.dumps(self.report(), sort_keys=True))
 
     def summary_line(self) -> str:
         """One line of the figures (for a face's panel or a summary)."""
@@ -269,7 +276,7 @@ def acceptance_needed(need_tokens: float, k: int) -> float | None:
     return hi
 
 
-def analyse(r: ProbeResult) -> Verdict:
+def analyse(r: ProbeResult) -> ProbeVerdict:
     """The verdict from the figures: break-even acceptance by k, the best case, what limits verification."""
     from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
 
@@ -329,7 +336,7 @@ def analyse(r: ProbeResult) -> Verdict:
         tail = (f"; speculation pays here once more than {a_min:.0%} of drafts are accepted (every draft "
                 f"accepted: {best:.2f}x at k = {best_k})")
     sentence = head + tail + "; " + limit_sentence + "."
-    return Verdict(limit=limit, limit_sentence=limit_sentence, example_k=ex, break_even_tokens=need,
+    return ProbeVerdict(limit=limit, limit_sentence=limit_sentence, example_k=ex, break_even_tokens=need,
                    best_case_k=best_k if best > 1.0 else 0, best_case_speedup=best, acceptance_needed=a_need,
                    min_acceptance=a_min, min_acceptance_k=k_min, pays_in_practice=practical,
                    sentence=sentence[0].upper() + sentence[1:])
@@ -517,14 +524,14 @@ def _with(r: ProbeResult, **kw) -> ProbeResult:
 
 
 def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-                      refresh: bool = False, directory: Path | None = None, register: bool = True,
+                      refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
                       now_quiet: Callable[[int], bool] | None = None) -> ProbeResult:
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
-    ``register``: make its curve known to the auto-k policy (``autok.register_curve``) for runs of
-    this engine. ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
+    Its curve reaches auto k and the faces with the run: ``engine.run(..., probe=result.machine_probe())``.
+    ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
     under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
     the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5)."""
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
@@ -544,45 +551,7 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     if res is None:
         res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)
         res = store(_with(res, key=digest), key, path)
-    if register:
-        install(res)
     return res
-
-
-_INSTALLED: dict[tuple, ProbeResult] = {}
-
-
-def install(result: ProbeResult) -> None:
-    """Register the result's verify curve with the auto-k policy (runs of the same target and threads),
-    and the result itself for faces (``installed_for``)."""
-    from .draft_policy import curve_key, register_curve  # noqa: PLC0415
-
-    t = result.target
-    key = curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers)
-    register_curve(key, result.curve)
-    _INSTALLED[key] = result
-
-
-def uninstall(result: ProbeResult) -> None:
-    """Undo ``install``."""
-    from .draft_policy import curve_key, register_curve  # noqa: PLC0415
-
-    t = result.target
-    key = curve_key(t.path, t.size_bytes, result.threads, t.n_gpu_layers)
-    register_curve(key, None)
-    _INSTALLED.pop(key, None)
-
-
-def installed_for(started) -> ProbeResult | None:
-    """The probe result installed for the run that ``started`` (a RunStarted event) begins, or None:
-    for faces (the TUI's prediction panel, the headless summary) to show the figures and to pass
-    ``result.curve`` to ``costmodel.predict``."""
-    from .draft_policy import curve_key  # noqa: PLC0415
-
-    t = started.target
-    if not _INSTALLED or not t.path:
-        return None
-    return _INSTALLED.get(curve_key(t.path, t.size_bytes, started.threads, t.n_gpu_layers))
 
 
 # ---------------------------------------------------------------- text

@@ -7,21 +7,10 @@ import sys
 from typing import IO, Any
 
 from ..contract.events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
+from ..views.numbers import pct, rate, secs
 from ..analysis.attach_stats import (
     BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window,
 )
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{1000 * x:.0f}ms" if x >= 0.01 else f"{1000 * x:.1f}ms"
-
-
-def _tps(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}"
 
 
 def window_line(w: Window) -> str:
@@ -38,8 +27,8 @@ def window_line(w: Window) -> str:
         return f"{who}{kind}: {what}{extra}"
     lat = ""
     if w.ttft_n or w.itl_n:
-        lat = f"  TTFT p50/p95 {_ms(w.ttft_p50)}/{_ms(w.ttft_p95)}  ITL p50/p95 {_ms(w.itl_p50)}/{_ms(w.itl_p95)}"
-    gen = f"  gen {_tps(w.generated_tps)} tok/s" if w.generated_tps is not None else ""
+        lat = f"  TTFT p50/p95 {secs(w.ttft_p50)}/{secs(w.ttft_p95)}  ITL p50/p95 {secs(w.itl_p50)}/{secs(w.itl_p95)}"
+    gen = f"  gen {rate(w.generated_tps)} tok/s" if w.generated_tps is not None else ""
     if w.status == NO_SPEC:
         return f"{who}{kind}: no speculation{gen}{lat}"
     if w.status == IDLE:
@@ -51,9 +40,9 @@ def window_line(w: Window) -> str:
     pos = " ".join(f"{a:.2f}" for a in w.acceptance_by_pos)
     derived = " (drafts derived)" if w.drafts_derived else ""
     return (
-        f"{who}{kind}: drafts {w.drafts:.0f}{derived}  accept {_pct(w.acceptance_rate)}  "
+        f"{who}{kind}: drafts {w.drafts:.0f}{derived}  accept {pct(w.acceptance_rate)}  "
         f"mean len {w.mean_acceptance_length:.2f}  by pos [{pos}]  "
-        f"drafted {_tps(w.drafted_tps)} tok/s  accepted {_tps(w.accepted_tps)} tok/s  ({w.dt:.1f}s){gen}{lat}"
+        f"drafted {rate(w.drafted_tps)} tok/s  accepted {rate(w.accepted_tps)} tok/s  ({w.dt:.1f}s){gen}{lat}"
     )
 
 
@@ -79,10 +68,10 @@ def request_lines(r: RequestView) -> list[str]:
     elif r.reason == "stopped":
         head += "; stopped by the user"
     lines = [head]
-    lines.append(f"  client TTFT {_ms(r.ttft_s)}  ITL p50/p95 {_ms(r.itl_p50_s)}/{_ms(r.itl_p95_s)}")
+    lines.append(f"  client TTFT {secs(r.ttft_s)}  ITL p50/p95 {secs(r.itl_p50_s)}/{secs(r.itl_p95_s)}")
     if r.draft_n >= 0:
         ml = f"  mean len {r.mean_acceptance_length:.2f}" if r.mean_acceptance_length is not None else ""
-        acc = _pct(r.acceptance_rate)
+        acc = pct(r.acceptance_rate)
         lines.append(f"  server: drafted {r.draft_n}  accepted {r.draft_n_accepted}  accept {acc}{ml}")
     else:
         lines.append("  server: no per-request speculation figures")

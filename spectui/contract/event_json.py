@@ -33,6 +33,7 @@ from .events import (
     Event,
     Histogram,
     Inspection,
+    MachineProbe,
     ModelInfo,
     PositionCount,
     Settings,
@@ -119,6 +120,18 @@ def _tuple_of(cls: type) -> Any:
     return c
 
 
+def _floats(v: Any) -> tuple[float, ...]:
+    if type(v) is not list:
+        raise EventFormatError(f"expected a list, got {_type_name(v)}")
+    out = []
+    for i, x in enumerate(v):
+        try:
+            out.append(x if type(x) is float else _scalar(_FLOAT, x))
+        except EventFormatError as exc:
+            raise EventFormatError(f"[{i}]{_sep(exc)}") from None
+    return tuple(out)
+
+
 def _one_of(values: tuple[str, ...]) -> Any:
     def c(v: Any) -> str:
         if type(v) is str and v in values:
@@ -157,6 +170,8 @@ def _field_spec(cls: type, name: str, ann: str) -> tuple[int, Any] | None:
         conv = _nested(_CLASSES[ann])
     elif ann.startswith("tuple[") and ann.endswith(",...]") and ann[6:-5] in _CLASSES:
         conv = _tuple_of(_CLASSES[ann[6:-5]])
+    elif ann == "tuple[float,...]":
+        conv = _floats
     else:  # pragma: no cover - a new field type must be added here
         raise TypeError(f"no JSON converter for {cls.__name__}.{name}: {ann}")
     return _OTHER, (_optional(conv) if optional else conv)
@@ -253,7 +268,7 @@ def _compile(cls: type) -> Any:
             env[f"B_{base}"] = _fast_builder(_CLASSES[base])
             cond = f"{v} is not None" if optional else "True"
             lines.append(f"    elif {cond}: {v} = B_{base}({v})")
-        elif (cls.__name__, f.name) not in _ENUMS and base.startswith("tuple["):
+        elif (cls.__name__, f.name) not in _ENUMS and base.startswith("tuple[") and base[6:-5] in _CLASSES:
             inner = base[6:-5]
             env[f"B_{inner}"] = _fast_builder(_CLASSES[inner])
             lines.append(f"    elif type({v}) is not list: raise E('not a list')")
@@ -283,7 +298,7 @@ def _build(cls: type, data: Any) -> Any:
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
-                                           Inspection,
+                                           Inspection, MachineProbe,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {

@@ -73,6 +73,21 @@ class ModelInfo:
 
 
 @dataclass(frozen=True)
+class MachineProbe:
+    """This machine's measured cost of the run's target (``spectui probe``), handed to the engine with the
+    run and recorded in its ``RunStarted``: auto k, the faces and a replay read the same curve from here."""
+
+    verify_ms_by_batch: tuple[float, ...] = ()  # index b - 1: one target decode of a b-token batch
+    summary: str = ""  # the figures in one line (ProbeResult.summary_line)
+    report_json: str = ""  # the whole `spectui probe --json` object (ProbeResult.report), as JSON text
+
+    @property
+    def curve(self) -> dict[int, float]:
+        """Verify ms by draft length k (a batch of k + 1 tokens): the cost model's ``curve``."""
+        return {b - 1: ms for b, ms in enumerate(self.verify_ms_by_batch, start=1) if ms > 0}
+
+
+@dataclass(frozen=True)
 class Token:
     """One token: its id, the exact text it adds to the output, and a probability.
 
@@ -176,6 +191,7 @@ class RunStarted:
     draft_decode_ms: float = 0.0
     replay: bool = False  # True when the stream comes from a trace rather than a live engine
     inspect_top: int = 0  # N of --inspect-top: candidates recorded per position (0 = no inspector data)
+    probe: MachineProbe | None = None  # this machine's verify cost by batch size, when it was measured
 
 
 @dataclass(frozen=True)

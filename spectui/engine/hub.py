@@ -159,10 +159,9 @@ def repo_files(repo: str, token: str | None = None) -> tuple[list[str], str]:
 def resolve(ref_text: str, hf_file: str | None = None, flag: str = "-hf", quiet: bool = False) -> str:
     """Local path of the GGUF model that ``-hf ref_text`` names (downloaded into the cache if needed)."""
     try:
-        import huggingface_hub  # noqa: F401, PLC0415
+        from huggingface_hub import hf_hub_download  # noqa: PLC0415
     except ImportError:  # pragma: no cover - a dependency; a clear line if someone removed it
         raise SpectuiError(f"{flag} needs the huggingface_hub package (pip install huggingface_hub)") from None
-    from huggingface_hub import hf_hub_download  # noqa: PLC0415
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError  # noqa: PLC0415
 
     ref = parse_ref(ref_text, flag)

@@ -52,6 +52,7 @@ from ..contract.events import (
     SettingsChanged,
     Candidate,
     Inspection,
+    MachineProbe,
     TargetToken,
     Timing,
     Token,
@@ -301,12 +302,14 @@ class Engine:
         return statistics.median(times)
 
     # ------------------------------------------------------------ the run
-    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128) -> Iterator[Event]:
-        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last)."""
+    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
+            probe: MachineProbe | None = None) -> Iterator[Event]:
+        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
+        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces."""
         if self.target is None:
             raise SpectuiError("the engine is closed")
         self._gen += 1
-        return self._run(self._gen, prompt, control or RunControl(), int(n_predict))
+        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe)
 
     def _pick_drafter(self, name: str) -> Drafter:
         d = self._drafters.get(name)
@@ -317,8 +320,10 @@ class Engine:
             d = self._drafters["ngram"]
         return d
 
-    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
+    def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int,
+             probe: MachineProbe | None = None) -> Iterator[Event]:
         st = _RunState(self.draft_policy() if self.draft_policy else None)
+        st.probe = probe
         t0 = time.perf_counter()
         self._in_run = True
         try:
@@ -355,7 +360,7 @@ class Engine:
             raise SpectuiError("the prompt must be text")
         prompt_tokens = self.target.tokenize(prompt)
         settings = control.settings
-        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings)
+        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe)
         yield st.started
         st.reason, st.error = self._why_not_start(prompt_tokens, control, n_predict)
         if st.reason:
@@ -377,7 +382,8 @@ class Engine:
             d.start()
             d.keep_rows = self.debug_hook is not None
 
-    def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings) -> RunStarted:
+    def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings,
+                     probe: MachineProbe | None = None) -> RunStarted:
         """The first event, with single-token decode times of both models measured at position 0."""
         calib_tok = prompt_tokens[0] if prompt_tokens else 0
         target_ms = self._single_decode_ms(self.target, calib_tok, 0)
@@ -396,6 +402,7 @@ class Engine:
             target_decode_ms=target_ms,
             draft_decode_ms=draft_ms,
             inspect_top=self.inspect_top,
+            probe=probe,
         )
 
     def _why_not_start(self, prompt_tokens: list[int], control: RunControl, n_predict: int) -> tuple[str, str]:
@@ -710,6 +717,7 @@ class _RunState:
         self.n_accepted = 0
         self.started: RunStarted | None = None
         self.policy = policy  # observes every event of the run (its memory is its own aggregates)
+        self.probe: MachineProbe | None = None
 
     def observe(self, ev: Event) -> None:
         if self.policy is not None:

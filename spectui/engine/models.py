@@ -33,7 +33,10 @@ def llama():
         try:
             import llama_cpp  # noqa: PLC0415
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise SpectuiError(f"llama-cpp-python is not importable ({exc}); see the README to install it") from exc
+            raise SpectuiError(
+                f"live runs need llama-cpp-python, which is not installed ({exc}): run `bash scripts/install.sh "
+                "--live` in a checkout (builds it for this CPU, cached), or pip install 'spectui[live]'"
+            ) from exc
         _log_cb = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
         llama_cpp.llama_log_set(_log_cb, ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()

@@ -18,19 +18,27 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterator
 
 from ..contract.control import RunControl
-from ..contract.events import Event
+from ..contract.events import Event, MachineProbe
 
 _DONE = object()
 
 
 class EngineThread:
-    """Owns an Engine built by ``factory`` on its own thread; ``run`` proxies the event stream."""
+    """Owns an Engine built by ``factory`` on its own thread. Its API is explicit: ``run`` (the event
+    stream), ``measure_verify_ms``, ``call(fn)`` (any other engine work, on the engine thread), ``close``,
+    and the loaded engine's read-only facts (``target_info``, ``draft_info``, ``n_ctx``, ``threads``);
+    nothing is forwarded, so no llama.cpp call can run off the engine thread by accident."""
 
     def __init__(self, factory: Callable[[], Any], name: str = "spectui-engine") -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
         self.engine = self.call(factory)  # re-raises the factory's error (SpectuiError) here
+        # read-only facts of the loaded engine (fixed at load): read here, never forwarded
+        self.target_info = self.engine.target_info
+        self.draft_info = self.engine.draft_info
+        self.n_ctx = self.engine.n_ctx
+        self.threads = self.engine.threads
 
     @property
     def ident(self) -> int | None:
@@ -57,7 +65,8 @@ class EngineThread:
         self._jobs.put((fn, fut))
         return fut.result()
 
-    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128) -> Iterator[Event]:
+    def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
+            probe: MachineProbe | None = None) -> Iterator[Event]:
         """Same contract as ``Engine.run``; the passes execute on the engine thread.
 
         Runs are serialised: a new run starts when the previous one has ended (stop it with its
@@ -68,7 +77,7 @@ class EngineThread:
 
         def produce() -> None:
             try:
-                for ev in self.engine.run(prompt, control, n_predict):
+                for ev in self.engine.run(prompt, control, n_predict, probe):
                     out.put(ev)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 out.put(exc)
@@ -86,11 +95,6 @@ class EngineThread:
 
     def measure_verify_ms(self, k: int, repeats: int = 3) -> float:
         return self.call(lambda: self.engine.measure_verify_ms(k, repeats))
-
-    def __getattr__(self, name: str) -> Any:  # read-only facts: target_info, draft_info, n_ctx, ...
-        if name == "engine":
-            raise AttributeError(name)
-        return getattr(self.engine, name)
 
     def close(self) -> None:
         if self._thread.is_alive():

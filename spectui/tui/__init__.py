@@ -1,18 +1,6 @@
-"""The Textual face of spectui: ``run_live`` for a live engine run, ``run_replay`` for a trace.
+"""The Textual faces of spectui: ``run/`` (a live engine run or a replayed trace), ``attach/`` (a watched
+serving engine) and what they share, ``shared/`` (see docs/ARCHITECTURE.md, "Where a new face goes").
 
-Imported lazily by spectui.run / spectui.replay; nothing in the core imports this package.
+Imported lazily by the commands (spectui.run, spectui.replay, spectui.demo, spectui.attach.cli); nothing
+in the layers below imports this package.
 """
-
-from __future__ import annotations
-
-
-def run_live(*args, **kwargs) -> int:
-    from .run.app import run_live as _run_live
-
-    return _run_live(*args, **kwargs)
-
-
-def run_replay(*args, **kwargs) -> int:
-    from .run.app import run_replay as _run_replay
-
-    return _run_replay(*args, **kwargs)

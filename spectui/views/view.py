@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from .animation import SETTLED
 from ..analysis.costmodel import Prediction, predict
 from ..contract.events import ModelInfo, RunStarted, Settings
-from ..analysis.probe import installed_for
 from .state import ScreenSnapshot
 
 K_MAX = 16  # draft lengths the prediction covers
@@ -58,21 +57,20 @@ class ScreenView:
 
     @property
     def machine(self) -> str:
-        """This machine's probed figures for the run's models ("" when none was measured: a replay on
-        another machine, or --no-probe); `spectui probe` says what they mean."""
+        """The probed figures of the machine that ran the run (``RunStarted.probe``; "" when none was
+        measured: --no-probe, or a trace recorded without it); `spectui probe` says what they mean."""
         start = self.snap.start if self.snap is not None else None
-        probe = installed_for(start) if start is not None else None
-        return probe.summary_line() if probe is not None else ""
+        return start.probe.summary if start is not None and start.probe is not None else ""
 
 
 def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[Prediction | None, str, bool]:
     """(prediction, note, is_error): the cost model on this snapshot's statistics."""
     if snap is None or snap.stats.n_passes == 0:
         return None, ScreenView.prediction_note, False
-    probe = installed_for(snap.start) if snap.start is not None else None  # the hardware's verify curve
+    probe = snap.start.probe if snap.start is not None else None  # the hardware's verify curve
     try:
         return predict(snap.stats, k_max=K_MAX, current_k=current_k, curve=probe.curve if probe else None), "", False
-    except Exception as exc:  # a model error must not take the UI down
+    except Exception as exc:  # noqa: BLE001 - a model error must not take the UI down
         return None, f"cost model error: {exc}", True
 
 
@@ -80,27 +78,6 @@ def model_name(info: ModelInfo | None) -> str:
     if info is None:
         return "no draft model"
     return info.name or os.path.basename(info.path) or "?"
-
-
-def where(info: ModelInfo | None, short: bool = False) -> str:
-    """Where a model runs: "CPU", "CUDA 28/28 layers" ("CUDA 28/28" short: offloaded / all layers);
-    "" when the trace did not record it (older traces)."""
-    if info is None or not info.backend:
-        return ""
-    if info.backend.upper() == "CPU":
-        return "CPU"
-    layers = f"{info.n_gpu_layers}/{info.n_layer}" if info.n_layer else f"{info.n_gpu_layers}"
-    return f"{info.backend} {layers}" + ("" if short else " layers")
-
-
-def models_where(start: RunStarted | None, short: bool = False) -> str:
-    """ "target CPU · draft CUDA 24/24 layers" (short: "CPU + CUDA 24/24"); only what was recorded."""
-    if start is None:
-        return ""
-    roles = (("target", start.target), ("draft", start.draft))
-    if short:
-        return " + ".join(w for _, info in roles if (w := where(info, short=True)))
-    return " · ".join(f"{role} {w}" for role, info in roles if (w := where(info)))
 
 
 def banner_text(start: RunStarted | None) -> str:

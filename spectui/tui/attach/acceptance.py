@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..run.acceptance_by_position import bar
+from ..shared.sparkline import bar
 from .attach_panel import AttachPanel
 
 

@@ -18,10 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from textual import work
-from textual.app import App
-from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.timer import Timer
 
 from ...contract.errors import SpectuiError
@@ -30,8 +27,7 @@ from ...recording.player import paced
 from ...views.attach_state import AttachState, AttachView
 from .help_screen import AttachHelpScreen
 from .attach_screen import AttachScreen
-from ..shared.lifecycle import install_quit_signals, next_theme, register_themes, remove_signals
-from ..shared.themes import VARIABLE_DEFAULTS, check_theme
+from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
 
@@ -39,24 +35,14 @@ FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request
 Runner = Callable[[Callable[[Any], None]], None]
 
 
-class StateChanged(Message):
-    """The worker fed new events into the state (posted at most once until the UI has looked)."""
-
-
-class AttachApp(App):
+class AttachApp(FaceApp):
     TITLE = "spectui attach"
     CSS_PATH = Path(__file__).parent.parent / "attach.tcss"  # the faces' stylesheets sit in tui/
-    BINDINGS = [
-        Binding("c", "cycle_theme", "theme"),
-        Binding("question_mark,h,f1", "help", "help"),
-        Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
-    ]
+    BINDINGS = FACE_BINDINGS
 
     def __init__(self, *, session=None, events: Iterable[Any] | None = None, request_mode: bool = False,
                  speed: float = 1.0, recorder=None, theme: str | None = None) -> None:
-        self.theme_name = check_theme(theme)
-        super().__init__()
+        super().__init__(theme)
         if (session is None) == (events is None):
             raise SpectuiError("AttachApp needs a live session or recorded events")
         self.session = session
@@ -69,28 +55,20 @@ class AttachApp(App):
         self.view = AttachView()
         self.stop = threading.Event()
         self.done = threading.Event()
-        self._wake_posted = False
         self._paint_timer: Timer | None = None
         self._last_paint = float("-inf")
-        self._signals: list[int] = []
         self.paints = 0
 
     # ------------------------------------------------------------------ setup
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return dict(VARIABLE_DEFAULTS)
-
     def get_default_screen(self) -> AttachScreen:
         return AttachScreen(self.request_mode)
 
-    def on_mount(self) -> None:
-        register_themes(self, self.theme_name)
-        self._signals = install_quit_signals(self)
+    def start_face(self) -> None:
         self._run_worker()
         self.call_after_refresh(self.paint)
 
-    def on_unmount(self) -> None:
+    def stop_face(self) -> None:
         self.stop_session()
-        remove_signals(self._signals)
 
     # ------------------------------------------------------------------ the worker
     @work(thread=True, group="attach", exit_on_error=False)
@@ -109,22 +87,17 @@ class AttachApp(App):
             self.state.set_error(f"{type(exc).__name__}: {exc}")
         finally:
             self.done.set()
-            self._wake_posted = False
-            self._wake()
+            self.state_seen()
+            self.wake()
 
     def _sink(self, ev: Any) -> None:
         if self.recorder is not None:
             self.recorder.write(ev)
         self.state.feed(ev)
-        self._wake()
-
-    def _wake(self) -> None:
-        if not self._wake_posted:
-            self._wake_posted = True
-            self.post_message(StateChanged())
+        self.wake()
 
     def on_state_changed(self, message: StateChanged) -> None:
-        self._wake_posted = False
+        self.state_seen()
         due = self._last_paint + 1 / FRAME_HZ - time.monotonic()
         if due <= 0:
             self.paint()
@@ -175,13 +148,11 @@ class AttachApp(App):
             pass
 
     # ------------------------------------------------------------------ keys
-    def action_cycle_theme(self) -> None:
-        self.theme = next_theme(self.theme)
+    def repaint_after_theme(self) -> None:
         self.paint()
-        self.notify(f"theme: {self.theme}", timeout=2)
 
-    def action_help(self) -> None:
-        self.push_screen(AttachHelpScreen())
+    def help_screen(self) -> AttachHelpScreen:
+        return AttachHelpScreen()
 
     def action_quit(self) -> None:
         self.stop.set()

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..shared.screen import FaceScreen
 from .acceptance import AttachAcceptance
 from .engines import AttachEngines
 from .attach_panel import AttachPanel
@@ -18,14 +17,14 @@ from .status_line import AttachStatusLine
 from .summary import AttachSummary
 from .throughput import AttachThroughput
 
-MIN_WIDTH, MIN_HEIGHT = 60, 20
 
 
-class AttachScreen(Screen):
+class AttachScreen(FaceScreen):
+    FACE_NAME = "spectui attach"
+
     def __init__(self, request_mode: bool) -> None:
         super().__init__()
         self.request_mode = request_mode
-        self._layout_key: object = None
 
     def compose(self) -> ComposeResult:
         yield AttachStatusLine(id="attach-status")
@@ -45,20 +44,8 @@ class AttachScreen(Screen):
         self.status_line = self.query_one(AttachStatusLine)
         self.apply_layout()
 
-    def on_resize(self, event: Resize) -> None:
-        self.apply_layout()
-
-    def apply_layout(self) -> None:
-        w, h = self.app.size
-        if (w, h) == self._layout_key:
-            return
-        self._layout_key = (w, h)
-        small = w < MIN_WIDTH or h < MIN_HEIGHT
-        self.set_class(small, "too-small")
+    def lay_out(self, w: int, h: int) -> None:
         self.set_class(w >= 110 and h >= 32, "wide")
-        if small:
-            self.query_one("#too-small", Static).update(
-                f"terminal too small: {w}x{h}\nspectui attach needs at least {MIN_WIDTH}x{MIN_HEIGHT}\n(q quits)")
 
     def show(self, view: AttachView) -> None:
         n = len(view.snap.interval) + (1 if view.snap.interval_sum else 0) if view.snap else 1

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...contract.events import AttachStarted
 from .app import FRAME_HZ, AttachApp
-from ..run.cast_render import Capture
+from ..shared.capture import Capture
 
 LEAD_IN_S = 0.5
 

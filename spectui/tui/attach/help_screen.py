@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from ..shared.help_screen import CLOSE_HINT, HelpPage, key_lines
 
 KEYS = [
     ("c", "cycle theme"),
@@ -39,29 +36,23 @@ CAVEATS = [
 def help_text() -> Text:
     t = Text()
     t.append("spectui attach\n\n", "bold")
-    for key, what in KEYS:
-        t.append(f"  {key:<12}", "bold").append(f"{what}\n")
+    key_lines(t, KEYS)
     t.append("\npanels\n\n", "bold")
     for name, what in PANELS:
         t.append(f"  {name}: ", "bold").append(f"{what}\n")
     t.append("\ncaveats\n\n", "bold")
     for what in CAVEATS:
         t.append(f"  • {what}\n")
-    t.append("\nescape / q / ? closes this screen.", "dim")
+    t.append("\n" + CLOSE_HINT, "dim")
     return t
 
 
-class AttachHelpScreen(ModalScreen[None]):
+class AttachHelpScreen(HelpPage):
+    """The attach face's keys, panels and each engine's caveats."""
+
     DEFAULT_CSS = """
-    AttachHelpScreen { align: center middle; }
-    AttachHelpScreen > VerticalScroll { width: 90%; max-width: 100; height: 90%; border: round $primary;
-        background: $surface; padding: 0 1; }
+    AttachHelpScreen > VerticalScroll { max-width: 100; }
     """
-    BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text(), id="help-text")
-
-    def action_close(self) -> None:
-        self.dismiss(None)
+    def __init__(self) -> None:
+        super().__init__(help_text())

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .attach_panel import AttachPanel, pct, secs
+from ...views.numbers import pct, secs
+from .attach_panel import AttachPanel
 
 
 _CONTROL = {c: "\ufffd" for c in range(32) if chr(c) not in "\n\t"}  # a model's stray control bytes

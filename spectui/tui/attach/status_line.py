@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...views.attach_state import AttachView
-from ..run.status_line import TextLine
+from ..shared.text_line import TextLine
 
 
 def status_text(v: AttachView) -> Text:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...contract.events import KIND_LLAMA_SERVER
-from .attach_panel import AttachPanel, pct, rate, secs
+from ...views.numbers import pct, rate, secs
+from .attach_panel import AttachPanel
 
 
 def _len(x: float | None) -> str:

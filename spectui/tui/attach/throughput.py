@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .attach_panel import AttachPanel, rate
+from ...views.numbers import rate
+from .attach_panel import AttachPanel
 from ..shared.sparkline import BLOCKS
 
 

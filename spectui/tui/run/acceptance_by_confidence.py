@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .acceptance_by_position import bar
+from ..shared.sparkline import bar
 from ..shared.panel import Panel
 
 TITLE = "acceptance by confidence q"

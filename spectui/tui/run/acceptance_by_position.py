@@ -5,15 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ..shared.panel import Panel
-
-
-def bar(frac: float, width: int) -> str:
-    eighths = " ▏▎▍▌▋▊▉█"
-    n = max(0.0, min(1.0, frac)) * width
-    full = int(n)
-    part = int((n - full) * 8)
-    s = "█" * full + (eighths[part] if full < width and part else "")
-    return s.ljust(width, "░" if width else " ")
+from ..shared.sparkline import bar
 
 
 class AcceptanceByPosition(Panel):

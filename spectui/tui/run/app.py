@@ -23,15 +23,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from textual import work
-from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.message import Message
 
 from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
-from ...contract.events import Event
+from ...contract.events import Event, MachineProbe
 from ...recording.player import ReplayPlayer
 from ...recording.trace import write_trace
 from .help_screen import HelpScreen
@@ -39,8 +37,7 @@ from .live_screen import LiveScreen
 from .replay_screen import ReplayScreen
 from .run_screen import RunScreen
 from ...views.state import ScreenSnapshot, ScreenState
-from ..shared.lifecycle import install_quit_signals, next_theme, register_themes, remove_signals, theme_order
-from ..shared.themes import VARIABLE_DEFAULTS, check_theme
+from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
 from ...views.view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
@@ -54,27 +51,16 @@ GIL_SWITCH_INTERVAL_S = 0.0005
 Source = Callable[[RunControl, str], Iterable[Event]]
 
 
-class StateChanged(Message):
-    """The worker fed new events into the screen state (posted at most once until the UI has looked)."""
-
-
-class SpectuiApp(App):
+class SpectuiApp(FaceApp):
     TITLE = "spectui"
     CSS_PATH = Path(__file__).parent.parent / "spectui.tcss"  # absolute: subclasses live in other folders
-    BINDINGS = [
-        Binding("s", "save_trace", "save"),
-        Binding("c", "cycle_theme", "theme"),
-        Binding("question_mark,h,f1", "help", "help"),
-        Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
-    ]
+    BINDINGS = [Binding("s", "save_trace", "save"), *FACE_BINDINGS]
 
     def __init__(self, source: Source | None, control: RunControl | None = None, *, theme: str | None = None,
                  replay: ReplayPlayer | None = None, recorder=None, prompt: str | None = None,
                  n_predict: int = 128, title: str = "spectui", freeze_phase: str | None = None,
                  save_dir: str | os.PathLike | None = None) -> None:
-        self.theme_name = check_theme(theme)  # SpectuiError for an unknown name, before the screen
-        super().__init__()
+        super().__init__(theme)
         if source is None and replay is None:
             raise SpectuiError("SpectuiApp needs a source or a replay player")
         self.run_screen: RunScreen = ReplayScreen(replay) if replay is not None else LiveScreen(source, recorder)
@@ -95,7 +81,6 @@ class SpectuiApp(App):
         self._active_lock = threading.Lock()
         self.engine_idle = threading.Event()
         self.engine_idle.set()
-        self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by a paint)
         self._seen_version = -1
         self._force = True
         self._last_paint = float("-inf")
@@ -103,7 +88,6 @@ class SpectuiApp(App):
         self._stats_due = False
         self._frame_timer: asyncio.TimerHandle | None = None
         self._frame_at: float | None = None
-        self._signals: list[int] = []
         self.paints = 0  # paints done (the overhead benchmark reports it)
 
     @property
@@ -120,28 +104,22 @@ class SpectuiApp(App):
         return self.view.phase
 
     # ------------------------------------------------------------------ setup
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return dict(VARIABLE_DEFAULTS)
-
     def get_default_screen(self) -> RunScreen:
         return self.run_screen
 
-    def on_mount(self) -> None:
+    def start_face(self) -> None:
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
-        register_themes(self, self.theme_name)
-        self._signals = install_quit_signals(self)
         self._start_run()
         self.call_after_refresh(self.repaint_all)
 
-    def on_unmount(self) -> None:
+    def stop_face(self) -> None:
         self.control.stop()
         if self._frame_timer is not None:
             self._frame_timer.cancel()
             self._frame_timer = None
         if getattr(self, "_switch_interval", None):
             sys.setswitchinterval(self._switch_interval)
-        remove_signals(self._signals)
 
     # ------------------------------------------------------------------ the worker
     def _start_run(self) -> None:
@@ -158,24 +136,18 @@ class SpectuiApp(App):
                     return
                 for i, ev in self.run_screen.events(control, prompt):
                     state.feed(ev, index=i)
-                    self._wake()
+                    self.wake()
         except SpectuiError as exc:
             state.set_error(str(exc))
-        except Exception as exc:  # shown on the status line; the UI stays up
+        except Exception as exc:  # noqa: BLE001 - shown on the status line; the UI stays up
             state.set_error(f"{type(exc).__name__}: {exc}")
         finally:
             with self._active_lock:
                 self._active -= 1
                 if self._active == 0:
                     self.engine_idle.set()
-            self._wake_posted = False
-            self._wake()  # the run state (ENDED, REPLAY END) depends on the worker being done
-
-    def _wake(self) -> None:
-        """From the worker: tell the UI the state changed, unless it has not looked since the last time."""
-        if not self._wake_posted:
-            self._wake_posted = True
-            self.post_message(StateChanged())
+            self.state_seen()
+            self.wake()  # the run state (ENDED, REPLAY END) depends on the worker being done
 
     def on_state_changed(self, message: StateChanged) -> None:
         # the flag stays set until the paint pulls the state: passes arriving in between post nothing
@@ -244,7 +216,7 @@ class SpectuiApp(App):
             pass
 
     def _paint(self, now: float) -> None:
-        self._wake_posted = False  # before the state is read: a pass fed after this posts a new wake-up
+        self.state_seen()  # before the state is read: a pass fed after this posts a new wake-up
         screen = self.run_screen
         if not screen.is_mounted:
             return
@@ -319,16 +291,11 @@ class SpectuiApp(App):
         self.saved_paths.append(path)
         self.notify(f"trace saved to {path}", timeout=4)
 
-    def theme_names(self) -> list[str]:
-        return theme_order()
-
-    def action_cycle_theme(self) -> None:
-        self.theme = next_theme(self.theme)
+    def repaint_after_theme(self) -> None:
         self.repaint_all()
-        self.notify(f"theme: {self.theme}", timeout=2)
 
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY))
+    def help_screen(self) -> HelpScreen:
+        return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
 
     def action_quit(self) -> None:
         self.control.stop()
@@ -353,15 +320,15 @@ def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
-             recorder=None, **kwargs) -> int:
-    """The live TUI over ``engine.run(prompt, control, n_predict)``. Returns the exit code.
+             recorder=None, probe: MachineProbe | None = None, **kwargs) -> int:
+    """The live TUI over ``engine.run(prompt, control, n_predict, probe)``. Returns the exit code.
 
     Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C,
     SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
     """
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        return engine.run(p, ctl, n_predict)
+        return engine.run(p, ctl, n_predict, probe=probe)
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)

@@ -7,45 +7,13 @@
 
 from __future__ import annotations
 
-import os
-
-from rich.console import Console
-from textual.drivers.headless_driver import HeadlessDriver
 
 from ...contract.control import RunControl
 from ...contract.events import Event
 from ...recording.player import ReplayPlayer
+from ..shared.capture import Capture
 from .app import SpectuiApp
 from ...views.view import InspectCursor
-
-
-class Capture:
-    """What a cast's app writes to its "terminal", stamped with the simulated time: ``attach(app)`` makes the
-    app render like a terminal driver (not headless) into ``chunks`` and, unless NO_COLOR is set, in full
-    colour (a recording is played on someone else's terminal). Used by both casts (run and attach)."""
-
-    def __init__(self) -> None:
-        self.chunks: list[tuple[float, str]] = []
-        self.t = 0.0
-
-    def attach(self, app) -> None:
-        capture = self
-
-        class CaptureDriver(HeadlessDriver):
-            @property
-            def is_headless(self) -> bool:
-                return False
-
-            def write(self, data: str) -> None:
-                if data:
-                    capture.chunks.append((capture.t, data))
-
-        app.driver_class = CaptureDriver
-        if not os.environ.get("NO_COLOR"):
-            app.console = Console(
-                color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
-                legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
-            )
 
 
 class CastApp(SpectuiApp):

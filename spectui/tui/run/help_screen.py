@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from ..shared.help_screen import CLOSE_HINT, HelpPage, key_lines
 
 LIVE_KEYS = [
     ("↑ / +", "draft length k + 1"),
@@ -56,31 +53,17 @@ LEGEND = [
 def help_text(replay: bool) -> Text:
     t = Text()
     t.append("spectui keys\n\n", "bold")
-    for key, what in (REPLAY_KEYS if replay else LIVE_KEYS) + INSPECT_KEYS + COMMON_KEYS:
-        t.append(f"  {key:<12}", "bold").append(f"{what}\n")
+    key_lines(t, (REPLAY_KEYS if replay else LIVE_KEYS) + INSPECT_KEYS + COMMON_KEYS)
     t.append("\ntoken styles (colour is never the only cue)\n\n", "bold")
-    for style, what in LEGEND:
-        t.append(f"  {style:<16}", "bold").append(f"{what}\n")
+    key_lines(t, LEGEND, width=16)
     t.append("\nA key takes effect at the engine's next pass; the status line shows it at once.\n", "dim")
-    t.append("escape / q / ? closes this screen.", "dim")
+    t.append(CLOSE_HINT, "dim")
     return t
 
 
-class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 90%; max-width: 96; height: 90%; border: round $primary;
-        background: $surface; padding: 0 1; }
-    """
-    BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
+class HelpScreen(HelpPage):
+    """The run face's keys (live or replay) and its token styles."""
 
     def __init__(self, replay: bool = False) -> None:
-        super().__init__()
+        super().__init__(help_text(replay))
         self.replay = replay
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text(self.replay), id="help-text")
-
-    def action_close(self) -> None:
-        self.dismiss(None)

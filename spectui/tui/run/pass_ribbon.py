@@ -15,7 +15,8 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...contract.events import DRAFT_STOP_P_MIN
-from ..shared.panel import GLYPH, PENDING, Panel, clip, fmt_ms
+from ...views.animation import PENDING
+from ..shared.panel import GLYPH, Panel, clip, fmt_ms
 from ...views.state import PassView
 
 TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"

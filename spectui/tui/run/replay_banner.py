@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ...contract.events import RunStarted
-from ...views.view import ScreenView, banner_text, model_name  # noqa: F401 - banner_text, model_name: the text helpers
+from ...views.view import ScreenView, banner_text
 
 
 class ReplayBanner(Widget):

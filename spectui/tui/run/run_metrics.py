@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ..shared.panel import Panel, fmt_ms
-from ...views.view import models_where
+from ...views.placement import models_where
 
 
 class RunMetrics(Panel):

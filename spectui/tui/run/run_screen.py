@@ -15,8 +15,6 @@ from typing import Iterator
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ...contract.control import RunControl
@@ -27,6 +25,7 @@ from ...views.inspector import first_cursor, move, view_at
 from .contention_bar import ContentionBar
 from .inter_token_latency import InterTokenLatency
 from ..shared.panel import KeepLines
+from ..shared.screen import FaceScreen
 from .pass_ribbon import PassRibbon
 from .prediction_panel import PredictionPanel
 from .run_metrics import RunMetrics
@@ -36,7 +35,6 @@ from .tokens_per_second import TokensPerSecond
 from ...views.view import InspectCursor, ReplayPosition, ScreenView
 from .inspector_screen import InspectorScreen
 
-MIN_WIDTH, MIN_HEIGHT = 60, 20  # below this: "terminal too small"
 WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
 
 # Inspect mode's keys; each screen lists them before its own (a subclass's BINDINGS replace its base's
@@ -62,7 +60,7 @@ class KeyFooter(KeepLines, Footer):
     """Textual's footer; hands back its lines while the keys do not change."""
 
 
-class RunScreen(KeepLines, Screen):
+class RunScreen(KeepLines, FaceScreen):
     """The run's panels; ``show`` repaints only the groups the app says changed."""
 
     HELP_FOR_REPLAY = False
@@ -70,7 +68,6 @@ class RunScreen(KeepLines, Screen):
 
     def __init__(self) -> None:
         super().__init__()
-        self._layout_key: object = None
         self.cursor: InspectCursor | None = None  # inspect mode's cursor (None: not inspecting)
         self._paused_for_inspect = False
 
@@ -99,20 +96,8 @@ class RunScreen(KeepLines, Screen):
         self.contention_bar = self.query_one(ContentionBar)
         self.apply_layout()
 
-    def on_resize(self, event: Resize) -> None:
-        self.apply_layout()
-
-    def apply_layout(self) -> None:
-        w, h = self.app.size
-        if (w, h) == self._layout_key:
-            return
-        self._layout_key = (w, h)
-        small = w < MIN_WIDTH or h < MIN_HEIGHT
-        self.set_class(small, "too-small")
+    def lay_out(self, w: int, h: int) -> None:
         self.query_one("#body").set_class(w < WIDE_WIDTH or h < WIDE_HEIGHT, "narrow")
-        if small:
-            self.query_one("#too-small", Static).update(
-                f"terminal too small: {w}x{h}\nspectui needs at least {MIN_WIDTH}x{MIN_HEIGHT}\n(q quits)")
 
     def show(self, view: ScreenView, *, passes: bool, stats: bool, status: bool) -> None:
         """Hand ``view`` to the widget groups that need it: the pass panels, the statistics, the status."""

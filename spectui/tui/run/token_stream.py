@@ -11,7 +11,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.strip import Strip
 
-from ..shared.panel import GLYPH, PENDING, SETTLED, Panel
+from ...views.animation import PENDING, SETTLED
+from ..shared.panel import GLYPH, Panel
 
 
 class TokenStream(Panel):

@@ -13,7 +13,6 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ...views.animation import PENDING, SETTLED, VERDICT  # noqa: F401 - re-exported for the widgets
 from ...views.state import ScreenSnapshot
 from .themes import VARIABLE_DEFAULTS
 from ...views.view import ScreenView

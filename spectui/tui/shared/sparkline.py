@@ -1,4 +1,4 @@
-"""Multi-row sparkline with setting-change markers, as Rich text (a drawing helper, not a widget)."""
+"""Drawing helpers (not widgets), as Rich text: a multi-row sparkline with setting-change markers, a bar."""
 
 from __future__ import annotations
 
@@ -37,3 +37,12 @@ def sparkline(values: list[float], pass_ids: list[int], markers: tuple[tuple[int
             marks[x + 1 + j] = ch
     out.append("".join(marks), style="bold")
     return out
+
+
+def bar(frac: float, width: int) -> str:
+    eighths = " ▏▎▍▌▋▊▉█"
+    n = max(0.0, min(1.0, frac)) * width
+    full = int(n)
+    part = int((n - full) * 8)
+    s = "█" * full + (eighths[part] if full < width and part else "")
+    return s.ljust(width, "░" if width else " ")

@@ -69,7 +69,7 @@ def check_theme(name: str | None) -> str:
 
 def textual_theme(name: str | None):
     """A Textual ``Theme`` for the theme file ``name``."""
-    from textual.theme import Theme
+    from textual.theme import Theme  # noqa: PLC0415 - lazy: the theme checks run without Textual
 
     data = load_theme_data(name)
     kwargs = {k: data[k] for k in _COLOUR_KEYS if isinstance(data.get(k), str)}

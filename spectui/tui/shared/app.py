@@ -1,0 +1,91 @@
+"""FaceApp: what every Textual face (the run's SpectuiApp, the attach face's AttachApp, and the faces to
+come) shares, written once: the theme variables and themes (``c`` cycles them), SIGTERM / SIGHUP turned
+into the face's own quit (a clean stop that flushes a recording), the help key, and the one wake-up
+message a worker posts after feeding the state.
+
+The worker thread calls ``wake()`` after each event it fed; ``wake`` posts one ``StateChanged`` unless
+one is already on its way, so a burst of events wakes the UI once and the worker never waits for the UI.
+The face clears ``_wake_posted`` when it has looked at the state (``state_seen``) and decides in
+``on_state_changed`` when to paint. A face implements ``start_face`` / ``stop_face`` (its worker),
+``help_screen()``, ``repaint_after_theme()`` and ``action_quit``.
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+
+from .lifecycle import install_quit_signals, next_theme, register_themes, remove_signals, theme_order
+from .themes import VARIABLE_DEFAULTS, check_theme
+
+
+class StateChanged(Message):
+    """A worker fed new events into the face's state (posted at most once until the UI has looked)."""
+
+
+# The keys every face has; a face lists them in its BINDINGS after its own (the footer shows that order).
+FACE_BINDINGS = [
+    Binding("c", "cycle_theme", "theme"),
+    Binding("question_mark,h,f1", "help", "help"),
+    Binding("q", "quit", "quit"),
+    Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+]
+
+
+class FaceApp(App):
+
+    def __init__(self, theme: str | None = None) -> None:
+        self.theme_name = check_theme(theme)  # SpectuiError for an unknown name, before any screen
+        super().__init__()
+        self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by a paint)
+        self._signals: list[int] = []
+
+    # ------------------------------------------------------------------ start and stop
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def on_mount(self) -> None:
+        register_themes(self, self.theme_name)
+        self._signals = install_quit_signals(self)
+        self.start_face()
+
+    def on_unmount(self) -> None:
+        self.stop_face()
+        remove_signals(self._signals)
+
+    def start_face(self) -> None:  # pragma: no cover - every face has one
+        raise NotImplementedError
+
+    def stop_face(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ the wake-up (worker thread)
+    def wake(self) -> None:
+        """From the worker: tell the UI the state changed, unless it has not looked since the last time."""
+        if not self._wake_posted:
+            self._wake_posted = True
+            self.post_message(StateChanged())
+
+    def state_seen(self) -> None:
+        """From the UI, before it reads the state: an event fed after this posts a new wake-up."""
+        self._wake_posted = False
+
+    # ------------------------------------------------------------------ keys every face has
+    def theme_names(self) -> list[str]:
+        return theme_order()
+
+    def action_cycle_theme(self) -> None:
+        self.theme = next_theme(self.theme)
+        self.repaint_after_theme()
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def repaint_after_theme(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def help_screen(self) -> Screen:  # pragma: no cover
+        raise NotImplementedError
+
+    def action_help(self) -> None:
+        self.push_screen(self.help_screen())
