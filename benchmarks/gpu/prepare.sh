@@ -22,7 +22,8 @@ tar -C "$tmp" -cJf "$carry/src.tar.xz" \
   --exclude="$src/vendor/llama.cpp/models" --exclude="$src/vendor/llama.cpp/docs" \
   --exclude="$src/vendor/llama.cpp/tools/ui" --exclude="$src/vendor/llama.cpp/tests" \
   --exclude="$src/vendor/llama.cpp/benches" --exclude="$src/vendor/llama.cpp/conversion" \
-  --exclude="$src/vendor/llama.cpp/.github" --exclude="$src/vendor/llama.cpp/media" "$src"
+  --exclude="$src/vendor/llama.cpp/.github" --exclude="$src/vendor/llama.cpp/media" --exclude="$src/.git" \
+  --exclude="$src/vendor/llama.cpp/tools/mtmd" "$src"
 python3 -m pip download -q --only-binary :all: --python-version "$pyver" --platform manylinux2014_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 -d "$carry/wheels" \
   numpy click psutil rich textual gguf diskcache jinja2 typing_extensions huggingface_hub prometheus_client
