@@ -236,7 +236,8 @@ def run_simple(bin_dir: Path, target: Path, draft: Path, k: int, temp: float, n:
            "--spec-type", "draft-simple", "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0",
            "--spec-draft-p-min", "0", "-n", str(n), "--temp", str(temp), "--seed", str(SEED), "-t", str(threads),
            "-td", str(threads), "-c", str(n_ctx), "-p", PROMPT]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                       env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
     if p.returncode != 0:
         raise SystemExit(f"llama-speculative-simple failed (rc {p.returncode}): "
                          + " | ".join(p.stderr.strip().splitlines()[-3:]))
@@ -313,7 +314,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=2048)
     ap.add_argument("--inspect-top", type=int, default=5)
-    ap.add_argument("--noise", type=float, default=0.5, help="the draft's noise (benchmarks/fastpair.py)")
+    ap.add_argument("--noise", type=float, default=0.05, help="the draft's noise (benchmarks/fastpair.py)")
     ap.add_argument("--no-server", action="store_true")
     ap.add_argument("--no-simple", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
