@@ -263,7 +263,8 @@ class Servers:
 
         if k not in self.up:
             t = str(self.threads)
-            args = ["-m", str(self.target), "-md", str(self.draft), "--spec-draft-n-max", str(k),
+            args = ["-m", str(self.target), "-md", str(self.draft), "--spec-type", "draft-simple",
+                    "--spec-draft-n-max", str(k),
                     "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", "-t", t, "-tb", t, "-td", t,
                     "-c", str(self.n_ctx), "-np", "1", "--no-warmup"]
             if self.binary.parent.joinpath("libllama.so").exists():
