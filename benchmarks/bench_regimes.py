@@ -130,7 +130,7 @@ def main() -> int:
             if args.probe:
                 from spectui.analysis.probe import cached_or_measure
 
-                pr = cached_or_measure(engine, register=False)
+                pr = cached_or_measure(engine)
                 probe_lines.append(f"threads {t}: {pr.summary_line()}; {pr.verdict().sentence}")
                 print("  " + probe_lines[-1], file=sys.stderr)
             base_s = Settings(draft_max=0, drafter="none", temperature=0.0)

@@ -26,14 +26,17 @@ if [[ ${#extras[@]} -gt 0 ]] && ! command -v tmux >/dev/null 2>&1 && command -v 
     || echo "install.sh: could not install tmux; the tmux test will be skipped" >&2
 fi
 [[ -x .venv/bin/python ]] || "$py" -m venv .venv
-.venv/bin/python -m pip install -q -U pip
 if [[ $live == 1 ]]; then
   bash scripts/build-llama-cpp-python.sh .venv/bin/python >/dev/null  # before spectui[live]: pip must not compile it
   extras+=(live)
 fi
 spec="."
 if [[ ${#extras[@]} -gt 0 ]]; then spec=".[$(IFS=,; echo "${extras[*]}")]"; fi
-.venv/bin/python -m pip install -q --force-reinstall --no-deps .
+# one build of spectui's wheel: a reinstall over an older copy of the same version replaces it (--force-reinstall
+# --no-deps), a fresh venv needs only the second line
+if .venv/bin/python -c "import spectui" >/dev/null 2>&1; then
+  .venv/bin/python -m pip install -q --force-reinstall --no-deps .
+fi
 .venv/bin/python -m pip install -q "$spec"
 check="import spectui, textual"
 [[ $live == 1 ]] && check+=", llama_cpp"

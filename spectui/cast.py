@@ -1,6 +1,6 @@
 """``spectui cast FILE -o OUT.cast``: the replay TUI rendered to an asciicast v2 file, no terminal needed.
 
-The real app (``spectui.tui.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
+The real app (``spectui.tui.run.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
 test harness with a capture driver: a driver that is not "headless" (so the app renders ANSI exactly
 as it would to a terminal) but writes into a list instead of a tty. A simulated clock steps over the
 trace: each pass arrives at its recorded time (``Timing.t_end``, counted from the first pass as the
@@ -12,7 +12,7 @@ the simulated time, so a 5-minute recording renders in seconds and plays at the 
 pass has settled and holds it ``HOLD_INSPECT_S`` seconds before the replay goes on (``inspect_plan``).
 
 This module never needs Textual, also when its functions run: it checks the arguments, plans the
-frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
+frames (``frames``, from the phases in ``spectui.views.animation``) and writes the file (``write_asciicast``);
 only ``spectui.tui.run.cast_render.capture`` runs the app, and it imports nothing from here.
 
 File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
@@ -33,7 +33,9 @@ import click
 
 from .views.animation import SETTLED, phase_steps
 from .contract.errors import SpectuiError
+from .contract.exitcodes import Interrupted, SignalStop
 from .contract.events import AttachStarted, Event, PassEvent, RunStarted
+from .contract.outputs import CAST, OutputPath, check_output
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
@@ -54,10 +56,10 @@ class CastInfo:
 def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     """(event position, time, phase) steps: when each event is shown and in which animation phase.
 
-    As in the TUI's replay (spectui.player), the clock starts at the first pass: the recording's
+    As in the TUI's replay (spectui.recording.player), the clock starts at the first pass: the recording's
     time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
     start screen, pass i arrives at (t_end_i - t_end_0) / speed. Its phases come from
-    ``spectui.animation.phase_steps``, squeezed into the gap before the next pass."""
+    ``spectui.views.animation.phase_steps``, squeezed into the gap before the next pass."""
     t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
 
     def arrival(ev: PassEvent) -> float:
@@ -128,10 +130,12 @@ def cast_title(start: RunStarted | None) -> str:
     return "spectui " + banner_text(start)
 
 
-def write_asciicast(out: str | os.PathLike, cols: int, rows: int, chunks: list[tuple[float, str]], end_t: float,
-                    start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
-    """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2; the last frame is
-    held ``HOLD_END_S`` past ``end_t``. Returns ("o" events written, duration)."""
+def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
+                    end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
+    """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2, atomically (through
+    spectui.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
+    ``end_t``. Returns ("o" events written, duration)."""
+    target = out if isinstance(out, OutputPath) else check_output(out, CAST)
     ends_at = end_t + HOLD_END_S
     header: dict[str, Any] = {
         "version": 2,
@@ -148,21 +152,24 @@ def write_asciicast(out: str | os.PathLike, cols: int, rows: int, chunks: list[t
             merged[-1][1] += data
         else:
             merged.append([t, data])
+    _WRITING.append(True)
     try:
-        with open(out, "w", encoding="utf-8") as fh:
+        with target.atomic_write("w") as fh:
             fh.write(json.dumps(header, ensure_ascii=False) + "\n")
             fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
             for t, data in merged:
                 fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")
             fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
     except OSError as exc:
-        raise SpectuiError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise SpectuiError(f"cannot write {target.path}: {exc.strerror or exc}") from None
+    finally:
+        _WRITING.clear()
     return len(merged) + 2, ends_at
 
 
 def render_cast(
     events: Iterable[Event],
-    out_path: str | os.PathLike,
+    out_path: str | os.PathLike | OutputPath,
     *,
     cols: int = DEFAULT_COLS,
     rows: int = DEFAULT_ROWS,
@@ -181,7 +188,7 @@ def render_cast(
         chunks, end_t = asyncio.run(capture_attach(evs, cols, rows, speed, theme))
         urls = " ".join(t.url for t in evs[0].targets)
         n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, None, title or f"spectui attach {urls}")
-        return CastInfo(os.fspath(out_path), cols, rows, n, duration, 0)
+        return CastInfo(_name(out_path), cols, rows, n, duration, 0)
     check_cast_args(cols, rows, speed, evs)
     steps = frames(evs, speed)
     held = None
@@ -192,7 +199,24 @@ def render_cast(
     chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme, inspect=held))
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
     n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
-    return CastInfo(os.fspath(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
+    return CastInfo(_name(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
+
+
+def _name(out: str | os.PathLike | OutputPath) -> str:
+    return out.path if isinstance(out, OutputPath) else os.fspath(out)
+
+
+def _stop_rendering(signals: SignalStop, output: str) -> None:
+    """A signal while the cast renders: nothing is on disk yet (the file is written, atomically, only once
+    the render is complete), so the process ends at once with 128 + N; during that write the signal
+    raises instead, and the temporary file is removed."""
+    if _WRITING:
+        raise Interrupted(signals.signum)
+    os.write(2, f"spectui: cast interrupted: {output} not written\n".encode())  # fd 2: Textual holds sys.stderr
+    os._exit(signals.status())
+
+
+_WRITING: list[bool] = []  # non-empty while write_asciicast writes the file
 
 
 @click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
@@ -206,8 +230,9 @@ def render_cast(
 @click.option("--inspect", "inspect", type=str, default=None, metavar="PASS[:TOKEN]",
               help=f"after pass PASS, show the token inspector on its TOKEN-th token (1-based; default: the first "
                    f"rejected draft, else the target's token) for {HOLD_INSPECT_S:g} s")
+@click.option("--force", is_flag=True, help="let -o replace an existing file that is not an asciicast")
 def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None,
-             inspect: str | None) -> None:
+             inspect: str | None, force: bool) -> None:
     """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
     from .contract.errors import fail
     from .recording.player import parse_speed
@@ -222,9 +247,15 @@ def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: st
         check_theme(theme)
         if inspect is not None:
             parse_inspect(inspect)  # a bad value fails before reading the trace
-        _header, events = load_for_tui(file)
-        info = render_cast(events, output, cols=cols, rows=rows, speed=sp, theme=theme, title=title, inspect=inspect)
+        out = check_output(output, CAST, inputs=[file], force=force)  # never the trace itself; before any work
+        with SignalStop(lambda: _stop_rendering(signals, output)) as signals:  # SIGINT/TERM/HUP: 128 + N
+            _header, events = load_for_tui(file)
+            info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,
+                               inspect=inspect)
     except SpectuiError as exc:
         fail(str(exc))
+    except Interrupted as exc:
+        click.echo(f"spectui: cast interrupted: {output} not written", err=True)
+        sys.exit(exc.status)
     print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
           f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)

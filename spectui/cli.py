@@ -54,6 +54,7 @@ class LazyGroup(click.Group):
 @click.option("--headless", is_flag=True, help="no TUI: print the text as it is generated, then a summary")
 @click.option("--json", "as_json", is_flag=True, help="with --headless: print one JSON object instead")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
+@click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--no-probe", is_flag=True,
               help="skip measuring this machine's verify cost at load (used by auto k and the TUI's prediction)")
@@ -75,3 +76,6 @@ def main(ctx: click.Context, **kwargs) -> None:
         sys.exit(run_main(**kwargs))
     except SpectuiError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:  # a second Ctrl+C: at once, with SIGINT's status
+        click.echo("spectui: interrupted", err=True)
+        sys.exit(130)

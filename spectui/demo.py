@@ -26,8 +26,11 @@ from dataclasses import dataclass
 import click
 
 from .contract.errors import SpectuiError
-from .contract.events import PassEvent
+from .contract.events import PassEvent, RunStarted
 from .analysis.stats import RunStats
+from .analysis.wording import LOSES, TIES, WINS, outcome
+
+SPEEDUP_TIE = 0.02  # within 2% of the target alone: a tie (run-to-run noise is larger)
 
 DEMO_TRACE = "demo-trace.jsonl.gz"
 LOOP_HOLD_S = 6.0  # the finished screen stays this long before the demo starts over
@@ -63,21 +66,35 @@ def act_reason(act: Act, events) -> str:
         if isinstance(ev, PassEvent) and not ev.prefill:
             segments.setdefault(ev.settings.drafter, RunStats(keep_tokens=False)).update(ev)
     snaps = {k: st.snapshot() for k, st in segments.items()}
+    start = next((ev for ev in events if isinstance(ev, RunStarted)), None)
     if act.number == 2 and "none" in snaps and "ngram" in snaps:
         alone, lookup = snaps["none"], snaps["ngram"]
         ratio = lookup.tokens_per_second / alone.tokens_per_second if alone.tokens_per_second else 0.0
+        word = outcome(ratio, 1.0, SPEEDUP_TIE)
+        why = {WINS: "so free drafts that are mostly right pay; a draft model's do not",
+               LOSES: "and even free drafts did not pay in this recording",
+               TIES: "so free drafts about break even here"}[word]
         return (f"Act 2 - {act.title}: the target alone decodes {alone.tokens_per_second:.1f} tokens/s; then "
                 f"prompt lookup drafts k = 3 tokens copied from the prompt, which cost nothing, and "
                 f"{100 * lookup.acceptance_rate:.0f}% of them are accepted (mean acceptance length "
                 f"{lookup.mean_acceptance_length:.2f}): {lookup.tokens_per_second:.1f} tokens/s, "
-                f"{ratio:.2f}x the target alone. A verify of 4 tokens costs about 2 decodes here, so free "
-                "drafts that are mostly right pay; a draft model's do not.")
+                f"{ratio:.2f}x the target alone. A verify of 4 tokens costs about 2 decodes here, {why}.")
     model = snaps.get("model")
     acc = f" ({100 * model.acceptance_rate:.0f}% of drafts accepted)" if model is not None else ""
-    return (f"Act 1 - {act.title}{acc}: speculation loses here. On these cores a verify of 3 tokens costs "
+    # the target alone: its own segment if recorded, else its measured single-token decode
+    alone_tps = snaps["none"].tokens_per_second if "none" in snaps else (
+        1000.0 / start.target_decode_ms if start is not None and start.target_decode_ms else 0.0)
+    if model is not None and alone_tps:
+        ratio = model.tokens_per_second / alone_tps
+        verdict = {WINS: "speculation pays here", LOSES: "speculation loses here",
+                   TIES: "speculation about breaks even here"}[outcome(ratio, 1.0, SPEEDUP_TIE)]
+        verdict += f" ({model.tokens_per_second:.1f} vs {alone_tps:.1f} tokens/s for the target alone)"
+    else:
+        verdict = "this recording has no target-alone figure to compare with"
+    return (f"Act 1 - {act.title}{acc}: {verdict}. On these cores a verify of 3 tokens costs "
             "about 2 decodes and each draft token about half of one, so a pass must yield more tokens than "
             "the pair can (`spectui probe` measures why: the small-batch kernels, not a lack of idle "
-            "compute). Watch acceptance fall with draft length and with temperature.")
+            "compute). Watch acceptance by position as the draft length and the temperature change.")
 
 
 def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
@@ -133,31 +150,37 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup); default: every act in turn")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
+    import threading
+
     from .contract.errors import fail
-    from .recording.player import parse_speed
-    from .recording.player import load_for_tui
+    from .contract.exitcodes import SignalStop
+    from .recording.player import load_for_tui, parse_speed
     from .replay import replay_headless
+    from .tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
         sp = parse_speed(speed)
+        check_theme(theme)  # every face refuses an unknown theme, --headless too
         acts = [ACTS[act - 1]] if act else list(ACTS)
         if headless:
-            for i, a in enumerate(acts):
-                _header, events = load_for_tui(demo_trace_path(a.number))
-                print(("\n" if i else "") + act_reason(a, events) + "\n", flush=True)
-                replay_headless(demo_trace_path(a.number), sys.stdout, speed=sp if speed != "1" else float("inf"))
-            return
+            stop = threading.Event()
+            with SignalStop(stop.set) as signals:  # SIGINT/TERM/HUP: the summary so far, then 128 + N
+                for i, a in enumerate(acts):
+                    if stop.is_set():
+                        break
+                    _header, events = load_for_tui(demo_trace_path(a.number))
+                    print(("\n" if i else "") + act_reason(a, events) + "\n", flush=True)
+                    replay_headless(demo_trace_path(a.number), sys.stdout,
+                                    speed=sp if speed != "1" else float("inf"), stop=stop)
+            sys.exit(signals.status())
         from .tui.run.app import run_app
-        from .tui.shared.themes import check_theme
-
-        check_theme(theme)
         loaded = [(a, load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
         while True:  # act after act until q (one act: it loops inside its app)
             for a, events in loaded:
                 app = make_demo_app(events, theme=theme, speed=sp, reason=act_reason(a, events),
                                     next_act=len(loaded) > 1)
                 code = run_app(app)
-                if app.return_value != "next":
+                if app.return_value != "next" or code:  # q: 0; a signal or Ctrl+C: 128 + N
                     sys.exit(code or 0)
     except SpectuiError as exc:
         fail(str(exc))

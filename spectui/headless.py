@@ -2,7 +2,7 @@
 
 A consumer of the event stream like any other: a live ``--headless`` run and ``spectui replay FILE
 --headless`` both call :func:`consume` with the same events and therefore print the same summary.
-Every number comes from :mod:`spectui.stats`.
+Every number comes from :mod:`spectui.analysis.stats`.
 """
 
 from __future__ import annotations
@@ -162,20 +162,39 @@ def p_min_text(snap: StatsSnapshot, stats: RunStats) -> str:
             f"mean drafted {mean:.2f} tokens per pass vs k = {k}")
 
 
+def _stop_line(stats: RunStats) -> str:
+    snap, end = stats.snapshot(), stats.end
+    reason = STOP_REASONS.get(snap.stop_reason, snap.stop_reason or "unfinished (trace ends early)")
+    if end is not None and end.error:
+        reason += f": {end.error}"
+    return f"stopped                {reason}"
+
+
+def _nothing_decoded(stats: RunStats) -> list[str]:
+    """The summary of a run that ended before its first pass: no timings exist, so none are printed."""
+    start = stats.start
+    return ["", f"n_draft   = {start.settings.draft_max if start else 0}", "n_predict = 0", "n_drafted = 0",
+            "n_accept  = 0", "", "nothing was decoded: no tokens/s, TTFT or ITL to report", _stop_line(stats)]
+
+
 def summary_text(stats: RunStats) -> str:
     snap = stats.snapshot()
     start = stats.start
-    end = stats.end
     lines = []
     if start is not None:
         for role, info in (("target", start.target), ("draft ", start.draft)):
             where = placement_text(info, start.threads) if info is not None else ""
             if where:
                 lines.append(f"{role} {info.name or info.path}: {where}")
-        prompt_s = snap.ttft_ms / 1000.0
-        lines.append(
-            f"encoded {start.prompt_tokens:4d} tokens in {prompt_s:8.3f} seconds (prefill + first token = TTFT)"
-        )
+        if snap.n_emitted == 0:  # no pass ran: no time to report (never "encoded 901 tokens in 0.000 s")
+            lines.append(f"prompt  {start.prompt_tokens:4d} tokens, not evaluated: the run ended before its first pass")
+        else:
+            prompt_s = snap.ttft_ms / 1000.0
+            lines.append(
+                f"encoded {start.prompt_tokens:4d} tokens in {prompt_s:8.3f} seconds (prefill + first token = TTFT)"
+            )
+    if snap.n_emitted == 0:
+        return "\n".join(lines + _nothing_decoded(stats))
     dec_s = snap.decode_wall_ms / 1000.0
     lines.append(
         f"decoded {max(0, snap.n_emitted - 1):4d} tokens in {dec_s:8.3f} seconds, "
@@ -227,10 +246,7 @@ def summary_text(stats: RunStats) -> str:
             f"kept up to {snap.contention_peak_others:.1f} cores busy (down to {snap.contention_low_tps:.1f} t/s): "
             "the figures above are not this machine's own; see README: -t, OMP_WAIT_POLICY"
         )
-    reason = STOP_REASONS.get(snap.stop_reason, snap.stop_reason or "unfinished (trace ends early)")
-    if end is not None and end.error:
-        reason += f": {end.error}"
-    lines.append(f"stopped                {reason}")
+    lines.append(_stop_line(stats))
     probe = start.probe if start is not None else None
     if probe is not None:
         lines.append(f"this machine           {probe.summary}")

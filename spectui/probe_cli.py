@@ -1,4 +1,4 @@
-"""`spectui probe`: the command around spectui.probe (kept apart so that the probe itself, which the
+"""`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
 headless summary and the TUI read, imports no face: the command loads models through spectui.run).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
@@ -8,11 +8,13 @@ headless summary and the TUI read, imports no face: the command loads models thr
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 import click
 
 from .contract.errors import SpectuiError, fail
+from .contract.exitcodes import Interrupted, SignalStop
 from .options import model_options
 from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
@@ -28,9 +30,13 @@ from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT,
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
     try:
-        code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh, **kwargs)
+        with SignalStop():  # SIGINT/TERM/HUP: stop measuring (nothing cached), 128 + N
+            code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh, **kwargs)
     except SpectuiError as exc:
         fail(str(exc))
+    except Interrupted as exc:
+        click.echo(f"spectui: probe interrupted by {signal.Signals(exc.signum).name}: nothing cached", err=True)
+        sys.exit(exc.status)
     except KeyboardInterrupt:
         click.echo("spectui: probe interrupted", err=True)
         sys.exit(130)
@@ -52,7 +58,7 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
     engine = load_engine(models, quiet=as_json)
     try:
         tty = sys.stderr.isatty() and not as_json
-        res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh, register=False,
+        res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
                                 progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)
     finally:
         engine.close()

@@ -2,16 +2,16 @@
 
 Headless (``--headless [--json]``), the trace is streamed into :func:`spectui.headless.consume`, the
 very function the live ``--headless`` run uses, so the text, the summary and the JSON are those the
-live run printed. Without ``--headless`` the events go to the TUI (``spectui.tui.app.run_replay``),
+live run printed. Without ``--headless`` the events go to the TUI (``spectui.tui.run.app.run_replay``),
 marked as a replay of which models and when, at the recorded speed by default.
 
 An attach trace (``spectui attach --record``: its first event is ``AttachStarted``) goes to the attach
 faces instead: headless to :class:`spectui.attach.text.HeadlessFace` (what the live attach printed), the
-TUI to ``spectui.tui.attach_app.run_attach_replay``.
+TUI to ``spectui.tui.attach.app.run_attach_replay``.
 
 ``--explain PASS[:TOKEN]`` (implies ``--headless``) prints one pass's token inspector as text
-(:func:`spectui.inspect.render_pass`), or with ``--json`` that pass's event plus every token's explained
-view (:func:`explain_json`, each token through :func:`spectui.inspect.view_dict`): for scripts and bug
+(:func:`spectui.views.inspector_model.render_pass`), or with ``--json`` that pass's event plus every token's explained
+view (:func:`explain_json`, each token through :func:`spectui.views.inspector_model.view_dict`): for scripts and bug
 reports. PASS is the pass index (0 = the prefill pass), TOKEN a 1-based token of that pass in the
 inspector's order (its drafts, then the target's own token).
 """
@@ -21,7 +21,8 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from typing import Callable, Iterable
+import time
+from typing import Callable, Iterable, Iterator
 
 import click
 
@@ -31,19 +32,32 @@ from .contract.events import AttachStarted, Event, PassEvent
 from .recording.player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
 
 
+def until(events: Iterable[Event], stop) -> Iterator[Event]:
+    """The events until ``stop`` (a threading.Event) is set: a signal's clean stop of a replay."""
+    for ev in events:
+        if stop.is_set():
+            return
+        yield ev
+
+
 def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False, speed: float = float("inf"),
-                    on_warning: Callable[[str], None] | None = warn_stderr):
-    """Stream a trace into the headless face (text + summary, or JSON). Returns its RunStats."""
+                    on_warning: Callable[[str], None] | None = warn_stderr, stop=None):
+    """Stream a trace into the headless face (text + summary, or JSON). Returns its RunStats. ``stop`` (a
+    threading.Event): when set, the replay ends there and the summary of what was shown is printed."""
+    import threading
+
     from .headless import consume
     from .recording.trace import iter_trace
 
+    stop = stop if stop is not None else threading.Event()
     _header, reader = iter_trace(path, on_warning=on_warning)
     try:
         first = next(reader, None)
-        events = itertools.chain([first] if first is not None else [], reader)
+        events = until(itertools.chain([first] if first is not None else [], reader), stop)
+        sleep = stop.wait if speed != float("inf") else time.sleep
         if isinstance(first, AttachStarted):
-            return replay_attach_headless(paced(events, speed), out or sys.stdout, as_json=as_json)
-        stats, _ = consume(paced(events, speed), out or sys.stdout, as_json=as_json)
+            return replay_attach_headless(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
+        stats, _ = consume(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
     finally:
         reader.close()
     return stats
@@ -162,9 +176,16 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
                explain: str | None) -> None:
     """Replay a recorded trace FILE in the TUI, or --headless."""
+    import threading
+
     from .contract.errors import fail
+    from .contract.exitcodes import SignalStop
 
     try:
+        if theme is not None:  # every face refuses an unknown theme, --headless and --explain too
+            from .tui.shared.themes import check_theme
+
+            check_theme(theme)
         if explain is not None:
             parse_explain(explain)  # a bad value fails before reading the trace
             try:
@@ -179,14 +200,16 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
             raise SpectuiError("--json needs --headless")
         if headless:
             sp = parse_speed(speed, default=float("inf"))
-            try:
-                replay_headless(file, sys.stdout, as_json=as_json, speed=sp)
-            except BrokenPipeError:  # | head: stop quietly
+            stop = threading.Event()
+            with SignalStop(stop.set) as signals:  # SIGINT/TERM/HUP: the summary so far, then 128 + N
                 try:
-                    sys.stdout = open(os.devnull, "w")
-                except OSError:
-                    pass
-            return
+                    replay_headless(file, sys.stdout, as_json=as_json, speed=sp, stop=stop)
+                except BrokenPipeError:  # | head: stop quietly
+                    try:
+                        sys.stdout = open(os.devnull, "w")
+                    except OSError:
+                        pass
+            sys.exit(signals.status())
         sp = parse_speed(speed, default=1.0)
         from .tui.shared.themes import check_theme
 
@@ -201,3 +224,6 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
         sys.exit(run_replay(events, theme=theme, speed=sp) or 0)
     except SpectuiError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:  # a second Ctrl+C, or one while the trace loads
+        click.echo("spectui: interrupted", err=True)
+        sys.exit(130)

@@ -8,7 +8,6 @@ its summary and a complete trace; a second Ctrl+C interrupts at once.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from .contract.control import DRAFT_MAX_LIMIT, RunControl
 from .contract.errors import SpectuiError
 from .contract.events import MachineProbe, Settings
+from .contract.exitcodes import OK, SignalStop, for_run_end
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
@@ -161,35 +161,13 @@ def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
     return res.machine_probe()
 
 
-class _Signals:
-    """Turn SIGINT/SIGTERM/SIGHUP into a clean stop of the engine (headless mode)."""
-
-    def __init__(self, control: RunControl) -> None:
-        self.control = control
-        self.old = {}
-
-    def _handler(self, signum, frame):
-        if self.control.stopped and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.control.stop()
-
-    def __enter__(self):
-        for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if s is not None:
-                self.old[s] = signal.signal(s, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-        return False
-
-
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, **model_kwargs,
+    inspect_top=5, force=False, **model_kwargs,
 ) -> int:
+    """The run; returns its exit status (spectui.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
+    prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:
         raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
@@ -203,8 +181,8 @@ def run_main(
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
     if as_json and not headless:
         raise SpectuiError("--json needs --headless")
-    if not headless and theme is not None:
-        from .tui.shared.themes import check_theme  # fail before loading models
+    if theme is not None:  # every face refuses an unknown theme, headless too; before loading models
+        from .tui.shared.themes import check_theme
 
         check_theme(theme)
     recorder = None
@@ -213,9 +191,12 @@ def run_main(
 
         from .engine.cpu import affinity, default_threads
 
-        # a spare core: encode and write the trace on a thread of its own, off the engine's passes
+        # checked now (never a model or the prompt file; an existing file only if it is a trace, or --force);
+        # the file is created at the first event, so a run that fails to start leaves none. With a spare core
+        # the trace is encoded and written on a thread of its own, off the engine's passes.
         spare = len(affinity()) > (models.threads or default_threads().threads)
-        recorder = TraceWriter(record, background=spare)
+        recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force,
+                               background=spare)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
     try:
@@ -226,9 +207,10 @@ def run_main(
         if headless:
             from .headless import consume
 
-            with _Signals(control):
+            stats = None
+            with SignalStop(control.stop) as signals:
                 try:
-                    consume(
+                    stats, _ = consume(
                         engine.run(text, control, n_predict, probe=machine),
                         sys.stdout,
                         as_json=as_json,
@@ -240,10 +222,14 @@ def run_main(
                         sys.stdout = open(os.devnull, "w")
                     except OSError:
                         pass
-            return 0
+                    return signals.status(OK)
+            end = stats.end if stats is not None else None
+            if end is not None and end.error and signals.signum is None:
+                print(f"spectui: the run failed: {end.error}", file=sys.stderr)
+            return signals.status(for_run_end(end))
         from .tui.run.app import run_live
 
-        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder, probe=machine) or 0
+        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
     finally:
         if recorder is not None:
             recorder.close()

@@ -92,3 +92,11 @@ def make_engine():
 @pytest.fixture(scope="module")
 def noisy_engine(make_engine, tiny_target, tiny_draft_noisy):
     return make_engine(tiny_target, tiny_draft_noisy)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The fast lane (`pytest -m "not slow"`) leaves out, besides what is marked slow by hand, every test
+    on the real Qwen pair (`qwen`) and every test in a real terminal (tmux: the pane_factory fixture)."""
+    for item in items:
+        if item.get_closest_marker("qwen") is not None or "pane_factory" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

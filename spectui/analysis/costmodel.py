@@ -64,6 +64,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from .stats import StatsSnapshot
+from .wording import LOSES, WINS, outcome
 
 K_MAX = 16
 TAIL_POSITIONS = 3  # conditional rates averaged for the extrapolated tail
@@ -456,6 +457,8 @@ def _with_advice(p: Prediction, have_rates: bool) -> Prediction:
     return replace(p, advice=advice(p, have_rates))
 
 
+SPEEDUP_TIE = 0.005  # a predicted speedup within 0.5% of 1 is a tie (it prints as 1.00x or 0.99x / 1.01x)
+
 _STOP_WHY = {"p_min": "--draft-p-min stops it early", "no_match": "the n-gram matches run short"}
 
 
@@ -488,18 +491,25 @@ def advice(p: Prediction, have_rates: bool = True) -> str:
     a1 = p.acceptance_by_position[0]
     if p.best_k == 0:
         v = p.verify_ms_by_k[ref] / t0 if t0 else 0.0
+        best_spec = max(p.speedup_by_k[1:], default=0.0)
+        # "loses" only when every k > 0 is predicted below the target alone by more than the tie margin
+        verdict = ("speculation loses here" if outcome(best_spec, 1.0, SPEEDUP_TIE) == LOSES else
+                   f"speculation at best ties the target alone here ({best_spec:.2f}x)")
         return (
             f"verifying {ref + 1} tokens costs {v:.1f}x one decode and a draft token costs {c:.1f}x, "
             f"while a pass of k = {ref}{_drafts_clause(p, ref)} yields only "
             f"{p.tokens_per_pass_by_k[ref]:.2f} tokens: "
-            f"speculation loses here; best k = 0{cur}"
+            f"{verdict}; best k = 0{cur}"
         )
     b = p.best_k
     pass_cost = p.ms_per_pass_by_k[b] / (p.ms_per_pass_by_k[0] or 1.0)
+    gain = p.speedup_by_k[b]
+    tail = (f"{gain:.2f}x the target alone" if outcome(gain, 1.0, SPEEDUP_TIE) == WINS else
+            f"{gain:.2f}x the target alone, a tie within {SPEEDUP_TIE:.0%}")
     return (
         f"with {a1:.0%} acceptance at the first draft, a pass of k = {b}{_drafts_clause(p, b)} yields "
         f"{p.tokens_per_pass_by_k[b]:.2f} tokens for {pass_cost:.1f}x the time of one decode "
-        f"(draft token {c:.1f}x): best k = {b}, {p.speedup_by_k[b]:.2f}x the target alone{cur}"
+        f"(draft token {c:.1f}x): best k = {b}, {tail}{cur}"
     )
 
 

@@ -503,15 +503,17 @@ def load_cached(path: Path, key: dict) -> ProbeResult | None:
 def store(result: ProbeResult, key: dict, path: Path) -> ProbeResult:
     """Write the result (atomically); returns it with its cache file named. A cache that cannot be
     written is not an error (the figures are still printed)."""
+    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
+
     res = _with(result, cache_file=str(path))
+    models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
         d = res.to_dict()
         d["cached"] = False
-        tmp.write_text(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
+        with atomic_write(path, PROBE_CACHE, inputs=models) as fh:  # never a model file; atomic
+            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
+    except (OSError, OutputError) as exc:
         print(f"spectui: warning: cannot write the probe cache {path}: {exc}", file=sys.stderr)
         return _with(res, cache_file="")
     return res

@@ -2,7 +2,7 @@
 
 Two producer threads put events on one queue: the scraper (every ``--interval``) and, with ``-p``,
 one streaming request. The session's thread consumes them in arrival order: statistics
-(:class:`~spectui.attach.window.AttachStats`), the optional trace (``--record``) and the face: the text or
+(:class:`~spectui.analysis.attach_stats.AttachStats`), the optional trace (``--record``) and the face: the text or
 JSON lines (main thread), or the TUI (``spectui.tui.attach.app``, imported only then, which runs the
 session in its worker thread). Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is always the last
 event written.
@@ -11,7 +11,6 @@ event written.
 from __future__ import annotations
 
 import queue
-import signal
 import sys
 import threading
 import time
@@ -20,13 +19,15 @@ from typing import Any, Callable
 import click
 
 from ..contract.errors import SpectuiError
+from ..contract.exitcodes import FAILED, OK, SignalStop
 from ..recording.trace import TraceWriter
 from ..contract.events import (
-    KIND_LLAMA_SERVER, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target,
+    KIND_LLAMA_SERVER, REQ_ERROR, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target,
 )
 from .request import stream_completion
 from .scraper import Scraper
 from .text import HeadlessFace, window_line
+from .urls import check_urls
 from ..analysis.attach_stats import AttachStats
 
 _TICK = object()  # one round of scrapes is complete
@@ -47,6 +48,7 @@ class AttachSession:
         draft_max: int = -1,
         count: int = 0,
         request_timeout: float = 60.0,
+        duration: float = 0.0,
     ) -> None:
         self.urls = urls
         self.interval = interval
@@ -56,7 +58,14 @@ class AttachSession:
         self.draft_max = draft_max
         self.count = count
         self.request_timeout = request_timeout
+        self.duration = duration  # seconds; 0: no deadline
         self.stop = threading.Event()
+        # what the exit status is made of (failure()): which URLs ever answered, each one's last error,
+        # and how the request ended
+        self.answered: set[str] = set()
+        self.last_error: dict[str, str] = {}
+        self.request_end: RequestEnded | None = None
+        self.end_reason = ""
         self.stats = AttachStats()
         self.t0 = time.monotonic()
         self.scraper = Scraper(urls, timeout=self.timeout, clock=self._clock)
@@ -84,14 +93,17 @@ class AttachSession:
             for th in threads:
                 th.start()
             while not self.stop.is_set():
+                if self.duration and self._clock() - self.t0 >= self.duration:
+                    reason = "done"  # the deadline (--duration); failure() says whether it went well
+                    break
                 try:
                     item = q.get(timeout=0.2)
                 except queue.Empty:
                     continue
                 if item is _TICK:
                     ticks += 1
-                    if self.count and ticks >= self.count and self.prompt is None:
-                        reason = "done"
+                    if self.count and ticks >= self.count:  # also in request mode: a request still
+                        reason = "done"                      # running then is cut short (a failure)
                         break
                 elif item is _REQUEST_DONE:
                     self._final_scrapes(emit)
@@ -113,14 +125,43 @@ class AttachSession:
             if self.stats.request_running:  # blocked in a read: it ends with the process
                 emit(RequestEnded(t=self._clock() - self.t0, reason=REQ_STOPPED))
             self.scraper.close()
+            self.end_reason = reason
             emit(AttachEnded(t=self._clock() - self.t0, reason=reason))
 
     def _emitter(self, sink: Callable[[Any], None]) -> Callable[[Any], None]:
         def emit(ev: Any) -> None:
+            if isinstance(ev, MetricsScraped):
+                self.last_error[ev.url] = ev.error
+                if not ev.error:
+                    self.answered.add(ev.url)
+            elif isinstance(ev, RequestEnded):
+                self.request_end = ev
             self.stats.update(ev)
             sink(ev)
 
         return emit
+
+    def failure(self) -> str:
+        """Why the session failed ("" when it did what was asked): the -p request failed, or did not finish
+        by --count / --duration; a session that ended on its own (--count, --duration, the request done)
+        with a URL that never answered with Prometheus metrics, or was failing at the end. An open-ended
+        watch the user ended (q) fails only by its request."""
+        if self.prompt is not None:
+            end = self.request_end
+            if end is not None and end.reason == REQ_ERROR:
+                return f"the request failed: {end.error}"
+            if (end is None or end.reason == REQ_STOPPED) and self.end_reason == "done":
+                return "the request did not finish"
+        if self.end_reason != "done":
+            return ""
+        for url in self.urls:
+            if url not in self.last_error:
+                continue
+            if url not in self.answered:
+                return f"{url} never answered: {self.last_error[url]}"
+            if self.last_error[url]:
+                return f"{url} was failing at the end: {self.last_error[url]}"
+        return ""
 
     def _scrape_worker(self, q: queue.Queue) -> None:
         next_at = time.monotonic() + self.interval
@@ -168,12 +209,17 @@ class AttachSession:
 @click.option("--draft-max", "-k", "draft_max", type=click.IntRange(min=-1), default=-1,
               help="send speculative.n_max with the request (-1: not sent); the llama-server of llama.cpp as "
                    "vendored in llama-cpp-python 0.3.36 ignores it (compiled out), vLLM has no such field")
-@click.option("--count", type=click.IntRange(min=0), default=0, help="stop after this many intervals (0: until Ctrl+C)")
+@click.option("--count", type=click.IntRange(min=0), default=0,
+              help="stop after this many intervals (0: until Ctrl+C); exit 1 if a URL never answered")
+@click.option("--duration", type=click.FloatRange(min=0), default=0.0,
+              help="stop after this many seconds (0: no deadline); exit 1 if a URL never answered or the -p "
+                   "request did not finish")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
+@click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
-               prompt: str | None, n_predict: int, draft_max: int, count: int, record: str | None,
-               theme: str | None) -> None:
+               prompt: str | None, n_predict: int, draft_max: int, count: int, duration: float, record: str | None,
+               force: bool, theme: str | None) -> None:
     """Watch llama-server / vLLM / SGLang speculative decoding through /metrics (and one request).
 
     \b
@@ -183,15 +229,19 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     spectui attach URL -p "Write a haiku" -n 64 --headless        one streamed request, timed
     """
     headless = headless or as_json  # JSON lines are for a program reading stdout, not a screen
-    session = AttachSession(list(urls), interval=interval, timeout=timeout, prompt=prompt, n_predict=n_predict,
-                            draft_max=draft_max, count=count)
     writer = None
-    if record:
-        try:
-            writer = TraceWriter(record)  # header from AttachStarted: targets, interval
-        except SpectuiError as exc:
-            click.echo(f"spectui: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+    try:
+        checked = check_urls(urls)  # one line, exit 2, before the first scrape
+        from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
+
+        check_theme(theme)  # every face refuses an unknown theme (headless too)
+        if record:
+            writer = TraceWriter(record, force=force)  # checked now, opened at AttachStarted
+    except SpectuiError as exc:
+        click.echo(f"spectui: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    session = AttachSession(checked, interval=interval, timeout=timeout, prompt=prompt, n_predict=n_predict,
+                            draft_max=draft_max, count=count, duration=duration)
     if not headless:
         sys.exit(_run_tui(session, writer, theme))
     face = HeadlessFace(sys.stdout, as_json)
@@ -201,13 +251,16 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
             writer.write(ev)
         face(ev)
 
-    old = signal.signal(signal.SIGTERM, lambda *_: session.stop.set())
-    try:
-        session.run(sink)
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        if writer is not None:
-            writer.close()
+    with SignalStop(session.stop.set, second_sigint_raises=False) as signals:
+        try:
+            session.run(sink)
+        finally:
+            if writer is not None:
+                writer.close()
+    why = session.failure()
+    if why and not signals.signum:
+        click.echo(f"spectui: attach: {why}", err=True)
+    sys.exit(signals.status(FAILED if why else OK))
 
 
 def _run_tui(session: AttachSession, writer: TraceWriter | None, theme: str | None) -> int:

@@ -1,5 +1,5 @@
 """The engine's event stream: plain, immutable, typed records. Their JSON form (``to_dict`` /
-``from_dict``, type-checked) is in :mod:`spectui.event_json`.
+``from_dict``, type-checked) is in :mod:`spectui.contract.event_json`.
 
 Everything downstream (the TUI, traces, replay, headless summaries, sweeps) consumes exactly these
 events, so a live run and a replayed trace are indistinguishable. This module imports nothing of the
@@ -243,7 +243,7 @@ class RunEnded:
 # ------------------------------------------------------------------ attach: observing a serving engine
 # What ``spectui attach`` observes of llama-server / vLLM / SGLang: observations, not statistics. A scrape
 # holds the server's raw cumulative counters and histogram buckets, a request chunk what arrived on the
-# wire and when; spectui.attach.window computes rates and quantiles from them, so a live attach and a
+# wire and when; spectui.analysis.attach_stats computes rates and quantiles from them, so a live attach and a
 # replayed attach trace give the same numbers. One attach session is: ``AttachStarted``, then per interval
 # one ``MetricsScraped`` per URL (also for a URL that failed: ``error`` says why, in one line), in request
 # mode ``RequestStarted``, ``RequestChunk``... ``RequestEnded``, and finally ``AttachEnded``.

@@ -59,6 +59,7 @@ from ..contract.events import (
 )
 from . import models as M
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
+from .pair import same_file_warning, size_warning
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
 
@@ -75,7 +76,6 @@ INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified posit
 INSPECT_TOP_LIMIT = 50
 
 # The draft should be well under the target's size to pay off; above this parameter ratio we warn.
-DRAFT_SIZE_WARN_RATIO = 0.5
 
 
 def _stderr(msg: str) -> None:
@@ -222,14 +222,10 @@ class Engine:
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
-        if self.draft is not None and self.target.n_params:
-            ratio = self.draft.n_params / self.target.n_params
-            if ratio > DRAFT_SIZE_WARN_RATIO:
-                self.warn(
-                    f"warning: the draft model is not much smaller than the target ({self.draft.n_params:,} vs "
-                    f"{self.target.n_params:,} parameters, ratio {ratio:.2f}); drafting will cost nearly as much "
-                    "as it saves"
-                )
+        if self.draft is not None:  # the same file twice, a swapped pair, a draft not much smaller (pair.py)
+            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
+            if msg:  # one warning that names it (the same file is not also "not much smaller")
+                self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
         if self.draft is not None:
@@ -358,7 +354,8 @@ class Engine:
         self._reset_for_run()
         if not isinstance(prompt, str):
             raise SpectuiError("the prompt must be text")
-        prompt_tokens = self.target.tokenize(prompt)
+        # an empty prompt is empty, even where the tokenizer would add a BOS token to it
+        prompt_tokens = self.target.tokenize(prompt) if prompt else []
         settings = control.settings
         st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe)
         yield st.started

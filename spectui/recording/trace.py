@@ -15,7 +15,9 @@ header instead of models and parameters, then ``attach_start``, ``scrape`` / ``r
 draft's stop reason, --draft-p-min in the settings); version-1 and -2 traces read unchanged (no inspector data).
 
 The writer flushes after every event, so a run killed with SIGKILL leaves every complete pass
-readable; the reader turns a truncated or damaged *last* line into a warning, not an error. Files
+readable; the reader turns a truncated or damaged *tail* (one line or several, no intact event after
+them) into one warning, not an error. The writer creates its file at the first event, through
+spectui.outputs (never over an input, nor over a file that is not a trace unless forced). Files
 ending in ``.gz`` are gzip-compressed (the bundled demo trace); the reader detects gzip by its magic
 bytes. No Textual import here: this module is part of the core.
 """
@@ -39,6 +41,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
 
 from .. import __version__
 from ..contract.errors import SpectuiError
+from ..contract.outputs import TRACE, OutputError, check_output
 from ..contract.event_json import EventFormatError, from_dict, to_dict
 from ..contract.events import (
     ACCEPTED,
@@ -185,6 +188,8 @@ class TraceWriter:
         header_extra: dict[str, Any] | None = None,
         *,
         flush_each: bool = True,
+        inputs: Iterable[str | os.PathLike | None] = (),
+        force: bool = False,
         background: bool = False,
     ) -> None:
         self.path = os.fspath(path) if path is not None else None
@@ -195,15 +200,16 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._closed = False
         self._failed = False
+        # checked now (never an input; an existing file only if it is a trace, or --force), opened at the
+        # first event (spectui.outputs): a run that fails before it leaves no file behind
         try:
-            if self.path is None:
-                self._raw: IO[bytes] = tempfile.TemporaryFile(prefix="spectui-trace-")
-            else:
-                self._raw = open(self.path, "wb")
-        except OSError as exc:
-            raise TraceError(f"cannot write trace {self.path}: {exc.strerror or exc}") from None
+            self._output = check_output(self.path, TRACE, inputs, force) if self.path is not None else None
+        except OutputError as exc:
+            raise TraceError(str(exc)) from None
+        self._raw: IO[bytes] | None = None
+        self._out: IO[bytes] | None = None
+        self._commit: Callable[[], None] | None = None
         self._gz = self.path is not None and self.path.endswith(".gz")
-        self._out: IO[bytes] = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0) if self._gz else self._raw
         self._thread: threading.Thread | None = None
         self._error: TraceError | None = None  # background mode: the writer thread's failure
         self._told = False  # ... already raised to a caller
@@ -214,6 +220,23 @@ class TraceWriter:
             self._thread = threading.Thread(target=self._drain_loop, name="spectui-trace", daemon=True)
             self._thread.start()
 
+    def _open(self) -> None:
+        try:
+            if self._output is None:
+                self._raw = tempfile.TemporaryFile(prefix="spectui-trace-")
+            else:
+                self._raw, self._commit = self._output.open_trace()
+        except OSError as exc:
+            raise TraceError(f"cannot write trace {self.path}: {exc.strerror or exc}") from None
+        except OutputError as exc:
+            raise TraceError(str(exc)) from None
+        self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0) if self._gz else self._raw
+
+    @property
+    def opened(self) -> bool:
+        """Whether the file exists yet (it is created at the first event)."""
+        return self._raw is not None
+
     def __enter__(self) -> "TraceWriter":
         return self
 
@@ -221,6 +244,8 @@ class TraceWriter:
         self.close()
 
     def _emit(self, line: str) -> None:
+        if self._out is None:
+            self._open()
         self._out.write(line.encode("utf-8"))
 
     def write(self, event: Event) -> None:
@@ -243,6 +268,12 @@ class TraceWriter:
             try:
                 if self.header is None:
                     first = event if isinstance(event, (RunStarted, AttachStarted)) else None
+                    if isinstance(first, RunStarted) and self._output is not None:  # the model files as loaded
+                        models = (first.target.path, first.draft.path if first.draft is not None else None)
+                        try:
+                            self._output = self._output.with_inputs(models)
+                        except OutputError as exc:
+                            raise TraceError(str(exc)) from None
                     self.header = make_header(first, self.header_extra)
                     self._emit(_dumps(self.header))
                 self._emit(_dumps(to_dict(event)))
@@ -252,6 +283,8 @@ class TraceWriter:
             except OSError as exc:  # disk full, file system gone: one line, not a traceback mid-run
                 self._failed = True
                 raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
+
+    __call__ = write  # usable as headless.consume(..., sink=writer)
 
     def _drain_loop(self) -> None:
         """The writer thread (background=True): encode, write and flush each queued event in order."""
@@ -281,12 +314,15 @@ class TraceWriter:
             self._told = True
             raise self._error
 
-    __call__ = write  # usable as headless.consume(..., sink=writer)
-
     def _flush(self) -> None:
+        if self._out is None:
+            return
         self._out.flush()  # GzipFile.flush() emits a sync flush: everything so far is decodable
         if self._out is not self._raw:
             self._raw.flush()
+        if self._commit is not None:  # the first flush: the new trace takes the path (spectui.outputs)
+            commit, self._commit = self._commit, None
+            commit()
 
     def flush(self) -> None:
         self._wait_written()
@@ -294,13 +330,19 @@ class TraceWriter:
             if not self._closed:
                 self._flush()
 
-    def save_to(self, path: str | os.PathLike) -> int:
-        """Write everything recorded so far to ``path`` (atomically; gzip if it ends in .gz).
+    def save_to(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (),
+                force: bool = False) -> int:
+        """Write everything recorded so far to ``path`` (atomically, through spectui.outputs: never over an
+        input or a file that is not a trace; gzip if it ends in .gz).
 
         Returns the number of events saved. The recording itself goes on.
         """
         dest = os.fspath(path)
         self._wait_written()
+        try:
+            out = check_output(dest, TRACE, (*inputs, self.path), force)
+        except OutputError as exc:
+            raise TraceError(f"cannot save trace to {dest}: {exc.reason}") from None
         with self._lock:
             if self._closed:
                 raise TraceError(f"trace {self.path or '(temporary)'} is closed")
@@ -310,20 +352,14 @@ class TraceWriter:
                 self._emit(_dumps(self.header))
                 self._flush()
             n = self.n_events
-            tmp = f"{dest}.part{os.getpid()}"
             try:
-                with open(tmp, "wb") as out:
-                    target: IO[bytes] = gzip.GzipFile(fileobj=out, mode="wb", mtime=0) if dest.endswith(".gz") else out
+                with out.atomic_write("wb") as fh:  # OutputError (a failed write) says the path itself
+                    target: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) if dest.endswith(".gz") else fh
                     for block in self._recorded_blocks():
                         target.write(block)
-                    if target is not out:
+                    if target is not fh:
                         target.close()
-                os.replace(tmp, dest)
             except OSError as exc:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
                 raise TraceError(f"cannot save trace to {dest}: {exc.strerror or exc}") from None
             return n
 
@@ -346,7 +382,9 @@ class TraceWriter:
             with open(self.path, "rb") as fh:
                 yield from iter(lambda: fh.read(1 << 20), b"")
 
-    def close(self) -> None:
+    def close(self, keep_empty: bool = False) -> None:
+        """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
+        alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to)."""
         if self._thread is not None and self._thread.is_alive():
             with self._idle:
                 while self._pending:
@@ -356,20 +394,28 @@ class TraceWriter:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
             if self._error is not None and not self._told:  # a background write failed, nobody was told
-                try:
-                    self._raw.close()
-                except OSError:
-                    pass
+                self._closed = True
                 self._told = True
+                if self._raw is not None:
+                    try:
+                        self._raw.close()
+                    except OSError:
+                        pass
                 raise self._error
+            if self._raw is None and keep_empty:
+                self.header = make_header(None, self.header_extra)
+                self._emit(_dumps(self.header))
+            self._closed = True
+            if self._raw is None:  # no event ever came: no file (nothing recorded is lost)
+                return
             try:
-                if self.header is None:
-                    self.header = make_header(None, self.header_extra)
-                    self._emit(_dumps(self.header))
                 if self._out is not self._raw:
                     self._out.close()
+                self._raw.flush()
+                if self._commit is not None:
+                    commit, self._commit = self._commit, None
+                    commit()
                 self._raw.close()
             except OSError as exc:
                 try:
@@ -386,10 +432,13 @@ _STOP = object()  # the background writer's end-of-queue marker
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:
     """Write a whole event sequence to ``path``; returns the number of events written."""
-    with TraceWriter(path, header_extra, flush_each=False) as w:
+    w = TraceWriter(path, header_extra, flush_each=False)
+    try:
         for ev in events:
             w.write(ev)
-        return w.n_events
+    finally:
+        w.close(keep_empty=True)
+    return w.n_events
 
 
 # ------------------------------------------------------------------------------------------ reader
@@ -483,11 +532,20 @@ def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
     return header
 
 
+def _is_event(line: bytes) -> bool:
+    try:
+        from_dict(json.loads(line.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, RecursionError, EventFormatError):
+        return False
+    return True
+
+
 class TraceReader:
     """Iterator over a trace's events, streamed line by line (flat memory whatever the length).
 
-    A damaged line that is the last one in the file (a run killed mid-write) ends the iteration with
-    a warning; a damaged line followed by more lines raises :class:`TraceError` after every event
+    A damaged tail (one damaged line or several, with no intact event after them: a run killed mid-write)
+    ends the iteration with one warning that says where the damage starts and how many lines it spans;
+    damage followed by an intact event (a broken middle) raises :class:`TraceError` after every event
     before it has been yielded. ``warnings`` collects the warning texts.
     """
 
@@ -532,24 +590,31 @@ class TraceReader:
             if not problem:
                 self.n_events += 1
                 return ev
-            # Damaged: fine (with a warning) when nothing but blank lines (or the end of a cut gzip
-            # stream) follows.
+            # Damaged. A damaged *tail* (this line and any number after it, none an intact event: a run
+            # killed mid-write, or a file cut and padded) is a warning: every event before it was read. An
+            # intact event after the damage means the middle of the file is broken: an error.
+            damaged_after, where_more = 0, ""
             rest = next(self._lines, None)
-            while rest is not None and (isinstance(rest, _Damage) or not rest.strip()):
+            while rest is not None:
                 if isinstance(rest, _Damage):
                     problem += f" ({rest})"
+                elif rest.strip():
+                    if _is_event(rest):
+                        self.close()
+                        self._lines = iter(())
+                        raise TraceError(
+                            f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} events "
+                            "read before it; intact events follow it)"
+                        )
+                    damaged_after += 1
                 rest = next(self._lines, None)
-            if rest is None:
-                self._warn(
-                    f"{self.path}: line {self.line_no}: {problem}; the trace ends there "
-                    f"(the run was probably killed); {self.n_events} events read"
-                )
-                raise StopIteration
-            self.close()
-            self._lines = iter(())
-            raise TraceError(
-                f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} events read before it)"
+            if damaged_after:
+                where_more = f", and {damaged_after} more damaged line{'s' if damaged_after > 1 else ''} after it"
+            self._warn(
+                f"{self.path}: line {self.line_no}: {problem}{where_more}; the trace ends there "
+                f"(the run was probably killed); {self.n_events} events read"
             )
+            raise StopIteration
 
     def close(self) -> None:
         close = getattr(self._lines, "close", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -14,14 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
+from ..contract.exitcodes import SignalStop
+from ..contract.outputs import TRACE, check_output, csv_report, json_report
 from ..options import model_options
 from ..run import ModelOptions, load_engine, resolve_prompt
 from .aggregate import SweepRun, aggregate
-from .export import to_csv, to_json
+from .export import CSV_FIELDS, to_csv, to_json
 from .plan import Plan, make_plan, parse_ks, parse_temps
 from .render import render_chart, render_table
 from .report import report_lines, sweep_prediction
-from .runner import measure_missing_verify, run_sweep
+from .runner import SweepInterrupted, measure_missing_verify, run_sweep, trace_name
 
 
 @click.command("sweep", context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,6 +43,10 @@ from .runner import measure_missing_verify, run_sweep
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object (all runs and cells)")
 @click.option("--csv", "as_csv", is_flag=True, help="print CSV, one line per run")
 @click.option("--record-dir", type=str, default=None, help="keep each run's trace here")
+@click.option("-o", "--output", "output", type=str, default=None,
+              help="write the --json or --csv export to FILE (atomically) instead of stdout")
+@click.option("--force", is_flag=True,
+              help="let -o / --record-dir replace existing files that are not spectui's of the same kind")
 def sweep_cmd(**kwargs):
     """Run every draft length x temperature (plus the target alone) and report when speculation pays."""
     try:
@@ -52,10 +59,15 @@ def sweep_cmd(**kwargs):
     sys.exit(code)
 
 
+JSON_KIND = json_report("sweep")  # the --json object's first key: "schema": "spectui.sweep"
+CSV_KIND = csv_report("sweep", CSV_FIELDS)
+
+
 def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=256, draft_max="2,5,10",
                temp="0,0.8", seed=0, drafter=None, repeat=1, as_json=False, as_csv=False, record_dir=None,
-               out=None) -> int:
-    """The whole sweep: check the options, load one engine, run the plan, print. Returns the exit code."""
+               out=None, output=None, force=False) -> int:
+    """The whole sweep: check the options, load one engine, run the plan, print. Returns the exit code:
+    0, or 128 + N when signal N stopped it (the runs completed by then are still reported and written)."""
     out = out or sys.stdout
     ks = parse_ks(draft_max)
     temps = parse_temps(temp)
@@ -70,6 +82,12 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     if drafter == "model" and not models.has_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
     text = resolve_prompt(prompt, prompt_file)
+    inputs = (models.target, models.draft, prompt_file)
+    export = None
+    if output is not None:
+        if not (as_json or as_csv):
+            raise SpectuiError("-o/--output writes the --json or --csv export; give one of them")
+        export = check_output(output, JSON_KIND if as_json else CSV_KIND, inputs, force)
     rec = None
     if record_dir is not None:
         rec = Path(record_dir)
@@ -80,12 +98,27 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         except OSError as exc:
             raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
     plan = make_plan(ks, temps, repeat, drafter)
+    if rec is not None:  # every trace name the plan will write, checked before the first run
+        for i, p in enumerate(plan):
+            check_output(rec / trace_name(i, p), TRACE, inputs, force)
     engine = load_engine(models, use_draft=(drafter == "model"), quiet=as_json or as_csv)
+    current: list = []
+    stopped_by = None
     try:
-        runs = _run_with_progress(engine, text, plan, n_predict, seed, rec)
-        on_demand = measure_missing_verify(engine, runs)
+        with SignalStop(lambda: current and current[-1].stop()) as signals:
+            try:
+                runs = _run_with_progress(engine, text, plan, n_predict, seed, rec, current.append, inputs, force)
+            except SweepInterrupted as exc:
+                if signals.signum is None:
+                    raise
+                runs, stopped_by = exc.runs, signals.signum
+                click.echo(f"spectui: sweep stopped by {signal.Signals(stopped_by).name} after {len(runs)} of "
+                           f"{len(plan)} runs; reporting those", err=True)
+            on_demand = measure_missing_verify(engine, runs) if stopped_by is None else {}
     finally:
         engine.close()
+    if not runs:
+        return signals.status()
     cells = aggregate(runs)
     pred = None
     try:
@@ -99,8 +132,15 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         "threads": models.threads, "ctx_size": models.ctx_size,
         "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},
     }
-    if as_json:
-        out.write(json.dumps(to_json(runs, cells, report, params, pred)) + "\n")
+    if stopped_by is not None:
+        params["stopped_by"] = signal.Signals(stopped_by).name
+        params["runs_planned"] = len(plan)
+    if export is not None:
+        with export.atomic_write() as fh:
+            fh.write(json.dumps({"schema": "spectui.sweep", **to_json(runs, cells, report, params, pred)}) + "\n"
+                     if as_json else to_csv(runs))
+    elif as_json:
+        out.write(json.dumps({"schema": "spectui.sweep", **to_json(runs, cells, report, params, pred)}) + "\n")
     elif as_csv:
         out.write(to_csv(runs))
     else:
@@ -112,14 +152,15 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         for line in report:
             console.print(line, markup=False, highlight=False)
     out.flush()
-    return 0
+    return signals.status()
 
 
 def _term_width() -> int:
     return shutil.get_terminal_size((100, 24)).columns
 
 
-def _run_with_progress(engine, text, plan, n_predict, seed, rec) -> list[SweepRun]:
+def _run_with_progress(engine, text, plan, n_predict, seed, rec, on_control=None, inputs=(), force=False
+                       ) -> list[SweepRun]:
     """run_sweep with a progress bar on stderr (gone when done)."""
     console = Console(file=sys.stderr)
     total = len(plan) * n_predict
@@ -149,4 +190,4 @@ def _run_with_progress(engine, text, plan, n_predict, seed, rec) -> list[SweepRu
             elif isinstance(ev, RunEnded):
                 progress.update(task, completed=(state["i"] + 1) * n_predict)
 
-        return run_sweep(engine, text, plan, n_predict, seed, rec, on_event)
+        return run_sweep(engine, text, plan, n_predict, seed, rec, on_event, on_control, inputs, force)

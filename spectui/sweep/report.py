@@ -9,6 +9,7 @@ import statistics
 from typing import Sequence
 
 from ..analysis.costmodel import predict
+from ..analysis.wording import FALL, moved, trend
 from .aggregate import Cell, Spread, SweepRun
 from .plan import TARGET_ONLY
 
@@ -36,10 +37,23 @@ def confidence_lines(cells: Sequence[Cell], repeats: int = 1) -> list[str]:
             f"accepted/judged{pooled}) -", *rows]
 
 
+def acceptance_change(a: Cell, b: Cell) -> str:
+    """How acceptance moved from cell ``a`` to cell ``b``, worded from the two rates (spectui.wording): a change
+    counts when it exceeds the standard error of the difference and one printed point; "the deeper drafts
+    are mostly rejected" only when b's drafts beyond a's k were accepted less than half the time."""
+    tol = max(0.01, math.hypot(a.acceptance_se(), b.acceptance_se()))
+    phrase = moved("acceptance", a.acceptance_rate.mean, b.acceptance_rate.mean, ".0%", tol,
+                   f"±{tol:.0%}, the noise")
+    deeper = b.acceptance_by_position[a.k:] if b.k > a.k else ()
+    if deeper and trend(a.acceptance_rate.mean, b.acceptance_rate.mean, tol) == FALL and max(deeper) < 0.5:
+        shown = ", ".join(f"{a.k + 1 + i}:{_pct(x)}" for i, x in enumerate(deeper[:8]))
+        phrase += f" (the deeper drafts are mostly rejected: by position {shown})"
+    return phrase
+
+
 def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=None,
                  on_demand_k: Sequence[int] = ()) -> list[str]:
     """The short report under the table, written from the measured numbers only."""
-    lines: list[str] = []
     spec = [c for c in cells if not c.is_baseline]
     bases = {c.temperature: c for c in cells if c.is_baseline}
     temps = sorted({c.temperature for c in cells})
@@ -49,7 +63,14 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
     else:
         sp = " (one run each: no spread measured; use --repeat)"
 
-    # 1. acceptance at each draft length
+    return (_acceptance_lines(spec, temps, rep, sp) + _peak_lines(cells, spec, bases, temps)
+            + _ttft_lines(runs, bases, spec) + _temperature_lines(spec, temps)
+            + _cost_model_lines(prediction, temps, on_demand_k))
+
+
+def _acceptance_lines(spec: list[Cell], temps: list[float], rep: int, sp: str) -> list[str]:
+    """1. Acceptance at each draft length, by draft position, by draft confidence."""
+    lines: list[str] = []
     if spec:
         parts = []
         for t in temps:
@@ -72,8 +93,12 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
             )
 
         lines.extend(confidence_lines(spec, rep))
+    return lines
 
-    # 2. where tokens/s peaked, and why longer drafts stopped paying
+
+def _peak_lines(cells: Sequence[Cell], spec: list[Cell], bases: dict, temps: list[float]) -> list[str]:
+    """2. Where tokens/s peaked, and why longer drafts stopped paying."""
+    lines: list[str] = []
     if cells:
         best = max(cells, key=lambda c: c.tokens_per_second.mean)
         if best.is_baseline:
@@ -110,8 +135,7 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
                     f"but took {_ms(peak.pass_ms.mean)} -> {_ms(c.pass_ms.mean)} ms ({mr:+.0%}): verify "
                     f"{_ms(peak.verify_ms.mean)} -> {_ms(c.verify_ms.mean)} ms, drafting "
                     f"{_ms(peak.draft_ms_per_pass.mean)} -> {_ms(c.draft_ms_per_pass.mean)} ms per pass; "
-                    f"acceptance fell {peak.acceptance_rate.mean:.0%} -> {c.acceptance_rate.mean:.0%} "
-                    f"(the deeper drafts are mostly rejected)."
+                    f"{acceptance_change(peak, c)}."
                 )
                 if (1 + tr) >= (1 + mr):
                     line += (
@@ -137,8 +161,12 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
                         f"(k={k1.k}: {k1.tokens_per_pass.mean:.2f} tokens in {ratio:.1f}x a target-only pass) say "
                         f"it should have: the difference is within the run-to-run noise."
                     )
+    return lines
 
-    # 3. TTFT
+
+def _ttft_lines(runs: Sequence[SweepRun], bases: dict, spec: list[Cell]) -> list[str]:
+    """3. TTFT with and without speculation."""
+    lines: list[str] = []
     if bases and spec:
         b_all = [r.stats.ttft_ms for r in runs if r.is_baseline]
         s_all = [r.stats.ttft_ms for r in runs if not r.is_baseline]
@@ -161,8 +189,12 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
             f"TTFT: {TARGET_ONLY} {bs.fmt('.1f')} ms (range {_ms(bs.lo)}-{_ms(bs.hi)}), with speculation "
             f"{ss.fmt('.1f')} ms (range {_ms(ss.lo)}-{_ms(ss.hi)}): {verdict}."
         )
+    return lines
 
-    # 4. temperature
+
+def _temperature_lines(spec: list[Cell], temps: list[float]) -> list[str]:
+    """4. What temperature did to acceptance."""
+    lines: list[str] = []
     if len(temps) >= 2 and spec:
         t0, t1 = temps[0], temps[-1]
         diffs = []
@@ -208,8 +240,12 @@ def report_lines(cells: Sequence[Cell], runs: Sequence[SweepRun], prediction=Non
             lines.append(
                 f"Temperature {t0:g} -> {t1:g} {verdict}: {parts}; ± is the standard error of the difference."
             )
+    return lines
 
-    # 5. the cost model's view
+
+def _cost_model_lines(prediction, temps: list[float], on_demand_k: Sequence[int]) -> list[str]:
+    """5. The cost model's view."""
+    lines: list[str] = []
     if prediction is not None and getattr(prediction, "advice", ""):
         how = f"from the temp {temps[0]:g} runs"
         if on_demand_k:

@@ -15,6 +15,20 @@ from .aggregate import SweepRun
 from .plan import BASELINE, Plan
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """A run was stopped (Ctrl+C, SIGTERM, SIGHUP): ``runs`` are the ones completed before it."""
+
+    def __init__(self, runs: list[SweepRun]) -> None:
+        super().__init__()
+        self.runs = runs
+
+
+def trace_name(i: int, p: Plan) -> str:
+    """The --record-dir file name of run ``i`` (0-based) of the plan."""
+    tag = "base" if p.drafter == BASELINE else f"k{p.k}"
+    return f"{i + 1:03d}-{tag}-t{p.temperature:g}-r{p.repeat + 1}.jsonl"
+
+
 def run_sweep(
     engine,
     prompt: str,
@@ -23,21 +37,28 @@ def run_sweep(
     seed: int,
     record_dir: Path | None = None,
     on_event: Callable[[Plan, object], None] | None = None,
+    on_control: Callable[[RunControl], None] | None = None,
+    inputs: Sequence[str | None] = (),
+    force: bool = False,
 ) -> list[SweepRun]:
-    """Run the plan on one loaded engine; each run's statistics come from its own events."""
+    """Run the plan on one loaded engine; each run's statistics come from its own events. ``on_control``
+    sees each run's RunControl (a signal handler stops the current run through it); a stopped run raises
+    SweepInterrupted with the runs completed before it. Traces go through spectui.outputs (``inputs``,
+    ``force``: see check_output)."""
     runs: list[SweepRun] = []
     for i, p in enumerate(plan):
         settings = Settings(draft_max=p.k, temperature=p.temperature, drafter=p.drafter, seed=seed)
         trace_path = ""
         writer = None
         if record_dir is not None:
-            tag = "base" if p.drafter == BASELINE else f"k{p.k}"
-            name = f"{i + 1:03d}-{tag}-t{p.temperature:g}-r{p.repeat + 1}.jsonl"
-            trace_path = str(record_dir / name)
-            writer = TraceWriter(trace_path, {"sweep": {"run": i + 1, "of": len(plan)}})
+            trace_path = str(record_dir / trace_name(i, p))
+            writer = TraceWriter(trace_path, {"sweep": {"run": i + 1, "of": len(plan)}}, inputs=inputs, force=force)
         events = []
+        control = RunControl(settings)
+        if on_control is not None:
+            on_control(control)
         try:
-            for ev in engine.run(prompt, RunControl(settings), n_predict):
+            for ev in engine.run(prompt, control, n_predict):
                 events.append(ev)
                 if writer is not None:
                     writer.write(ev)
@@ -50,7 +71,7 @@ def run_sweep(
         if end is not None and end.error:
             raise SpectuiError(f"sweep run {p.label}, temp {p.temperature:g} failed: {end.error}")
         if end is not None and end.reason == "stopped":
-            raise KeyboardInterrupt
+            raise SweepInterrupted(runs)
         runs.append(SweepRun(p.temperature, p.k, p.drafter, p.repeat, compute(events), trace_path))
     return runs
 

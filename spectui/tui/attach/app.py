@@ -4,7 +4,7 @@
 Data flows one way: a ``@work(thread=True)`` worker runs the attach session
 (:class:`~spectui.attach.cli.AttachSession`: scraper and request threads, events in arrival order) or
 replays a recorded session at its recorded pace, and feeds every event to the trace recorder (live,
-``--record``) and to :class:`~spectui.tui.attach_state.AttachState`; then it posts one ``StateChanged``
+``--record``) and to :class:`~spectui.views.attach_state.AttachState`; then it posts one ``StateChanged``
 unless one is already waiting. The UI paints at most ``FRAME_HZ`` times a second: one frozen AttachView per
 paint, handed to the widgets by the screen. Quitting (q, Ctrl+C, SIGTERM, SIGHUP) stops the session; the
 worker still writes ``AttachEnded``, so a recording stays readable.
@@ -28,6 +28,7 @@ from ...views.attach_state import AttachState, AttachView
 from .help_screen import AttachHelpScreen
 from .attach_screen import AttachScreen
 from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
+from ..shared.lifecycle import exit_status
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
 
@@ -170,7 +171,7 @@ def run_attach_live(session, recorder=None, theme: str | None = None) -> int:
         app.run()
     finally:
         app.stop_session()
-    return int(app.return_code or 0)
+    return exit_status(app, failed=bool(app.state.error or session.failure()))
 
 
 def run_attach_replay(events: list[Any], theme: str | None = None, speed: float = 1.0) -> int:
@@ -181,4 +182,4 @@ def run_attach_replay(events: list[Any], theme: str | None = None, speed: float 
         app.run()
     finally:
         app.stop_session()
-    return int(app.return_code or 0)
+    return exit_status(app)

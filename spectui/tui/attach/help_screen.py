@@ -51,7 +51,7 @@ class AttachHelpScreen(HelpPage):
     """The attach face's keys, panels and each engine's caveats."""
 
     DEFAULT_CSS = """
-    AttachHelpScreen > VerticalScroll { max-width: 100; }
+    AttachHelpScreen > #help-box { max-width: 100; }
     """
 
     def __init__(self) -> None:

@@ -38,6 +38,7 @@ from .replay_screen import ReplayScreen
 from .run_screen import RunScreen
 from ...views.state import ScreenSnapshot, ScreenState
 from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
+from ..shared.lifecycle import exit_status
 from ...views.view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
@@ -297,6 +298,13 @@ class SpectuiApp(FaceApp):
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
 
+    def run_failed(self) -> bool:
+        """Whether the live run failed (a replay shows a recording: it does not fail with it)."""
+        if self.player is not None:
+            return False
+        end = self.state.end
+        return bool(self.state.error or (end is not None and end.error))
+
     def action_quit(self) -> None:
         self.control.stop()
         self.exit()
@@ -312,11 +320,13 @@ def save_trace(path: Path, recorder, events: list[Event]) -> None:
 
 # ---------------------------------------------------------------------- entry points
 def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
+    """Run the app; its exit status (spectui.contract.exitcodes): 128 + the signal that stopped it (Ctrl+C:
+    130), else 1 when a live run failed (RunEnded.error, or an error on the status line), else 0."""
     try:
         app.run()
     finally:
         app.stop_engine(stop_timeout)
-    return int(app.return_code or 0)
+    return exit_status(app, failed=app.run_failed())
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,

@@ -1,6 +1,7 @@
 """FaceApp: what every Textual face (the run's SpectuiApp, the attach face's AttachApp, and the faces to
-come) shares, written once: the theme variables and themes (``c`` cycles them), SIGTERM / SIGHUP turned
-into the face's own quit (a clean stop that flushes a recording), the help key, and the one wake-up
+come) shares, written once: the theme variables and themes (``c`` cycles them), SIGINT / SIGTERM / SIGHUP
+turned into the face's own quit (a clean stop that flushes a recording; the exit status is then 128 + the
+signal, Ctrl+C typed is 130: lifecycle.exit_status), the help key, and the one wake-up
 message a worker posts after feeding the state.
 
 The worker thread calls ``wake()`` after each event it fed; ``wake`` posts one ``StateChanged`` unless
@@ -12,12 +13,14 @@ The face clears ``_wake_posted`` when it has looked at the state (``state_seen``
 
 from __future__ import annotations
 
+import signal
+
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from .lifecycle import install_quit_signals, next_theme, register_themes, remove_signals, theme_order
+from .lifecycle import install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals, theme_order
 from .themes import VARIABLE_DEFAULTS, check_theme
 
 
@@ -30,7 +33,7 @@ FACE_BINDINGS = [
     Binding("c", "cycle_theme", "theme"),
     Binding("question_mark,h,f1", "help", "help"),
     Binding("q", "quit", "quit"),
-    Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),  # the quit, with status 130
 ]
 
 
@@ -89,3 +92,7 @@ class FaceApp(App):
 
     def action_help(self) -> None:
         self.push_screen(self.help_screen())
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C typed in the TUI: the clean quit, with SIGINT's exit status (130, spectui.contract.exitcodes)."""
+        quit_on_signal(self, signal.SIGINT)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -20,11 +20,19 @@ def key_lines(t: Text, rows, width: int = 12) -> Text:
     return t
 
 
+SCROLL_HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"
+
+
 class HelpPage(ModalScreen[None]):
+    """The text in a scroll box that has the focus from the start (the arrow, page and home/end keys scroll
+    it at once, also at 80x24 where it does not fit), a hint line that stays visible below it; closing it
+    hands every key back to the face's screen."""
+
     DEFAULT_CSS = """
     HelpPage { align: center middle; }
-    HelpPage > VerticalScroll { width: 90%; max-width: 96; height: 90%; border: round $primary;
-        background: $surface; padding: 0 1; }
+    HelpPage > #help-box { width: 90%; max-width: 96; height: 90%; border: round $primary; background: $surface; }
+    HelpPage #help-scroll { height: 1fr; padding: 0 1; }
+    HelpPage #help-hint { height: 1; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [Binding("escape,q,question_mark,h,f1", "close", "close")]
 
@@ -33,8 +41,13 @@ class HelpPage(ModalScreen[None]):
         self.text = text
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(self.text, id="help-text")
+        with Vertical(id="help-box"):
+            with VerticalScroll(id="help-scroll"):
+                yield Static(self.text, id="help-text")
+            yield Static(SCROLL_HINT, id="help-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll", VerticalScroll).focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
+from ...contract.exitcodes import SignalStop
 from .themes import DEFAULT_THEME, available_themes, textual_theme
 
 
@@ -28,17 +29,40 @@ def next_theme(current: str) -> str:
     return order[(order.index(cur) + 1) % len(order)]
 
 
+def quit_on_signal(app, signum: int) -> None:
+    """A signal's clean stop: the app quits as with q, and its exit status is 128 + the signal
+    (spectui.exitcodes; the first signal counts)."""
+    if getattr(app, "stop_signal", None) is None:
+        app.stop_signal = int(signum)
+    app.action_quit()
+
+
+def exit_status(app, failed: bool = False) -> int:
+    """The app's exit status: 128 + the signal that stopped it, else 1 when the run failed, else the
+    app's own return code (0)."""
+    from ...contract.exitcodes import FAILED, for_signal  # noqa: PLC0415
+
+    sig = getattr(app, "stop_signal", None)
+    if sig is not None:
+        return for_signal(sig)
+    code = int(app.return_code or 0)
+    return code or (FAILED if failed else 0)
+
+
 def install_quit_signals(app) -> list[int]:
-    """SIGTERM and SIGHUP run ``app.action_quit`` (a clean stop that flushes a recording); the signals
-    installed are returned for ``remove_signals``."""
+    """SIGINT, SIGTERM and SIGHUP run ``app.action_quit`` (a clean stop that flushes a recording) and set
+    ``app.stop_signal``; the signals installed are returned for ``remove_signals``. (Ctrl+C typed in the
+    TUI is a key, bound to the same quit with status 130.)"""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # pragma: no cover
         return []
     installed = []
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if isinstance(getattr(signal.getsignal(sig), "__self__", None), SignalStop):
+            continue  # the command handles it already (spectui cast renders the app under its own handler)
         try:
-            loop.add_signal_handler(sig, app.action_quit)
+            loop.add_signal_handler(sig, quit_on_signal, app, sig)
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not the main thread
             pass

@@ -1,0 +1,96 @@
+"""Exit statuses, one table for every subcommand and every face (README, "Exit statuses").
+
+    0    done as asked (also: the context filled up mid-run, the end-of-generation token, q in the TUI)
+    1    the run failed: the prompt does not fit the context, an empty prompt, the model failed mid-run,
+         attach's -p request failed, a watched URL never answered (or was down when --count/--duration ended)
+    2    bad usage or input: click's usage errors and SpectuiError (missing/non-GGUF model, bad option,
+         unreadable trace, an output that would destroy a file, a bad URL, an unknown theme)
+    128+N  stopped by signal N, after a clean stop (the trace flushed and replayable, partial summaries
+         printed): 130 SIGINT / Ctrl+C, 143 SIGTERM, 129 SIGHUP
+
+As curl, llama.cpp's tools and vLLM's CLI do, 2 is a usage error (click's and argparse's convention) and a
+signal is reported as the shell would report a death by it (128 + N), although spectui stops cleanly first.
+
+:class:`SignalStop` records which signal asked a run to stop, so a face can return its status. No Textual
+here: the engine-side code and the headless faces import it.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Callable, Iterable
+
+OK = 0
+FAILED = 1
+USAGE = 2
+SIGHUP_STATUS = 128 + int(getattr(signal, "SIGHUP", 1))  # 129
+SIGINT_STATUS = 128 + int(signal.SIGINT)  # 130
+SIGTERM_STATUS = 128 + int(signal.SIGTERM)  # 143
+
+STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+
+def for_signal(signum: int) -> int:
+    """128 + the signal's number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP)."""
+    return 128 + int(signum)
+
+
+def for_run_end(end) -> int:
+    """0 when a run (RunEnded) ended as asked, 1 when it failed (its ``error`` says why; no end: 1)."""
+    if end is None:
+        return FAILED
+    return FAILED if getattr(end, "error", "") else OK
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised by :class:`SignalStop` without ``on_stop``: a command that has nothing to flush stops where it
+    is (a cast or a probe half done writes nothing); ``status`` is 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+        self.status = for_signal(signum)
+
+
+class SignalStop:
+    """Turns SIGINT / SIGTERM / SIGHUP into a call of ``on_stop`` (a clean stop) and remembers the first
+    signal; ``status(otherwise)`` is 128 + that signal, or ``otherwise``. A second SIGINT raises
+    KeyboardInterrupt (interrupt at once). Without ``on_stop`` the first signal raises
+    :class:`Interrupted`. Installed only from the main thread (else a no-op)."""
+
+    def __init__(self, on_stop: Callable[[], None] | None = None, signals: Iterable[int] = STOP_SIGNALS,
+                 second_sigint_raises: bool = True) -> None:
+        self.on_stop = on_stop
+        self.signals = tuple(signals)
+        self.second_sigint_raises = second_sigint_raises
+        self.signum: int | None = None
+        self._old: dict[int, object] = {}
+
+    def _handler(self, signum, frame) -> None:
+        if self.signum is not None and signum == signal.SIGINT and self.second_sigint_raises:
+            raise KeyboardInterrupt
+        if self.signum is None:
+            self.signum = int(signum)
+        if self.on_stop is None:
+            raise Interrupted(signum)
+        self.on_stop()
+
+    def __enter__(self) -> "SignalStop":
+        if threading.current_thread() is threading.main_thread():
+            for s in self.signals:
+                self._old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        self._old.clear()
+        return False
+
+    def status(self, otherwise: int = OK) -> int:
+        return for_signal(self.signum) if self.signum is not None else otherwise
+
+
+__all__ = ["FAILED", "OK", "SIGHUP_STATUS", "SIGINT_STATUS", "SIGTERM_STATUS", "STOP_SIGNALS", "USAGE",
+           "Interrupted", "SignalStop", "for_run_end", "for_signal"]
