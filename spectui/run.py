@@ -225,9 +225,14 @@ def run_main(
     if record:
         from .recording.trace import TraceWriter
 
+        from .engine.cpu import affinity, default_threads
+
         # checked now (never a model or the prompt file; an existing file only if it is a trace, or --force);
-        # the file is created at the first event, so a run that fails to start leaves none
-        recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force)
+        # the file is created at the first event, so a run that fails to start leaves none. With a spare core
+        # the trace is encoded and written on a thread of its own, off the engine's passes.
+        spare = len(affinity()) > (models.threads or default_threads().threads)
+        recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force,
+                               background=spare)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
     try:
