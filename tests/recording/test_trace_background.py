@@ -14,7 +14,7 @@ import pytest
 
 from spectui.recording.trace import TraceError, TraceWriter, read_trace, synthetic_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write(path: Path, background: bool, n: int = 40) -> None:

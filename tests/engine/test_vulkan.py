@@ -20,7 +20,7 @@ import pytest
 
 from greedy_checks import MARGIN, assert_lossless, reference
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SPECTUI_VULKAN_VENV", ROOT / ".venv-vulkan"))
 PY = VENV / "bin" / "python"
 ENV = dict(os.environ, GGML_VK_VISIBLE_DEVICES=os.environ.get("GGML_VK_VISIBLE_DEVICES", "0"),
