@@ -175,7 +175,7 @@ def main() -> int:
         ratio, t, prompt, drafter, k = best
         draft_arg = f" --draft {shlex.quote(args.draft)}" if drafter == "model" else ""
         cmd = (f"spectui --target {shlex.quote(args.target)}{draft_arg} --drafter {drafter} -k {k} -t {t} "
-               f"-n {args.n} --temp 0 --headless -p \"$(.venv/bin/python benchmarks/bench_regimes.py "
+               f"-n {args.n} --temp 0 --headless --no-chat -p \"$(.venv/bin/python benchmarks/bench_regimes.py "
                f"--print-prompt {prompt})\"")
         verdict = "beats" if ratio > 1.0 else "does not beat"
         print(f"best regime: threads {t}, {prompt} prompt, {drafter} drafter, k = {k}: {ratio:.3f}x the target "

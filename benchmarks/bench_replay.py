@@ -1,6 +1,6 @@
 """Replay speed and memory: a generated 100k-pass trace replayed headless (`spectui replay FILE --headless`).
 
-Generates the trace (spectui.trace.synthetic_run: start, prefill, N decode passes at k = 3, one settings
+Generates the trace (spectui.recording.trace.synthetic_run: start, prefill, N decode passes at k = 3, one settings
 change, end) into a temporary directory, then replays it in a fresh subprocess per size, so each peak
 RSS belongs to that replay alone. Prints time and peak memory for 10k and 100k passes side by side:
 flat memory means the 100k peak is about the 10k peak, not ten times it. Targets: 100k passes in <= 3 s.
@@ -84,7 +84,7 @@ def main() -> None:
         (n1, _, _, t1, m1, _, _, _), (n2, _, _, t2, m2, _, _, c2) = rows
         per_pass = (m2 - m1) * 1024 / (n2 - n1)
         print(f"ratio {n2 // n1}x passes: time {t2 / t1:.2f}x, peak RSS {m2 / m1:.2f}x; "
-              f"growth {per_pass:.0f} bytes/pass (spectui.stats.RunStats keeps each token's id, text and ITL "
+              f"growth {per_pass:.0f} bytes/pass (spectui.analysis.stats.RunStats keeps each token's id, text and ITL "
               f"for the summary/JSON; the reader itself streams: no event is kept)")
         verdict = "OK" if t2 <= 3.0 else "SLOWER than the 3 s target"
         print(f"{n2} passes replayed headless in {t2:.2f} s wall ({c2:.2f} s CPU): {verdict}")

@@ -1,14 +1,14 @@
 """What the token inspector's data costs in a trace: bytes per pass with ``--inspect-top N`` against N = 0.
 
 Runs the real engine once per N (same prompt, seed and settings; a fresh engine each, as ``--inspect-top``
-is fixed at load), writes each run's events with ``spectui.trace.TraceWriter`` three ways and prints bytes
+is fixed at load), writes each run's events with ``spectui.recording.trace.TraceWriter`` three ways and prints bytes
 per pass (the whole file, header and start/end events included, divided by the passes, the prefill pass
 included):
 
 - raw: ``--record run.jsonl``
 - gzip (record): ``--record run.jsonl.gz`` as a live run writes it (flushed after every event, so a killed
   run leaves a readable file: gzip compresses each line nearly on its own)
-- gzip (bulk): the same events written in one go (``flush_each=False``; ``spectui.trace.write_trace``)
+- gzip (bulk): the same events written in one go (``flush_each=False``; ``spectui.recording.trace.write_trace``)
 
 and the pass lines alone (raw). At temperature 0 every N gives the same passes, so the difference is the
 inspector's data alone; at T > 0 the runs may differ slightly (the per-pass figures still compare).

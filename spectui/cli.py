@@ -21,6 +21,9 @@ SUBCOMMANDS = {
     "sweep": "spectui.sweep:sweep_cmd",
     "attach": "spectui.attach.cli:attach_cmd",
     "probe": "spectui.probe_cli:probe_cmd",
+    "bench": "spectui.bench.cli:bench_cmd",
+    "race": "spectui.race.cli:race_cmd",
+    "serve": "spectui.serve:serve_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",
@@ -29,6 +32,9 @@ SUBCOMMAND_HELP = {
     "sweep": "Run every draft length x temperature and report when speculation pays.",
     "attach": "Watch a llama-server / vLLM / SGLang deployment's speculative decoding (/metrics, requests).",
     "probe": "Measure this machine: decode, verify cost by batch size, draft cost, and what they mean.",
+    "bench": "Benchmark a pair (or a deployment) per workload category: Spec-Bench's table on your machine.",
+    "race": "Race recorded runs side by side on one clock (or record two settings, then race them).",
+    "serve": "Serve a spectui screen (default: the demo) to a web browser (textual-serve).",
 }
 
 

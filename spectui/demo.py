@@ -39,19 +39,65 @@ LOOP_HOLD_S = 6.0  # the finished screen stays this long before the demo starts 
 @dataclass(frozen=True)
 class Act:
     number: int
-    trace: str  # file name in spectui/data
+    trace: str  # file name in spectui/data ("" for a race act)
     title: str
+    race: tuple[str, ...] = ()  # a race act: its traces in spectui/data, raced on one clock (spectui race)
 
+
+# the race act's recordings (demos/record_race.py): one editing prompt, the target alone, prompt lookup and
+# the 0.5B draft model, one after the other on this project's 2-core CPU
+RACE_TRACES = ("race-alone.jsonl.gz", "race-lookup.jsonl.gz", "race-draft.jsonl.gz")
 
 ACTS = (
     Act(1, DEMO_TRACE, "a 0.5B draft model for a 1.5B target, on 2 CPU cores"),
     Act(2, "demo-act2.jsonl.gz", "prompt lookup on an editing task, on the same CPU"),
+    Act(3, "", "the race: the target alone, prompt lookup and the draft model on one clock", RACE_TRACES),
 )
 
 
 def demo_trace_path(act: int = 1) -> str:
     """Path of an act's bundled trace (found in the installed package, not the source tree)."""
-    name = ACTS[act - 1].trace
+    return data_path(ACTS[act - 1].trace)
+
+
+def race_paths(act: Act) -> list[str]:
+    return [data_path(name) for name in act.race]
+
+
+def load_race_act(act: Act):
+    from .views.race_timeline import load_race
+
+    return load_race(race_paths(act))
+
+
+def race_reason(act: Act, race) -> str:
+    """The race act's reason, from its recordings' numbers: who won, by how much, and why (tokens per pass
+    against what a pass costs, per lane against the target alone)."""
+    from .views.race_outcome import outcome
+
+    out = outcome(race)
+    lines = [f"Act {act.number} - {act.title}, recorded one after the other on 2 CPU cores. "
+             f"{out.verdict()}; {out.divergence.text(tuple(r.name for r in out.lanes))}."]
+    lines += out.why()
+    others = [ev.others_cpu for lane in race.lanes for ev in lane.passes if ev.others_cpu >= 0]
+    if others and sum(others) / len(others) >= 0.5:  # say when the recording's own cores were shared
+        lines.append(f"Other processes kept {sum(others) / len(others):.1f} of the cores busy while these were "
+                     "recorded, so every pass is slower than on a quiet machine; the race shows each run's own.")
+    return "\n".join(lines)
+
+
+RACE_ACT_S = 40.0  # the race act plays at the first speed that makes it this short (unless --speed is given)
+
+
+def race_act_speed(race) -> float:
+    """1x, or the slowest of the replay's speeds at which the race lasts at most ``RACE_ACT_S``: a booth's
+    act should not take minutes (the banner shows the speed; the panes keep their recorded proportions)."""
+    from .recording.player import SPEEDS
+
+    return next((sp for sp in SPEEDS if 1.0 <= sp < float("inf") and race.end_s / sp <= RACE_ACT_S), 8.0)
+
+
+def data_path(name: str) -> str:
     ref = resources.files("spectui").joinpath("data", name)
     path = os.fspath(ref) if isinstance(ref, os.PathLike) else str(ref)
     if not os.path.isfile(path):
@@ -142,12 +188,48 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
     return DemoApp(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
 
 
+def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
+                       reason: str = "", next_act: bool = False):
+    """The race app, looping as the replay acts do: once every lane has finished the screen holds for
+    ``loop_hold_s`` seconds, then the race starts over (``next_act``: exits with "next")."""
+    from .tui.race.app import RaceApp
+
+    class DemoRaceApp(RaceApp):
+        loops = 0
+        _hold = None
+
+        def on_mount(self) -> None:
+            self.notify("spectui demo: recordings of real runs, raced on one clock (q quits)", timeout=6)
+            if reason:
+                self.notify(reason, title="why", timeout=max(12.0, loop_hold_s))
+
+        def _at_rest(self) -> bool:
+            return self.player.at_end and not self.running and not self.control.paused
+
+        def _paint(self, now: float) -> None:
+            super()._paint(now)
+            if self._hold is None and self._at_rest():
+                self._hold = self.set_timer(loop_hold_s, self._loop_again)
+
+        def _loop_again(self) -> None:
+            self._hold = None
+            if self._at_rest():
+                self.loops += 1
+                if next_act:
+                    self.exit("next")
+                    return
+                self.race_screen.action_restart()
+
+    return DemoRaceApp(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
+
+
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
 @click.option("--act", type=click.IntRange(1, len(ACTS)), default=None,
-              help="play one act (1: a draft model on 2 cores, 2: prompt lookup); default: every act in turn")
+              help="play one act (1: a draft model on 2 cores, 2: prompt lookup, 3: the race); default: every "
+                   "act in turn")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
     import threading
@@ -168,17 +250,30 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                 for i, a in enumerate(acts):
                     if stop.is_set():
                         break
+                    if a.race:
+                        from .views.race_outcome import outcome
+                        from .views.race_text import print_outcome
+
+                        race = load_race_act(a)
+                        print(("\n" if i else "") + race_reason(a, race) + "\n", flush=True)
+                        print_outcome(race, outcome(race), sys.stdout)
+                        continue
                     _header, events = load_for_tui(demo_trace_path(a.number))
                     print(("\n" if i else "") + act_reason(a, events) + "\n", flush=True)
                     replay_headless(demo_trace_path(a.number), sys.stdout,
                                     speed=sp if speed != "1" else float("inf"), stop=stop)
             sys.exit(signals.status())
         from .tui.run.app import run_app
-        loaded = [(a, load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
+        loaded = [(a, load_race_act(a) if a.race else load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
         while True:  # act after act until q (one act: it loops inside its app)
             for a, events in loaded:
-                app = make_demo_app(events, theme=theme, speed=sp, reason=act_reason(a, events),
-                                    next_act=len(loaded) > 1)
+                if a.race:
+                    race_sp = sp if speed.strip() not in ("1", "1x", "1.0") else race_act_speed(events)
+                    app = make_race_demo_app(events, theme=theme, speed=race_sp, reason=race_reason(a, events),
+                                             next_act=len(loaded) > 1)
+                else:
+                    app = make_demo_app(events, theme=theme, speed=sp, reason=act_reason(a, events),
+                                        next_act=len(loaded) > 1)
                 code = run_app(app)
                 if app.return_value != "next" or code:  # q: 0; a signal or Ctrl+C: 128 + N
                     sys.exit(code or 0)

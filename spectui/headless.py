@@ -2,7 +2,7 @@
 
 A consumer of the event stream like any other: a live ``--headless`` run and ``spectui replay FILE
 --headless`` both call :func:`consume` with the same events and therefore print the same summary.
-Every number comes from :mod:`spectui.stats`.
+Every number comes from :mod:`spectui.analysis.stats`.
 """
 
 from __future__ import annotations

@@ -53,6 +53,11 @@ def run_options(f):
                           "below P (0 = off)"),
         click.option("--draft-min", "--draft-n-min", "--spec-draft-n-min", "draft_min", type=int, default=0,
                      show_default=True, help="never stop drafting for --draft-p-min before N drafts"),
+        click.option("--chat/--no-chat", "chat", default=None,
+                     help="run the prompt on the target's chat template (default: on when the GGUF has one, as "
+                          "llama-cli; --no-chat sends the raw text)"),
+        click.option("--system", "-sys", "system", type=str, default=None,
+                     help="system message for the chat template (default: none)"),
         click.option("--inspect-top", "inspect_top", type=int, default=5, show_default=True,
                      help="record the target's and the draft's top-N candidates per position (the inspector; "
                           "0 = off)"),

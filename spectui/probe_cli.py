@@ -1,4 +1,4 @@
-"""`spectui probe`: the command around spectui.probe (kept apart so that the probe itself, which the
+"""`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
 headless summary and the TUI read, imports no face: the command loads models through spectui.run).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]

@@ -2,16 +2,16 @@
 
 Headless (``--headless [--json]``), the trace is streamed into :func:`spectui.headless.consume`, the
 very function the live ``--headless`` run uses, so the text, the summary and the JSON are those the
-live run printed. Without ``--headless`` the events go to the TUI (``spectui.tui.app.run_replay``),
+live run printed. Without ``--headless`` the events go to the TUI (``spectui.tui.run.app.run_replay``),
 marked as a replay of which models and when, at the recorded speed by default.
 
 An attach trace (``spectui attach --record``: its first event is ``AttachStarted``) goes to the attach
 faces instead: headless to :class:`spectui.attach.text.HeadlessFace` (what the live attach printed), the
-TUI to ``spectui.tui.attach_app.run_attach_replay``.
+TUI to ``spectui.tui.attach.app.run_attach_replay``.
 
 ``--explain PASS[:TOKEN]`` (implies ``--headless``) prints one pass's token inspector as text
-(:func:`spectui.inspect.render_pass`), or with ``--json`` that pass's event plus every token's explained
-view (:func:`explain_json`, each token through :func:`spectui.inspect.view_dict`): for scripts and bug
+(:func:`spectui.views.inspector_model.render_pass`), or with ``--json`` that pass's event plus every token's explained
+view (:func:`explain_json`, each token through :func:`spectui.views.inspector_model.view_dict`): for scripts and bug
 reports. PASS is the pass index (0 = the prefill pass), TOKEN a 1-based token of that pass in the
 inspector's order (its drafts, then the target's own token).
 """

@@ -161,10 +161,44 @@ def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
     return res.machine_probe()
 
 
+class ChatEngine:
+    """An engine whose runs take the user's text and run it on the target's chat template (one user turn,
+    the system message only with --system), as llama-cli does in conversation mode; the template's label is
+    recorded in RunStarted. It has ``run`` only: the faces get nothing else of an engine."""
+
+    def __init__(self, engine, template, system: str | None = None) -> None:
+        self.engine = engine
+        self.template = template
+        self.system = system
+
+    def prompt_text(self, text: str) -> str:
+        from .engine.chat import chat_messages
+
+        return self.template.render(chat_messages([text], system=self.system))
+
+    def run(self, prompt, control=None, n_predict: int = 128, probe=None):
+        return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label)
+
+
+def chat_engine(engine, chat: bool | None, system: str | None = None):
+    """``engine`` wrapped in a ChatEngine when the chat template applies: --chat (an error when the target has
+    no template), or by default when the target has one (llama-cli's default); ``engine`` itself otherwise."""
+    if chat is False:
+        return engine
+    tpl = engine.call(lambda: engine.engine.chat_template) if hasattr(engine, "call") else engine.chat_template
+    if tpl is None:
+        if chat:
+            raise SpectuiError("--chat: the target model has no chat template (tokenizer.chat_template)")
+        if system is not None:
+            raise SpectuiError("--system: the target model has no chat template (tokenizer.chat_template)")
+        return engine
+    return ChatEngine(engine, tpl, system)
+
+
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, force=False, **model_kwargs,
+    inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
 ) -> int:
     """The run; returns its exit status (spectui.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
     prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
@@ -185,16 +219,24 @@ def run_main(
         from .tui.shared.themes import check_theme
 
         check_theme(theme)
+    if system is not None and chat is False:
+        raise SpectuiError("--system needs the chat template (drop --no-chat)")
     recorder = None
     if record:
         from .recording.trace import TraceWriter
 
+        from .engine.cpu import affinity, default_threads
+
         # checked now (never a model or the prompt file; an existing file only if it is a trace, or --force);
-        # the file is created at the first event, so a run that fails to start leaves none
-        recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force)
+        # the file is created at the first event, so a run that fails to start leaves none. With a spare core
+        # the trace is encoded and written on a thread of its own, off the engine's passes.
+        spare = len(affinity()) > (models.threads or default_threads().threads)
+        recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force,
+                               background=spare)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
     try:
+        runner = chat_engine(engine, chat, system)
         # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
         machine = None
         if not no_probe and (settings.auto == "cost" or not headless):
@@ -206,7 +248,7 @@ def run_main(
             with SignalStop(control.stop) as signals:
                 try:
                     stats, _ = consume(
-                        engine.run(text, control, n_predict, probe=machine),
+                        runner.run(text, control, n_predict, probe=machine),
                         sys.stdout,
                         as_json=as_json,
                         sink=recorder.write if recorder else None,
@@ -224,7 +266,7 @@ def run_main(
             return signals.status(for_run_end(end))
         from .tui.run.app import run_live
 
-        return run_live(engine, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
+        return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
     finally:
         if recorder is not None:
             recorder.close()

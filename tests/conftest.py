@@ -5,6 +5,7 @@
 - ``tiny_draft_noisy``: the target's weights plus noise => partial acceptance (about 50-65% at k = 2).
 - ``tiny_other_vocab``: same shapes, one token text different (id 300) => vocabulary mismatch.
 - ``tiny_eog_target``: a target whose end-of-sequence row is large, so greedy runs end on it.
+- ``tiny_chat_target``: ``tiny_target``'s weights with a chat template (``tinymodels.CHAT_TEMPLATE``).
 All are ``pathlib.Path`` objects; ``tinymodels.build_model`` builds more.
 
 Engines (real llama.cpp on those models):
@@ -66,6 +67,12 @@ def tiny_eog_target(tiny_dir) -> Path:
     return tinymodels.build_model(tiny_dir / "eog-target.gguf", seed=TARGET_SEED, eos_logit="often", name="tiny-eog")
 
 
+@pytest.fixture(scope="session")
+def tiny_chat_target(tiny_dir) -> Path:
+    return tinymodels.build_model(tiny_dir / "chat-target.gguf", seed=TARGET_SEED, name="tiny-chat",
+                                  chat_template=tinymodels.CHAT_TEMPLATE)
+
+
 def _silent(message: str) -> None:
     pass
 
@@ -92,3 +99,11 @@ def make_engine():
 @pytest.fixture(scope="module")
 def noisy_engine(make_engine, tiny_target, tiny_draft_noisy):
     return make_engine(tiny_target, tiny_draft_noisy)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The fast lane (`pytest -m "not slow"`) leaves out, besides what is marked slow by hand, every test
+    on the real Qwen pair (`qwen`) and every test in a real terminal (tmux: the pane_factory fixture)."""
+    for item in items:
+        if item.get_closest_marker("qwen") is not None or "pane_factory" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

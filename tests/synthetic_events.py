@@ -1,5 +1,5 @@
 """Hand-built events for the unit tests of statistics, the cost model, auto k and the sweep (no engine
-involved; no tests here). Streams long enough for replay tests come from ``spectui.trace.synthetic_run``.
+involved; no tests here). Streams long enough for replay tests come from ``spectui.recording.trace.synthetic_run``.
 
 ``make_pass`` builds one PassEvent exactly as the engine would describe it: drafts 1..n_acc accepted,
 the next one rejected, the rest discarded; the target token is a correction (or a bonus when every draft

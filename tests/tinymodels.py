@@ -36,6 +36,14 @@ WORDS = (
     "code python function return def class if else while loop print true false none data time"
 ).split()
 
+# A small chat template in the style of instruct checkpoints: BOS first (dropped when rendering, as llama.cpp does,
+# because the tokenizer adds BOS itself), one line per message, then the assistant's cue.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}system: {{ m['content'] }}\n"
+    "{% elif m['role'] == 'user' %}the user: {{ m['content'] }}\n{% else %}the answer: {{ m['content'] }}\n"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}the answer:{% endif %}"
+)
+
 # token types (llama.cpp's llama_token_type): 1 normal, 2 unknown, 3 control, 6 byte
 _NORMAL, _UNKNOWN, _CONTROL, _UNUSED, _BYTE = 1, 2, 3, 5, 6
 
@@ -125,12 +133,14 @@ def build_model(
     noise_seed: int = 12345,
     pad: int = 0,
     add_bos: bool = True,
+    chat_template: str | None = None,
 ) -> Path:
     """Write a tiny llama GGUF to ``path`` and return the path (see the module docstring).
 
     ``pad`` appends that many ``[PAD<id>]`` tokens (type unused) with zero rows in the embedding and
     output matrices, as checkpoints pad their vocabulary (Qwen2.5 7B: 152,064 rows for 151,665 tokens);
-    the other weights are those of the unpadded model."""
+    the other weights are those of the unpadded model. ``chat_template`` writes ``tokenizer.chat_template`` (a
+    Jinja chat template, as instruct checkpoints carry; ``CHAT_TEMPLATE`` is a small one)."""
     import gguf  # test-only dependency
 
     path = Path(path)
@@ -169,6 +179,8 @@ def build_model(
     w.add_unk_token_id(0)
     w.add_add_bos_token(add_bos)
     w.add_add_eos_token(False)
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
     for k, v in weights.items():
         w.add_tensor(k, v)
     w.write_header_to_file()

@@ -2,7 +2,7 @@
 
 Two producer threads put events on one queue: the scraper (every ``--interval``) and, with ``-p``,
 one streaming request. The session's thread consumes them in arrival order: statistics
-(:class:`~spectui.attach.window.AttachStats`), the optional trace (``--record``) and the face: the text or
+(:class:`~spectui.analysis.attach_stats.AttachStats`), the optional trace (``--record``) and the face: the text or
 JSON lines (main thread), or the TUI (``spectui.tui.attach.app``, imported only then, which runs the
 session in its worker thread). Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is always the last
 event written.

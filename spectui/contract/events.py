@@ -1,5 +1,5 @@
 """The engine's event stream: plain, immutable, typed records. Their JSON form (``to_dict`` /
-``from_dict``, type-checked) is in :mod:`spectui.event_json`.
+``from_dict``, type-checked) is in :mod:`spectui.contract.event_json`.
 
 Everything downstream (the TUI, traces, replay, headless summaries, sweeps) consumes exactly these
 events, so a live run and a replayed trace are indistinguishable. This module imports nothing of the
@@ -192,6 +192,9 @@ class RunStarted:
     replay: bool = False  # True when the stream comes from a trace rather than a live engine
     inspect_top: int = 0  # N of --inspect-top: candidates recorded per position (0 = no inspector data)
     probe: MachineProbe | None = None  # this machine's verify cost by batch size, when it was measured
+    # The chat template the prompt was rendered with ("tokenizer.chat_template sha256:<12 hex>"), or "" when the
+    # prompt is raw text (--no-chat, a model without a template, traces from before this field).
+    chat_template: str = ""
 
 
 @dataclass(frozen=True)
@@ -243,7 +246,7 @@ class RunEnded:
 # ------------------------------------------------------------------ attach: observing a serving engine
 # What ``spectui attach`` observes of llama-server / vLLM / SGLang: observations, not statistics. A scrape
 # holds the server's raw cumulative counters and histogram buckets, a request chunk what arrived on the
-# wire and when; spectui.attach.window computes rates and quantiles from them, so a live attach and a
+# wire and when; spectui.analysis.attach_stats computes rates and quantiles from them, so a live attach and a
 # replayed attach trace give the same numbers. One attach session is: ``AttachStarted``, then per interval
 # one ``MetricsScraped`` per URL (also for a URL that failed: ``error`` says why, in one line), in request
 # mode ``RequestStarted``, ``RequestChunk``... ``RequestEnded``, and finally ``AttachEnded``.

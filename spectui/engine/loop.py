@@ -58,6 +58,7 @@ from ..contract.events import (
     Token,
 )
 from . import models as M
+from .chat import chat_template_of
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
 from .pair import same_file_warning, size_warning
 from .topn import top_ids, top_two_margin
@@ -76,6 +77,9 @@ INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified posit
 INSPECT_TOP_LIMIT = 50
 
 # The draft should be well under the target's size to pay off; above this parameter ratio we warn.
+
+
+_UNSET = object()
 
 
 def _stderr(msg: str) -> None:
@@ -235,6 +239,7 @@ class Engine:
         self._n_past = 0  # target KV cells holding accepted context (between runs: the last run's)
         self._in_run = False
         self._last_token = None
+        self._chat = _UNSET  # the target's chat template, read on first use
 
     # ------------------------------------------------------------ small API
     def tokenize(self, text: str) -> list[int]:
@@ -299,13 +304,32 @@ class Engine:
 
     # ------------------------------------------------------------ the run
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            probe: MachineProbe | None = None) -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "") -> Iterator[Event]:
         """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
-        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces."""
+        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
+        ``chat_template``: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
+        in RunStarted; "" for a raw prompt."""
         if self.target is None:
             raise SpectuiError("the engine is closed")
         self._gen += 1
-        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe)
+        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe, str(chat_template or ""))
+
+    @property
+    def chat_template(self):
+        """The target's chat template (``engine.chat.ChatTemplate``), None when the GGUF has none."""
+        if self._chat is _UNSET:
+            if self.target is None:
+                raise SpectuiError("the engine is closed")
+            self._chat = chat_template_of(self.target)
+        return self._chat
+
+    def chat_prompt(self, messages) -> tuple[str, str]:
+        """(prompt text, template label) for chat ``messages``, rendered with the target's template and its
+        generation prompt; raises SpectuiError when the model has no template."""
+        tpl = self.chat_template
+        if tpl is None:
+            raise SpectuiError("the target model has no chat template (tokenizer.chat_template); use --no-chat")
+        return tpl.render(messages), tpl.label
 
     def _pick_drafter(self, name: str) -> Drafter:
         d = self._drafters.get(name)
@@ -317,13 +341,13 @@ class Engine:
         return d
 
     def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int,
-             probe: MachineProbe | None = None) -> Iterator[Event]:
+             probe: MachineProbe | None = None, chat: str = "") -> Iterator[Event]:
         st = _RunState(self.draft_policy() if self.draft_policy else None)
         st.probe = probe
         t0 = time.perf_counter()
         self._in_run = True
         try:
-            for ev in self._body(st, t0, prompt, control, n_predict):
+            for ev in self._body(st, t0, prompt, control, n_predict, chat):
                 st.observe(ev)
                 yield ev
         except KeyboardInterrupt:
@@ -349,7 +373,8 @@ class Engine:
         yield end
 
     # ------------------------------------------------------------ one run, pass by pass
-    def _body(self, st: "_RunState", t0: float, prompt: str, control: RunControl, n_predict: int) -> Iterator[Event]:
+    def _body(self, st: "_RunState", t0: float, prompt: str, control: RunControl, n_predict: int,
+              chat: str = "") -> Iterator[Event]:
         """RunStarted, the prefill pass, then decode passes until a stop reason is set in ``st``."""
         self._reset_for_run()
         if not isinstance(prompt, str):
@@ -357,7 +382,7 @@ class Engine:
         # an empty prompt is empty, even where the tokenizer would add a BOS token to it
         prompt_tokens = self.target.tokenize(prompt) if prompt else []
         settings = control.settings
-        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe)
+        st.started = self._run_started(prompt, prompt_tokens, n_predict, settings, st.probe, chat)
         yield st.started
         st.reason, st.error = self._why_not_start(prompt_tokens, control, n_predict)
         if st.reason:
@@ -380,7 +405,7 @@ class Engine:
             d.keep_rows = self.debug_hook is not None
 
     def _run_started(self, prompt: str, prompt_tokens: list[int], n_predict: int, settings: Settings,
-                     probe: MachineProbe | None = None) -> RunStarted:
+                     probe: MachineProbe | None = None, chat: str = "") -> RunStarted:
         """The first event, with single-token decode times of both models measured at position 0."""
         calib_tok = prompt_tokens[0] if prompt_tokens else 0
         target_ms = self._single_decode_ms(self.target, calib_tok, 0)
@@ -400,6 +425,7 @@ class Engine:
             draft_decode_ms=draft_ms,
             inspect_top=self.inspect_top,
             probe=probe,
+            chat_template=chat,
         )
 
     def _why_not_start(self, prompt_tokens: list[int], control: RunControl, n_predict: int) -> tuple[str, str]:

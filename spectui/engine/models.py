@@ -334,6 +334,24 @@ def check_vocabs(target: VocabOnly, draft: VocabOnly) -> int:
 # ---------------------------------------------------------------- a loaded model with its context
 
 
+def _logits_getters(L):
+    """llama_get_logits / llama_get_logits_ith returning plain addresses (c_void_p): a view is then made once
+    per buffer address (LoadedModel._view) instead of a ctypes array per call. Falls back to the bindings'
+    own functions (pointers) where the raw library is not reachable."""
+    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+    if lib is None:
+        def addr(p):
+            return ctypes.cast(p, ctypes.c_void_p).value
+
+        return (lambda ctx: addr(L.llama_get_logits(ctx))), (lambda ctx, i: addr(L.llama_get_logits_ith(ctx, i)))
+    get = lib["llama_get_logits"]  # a new function object: the bindings' own keep their types
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    ith = lib["llama_get_logits_ith"]
+    ith.restype, ith.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int32]
+    return get, ith
+
+
+
 class LoadedModel:
     """One model plus one llama_context (sequence 0 only) and a reusable batch."""
 
@@ -377,8 +395,8 @@ class LoadedModel:
             self.batch.n_seq_id[i] = 1
             self.batch.seq_id[i][0] = 0
         self._decode = L.llama_decode
-        self._get_logits = L.llama_get_logits
-        self._get_logits_ith = L.llama_get_logits_ith
+        self._get_logits, self._get_logits_ith = _logits_getters(L)
+        self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
         self._seq_rm = L.llama_memory_seq_rm
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
@@ -495,17 +513,31 @@ class LoadedModel:
             self.decode(tokens[i:j], pos0 + i, "last" if j == n else "none")
             i = j
 
+    def _view(self, addr: int | None, n_rows: int) -> np.ndarray:
+        """A float32 view of ``n_rows`` rows at ``addr`` over the shared ids, made once per (address, rows):
+        llama.cpp keeps its output buffer between decodes (it reallocates only to grow), so a pass reads
+        its rows through a cached view instead of building one per call."""
+        if not addr:
+            raise RuntimeError(f"llama.cpp returned no logits for the {self.role} model")
+        key = (addr, n_rows)
+        v = self._views.get(key)
+        if v is None:
+            buf = (ctypes.c_float * (n_rows * self.n_vocab)).from_address(addr)
+            v = np.frombuffer(buf, dtype=np.float32).reshape(n_rows, self.n_vocab)
+            if self.n_use != self.n_vocab:
+                v = v[:, : self.n_use]
+            if len(self._views) > 256:
+                self._views.clear()
+            self._views[key] = v
+        return v
+
     def logits_rows(self, n_rows: int) -> np.ndarray:
         """Zero-copy view of the logit rows of the last decode (in batch order); overwritten by the next decode.
         Only the first ``n_use`` ids (the vocabulary both models share) are in the view."""
-        ptr = self._get_logits(self.ctx)
-        rows = np.ctypeslib.as_array(ptr, shape=(n_rows, self.n_vocab))
-        return rows if self.n_use == self.n_vocab else rows[:, : self.n_use]
+        return self._view(self._get_logits(self.ctx), n_rows)
 
     def logits_last(self) -> np.ndarray:
-        ptr = self._get_logits_ith(self.ctx, -1)
-        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-        return row if self.n_use == self.n_vocab else row[: self.n_use]
+        return self._view(self._get_logits_ith(self.ctx, -1), 1)[0]
 
     def rollback(self, p0: int) -> None:
         """Drop every KV cell at position >= p0 (sequence 0)."""

@@ -189,6 +189,10 @@ class ReplayPlayer:
         """Yield (position, event) from the cursor on, with the recorded delays scaled by speed."""
         last_t: float | None = None
         epoch = -1
+        # (wall clock, trace time, speed) the schedule counts from: each event is due at its own recorded
+        # time after the anchor, so the time spent delivering and sleeping does not add up over a long
+        # recording (a race's finish times stay its traces'); a seek, a pause or a new speed re-anchors
+        anchor: tuple[float, float, float] | None = None
         while not control.stopped:
             control.wait_if_paused()
             if control.stopped:
@@ -198,12 +202,15 @@ class ReplayPlayer:
                 if self._seek_epoch != epoch:  # a seek: do not wait for a delay across the jump
                     epoch = self._seek_epoch
                     last_t = None
+                    anchor = None
                 if i >= len(self.events):
                     return
                 ev = self.events[i]
             t = event_time(ev)
-            if gap_s(last_t, t, self._speed) > 0:
-                deadline = time.monotonic() + gap_s(last_t, t, self._speed)
+            if t is not None and last_t is not None and self._speed != float("inf"):
+                if anchor is None or anchor[2] != self._speed:
+                    anchor = (time.monotonic(), last_t, self._speed)
+                deadline = anchor[0] + gap_s(anchor[1], t, self._speed)
                 interrupted = False
                 while not control.stopped:
                     left = deadline - time.monotonic()
@@ -214,6 +221,7 @@ class ReplayPlayer:
                         interrupted = True
                         break
                 if interrupted or control.stopped:
+                    anchor = None  # after a pause the next event waits its whole gap again
                     continue  # re-check pause / seek before delivering anything
             with self._lock:
                 if self._seek_epoch != epoch or self._cursor != i:
@@ -221,6 +229,8 @@ class ReplayPlayer:
                 self._cursor = i + 1
             if t is not None:
                 last_t = t
+                if anchor is None:
+                    anchor = (time.monotonic(), t, self._speed)
             yield i, ev
 
     def iter(self, control) -> Iterator[Event]:

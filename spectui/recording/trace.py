@@ -29,6 +29,7 @@ import gzip
 import json
 import os
 import platform
+import queue
 import random
 import sys
 import tempfile
@@ -173,6 +174,12 @@ class TraceWriter:
     The header is written when the RunStarted (or AttachStarted) event arrives (it is made from it); if
     the first event is something else, a header without run information is written first. Thread-safe: a UI thread
     may call :meth:`save_to` while the engine thread writes.
+
+    ``background=True`` moves the JSON encoding and the writes off the caller's thread: :meth:`write` only
+    queues the event, one writer thread encodes, writes and flushes each line as before (so a SIGKILL still
+    leaves every written line complete; events still queued at that instant are lost); :meth:`flush`,
+    :meth:`save_to` and :meth:`close` first wait for the queue to drain. A write error is raised by the
+    next call. Worth it where a spare core exists (the engine thread then never encodes JSON).
     """
 
     def __init__(
@@ -183,6 +190,7 @@ class TraceWriter:
         flush_each: bool = True,
         inputs: Iterable[str | os.PathLike | None] = (),
         force: bool = False,
+        background: bool = False,
     ) -> None:
         self.path = os.fspath(path) if path is not None else None
         self.header_extra = dict(header_extra or {})
@@ -202,6 +210,15 @@ class TraceWriter:
         self._out: IO[bytes] | None = None
         self._commit: Callable[[], None] | None = None
         self._gz = self.path is not None and self.path.endswith(".gz")
+        self._thread: threading.Thread | None = None
+        self._error: TraceError | None = None  # background mode: the writer thread's failure
+        self._told = False  # ... already raised to a caller
+        if background:
+            self._queue: queue.SimpleQueue = queue.SimpleQueue()
+            self._idle = threading.Condition()
+            self._pending = 0
+            self._thread = threading.Thread(target=self._drain_loop, name="spectui-trace", daemon=True)
+            self._thread.start()
 
     def _open(self) -> None:
         try:
@@ -232,6 +249,19 @@ class TraceWriter:
         self._out.write(line.encode("utf-8"))
 
     def write(self, event: Event) -> None:
+        if self._thread is not None:
+            if self._error is not None:
+                self._told = True
+                raise self._error
+            if self._closed:
+                raise TraceError(f"trace {self.path or '(temporary)'} is closed")
+            with self._idle:
+                self._pending += 1
+            self._queue.put(event)
+            return
+        self._write_now(event)
+
+    def _write_now(self, event: Event) -> None:
         with self._lock:
             if self._closed:
                 raise TraceError(f"trace {self.path or '(temporary)'} is closed")
@@ -256,6 +286,34 @@ class TraceWriter:
 
     __call__ = write  # usable as headless.consume(..., sink=writer)
 
+    def _drain_loop(self) -> None:
+        """The writer thread (background=True): encode, write and flush each queued event in order."""
+        while True:
+            event = self._queue.get()
+            if event is _STOP:
+                return
+            try:
+                if self._error is None:
+                    self._write_now(event)
+            except TraceError as exc:
+                self._error = exc
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    if not self._pending:
+                        self._idle.notify_all()
+
+    def _wait_written(self) -> None:
+        """Background mode: block until every queued event is written (then raise a write error, if any)."""
+        if self._thread is None:
+            return
+        with self._idle:
+            while self._pending:
+                self._idle.wait()
+        if self._error is not None:
+            self._told = True
+            raise self._error
+
     def _flush(self) -> None:
         if self._out is None:
             return
@@ -267,6 +325,7 @@ class TraceWriter:
             commit()
 
     def flush(self) -> None:
+        self._wait_written()
         with self._lock:
             if not self._closed:
                 self._flush()
@@ -279,6 +338,7 @@ class TraceWriter:
         Returns the number of events saved. The recording itself goes on.
         """
         dest = os.fspath(path)
+        self._wait_written()
         try:
             out = check_output(dest, TRACE, (*inputs, self.path), force)
         except OutputError as exc:
@@ -325,9 +385,24 @@ class TraceWriter:
     def close(self, keep_empty: bool = False) -> None:
         """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
         alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to)."""
+        if self._thread is not None and self._thread.is_alive():
+            with self._idle:
+                while self._pending:
+                    self._idle.wait()
+            self._queue.put(_STOP)
+            self._thread.join()
         with self._lock:
             if self._closed:
                 return
+            if self._error is not None and not self._told:  # a background write failed, nobody was told
+                self._closed = True
+                self._told = True
+                if self._raw is not None:
+                    try:
+                        self._raw.close()
+                    except OSError:
+                        pass
+                raise self._error
             if self._raw is None and keep_empty:
                 self.header = make_header(None, self.header_extra)
                 self._emit(_dumps(self.header))
@@ -350,6 +425,9 @@ class TraceWriter:
                 if not self._failed:  # already reported by write()
                     where = self.path or "(temporary)"
                     raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
+
+
+_STOP = object()  # the background writer's end-of-queue marker
 
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:

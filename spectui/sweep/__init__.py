@@ -4,7 +4,7 @@ Runs every (k, temperature) combination plus the target-only baseline (drafter "
 same seed) at each temperature, ``--repeat`` times, with ONE loaded engine; then prints a table, a
 terminal chart of tokens/s against acceptance rate, and a report written from the measured numbers.
 ``--json`` prints one object (every run and every cell), ``--csv`` one line per run. Every statistic
-comes from :func:`spectui.stats.compute` over the run's events; spread is the standard deviation over
+comes from :func:`spectui.analysis.stats.compute` over the run's events; spread is the standard deviation over
 repeats. Speedup is a run's tokens/s over the baseline's of the same temperature and repeat.
 
 One module per step, each importing only the ones above it:

@@ -1,6 +1,6 @@
 """From measured runs to cells: every repeat of one (temperature, k, drafter) combination pooled, with its
 spread (standard deviation over repeats) and its speedup over the baseline of the same temperature and
-repeat. Every statistic comes from :func:`spectui.stats.compute` over a run's events.
+repeat. Every statistic comes from :func:`spectui.analysis.stats.compute` over a run's events.
 """
 
 from __future__ import annotations

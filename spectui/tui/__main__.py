@@ -1,6 +1,6 @@
 """``python -m spectui.tui [TRACE.jsonl] [--theme NAME] [--speed S]``: replay events in the TUI.
 
-Without a file it replays the built-in sample run (spectui.tui.sample). A small entry point for
+Without a file it replays the built-in sample run (spectui.views.sample). A small entry point for
 trying the TUI (``textual run --dev spectui.tui.__main__:main`` reloads spectui.tcss while editing)
 and for the tmux test; ``spectui replay`` is the user-facing command.
 """

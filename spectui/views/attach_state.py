@@ -3,7 +3,7 @@
 The worker calls ``feed(ev)`` for every attach event (a live :class:`~spectui.attach.cli.AttachSession`
 or a replayed trace); the UI thread calls ``view(...)`` at most once per paint and gets one frozen
 :class:`AttachView` that it hands to the widgets. Every number comes from
-:class:`~spectui.attach.window.AttachStats` (the same statistics as the headless face and the JSON); this
+:class:`~spectui.analysis.attach_stats.AttachStats` (the same statistics as the headless face and the JSON); this
 module only adds what a screen needs over time: the tokens/s series per round of scrapes and the newest
 streamed chunk (drawn apart, so the text visibly grows as it arrives).
 """

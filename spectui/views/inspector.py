@@ -1,8 +1,8 @@
 """The TUI's token inspector, without Textual: the cursor over the recent passes' tokens (the ribbon's
-inspect mode) and one token's ``spectui.inspect.InspectorView`` as Rich text (the inspector screen, the
+inspect mode) and one token's ``spectui.views.inspector_model.InspectorView`` as Rich text (the inspector screen, the
 cast's ``--inspect``).
 
-The text is ``spectui.inspect.render_view``'s, line for line (what ``spectui replay --headless --explain``
+The text is ``spectui.views.inspector_model.render_view``'s, line for line (what ``spectui replay --headless --explain``
 prints), with styles laid over it: the marks stay glyphs (``*`` emitted here, ``d`` drafted here), so
 nothing rests on colour (NO_COLOR keeps bold, reverse and underline).
 """
@@ -64,7 +64,7 @@ def move(recent: tuple[PassView, ...], cur: InspectCursor | None, dx: int = 0, d
 
 
 def view_at(recent: tuple[PassView, ...], cur: InspectCursor) -> InspectorView | None:
-    """``spectui.inspect.explain`` of the cursor's token (None when its pass is no longer on screen)."""
+    """``spectui.views.inspector_model.explain`` of the cursor's token (None when its pass is no longer on screen)."""
     i = find(recent, cur.pass_index)
     if i is None or recent[i].event is None or not 0 <= cur.slot < n_slots(recent[i]):
         return None

@@ -1,6 +1,6 @@
 """A fixed, deterministic event list covering every token state (for snapshots, tmux tests, docs).
 
-Built only from the dataclasses in spectui.events: a prefill pass, passes with all drafts accepted
+Built only from the dataclasses in spectui.contract.events: a prefill pass, passes with all drafts accepted
 (bonus token), with a rejection (rejected + discarded drafts, correction token), a k = 0 pass (plain
 target token), setting changes (k, temperature, drafter) and the run's end.
 """

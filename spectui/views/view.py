@@ -31,7 +31,7 @@ class ReplayPosition:
 
 @dataclass(frozen=True)
 class InspectCursor:
-    """The token inspector's cursor: token ``slot`` (``spectui.inspect.slots`` order: the drafts, then the
+    """The token inspector's cursor: token ``slot`` (``spectui.views.inspector_model.slots`` order: the drafts, then the
     target's own token) of pass ``pass_index``."""
 
     pass_index: int

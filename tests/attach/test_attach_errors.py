@@ -191,6 +191,7 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
     assert last["type"] == "attach_end" and last["reason"] == "stopped"
 
 
+@pytest.mark.slow  # waits out a hung request
 def test_ctrl_c_during_a_hung_request(silent, tmp_path):
     """Request mode against a server that never answers: Ctrl+C ends the request as "stopped"."""
     out = tmp_path / "t.jsonl"

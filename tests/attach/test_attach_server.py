@@ -36,7 +36,7 @@ from spectui.attach.text import HeadlessFace
 from spectui.analysis.attach_stats import ERROR, NO_SPEC, OK, RESET, AttachStats
 
 BINARY = llama_server_binary()
-pytestmark = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mark.timeout(300), pytest.mark.slow]
 
 PROMPT = "the hash map key value table bucket chain probe slot list node array index load factor"
 THREADS = ["-t", "2", "-tb", "2", "-td", "2"]

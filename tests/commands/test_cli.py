@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the command in subprocesses on the engine
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

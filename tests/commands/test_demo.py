@@ -83,10 +83,21 @@ def test_demo_headless_prints_the_recording_summary():
     assert "def is_palindrome" in stdout and "n_accept  =" in stdout
 
 
+def _race_act_text(act):
+    from spectui.demo import load_race_act, race_reason
+    from spectui.views.race_outcome import outcome
+    from spectui.views.race_text import print_outcome
+
+    race = load_race_act(act)
+    out = io.StringIO()
+    print_outcome(race, outcome(race), out)
+    return race_reason(act, race) + "\n\n" + out.getvalue()
+
+
 def test_demo_headless_plays_every_act_with_its_reason():
     stdout = _demo_headless()
-    assert stdout == _act_text(ACTS[0]) + "\n" + _act_text(ACTS[1])
-    assert stdout.index("Act 1 - ") < stdout.index("Act 2 - ")
+    assert stdout == _act_text(ACTS[0]) + "\n" + _act_text(ACTS[1]) + "\n" + _race_act_text(ACTS[2])
+    assert stdout.index("Act 1 - ") < stdout.index("Act 2 - ") < stdout.index("Act 3 - ")
 
 
 def test_act2_is_the_recorded_win_and_says_what_it_bought():

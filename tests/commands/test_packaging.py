@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,6 +35,9 @@ def test_wheel_has_themes_demo_trace_and_entry_point(wheel):
     assert {"dark", "light", "high-contrast", "okabe-ito"} <= themes, themes
     assert any(n.startswith("spectui/data/demo") for n in names), sorted(names)
     assert {"spectui/data/demo-trace.jsonl.gz", "spectui/data/demo-act2.jsonl.gz"} <= names  # both demo acts
+    assert "spectui/data/bench-prompts.jsonl" in names  # spectui bench's built-in prompt set
+    assert {f"spectui/data/race-{n}.jsonl.gz" for n in ("alone", "lookup", "draft")} <= names  # the race act
+    assert "spectui/tui/race/race.tcss" in names  # the race face's CSS
     assert "spectui/tui/spectui.tcss" in names  # the App's CSS (CSS_PATH) travels with the package
     ep = [n for n in names if n.endswith("entry_points.txt")]
     assert ep and "spectui = spectui.cli:main" in zipfile.ZipFile(wheel).read(ep[0]).decode()

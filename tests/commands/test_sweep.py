@@ -30,6 +30,8 @@ from spectui.contract.errors import SpectuiError
 
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 
+pytestmark = pytest.mark.slow  # whole sweeps on the engine
+
 
 # ------------------------------------------------------------------ hand-built runs
 

@@ -28,6 +28,8 @@ from spectui.sweep import (
 
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 
+pytestmark = pytest.mark.slow  # whole sweeps on the engine
+
 EDGES = (0.3, 0.5, 0.7, 0.9)
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = str(Path(__file__).resolve().parents[2])
 NO_LLAMA = "import sys; sys.modules['llama_cpp'] = None; from spectui.cli import main; main()"
 
@@ -28,6 +30,7 @@ def test_a_live_run_says_how_to_install_llama_cpp(tiny_target, tmp_path):
     assert "bash scripts/install.sh --live" in lines[0] and "spectui[live]" in lines[0]
 
 
+@pytest.mark.slow  # a cast of the demo's act 2
 def test_demo_replay_and_cast_work_without_llama_cpp(tmp_path):
     demo = spectui_without_llama("demo", "--headless", "--act", "2", tmp=tmp_path)
     assert demo.returncode == 0, demo.stderr

@@ -59,6 +59,7 @@ def target_law(path, tokens, temperature=1.0):
     "drafter,prompt",
     [("model", "the hash map handles collisions"), ("ngram", "at if false same it true")],
 )
+@pytest.mark.slow  # a law checked over many samples
 def test_speculative_sampling_matches_target_law(make_engine, tiny_target, tiny_draft_noisy, drafter, prompt):
     with make_engine(tiny_target, tiny_draft_noisy, n_ctx=256) as e:
         prompt_ids = e.tokenize(prompt)

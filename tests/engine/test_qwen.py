@@ -2,7 +2,7 @@
 prompt "Write a step-by-step explanation of how a hash map handles collisions.", -n 128, temperature 0,
 k = 2 and 5. The output passes the losslessness check against a target-only run (equal up to the first
 near-tie step of the target-only run; every emitted token is the argmax of its verify pass's logits) and
-the RunEnded counts match spectui.stats.compute(events).
+the RunEnded counts match spectui.analysis.stats.compute(events).
 
 Skipped (with the reason) when the GGUF files are absent; ../shared/models/fetch-qwen-coder-pair.sh
 fetches them. About a minute on 2 cores.

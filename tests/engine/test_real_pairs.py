@@ -193,6 +193,7 @@ def test_text_summary_says_where_models_run(tiny_target, tiny_draft_same):
 # ------------------------------------------------------------------ threads and contention
 
 
+@pytest.mark.slow  # a run with the default threads
 def test_default_threads_recorded(make_engine, tiny_target):
     from spectui.engine.cpu import default_threads
 

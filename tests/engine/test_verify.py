@@ -87,6 +87,7 @@ def test_point_mass_draft_rule():
     np.testing.assert_allclose(out, p)
 
 
+@pytest.mark.slow  # a law checked over many samples
 def test_speculative_verify_sampled_matches_p():
     """The stateful function itself (Generator-driven) against the exact law: chi-square, fixed seed."""
     rng_case = np.random.default_rng(7)
@@ -138,6 +139,7 @@ def test_residual_degenerate_falls_back_to_p():
     np.testing.assert_allclose(residual(p, p.copy(), 0), p)
 
 
+@pytest.mark.slow  # a law checked over many samples
 def test_sample_law_across_blocks():
     """The two-level inverse CDF over a 5000-entry float32 vector (5 blocks) follows p: chi-square, fixed seed."""
     p = softmax((np.random.default_rng(11).standard_normal(5000) * 2.5).astype(np.float32))

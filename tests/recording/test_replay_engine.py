@@ -14,6 +14,8 @@ import pytest
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.recording.trace import read_trace
 
+pytestmark = pytest.mark.slow  # live runs on the engine and their replays, in subprocesses
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN = "from spectui.cli import main; main()"
 

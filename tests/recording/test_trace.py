@@ -238,6 +238,7 @@ _KILL_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.parametrize("name", ["killed.jsonl", "killed.jsonl.gz"])
+@pytest.mark.slow  # a killed process / many generated inputs
 def test_sigkill_mid_run_leaves_a_readable_trace(tmp_path, name):
     p = tmp_path / name
     proc = subprocess.Popen(
@@ -392,6 +393,7 @@ def test_random_bytes_after_a_valid_header(tmp_path, data):
         max_size=4,
     ),
 )
+@pytest.mark.slow  # a killed process / many generated inputs
 def test_random_json_only_raises_trace_error(tmp_path, values, with_header, event_like):
     p = tmp_path / "random.jsonl"
     lines = [json.dumps(v) for v in values] + [json.dumps(v) for v in event_like]

@@ -38,6 +38,7 @@ async def started(app, pilot):
     raise AssertionError("the app never showed the events")
 
 
+@pytest.mark.slow  # many keys, many paints
 async def test_live_keys_change_settings_and_status_line(tmp_path):
     prompts: list[str] = []
     control = RunControl(Settings(draft_max=2, temperature=0.0, drafter="model"))

@@ -1,5 +1,5 @@
 """The token inspector in the TUI: inspect mode's cursor on the ribbon (keys, mouse), the inspector screen
-against ``spectui.inspect.explain`` of the very event (live, replayed from a trace, without data), 80x24
+against ``spectui.views.inspector_model.explain`` of the very event (live, replayed from a trace, without data), 80x24
 and NO_COLOR; the --draft-p-min keys reaching the engine (tiny llama.cpp models, tests/conftest.py)."""
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from spectui.tui.run.inspector_screen import InspectorScreen
 from spectui.tui.run.live_screen import P_MIN_STEPS, next_p_min
 from spectui.tui.run.status_line import StatusLine
 from spectui.views.view import InspectCursor
+
+pytestmark = pytest.mark.slow  # the inspector driven through the real app, key by key, on the engine
 
 PROMPT = "the cat sat on the mat and"
 
@@ -225,6 +227,7 @@ async def test_80x24_shows_every_essential_line_and_marks_survive_no_color(sampl
 
 
 # ------------------------------------------------------------------------------------------ replay, old traces
+@pytest.mark.slow  # a live run and its replay in the TUI
 async def test_a_replayed_trace_shows_the_same_inspector_text_as_the_live_run(sampled_run):
     events, path = sampled_run
     replayed = read_trace(path).events

@@ -1,5 +1,5 @@
-"""spectui.inspect on hand-built passes: the rule line carries the pass's own numbers, the marks fall on the
-drafted and the emitted token, the near-tie flag follows the margin, and the text fits its width."""
+"""spectui.views.inspector_model on hand-built passes: the rule line carries the pass's own numbers, the marks
+fall on the drafted and the emitted token, the near-tie flag follows the margin, and the text fits its width."""
 
 from __future__ import annotations
 

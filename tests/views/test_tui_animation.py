@@ -1,4 +1,4 @@
-"""spectui.animation (the pass animation's clock, no Textual) and spectui.tui.view (one frozen view per
+"""spectui.views.animation (the pass animation's clock, no Textual) and spectui.views.view (one frozen view per
 paint: where models run, the contention warning on the status line, the prediction computed once)."""
 
 from __future__ import annotations

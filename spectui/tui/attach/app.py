@@ -4,7 +4,7 @@
 Data flows one way: a ``@work(thread=True)`` worker runs the attach session
 (:class:`~spectui.attach.cli.AttachSession`: scraper and request threads, events in arrival order) or
 replays a recorded session at its recorded pace, and feeds every event to the trace recorder (live,
-``--record``) and to :class:`~spectui.tui.attach_state.AttachState`; then it posts one ``StateChanged``
+``--record``) and to :class:`~spectui.views.attach_state.AttachState`; then it posts one ``StateChanged``
 unless one is already waiting. The UI paints at most ``FRAME_HZ`` times a second: one frozen AttachView per
 paint, handed to the widgets by the screen. Quitting (q, Ctrl+C, SIGTERM, SIGHUP) stops the session; the
 worker still writes ``AttachEnded``, so a recording stays readable.

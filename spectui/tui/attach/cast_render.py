@@ -1,6 +1,6 @@
 """The Textual half of ``spectui cast`` for an attach trace: the real AttachApp through a capture driver.
 
-Like :mod:`spectui.tui.cast_render` for a run: no worker; a simulated clock steps over the recorded
+Like :mod:`spectui.tui.run.cast_render` for a run: no worker; a simulated clock steps over the recorded
 events (each at its recorded ``t`` divided by the speed, after a short lead-in), feeds them into the app's
 state and paints at most ``FRAME_HZ`` times a simulated second; every terminal write is stamped with the
 simulated time. ``spectui/cast.py`` writes the asciicast file.

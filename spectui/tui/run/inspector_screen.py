@@ -1,4 +1,4 @@
-"""InspectorScreen: one token explained (``spectui.inspect.explain``): draft q(x), target p(x), the rule
+"""InspectorScreen: one token explained (``spectui.views.inspector_model.explain``): draft q(x), target p(x), the rule
 that decided with its numbers, the target's / draft's / residual top-N side by side with the emitted
 (*) and drafted (d) tokens marked, the margin and a near-tie flag. ←/→ (h/l) and ↑/↓ (k/j) move to
 another token (the ribbon's cursor follows), escape / enter / q close it."""

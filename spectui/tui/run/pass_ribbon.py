@@ -3,7 +3,7 @@
 In inspect mode (``ScreenView.inspect``) the title says so, the cursor's pass is drawn in detail with
 its token under the cursor marked (▸ and reverse), and the list scrolls to keep that pass in view. A
 pass whose drafting stopped at --draft-p-min carries ``‖p-min``. A click on a token posts
-``TokenClicked`` (its pass and slot, ``spectui.inspect.slots`` order); the screen opens the inspector.
+``TokenClicked`` (its pass and slot, ``spectui.views.inspector_model.slots`` order); the screen opens the inspector.
 """
 
 from __future__ import annotations

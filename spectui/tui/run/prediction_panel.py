@@ -1,4 +1,4 @@
-"""PredictionPanel: predicted tokens/s by draft length (``spectui.costmodel.Prediction``, computed once
+"""PredictionPanel: predicted tokens/s by draft length (``spectui.analysis.costmodel.Prediction``, computed once
 per statistics refresh and handed over in the view, along this machine's probed verify curve when one
 was measured), the advisor line and, where there is room, this machine's own figures (``spectui probe``).
 When drafting stops early (--draft-p-min), the title says how many drafts a pass at the current k makes."""

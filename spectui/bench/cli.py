@@ -1,0 +1,335 @@
+"""``spectui bench``: the command line. Model options are the live run's (``cli.model_options``); with ``--url``
+the same prompts go to a deployment instead (``server.py``). Prints the table, the chart and the report; writes
+``--json`` / ``--csv`` / ``--markdown`` files ("-": stdout) and ``--record-dir`` traces, every one through
+:func:`output_path`. Ctrl+C / SIGTERM / SIGHUP print and write the partial report (exit 130 / 143 / 129);
+a run or a server that fails keeps the rows done (exit 1)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from ..contract.errors import SpectuiError, fail
+from ..contract.outputs import TRACE, check_output, csv_report, json_report, text_report
+from ..options import model_options
+from ..run import ModelOptions, load_engine
+from .aggregate import OVERALL, aggregate
+from .datasets import BUILTIN, load_prompts, parse_categories, select
+from .export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
+from .plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
+from .render import render_chart, render_table
+from .report import report_lines
+from .runner import TURNS, BenchResult, Templater, run_bench
+
+EXIT_FAILED = 1
+INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
+
+
+JSON_KIND = json_report("bench")  # the --json object's first key: "schema": "spectui.bench"
+CSV_KIND = csv_report("bench", CSV_FIELDS)
+MD_KIND = text_report("bench", MARKDOWN_MARKER)  # the --markdown file's first line
+
+
+def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False):
+    """Every file the bench writes goes through here: the project's output rule (spectui.contract.outputs:
+    checked before any work, never one of the bench's inputs - the prompt file, the models - and an
+    existing file replaced only when it is a spectui file of the same kind, or with --force)."""
+    return check_output(path, kind, inputs, force)
+
+
+def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
+    """Write a report file atomically (through ``output_path``), or print it for "-"."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    with output_path(path, kind, inputs, force).atomic_write() as fh:
+        fh.write(text)
+
+
+class _Signals:
+    """SIGTERM / SIGHUP end the bench like Ctrl+C (a KeyboardInterrupt at the next Python instruction: the
+    engine ends its run with reason "stopped"); ``signum`` says which, for the exit status."""
+
+    def __init__(self) -> None:
+        self.signum = signal.SIGINT
+        self.old = {}
+
+    def _handler(self, signum, frame):
+        self.signum = signum
+        raise KeyboardInterrupt
+
+    def __enter__(self):
+        for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if s is not None:
+                try:
+                    self.old[s] = signal.signal(s, self._handler)
+                except ValueError:  # not the main thread
+                    pass
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        return False
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum)
+
+
+@click.command("bench", context_settings={"help_option_names": ["-h", "--help"]})
+@model_options
+@click.option("--prompts", "prompts", type=str, default=BUILTIN, show_default=True,
+              help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line) or 'builtin'")
+@click.option("--categories", type=str, default=None, help="comma-separated categories to run (default: all)")
+@click.option("--per-category", type=int, default=None, help="the first N prompts of each category by question id")
+@click.option("--limit", type=int, default=None, help="at most N prompts in all")
+@click.option("--turns", type=click.Choice(TURNS), default="first", show_default=True,
+              help="first: turns[0] only; all: every turn, each after the model's own answer")
+@click.option("--chat/--no-chat", "chat", default=None,
+              help="use the target's chat template (default: on when the GGUF has one, as llama-cli)")
+@click.option("--system", "-sys", "system", type=str, default=None, help="system message (default: none)")
+@click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True, help="tokens per prompt")
+@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
+              help="comma-separated draft lengths")
+@click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
+              help="comma-separated temperatures")
+@click.option("--drafter", type=str, default=None,
+              help="model, ngram or both (comma-separated); default: model with --draft, else ngram")
+@click.option("--seed", "-s", type=int, default=0, show_default=True)
+@click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per prompt and setting")
+@click.option("--json", "json_out", type=str, default=None, help="write the results as JSON to FILE ('-': stdout)")
+@click.option("--csv", "csv_out", type=str, default=None, help="write one CSV line per run to FILE ('-': stdout)")
+@click.option("--markdown", "md_out", type=str, default=None,
+              help="write Spec-Bench's table as Markdown to FILE ('-': stdout)")
+@click.option("--record-dir", type=str, default=None, help="keep every run's trace in DIR (replayable)")
+@click.option("--force", is_flag=True, help="replace existing output files that are not spectui's own")
+@click.option("--url", "urls", type=str, multiple=True,
+              help="benchmark a llama-server / vLLM at URL instead of local models (repeatable)")
+@click.option("--baseline-url", type=str, default=None, help="the same target without speculation (server mode)")
+@click.option("--concurrency", type=int, default=1, show_default=True, help="server mode: requests in flight")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+              help="server mode: seconds one request may take")
+def bench_cmd(**kwargs):
+    """Benchmark speculation per workload category: Spec-Bench's table for your pair, machine or deployment."""
+    sig = _Signals()
+    try:
+        with sig:
+            code = bench_main(ModelOptions.pop_from(kwargs), signals=sig, **kwargs)
+    except SpectuiError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:  # before any run started (loading): nothing measured
+        click.echo("spectui: bench interrupted before any run", err=True)
+        sys.exit(sig.exit_code)
+    sys.exit(code)
+
+
+def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
+    if n_predict <= 0:
+        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
+    if repeat < 1:
+        raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
+    if [json_out, csv_out, md_out].count("-") > 1:
+        raise SpectuiError("only one of --json / --csv / --markdown can go to stdout ('-')")
+
+
+def _record_dir(record_dir: str | None, inputs) -> Path | None:
+    if record_dir is None:
+        return None
+    rec = Path(record_dir)
+    if rec.exists() and not rec.is_dir():
+        raise SpectuiError(f"--record-dir {record_dir} exists and is not a directory")
+    try:
+        rec.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
+    return rec
+
+
+def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
+               turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
+               seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
+               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None) -> int:
+    """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
+    out = out or sys.stdout
+    _check_common(n_predict, repeat, json_out, csv_out, md_out)
+    ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
+    inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft]
+    for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
+        if p and p != "-":
+            output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
+    if urls or baseline_url:
+        from .server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
+
+        if not urls:
+            raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
+        if models.target or models.draft or models.hf_repo or models.hf_repo_draft:
+            raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
+        if record_dir is not None:
+            raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
+        with _progress() as (progress, task):
+            def on_job(i, job, n_jobs, prompts) -> None:
+                progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
+
+            res, params, has_base = server_bench(ps, list(urls), baseline_url, n_predict=n_predict, temp=temp,
+                                                 seed=seed, repeat=repeat, turns=turns, system=system,
+                                                 concurrency=concurrency, timeout_s=timeout_s, chat=chat,
+                                                 on_job=on_job)
+        return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
+
+    if concurrency != 1:
+        raise SpectuiError("--concurrency is for --url (a deployment); local runs go one at a time")
+    ks = parse_ks(draft_max)
+    temps = parse_temps(temp)
+    drafters = parse_drafters(drafter, models.has_draft)
+    settings = make_settings(ks, temps, drafters)
+    rec = _record_dir(record_dir, inputs)
+    t_load = time.perf_counter()
+    engine = load_engine(models, use_draft="model" in drafters, quiet=True, inspect_top=INSPECT_TOP)
+    load_s = time.perf_counter() - t_load
+    try:
+        templater = _templater(engine, chat, system)
+        jobs = make_jobs(len(ps.prompts), settings, repeat)
+
+        def open_trace(name: str, extra: dict):
+            from ..recording.trace import TraceWriter  # noqa: PLC0415
+
+            return TraceWriter(output_path(rec / name, TRACE, inputs, force).path, extra, inputs=inputs, force=force)
+
+        t0 = time.perf_counter()
+        res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
+                                 open_trace if rec is not None else None)
+        bench_s = time.perf_counter() - t0
+    finally:
+        engine.close()
+    params = {
+        "mode": "engine", "target": models.target, "draft": models.draft, "prompts": ps.source,
+        "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
+        "chat_template": templater.label, "system": system, "n_predict": n_predict, "draft_max": ks,
+        "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
+        "ctx_size": models.ctx_size, "record_dir": str(rec) if rec is not None else None,
+        "timing": {"load_s": load_s, "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
+                   "outside_runs_s": bench_s - res.run_wall_s},
+    }
+    return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
+
+
+def _templater(engine, chat, system) -> Templater:
+    tpl = engine.chat_template
+    if chat and tpl is None:
+        raise SpectuiError("--chat: the target model has no chat template (tokenizer.chat_template)")
+    use = tpl is not None if chat is None else bool(chat)
+    if system is not None and not use:
+        raise SpectuiError("--system needs the chat template (the target has none, or --no-chat was given)")
+    return Templater(engine, use, system)
+
+
+def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_out, csv_out, md_out, inputs, out,
+            signals, force: bool = False) -> int:
+    summaries = aggregate(res.rows)
+    skipped = []
+    seen = set()
+    for r in res.rows:
+        if r.skipped and (r.category, r.prompt.question_id, r.turn) not in seen:
+            seen.add((r.category, r.prompt.question_id, r.turn))
+            skipped.append((f"{r.category} q{r.prompt.question_id} turn {r.turn + 1}", r.skipped))
+    notes = []
+    timing = params.get("timing")
+    if timing and timing.get("bench_s"):
+        notes.append(
+            f"Time: models loaded once in {timing['load_s']:.1f} s; the runs took {timing['inside_runs_s']:.1f} s "
+            f"of the bench's {timing['bench_s']:.1f} s ({timing['outside_runs_s']:.2f} s, "
+            f"{100 * timing['outside_runs_s'] / timing['bench_s']:.2f}% outside the runs)."
+        )
+    notes.extend(params.get("notes", []))
+    report = report_lines(summaries, has_baseline=has_base, status=res.status, stopped_at=res.stopped_at,
+                          skipped=skipped, repeats=repeat, notes=notes)
+    status = {"status": res.status, "stopped_at": res.stopped_at, "jobs_done": res.jobs_done,
+              "jobs_total": res.jobs_total}
+    if json_out:
+        doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status)}
+        write_text(json_out, json.dumps(doc) + "\n", JSON_KIND, inputs, force)
+    if csv_out:
+        write_text(csv_out, to_csv(res.rows), CSV_KIND, inputs, force)
+    if md_out:
+        write_text(md_out, to_markdown(summaries, has_base), MD_KIND, inputs, force)
+    to_stdout = "-" in (json_out, csv_out, md_out)
+    console = Console(file=sys.stderr if to_stdout else out,
+                      width=_term_width() if (not to_stdout and getattr(out, "isatty", lambda: False)()) else 160)
+    if any(s.runs for s in summaries):
+        console.print(render_table(summaries, has_base, title=_title(params)))
+        console.print(render_chart(summaries, has_base))
+    elif not any(s.skipped for s in summaries):
+        console.print("no runs finished", markup=False)
+    for line in report:
+        console.print(line, markup=False, highlight=False)
+    out.flush()
+    if res.status == "interrupted":
+        return signals.exit_code if signals is not None else 130
+    if res.status.startswith("failed"):
+        return EXIT_FAILED
+    if not any(s.runs for s in summaries if s.category == OVERALL):
+        return EXIT_FAILED  # nothing could run (every prompt skipped)
+    return 0
+
+
+def _title(params: dict) -> str:
+    if params.get("mode") == "server":
+        return f"spectui bench: {', '.join(params.get('urls', []))} on {params['prompts']}"
+    tgt = Path(params["target"]).name if params.get("target") else "?"
+    drf = f" + {Path(params['draft']).name}" if params.get("draft") else ""
+    chat = "chat template" if params.get("chat_template") else "raw prompts"
+    return f"spectui bench: {tgt}{drf} on {params['prompts']} ({chat}, -n {params['n_predict']})"
+
+
+def _term_width() -> int:
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+@contextlib.contextmanager
+def _progress():
+    """A live progress line on stderr (a terminal only; gone when done): (progress, task)."""
+    console = Console(file=sys.stderr)
+    with Progress(
+        TextColumn("[bold]bench[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        yield progress, progress.add_task("", total=None)
+
+
+def _job_text(job, prompts) -> str:
+    p = prompts[job.prompt_index]
+    return (f"prompt {job.prompt_index + 1} of {len(prompts)} ({p.category}), {job.setting.full_label}, "
+            f"repeat {job.repeat + 1}")
+
+
+def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater, open_trace) -> BenchResult:
+    """run_bench with the progress line: prompt i of N, the setting, elapsed and ETA."""
+    with _progress() as (progress, task):
+        progress.update(task, total=len(jobs))
+
+        def on_job(i, job) -> None:
+            progress.update(task, completed=i, description=_job_text(job, prompts))
+
+        res = run_bench(engine, prompts, jobs, n_predict, seed, turns=turns, templater=templater,
+                        chat_label=templater.label, open_trace=open_trace, on_job=on_job)
+        progress.update(task, completed=res.jobs_done)
+    return res

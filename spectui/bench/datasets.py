@@ -1,0 +1,207 @@
+"""Prompt sets for ``spectui bench``: Spec-Bench JSONL, SPEED-Bench Parquet, plain text, or the built-in set.
+
+- Spec-Bench (``question.jsonl``): one JSON object per line with ``question_id``, ``category`` and ``turns``
+  (a list of user messages; ``turns[0]`` is the prompt, the others follow the model's own answers).
+- SPEED-Bench (its "qualitative" split): Parquet with the same fields plus ``sub_category``; read with pyarrow.
+- Plain text: one prompt per non-empty line, all in one category named after the file (``notes.txt`` ->
+  ``notes``); question ids are the line numbers.
+- ``builtin``: ``spectui/data/bench-prompts.jsonl`` (Spec-Bench's format), prompts written for this project in
+  six categories that span the range: code, code_edit, writing, summarization, qa, math.
+
+Selection (:func:`select`): ``--categories`` keeps the named ones (each must exist in the set),
+``--per-category N`` the first N of each category by question id (a deterministic subset), ``--limit`` the
+first N prompts overall. Every fault is a :class:`SpectuiError` (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..contract.errors import SpectuiError
+
+BUILTIN = "builtin"
+BUILTIN_PATH = Path(__file__).resolve().parent.parent / "data" / "bench-prompts.jsonl"
+FORMAT_JSONL = "spec-bench jsonl"
+FORMAT_PARQUET = "speed-bench parquet"
+FORMAT_TEXT = "text"
+PARQUET_MAGIC = b"PAR1"
+REQUIRED = ("question_id", "category", "turns")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One question: its id as the file gives it, its category, and its turns (user messages)."""
+
+    question_id: int | str
+    category: str
+    turns: tuple[str, ...]
+    sub_category: str = ""
+
+    @property
+    def key(self) -> tuple:
+        """Sort key: numeric ids by value, others as text (numbers first)."""
+        q = self.question_id
+        return (0, q, "") if isinstance(q, int) else (1, 0, str(q))
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    source: str  # "builtin" or the path given
+    format: str  # FORMAT_*
+    prompts: tuple[Prompt, ...]
+
+    @property
+    def categories(self) -> list[str]:
+        """Categories in order of first appearance."""
+        out: list[str] = []
+        for p in self.prompts:
+            if p.category not in out:
+                out.append(p.category)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+
+def load_prompts(spec: str = BUILTIN) -> PromptSet:
+    """Read a prompt set: ``builtin`` or a file in one of the three formats (detected from its bytes)."""
+    if spec == BUILTIN:
+        return PromptSet(BUILTIN, FORMAT_JSONL, _read_jsonl(BUILTIN_PATH.read_text(encoding="utf-8"), "builtin"))
+    path = Path(spec)
+    if not path.exists():
+        raise SpectuiError(f"--prompts: file not found: {spec} (or use --prompts builtin)")
+    if path.is_dir():
+        raise SpectuiError(f"--prompts: {spec} is a directory, not a prompt file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpectuiError(f"--prompts: cannot read {spec}: {exc.strerror or exc}") from None
+    if data[:4] == PARQUET_MAGIC:
+        prompts = _read_parquet(path)
+        fmt = FORMAT_PARQUET
+    else:
+        if path.suffix.lower() == ".parquet":
+            raise SpectuiError(f"--prompts: {spec} is named .parquet but is not a Parquet file (no PAR1 magic)")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SpectuiError(
+                f"--prompts: {spec} is neither Spec-Bench JSONL, SPEED-Bench Parquet nor UTF-8 text"
+            ) from None
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        if first.startswith("{") or path.suffix.lower() in (".jsonl", ".json"):
+            prompts = _read_jsonl(text, spec)
+            fmt = FORMAT_JSONL
+        else:
+            prompts = _read_text(text, path)
+            fmt = FORMAT_TEXT
+    if not prompts:
+        raise SpectuiError(f"--prompts: {spec} holds no prompts")
+    return PromptSet(spec, fmt, prompts)
+
+
+def _record(obj, where: str) -> Prompt:
+    if not isinstance(obj, dict):
+        raise SpectuiError(f"--prompts: {where} is not a JSON object (Spec-Bench: question_id, category, turns)")
+    missing = [k for k in REQUIRED if k not in obj]
+    if missing:
+        raise SpectuiError(
+            f"--prompts: {where} lacks {', '.join(missing)}: not Spec-Bench JSONL (question_id, category, turns)"
+        )
+    qid, cat, turns = obj["question_id"], obj["category"], obj["turns"]
+    if isinstance(qid, bool) or not isinstance(qid, (int, str)):
+        raise SpectuiError(f"--prompts: {where}: question_id must be an integer or a string")
+    if not isinstance(cat, str) or not cat.strip():
+        raise SpectuiError(f"--prompts: {where}: category must be a non-empty string")
+    if isinstance(turns, str):
+        turns = [turns]
+    turns = list(turns) if turns is not None and not isinstance(turns, (dict, int, float)) else None
+    if not turns or not all(isinstance(t, str) for t in turns):
+        raise SpectuiError(f"--prompts: {where}: turns must be a non-empty list of strings")
+    if not turns[0].strip():
+        raise SpectuiError(f"--prompts: {where}: the first turn is empty")
+    sub = obj.get("sub_category") or ""
+    return Prompt(qid, cat.strip(), tuple(turns), str(sub))
+
+
+def _read_jsonl(text: str, where: str) -> tuple[Prompt, ...]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SpectuiError(
+                f"--prompts: {where} line {n} is not JSON ({exc.msg}): neither Spec-Bench JSONL, "
+                "SPEED-Bench Parquet nor a text file"
+            ) from None
+        out.append(_record(obj, f"{where} line {n}"))
+    return tuple(out)
+
+
+def _read_parquet(path: Path) -> tuple[Prompt, ...]:
+    import pyarrow.parquet as pq  # noqa: PLC0415 - only for Parquet files
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a broken file
+        raise SpectuiError(f"--prompts: {path} is not a readable Parquet file: {str(exc).splitlines()[0]}") from None
+    missing = [k for k in REQUIRED if k not in table.column_names]
+    if missing:
+        raise SpectuiError(
+            f"--prompts: {path} lacks the column(s) {', '.join(missing)}: not SPEED-Bench "
+            "(question_id, category, sub_category, turns)"
+        )
+    cols = ["question_id", "category", "turns"] + (["sub_category"] if "sub_category" in table.column_names else [])
+    rows = table.select(cols).to_pylist()
+    return tuple(_record(r, f"{path} row {i + 1}") for i, r in enumerate(rows))
+
+
+def _read_text(text: str, path: Path) -> tuple[Prompt, ...]:
+    cat = path.stem or "prompts"
+    return tuple(
+        Prompt(n, cat, (line.strip(),)) for n, line in enumerate(text.splitlines(), 1) if line.strip()
+    )
+
+
+def parse_categories(value: str | None) -> list[str] | None:
+    """"code,qa" -> ["code", "qa"]; None or "" -> None (all)."""
+    if value is None:
+        return None
+    out = [c.strip() for c in str(value).split(",") if c.strip()]
+    return out or None
+
+
+def select(ps: PromptSet, categories: Sequence[str] | None = None, per_category: int | None = None,
+           limit: int | None = None) -> PromptSet:
+    """The prompts to run: the categories asked for (in the file's order), the first ``per_category`` of
+    each by question id, at most ``limit`` overall."""
+    if per_category is not None and per_category < 1:
+        raise SpectuiError(f"--per-category must be at least 1, not {per_category}")
+    if limit is not None and limit < 1:
+        raise SpectuiError(f"--limit must be at least 1, not {limit}")
+    have = ps.categories
+    if categories:
+        lacking = [c for c in categories if c not in have]
+        if lacking:
+            raise SpectuiError(
+                f"--categories: {ps.source} has no category {', '.join(lacking)} (it has: {', '.join(have)})"
+            )
+        keep = [c for c in have if c in categories]
+    else:
+        keep = have
+    out: list[Prompt] = []
+    for cat in keep:
+        ps_cat = [p for p in ps.prompts if p.category == cat]
+        if per_category is not None:
+            ps_cat = sorted(ps_cat, key=lambda p: p.key)[:per_category]
+        out.extend(ps_cat)
+    if limit is not None:
+        out = out[:limit]
+    if not out:
+        raise SpectuiError(f"--prompts: no prompts left to run from {ps.source}")
+    return PromptSet(ps.source, ps.format, tuple(out))

@@ -1,0 +1,109 @@
+"""What a bench runs: the speculative settings (drafter x k x temperature), the baseline of each temperature,
+and the order of the runs.
+
+--draft-max and --temp are parsed by the sweep's parsers (``sweep.plan.parse_ks`` / ``parse_temps``); the
+baseline is the sweep's (drafter "none", k = 0, labelled "target only"). k = 0 in --draft-max is the baseline,
+which always runs, so it is not a speculative setting.
+
+Order (ABBA): for each repeat, for each prompt, the baseline(s) and the settings one after the other, the order
+reversed on every other prompt (and shifted by the repeat), so that a slow drift of a shared machine hits the
+baseline and each setting alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..contract.errors import SpectuiError
+from ..sweep.plan import BASELINE, TARGET_ONLY, parse_ks, parse_temps
+
+DRAFTER_CHOICES = ("model", "ngram")
+
+__all__ = [
+    "BASELINE", "DRAFTER_CHOICES", "TARGET_ONLY", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
+    "parse_ks", "parse_temps",
+]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to generate: the baseline (drafter "none", k = 0) or a speculative setting."""
+
+    drafter: str
+    k: int
+    temperature: float
+    name: str = ""  # server mode: the deployment's URL (its drafter and k are the server's own)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.drafter == BASELINE
+
+    @property
+    def label(self) -> str:
+        """"target only", "model k=2" / "ngram k=4", or a server's URL (the temperature is shown apart)."""
+        if self.is_baseline:
+            return TARGET_ONLY
+        return self.name or f"{self.drafter} k={self.k}"
+
+    @property
+    def full_label(self) -> str:
+        return f"{self.label}, temp {self.temperature:g}"
+
+    @property
+    def tag(self) -> str:
+        """File-name form: base-t0, model-k2-t0.8."""
+        return f"base-t{self.temperature:g}" if self.is_baseline else f"{self.drafter}-k{self.k}-t{self.temperature:g}"
+
+
+def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
+    """"model,ngram" -> ["model", "ngram"]; None -> model with a draft model, else ngram."""
+    if value is None:
+        return ["model" if have_draft else "ngram"]
+    out: list[str] = []
+    for part in str(value).split(","):
+        d = part.strip().lower()
+        if not d:
+            continue
+        if d not in DRAFTER_CHOICES:
+            raise SpectuiError(f"--drafter takes model and/or ngram (comma-separated), not {part.strip()!r}")
+        if d not in out:
+            out.append(d)
+    if not out:
+        raise SpectuiError("--drafter needs model and/or ngram")
+    if "model" in out and not have_draft:
+        raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
+    return out
+
+
+def make_settings(ks: Sequence[int], temps: Sequence[float], drafters: Sequence[str]) -> list[Setting]:
+    """The baseline of each temperature, then every drafter x k at it."""
+    spec_ks = [k for k in ks if k > 0]
+    if not spec_ks:
+        raise SpectuiError("--draft-max needs at least one draft length above 0 (the baseline always runs)")
+    out = []
+    for t in temps:
+        out.append(Setting(BASELINE, 0, t))
+        for d in drafters:
+            for k in spec_ks:
+                out.append(Setting(d, k, t))
+    return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One prompt (all its turns asked) under one setting, one repeat."""
+
+    prompt_index: int
+    setting: Setting
+    repeat: int
+
+
+def make_jobs(n_prompts: int, settings: Sequence[Setting], repeats: int) -> list[Job]:
+    """Every prompt x setting x repeat, in ABBA order (see the module docstring)."""
+    jobs = []
+    for r in range(repeats):
+        for i in range(n_prompts):
+            order = list(settings) if (i + r) % 2 == 0 else list(reversed(settings))
+            jobs.extend(Job(i, s, r) for s in order)
+    return jobs

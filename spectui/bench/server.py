@@ -1,0 +1,331 @@
+"""``spectui bench --url URL [--url ...] [--baseline-url URL]``: the same prompts against a deployment.
+
+Each prompt (each turn, the second after the server's own first answer) is one OpenAI chat completion,
+``POST /v1/chat/completions`` with ``"stream": true``, ``max_tokens`` = -n, the temperature and seed asked,
+one request at a time (``--concurrency N``: N in flight). The server applies its own chat template. Every
+request is a stream of the attach face's events (``RequestStarted``, ``RequestChunk``..., ``RequestEnded``) and
+becomes one row from what the server says:
+
+- llama-server: the last chunk's ``timings`` (``draft_n``, ``draft_n_accepted``, ``predicted_n``,
+  ``predicted_ms``, ``predicted_per_second``: the tokens/s it reports), and the request's ``/metrics`` delta
+  (``llamacpp:spec_decode_num_drafts_total`` etc., scraped before and after the request, once the server has
+  counted it) for the verify steps and the acceptance by position.
+- vLLM: the ``/metrics`` delta of ``vllm:spec_decode_*`` per request (``attach.metrics`` / ``attach.window``), the
+  tokens from ``usage``; tokens/s measured on the client (tokens after the first / time from the first to the
+  last chunk).
+
+The numbers of a row, as a ``StatsSnapshot`` (the same fields the engine's rows have): drafted and accepted
+tokens, verify steps with a draft (``passes_drafted``, the /metrics ``num_drafts`` delta), acceptance by
+position (vLLM's: accepted at position i / steps), decode tokens/s, TTFT (client: request sent -> first
+content chunk), decode steps = decode tokens - accepted. With ``--concurrency`` > 1 the /metrics deltas mix
+requests, so rows keep only the per-request ``timings`` (llama-server) and the report says so.
+
+The baseline is ``--baseline-url`` (the same target without speculation); without it there is no speedup.
+A request that fails (a server that died, an HTTP error) stops the bench: the rows done are kept and the
+report says where it stopped (exit 1).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from ..attach.metrics import parse as parse_metrics
+from ..attach.request import _sse_data, openai_model
+from ..attach.scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
+from ..analysis.attach_stats import OK, engine_window, sum_windows
+from ..engine.chat import chat_messages
+from ..contract.errors import SpectuiError
+from ..contract.events import (
+    KIND_LLAMA_SERVER,
+    REQ_ERROR,
+    REQ_LENGTH,
+    REQ_STOP,
+    RequestChunk,
+    RequestEnded,
+    RequestStarted,
+)
+from ..analysis.stats import PositionStat, StatsSnapshot
+from .aggregate import BenchRow
+from .datasets import PromptSet
+from .plan import BASELINE, Setting, make_jobs, parse_temps
+from .runner import BenchResult
+
+SETTLE_S = 5.0  # how long to wait for llama-server to count a finished request in /metrics
+
+
+@dataclass
+class Deployment:
+    url: str
+    root: str
+    kind: str  # KIND_LLAMA_SERVER, KIND_VLLM, ... or "" (no /metrics)
+    model: str
+    metrics: bool  # /metrics answers with Prometheus text
+
+
+def probe_deployment(url: str, timeout: float) -> Deployment:
+    """What answers at ``url``: its /metrics kind (if any) and model id; SpectuiError when nothing answers."""
+    root = base_url(url)
+    try:
+        check_scheme(root)
+    except FetchError as exc:
+        raise SpectuiError(f"--url {url}: {exc}") from None
+    kind, metrics = "", False
+    try:
+        text, ctype, _ = http_get(root + "/metrics", min(timeout, 10.0))
+        if "html" not in ctype.lower():
+            kind = parse_metrics(text).kind
+            metrics = True
+    except (FetchError, ValueError):
+        pass
+    try:
+        http_get(root + "/v1/models", min(timeout, 10.0))
+    except FetchError as exc:
+        raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models ({exc})") from None
+    return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics)
+
+
+def _counters(dep: Deployment, timeout: float):
+    """The deployment's engines' counters now (None when /metrics does not answer)."""
+    if not dep.metrics:
+        return None
+    try:
+        text, _, _ = http_get(dep.root + "/metrics", timeout)
+        return parse_metrics(text)
+    except (FetchError, ValueError):
+        return None
+
+
+def _delta(dep: Deployment, before, after):
+    """The summed window from ``before`` to ``after`` (attach.window), None when either is missing."""
+    if before is None or after is None:
+        return None
+    prev = {e.engine: e for e in before.engines}
+    wins = [engine_window(dep.url, after.kind, e, prev.get(e.engine), 1.0) for e in after.engines]
+    return sum_windows(wins)
+
+
+def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperature: float, seed: int,
+                 timeout: float) -> Iterator[RequestStarted | RequestChunk | RequestEnded]:
+    """One streaming chat completion as attach events (``t``: seconds since the request was sent)."""
+    t0 = time.monotonic()
+    body = {"messages": messages, "max_tokens": n_predict, "stream": True, "temperature": temperature,
+            "seed": seed, "stream_options": {"include_usage": True}}
+    if dep.model:
+        body["model"] = dep.model
+    if dep.kind == KIND_LLAMA_SERVER:
+        body["cache_prompt"] = False  # every request measured the same way
+    yield RequestStarted(url=dep.url, t=0.0, api="chat", prompt=messages[-1]["content"], n_predict=n_predict)
+    req = urllib.request.Request(  # noqa: S310 - http(s) checked in probe_deployment
+        dep.root + "/v1/chat/completions", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": USER_AGENT})
+    last: dict = {}
+    n_chunks = 0
+    finish = ""
+
+    def ended(reason: str, error: str = "") -> RequestEnded:
+        timings = last.get("timings") or {}
+        usage = last.get("usage") or {}
+        n = usage.get("completion_tokens", timings.get("predicted_n", n_chunks))
+        return RequestEnded(
+            t=time.monotonic() - t0, reason=reason, error=error,
+            n_tokens=int(n) if isinstance(n, int) else n_chunks,
+            draft_n=int(timings.get("draft_n", -1)), draft_n_accepted=int(timings.get("draft_n_accepted", -1)),
+            prompt_ms=float(timings.get("prompt_ms", -1.0)), predicted_ms=float(timings.get("predicted_ms", -1.0)),
+            predicted_n=int(timings.get("predicted_n", -1)),
+        )
+
+    try:
+        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - http(s) checked
+    except urllib.error.HTTPError as exc:
+        detail = ""
+        try:
+            detail = exc.read().decode("utf-8", "replace")[:160]
+        except OSError:
+            pass
+        yield ended(REQ_ERROR, f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
+        return
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        yield ended(REQ_ERROR, f"{dep.url}: {describe_error(exc, timeout)}")
+        return
+    except http.client.HTTPException as exc:
+        yield ended(REQ_ERROR, f"{dep.url}: bad HTTP response: {type(exc).__name__}")
+        return
+    try:
+        with resp:
+            for payload in _sse_data(resp):
+                if payload == "[DONE]":
+                    break
+                try:
+                    msg = json.loads(payload)
+                except ValueError:
+                    yield ended(REQ_ERROR, f"{dep.url}: malformed stream chunk {payload[:80]!r}")
+                    return
+                if not isinstance(msg, dict):
+                    continue
+                if "error" in msg:
+                    err = msg["error"]
+                    text = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                    yield ended(REQ_ERROR, f"{dep.url}: server error: {text[:160]}")
+                    return
+                last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
+                for c in msg.get("choices") or []:
+                    text = (c.get("delta") or {}).get("content") or ""
+                    if text:
+                        n_chunks += 1
+                        yield RequestChunk(t=time.monotonic() - t0, text=text, n_tokens=1)
+                    fr = c.get("finish_reason")
+                    if fr:
+                        finish = REQ_LENGTH if fr == "length" else REQ_STOP
+            else:
+                if not finish:
+                    yield ended(REQ_ERROR, f"{dep.url}: the server closed the stream before the end of the completion")
+                    return
+    except (OSError, http.client.HTTPException) as exc:
+        yield ended(REQ_ERROR, f"{dep.url}: stream broken: {describe_error(exc, timeout)}")
+        return
+    yield ended(finish or REQ_STOP)
+
+
+def request_stats(events: Sequence, window=None) -> StatsSnapshot:
+    """A request's events (and its /metrics window) as the statistics a row keeps."""
+    chunks = [e for e in events if isinstance(e, RequestChunk)]
+    end = next(e for e in events if isinstance(e, RequestEnded))
+    n = end.n_tokens if end.n_tokens > 0 else len(chunks)
+    ttft_ms = chunks[0].t * 1000.0 if chunks else 0.0
+    if end.predicted_ms > 0 and end.predicted_n > 1:
+        # llama-server: its own generation time (from the first token on) and count
+        decode_ms = end.predicted_ms * (end.predicted_n - 1) / end.predicted_n
+        decode_tokens = end.predicted_n - 1
+    else:
+        decode_ms = (chunks[-1].t - chunks[0].t) * 1000.0 if len(chunks) > 1 else 0.0
+        decode_tokens = max(n - 1, 0)
+    drafted = accepted = steps = 0
+    per_pos: tuple[PositionStat, ...] = ()
+    if window is not None and window.status == OK:
+        drafted, accepted, steps = int(window.draft_tokens), int(window.accepted), int(window.drafts)
+        per_pos = tuple(PositionStat(i + 1, steps, int(a)) for i, a in enumerate(window.accepted_per_pos))
+    elif end.draft_n >= 0:
+        drafted, accepted = end.draft_n, max(end.draft_n_accepted, 0)
+    n_passes = max(decode_tokens - accepted, 0)
+    return StatsSnapshot(
+        n_passes=n_passes, n_emitted=n, n_drafted=drafted, n_accepted=accepted, passes_drafted=steps,
+        acceptance_rate=accepted / drafted if drafted else 0.0,
+        mean_acceptance_length=1.0 + accepted / steps if steps else 0.0,
+        tokens_per_pass=decode_tokens / n_passes if n_passes else 0.0,
+        acceptance_by_position=per_pos, ttft_ms=ttft_ms,
+        tokens_per_second=1000.0 * decode_tokens / decode_ms if decode_ms > 0 else 0.0,
+        decode_wall_ms=decode_ms, stop_reason=end.reason,
+    )
+
+
+def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_predict: int, temp: str, seed: int,
+                 repeat: int, turns: str, system: str | None, concurrency: int, timeout_s: float,
+                 chat: bool | None, on_job=None) -> tuple[BenchResult, dict, bool]:
+    """Run the prompts against the deployments; (result, params, has_baseline)."""
+    if concurrency < 1:
+        raise SpectuiError(f"--concurrency must be at least 1, not {concurrency}")
+    if chat is False:
+        raise SpectuiError("--no-chat is for local models: a deployment applies its own chat template")
+    temps = parse_temps(temp)
+    deps = {u: probe_deployment(u, timeout_s) for u in urls}
+    base_dep = probe_deployment(baseline_url, timeout_s) if baseline_url else None
+    settings: list[Setting] = []
+    for t in temps:
+        if base_dep is not None:
+            settings.append(Setting(BASELINE, 0, t, name=base_dep.url))
+        settings.extend(Setting("server", 0, t, name=u) for u in urls)
+    dep_of = {s: (base_dep if s.is_baseline else deps[s.name]) for s in settings}
+    jobs = make_jobs(len(ps.prompts), settings, repeat)
+    res = BenchResult(jobs_total=len(jobs))
+    n_turns = (lambda p: len(p.turns)) if turns == "all" else (lambda p: 1)
+
+    def one_job(ji: int):
+        job = jobs[ji]
+        p = ps.prompts[job.prompt_index]
+        s = job.setting
+        dep = dep_of[s]
+        rows, answers = [], []
+        for t in range(n_turns(p)):
+            before = _counters(dep, 10.0) if concurrency == 1 else None
+            events = list(chat_request(dep, chat_messages(p.turns[: t + 1], answers, system), n_predict,
+                                       s.temperature, seed, timeout_s))
+            end = events[-1]
+            if end.reason == REQ_ERROR:
+                return rows, end.error
+            window = None
+            if before is not None:
+                after = _settled(dep, before, end)
+                window = _delta(dep, before, after)
+            text = "".join(e.text for e in events if isinstance(e, RequestChunk))
+            rows.append(BenchRow(p, t, s, job.repeat, request_stats(events, window), text=text, source=dep.url))
+            answers.append(text)
+        return rows, ""
+
+    try:
+        if concurrency == 1:
+            for ji in range(len(jobs)):
+                if on_job is not None:
+                    on_job(ji, jobs[ji], len(jobs), ps.prompts)
+                rows, err = one_job(ji)
+                res.rows.extend(rows)
+                if err:
+                    res.status, res.stopped_at = f"failed: {err}", _where(jobs, ps, ji)
+                    break
+                res.jobs_done += 1
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="spectui-bench") as pool:
+                for ji, (rows, err) in enumerate(pool.map(one_job, range(len(jobs)))):
+                    if on_job is not None:
+                        on_job(ji, jobs[ji], len(jobs), ps.prompts)
+                    res.rows.extend(rows)
+                    if err and not res.status.startswith("failed"):
+                        res.status, res.stopped_at = f"failed: {err}", _where(jobs, ps, ji)
+                    if not err:
+                        res.jobs_done += 1
+    except KeyboardInterrupt:
+        res.status, res.stopped_at = "interrupted", _where(jobs, ps, res.jobs_done)
+    notes = []
+    if base_dep is None:
+        notes.append("No baseline: give --baseline-url (the same target served without speculation) for tokens/s "
+                     "of the target alone and a speedup; none is estimated here.")
+    if concurrency > 1:
+        notes.append(f"--concurrency {concurrency}: /metrics deltas mix requests, so acceptance comes from each "
+                     "request's own timings (llama-server) and verify steps are not attributed.")
+    kinds = {u: (d.kind or "no /metrics") for u, d in deps.items()}
+    params = {"mode": "server", "urls": urls, "baseline_url": baseline_url, "kinds": kinds, "prompts": ps.source,
+              "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
+              "system": system, "n_predict": n_predict, "temperatures": temps, "seed": seed, "repeat": repeat,
+              "concurrency": concurrency, "notes": notes}
+    return res, params, base_dep is not None
+
+
+def _settled(dep: Deployment, before, end: RequestEnded):
+    """/metrics once this request is counted: llama-server adds a request when its slot is released, so poll
+    (bounded) until the generated-token counter grew by the request's tokens."""
+    deadline = time.monotonic() + SETTLE_S
+    want = max(end.n_tokens, 1)
+    gen0 = sum(e.generated_tokens for e in before.engines if e.generated_tokens >= 0)
+    while True:
+        after = _counters(dep, 10.0)
+        if after is None:
+            return None
+        gen = sum(e.generated_tokens for e in after.engines if e.generated_tokens >= 0)
+        if gen - gen0 >= want or time.monotonic() > deadline:
+            return after
+        time.sleep(0.05)
+
+
+def _where(jobs, ps: PromptSet, ji: int) -> str:
+    if ji >= len(jobs):
+        return "the end"
+    job = jobs[ji]
+    p = ps.prompts[job.prompt_index]
+    return (f"job {ji + 1} of {len(jobs)}: prompt {job.prompt_index + 1} of {len(ps.prompts)} ({p.category} "
+            f"q{p.question_id}) on {job.setting.label}, temp {job.setting.temperature:g}, repeat {job.repeat + 1}")

@@ -1,0 +1,109 @@
+"""A recorded race: two (or three) settings run on one loaded engine, one after the other, each recorded to
+its own trace, then raced. Never at the same time: on shared cores or one GPU a concurrent race measures
+contention, not speculation (the face says so). No Textual.
+
+Before the first recording the engine runs a few unrecorded tokens, so the first run does not pay for
+cold caches (weights paged in, buffers allocated) that the second would not. The traces go to
+``--record-dir`` (or a new temporary folder, named on stderr), never over an existing file nor an input
+(the TraceWriter checks through ``spectui.contract.outputs``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+from ..analysis.draft_policy import PolicyByMode
+from ..contract.control import RunControl
+from ..engine.loop import Engine  # llama.cpp: this module is imported only when a race is recorded
+from ..engine.models import check_gguf_file
+from ..contract.errors import SpectuiError
+from ..contract.events import RunEnded
+from .spec import slug, spec_settings
+from ..recording.trace import TraceWriter
+from ..views.race_timeline import LANE_NAMES
+
+WARMUP_TOKENS = 8
+SEQUENTIAL_NOTE = ("recorded one after the other on the same loaded models (never at once: a concurrent race "
+                   "measures contention, not speculation)")
+
+
+class RunFailed(Exception):
+    """A recording run ended with an error (exit status 1)."""
+
+
+def _say(message: str) -> None:
+    print(f"spectui: {message}", file=sys.stderr, flush=True)
+
+
+def free_name(folder: str, stem: str) -> str:
+    """A trace path in ``folder`` that names no existing file: nothing already recorded is written over (the
+    TraceWriter checks it again through spectui.contract.outputs, against the inputs)."""
+    path = os.path.join(folder, f"{stem}.jsonl.gz")
+    n = 1
+    while os.path.exists(path):
+        path = os.path.join(folder, f"{stem}~{n}.jsonl.gz")
+        n += 1
+    return path
+
+
+def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], *, n_predict: int = 128,
+                temp: float = 0.0, seed: int = 0, record_dir: str | None = None, threads: int | None = None,
+                n_ctx: int = 4096, say=_say, header_extra: dict | None = None) -> tuple[list[str], str]:
+    """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face)."""
+    if n_predict <= 0:
+        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
+    settings = [spec_settings(s, temp=temp, seed=seed, have_draft=draft is not None) for s in specs]
+    check_gguf_file(target, "target")
+    if draft:
+        check_gguf_file(draft, "draft")
+    if record_dir is None:
+        folder = tempfile.mkdtemp(prefix="spectui-race-")
+        say(f"recording the race's traces in {folder} (--record-dir chooses)")
+    else:
+        folder = record_dir
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise SpectuiError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    needs_draft = any(s.drafter == "model" for s in settings)
+    inputs = [target] + ([draft] if draft else [])
+
+    def warn(msg: str) -> None:
+        print(f"spectui: warning: {msg.removeprefix('warning: ')}", file=sys.stderr)
+
+    engine = Engine(target, draft if needs_draft else None, n_ctx=n_ctx, threads=threads, warn=warn,
+                    draft_policy=PolicyByMode)  # k=auto / k=schedule, as spectui.run builds it
+    paths: list[str] = []
+    try:
+        for _ in engine.run(prompt, RunControl(settings[0]), min(WARMUP_TOKENS, n_predict)):
+            pass  # warm-up, not recorded
+        for name, s in zip(LANE_NAMES, settings):
+            path = free_name(folder, f"race-{name}-{slug(s)}")
+            say(f"recording {name} ({slug(s)}) to {path}")
+            t0 = time.monotonic()
+            end = None
+            control = RunControl(s)
+            extra = {"race": {"lane": name, "order": list(LANE_NAMES[:len(settings)]), "sequential": True,
+                              "load_start": os.getloadavg()[0]}, **(header_extra or {})}
+            writer = TraceWriter(path, extra, inputs=inputs)
+            paths.append(path)
+            try:
+                for ev in engine.run(prompt, control, n_predict):
+                    writer.write(ev)
+                    if isinstance(ev, RunEnded):
+                        end = ev
+            except KeyboardInterrupt:
+                control.stop()
+                raise
+            finally:
+                writer.close()
+            if end is None or end.reason == "error" or end.error:  # an engine error, a prompt that does not fit
+                raise RunFailed(f"run {name} ({slug(s)}) failed: {end.error if end else 'no end event'}; "
+                                f"its trace is {path}")
+            say(f"recorded {name}: {end.n_emitted if end else 0} tokens in {time.monotonic() - t0:.1f} s")
+    finally:
+        engine.close()
+    return paths, SEQUENTIAL_NOTE

@@ -1,0 +1,99 @@
+"""The settings a recorded race compares (``--a "k=0" --b "k=4 temp=0.8 drafter=ngram"``). No Textual.
+
+A spec is ``key=value`` pairs separated by spaces or commas; keys (llama.cpp's names where it has them):
+``k`` / ``draft-max`` (0..32, ``auto``, ``schedule``), ``temp`` / ``temperature`` (0..2), ``drafter``
+(model, ngram, none), ``seed``, ``p-min`` / ``draft-p-min`` (0..1), ``draft-min``. ``k=0`` is the target
+alone. Unset keys take the command's own options (``--temp``, ``--seed``; drafter: model with --draft, else
+ngram). A bad spec is a one-line error (exit 2)."""
+
+from __future__ import annotations
+
+import re
+
+from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
+from ..contract.errors import SpectuiError
+from ..contract.events import Settings
+
+KEYS = {
+    "k": "k", "draft-max": "k", "draft_max": "k",
+    "temp": "temp", "temperature": "temp", "t": "temp",
+    "drafter": "drafter",
+    "seed": "seed",
+    "p-min": "p_min", "draft-p-min": "p_min", "p_min": "p_min",
+    "draft-min": "draft_min", "draft_min": "draft_min",
+}
+DRAFTERS = ("model", "ngram", "none")
+
+
+def parse_spec(text: str, name: str = "--b") -> dict:
+    """``"k=4 temp=0.8"`` -> {"k": 4, "temp": 0.8}; k may be "auto" / "schedule"."""
+    out: dict = {}
+    for item in [x for x in re.split(r"[\s,]+", text.strip()) if x]:
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or not value:
+            raise SpectuiError(f"{name} {text!r}: {item!r} is not key=value (e.g. \"k=4 temp=0.8 drafter=ngram\")")
+        field = KEYS.get(key)
+        if field is None:
+            raise SpectuiError(f"{name} {text!r}: unknown key {key!r}; use k, temp, drafter, seed, p-min, draft-min")
+        if field in out:
+            raise SpectuiError(f"{name} {text!r}: {key} is given twice")
+        try:
+            if field == "k":
+                v = value.lower()
+                if v in ("auto", "schedule"):
+                    out[field] = v
+                else:
+                    out[field] = int(v)
+                    if not 0 <= out[field] <= DRAFT_MAX_LIMIT:
+                        raise ValueError
+            elif field == "temp":
+                out[field] = float(value)
+                if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
+                    raise ValueError
+            elif field == "p_min":
+                out[field] = float(value)
+                if not 0.0 <= out[field] <= 1.0:
+                    raise ValueError
+            elif field in ("seed", "draft_min"):
+                out[field] = int(value)
+                if out[field] < 0 or (field == "draft_min" and out[field] > DRAFT_MAX_LIMIT):
+                    raise ValueError
+            else:
+                if value.lower() not in DRAFTERS:
+                    raise ValueError
+                out[field] = value.lower()
+        except ValueError:
+            ranges = {"k": f"0..{DRAFT_MAX_LIMIT}, auto or schedule", "temp": f"0..{TEMPERATURE_LIMIT:g}",
+                      "p_min": "0..1", "seed": "an integer >= 0", "draft_min": f"0..{DRAFT_MAX_LIMIT}",
+                      "drafter": ", ".join(DRAFTERS)}
+            raise SpectuiError(f"{name} {text!r}: bad {key} {value!r} (use {ranges[field]})") from None
+    if not out:
+        raise SpectuiError(f"{name} is empty; give e.g. \"k=0\" or \"k=4 temp=0.8\"")
+    return out
+
+
+def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: bool = False) -> Settings:
+    """The engine's Settings for a spec; ``temp``, ``seed`` and the drafter default from the command."""
+    k = spec.get("k", 4)
+    auto = k if isinstance(k, str) else None
+    auto = {"auto": "cost"}.get(auto, auto)
+    k = 2 if isinstance(k, str) else k
+    drafter = spec.get("drafter") or ("model" if have_draft else "ngram")
+    if k == 0 and auto is None:
+        drafter = "none"
+    if drafter == "model" and not have_draft:
+        raise SpectuiError("drafter=model needs --draft PATH (or drafter=ngram)")
+    return Settings(draft_max=k, temperature=spec.get("temp", temp), drafter=drafter, seed=spec.get("seed", seed),
+                    auto=auto, draft_p_min=spec.get("p_min", 0.0), draft_min=spec.get("draft_min", 0))
+
+
+def slug(settings: Settings) -> str:
+    """A file-name part for a setting: "k0", "k4-T0.8-ngram"."""
+    if settings.drafter == "none":
+        base = "target-alone"
+    else:
+        base = f"{settings.auto or 'k' + str(settings.draft_max)}-{settings.drafter}"
+    if settings.temperature:
+        base += f"-T{settings.temperature:g}"
+    return base

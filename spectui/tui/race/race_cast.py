@@ -1,0 +1,50 @@
+"""The Textual half of ``spectui cast --race``: the real RaceApp painted at a plan's simulated times through
+the cast's capture driver (``spectui.tui.cast_render.Capture``). No worker runs: each step feeds the events
+due by then to the lanes' states and paints at the simulated time, so the animation clocks and the paint
+rules are the app's own."""
+
+from __future__ import annotations
+
+from ...views.race_timeline import Race
+from ..run.cast_render import Capture
+from .app import RaceApp
+
+
+class CastRaceApp(RaceApp):
+    casting = True
+
+    def start_worker(self) -> None:
+        pass
+
+    @property
+    def running(self) -> bool:
+        return self.casting
+
+    def _request_paint(self, at: float) -> None:  # the plan says when to paint
+        pass
+
+
+async def capture_race(race: Race, plan: list[tuple[float, int]], cols: int, rows: int, speed: float,
+                       theme: str | None) -> tuple[list[tuple[float, str]], float]:
+    cap = Capture()
+    app = CastRaceApp(race, theme=theme, speed=speed)
+    cap.attach(app)
+    async with app.run_test(headless=False, size=(cols, rows), notifications=False) as pilot:
+        await pilot.pause()
+        delivered = 0
+        for t, n in plan:
+            while delivered < n:
+                loc = race.locate(delivered)
+                if loc is not None:
+                    li, j = loc
+                    app.states[li].feed(race.lanes[li].events[j], index=j)
+                delivered += 1
+            app.player.seek(delivered)
+            cap.t = t
+            app._paint(t)
+            await pilot.pause()
+        app.casting = False
+        app._force = True
+        app._paint(cap.t)
+        await pilot.pause()
+    return cap.chunks, cap.t
