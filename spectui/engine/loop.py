@@ -431,7 +431,7 @@ class Engine:
     def _why_not_start(self, prompt_tokens: list[int], control: RunControl, n_predict: int) -> tuple[str, str]:
         """(reason, error) when the run ends before the prefill pass; ("", "") when it can go on."""
         if not prompt_tokens:
-            return STOP_ERROR, "the prompt is empty (it tokenizes to no tokens)"
+            return STOP_ERROR, "the prompt is empty"
         if len(prompt_tokens) >= self.n_ctx:
             return STOP_CTX_FULL, (
                 f"the prompt ({len(prompt_tokens)} tokens) does not fit the context (-c {self.n_ctx}) "

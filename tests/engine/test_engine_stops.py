@@ -123,10 +123,12 @@ def test_pause_and_settings_between_passes(noisy_engine):
 
 def test_empty_prompt_is_an_error_event(make_engine, tiny_target):
     with make_engine(tiny_target, n_ctx=64) as e:
-        # issue 17: an empty prompt is a failed run (exit 1), also where the tokenizer would add a BOS token
+        # issue 17: an empty prompt is a failed run (exit status 1), although the tiny vocabulary would add
+        # a BOS token to it: nothing is evaluated, the end event says why
         events = list(e.run("", RunControl(Settings(draft_max=0)), 3))
         end = check_end(events)
-        assert end.reason == "error" and "empty" in end.error
+        assert end.reason == "error" and end.error == "the prompt is empty"
+        assert [type(ev).__name__ for ev in events] == ["RunStarted", "RunEnded"]
 
 
 def test_measure_verify_ms(noisy_engine):
