@@ -98,6 +98,7 @@ whl=$(ls "$wheels"/llama_cpp_python-$ver-*.whl | head -n1)
 "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$whl" >&2
 "$venv/bin/python" -m pip install -q "$whl" >&2
 "$venv/bin/python" -m pip install -q -e "$here[test]" >&2
-"$venv/bin/python" -c "import llama_cpp, spectui; assert llama_cpp.llama_supports_gpu_offload()" \
+# ggml skips CPU-type Vulkan devices (lavapipe) unless GGML_VK_VISIBLE_DEVICES names one
+GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0} "$venv/bin/python" -c "import llama_cpp, spectui; assert llama_cpp.llama_supports_gpu_offload()" \
   || { echo "build-llama-cpp-python-vulkan.sh: the installed build cannot offload" >&2; exit 1; }
 echo "$venv"
