@@ -390,6 +390,7 @@ class LoadedModel:
         if n_gpu_layers and supports_gpu_offload() and gpu_devices():
             self.n_gpu_layers = min(self.n_layer + 1, n_gpu_layers if n_gpu_layers > 0 else self.n_layer + 1)
         self.mem = L.llama_get_memory(self.ctx)
+        self._sync = L.llama_synchronize if self.n_gpu_layers else None
         self.batch = L.llama_batch_init(self.n_batch, 0, 1)
         for i in range(self.n_batch):  # one sequence, fixed: set once
             self.batch.n_seq_id[i] = 1
@@ -405,6 +406,13 @@ class LoadedModel:
         self._eog_cache: dict[int, bool] = {}
         self.n_params = int(L.llama_model_n_params(self.model))
         self.info = self._info()
+        if self.n_gpu_layers and self.n_batch >= 2:
+            # Seen with the Vulkan backend (llama-cpp-python 0.3.36 on Mesa's lavapipe): when a context's first
+            # decode is one token, every later decode of more tokens crashes in the device's graph. A first
+            # decode of two tokens, dropped at once, avoids it (tests/engine/test_vulkan.py).
+            self.decode([0, 0], 0, "none")
+            self.clear()
+            self.decode_s, self.n_decodes = 0.0, 0
 
     # ---- facts
     def _info(self) -> ModelInfo:
@@ -496,6 +504,8 @@ class LoadedModel:
         b.n_tokens = n
         t = _perf()
         rc = self._decode(self.ctx, b)
+        if self._sync is not None:  # a device backend computes asynchronously: wait, so that the time is the
+            self._sync(self.ctx)    # decode's and no KV edit (rollback, clear) races the graph still running
         self.decode_s += _perf() - t
         self.n_decodes += 1
         if rc != 0:
