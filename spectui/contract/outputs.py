@@ -132,7 +132,7 @@ def _same_file(a: str, b: str) -> bool:
         if os.path.realpath(a) == os.path.realpath(b):
             return True
         return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a name no file can have (a NUL byte), so never the same file
         return False
 
 

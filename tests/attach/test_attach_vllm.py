@@ -203,7 +203,7 @@ def test_vllm_numbers_match_server(vllm_server):
 
     from spectui.tui.attach.app import AttachApp
     from spectui.tui.attach.engines import AttachEngines
-    from spectui.tui.attach.attach_panel import pct, secs
+    from spectui.views.numbers import pct, secs
     from spectui.tui.attach.request import AttachRequest
     from spectui.tui.attach.summary import AttachSummary
 
