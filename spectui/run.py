@@ -176,8 +176,9 @@ class ChatEngine:
 
         return self.template.render(chat_messages([text], system=self.system))
 
-    def run(self, prompt, control=None, n_predict: int = 128, probe=None):
-        return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label)
+    def run(self, prompt, control=None, n_predict: int = 128, probe=None, overlap: bool = False):
+        return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label,
+                               overlap=overlap)
 
 
 def chat_engine(engine, chat: bool | None, system: str | None = None):
@@ -248,7 +249,7 @@ def run_main(
             with SignalStop(control.stop) as signals:
                 try:
                     stats, _ = consume(
-                        runner.run(text, control, n_predict, probe=machine),
+                        runner.run(text, control, n_predict, probe=machine, overlap=True),
                         sys.stdout,
                         as_json=as_json,
                         sink=recorder.write if recorder else None,

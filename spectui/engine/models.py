@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+import threading
 from time import perf_counter as _perf
 from dataclasses import dataclass
 from typing import Callable
@@ -403,6 +404,9 @@ class LoadedModel:
         self._piece_buf = ctypes.create_string_buffer(256)
         self.decode_s = 0.0  # cumulative seconds inside llama_decode (benchmarks: time outside decode)
         self.n_decodes = 0
+        # set while llama_decode runs (the GIL is released then): the engine's finishing thread works in
+        # those windows only, so the loop's own Python never waits for the GIL (Engine, run(overlap=True))
+        self.gate: threading.Event | None = None
         self._eog_cache: dict[int, bool] = {}
         self.n_params = int(L.llama_model_n_params(self.model))
         self.info = self._info()
@@ -502,11 +506,16 @@ class LoadedModel:
         else:
             n_out = 0
         b.n_tokens = n
+        gate = self.gate
+        if gate is not None:
+            gate.set()
         t = _perf()
         rc = self._decode(self.ctx, b)
         if self._sync is not None:  # a device backend computes asynchronously: wait, so that the time is the
             self._sync(self.ctx)    # decode's and no KV edit (rollback, clear) races the graph still running
         self.decode_s += _perf() - t
+        if gate is not None:
+            gate.clear()
         self.n_decodes += 1
         if rc != 0:
             raise RuntimeError(

@@ -66,7 +66,7 @@ class EngineThread:
         return fut.result()
 
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            probe: MachineProbe | None = None, chat_template: str = "") -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False) -> Iterator[Event]:
         """Same contract as ``Engine.run``; the passes execute on the engine thread.
 
         Runs are serialised: a new run starts when the previous one has ended (stop it with its
@@ -77,7 +77,7 @@ class EngineThread:
 
         def produce() -> None:
             try:
-                for ev in self.engine.run(prompt, control, n_predict, probe, chat_template):
+                for ev in self.engine.run(prompt, control, n_predict, probe, chat_template, overlap=overlap):
                     out.put(ev)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 out.put(exc)

@@ -91,7 +91,7 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
             writer = TraceWriter(path, extra, inputs=inputs)
             paths.append(path)
             try:
-                for ev in engine.run(prompt, control, n_predict):
+                for ev in engine.run(prompt, control, n_predict, overlap=True):
                     writer.write(ev)
                     if isinstance(ev, RunEnded):
                         end = ev
