@@ -325,8 +325,6 @@ def server_binary() -> Path | None:
 
 
 def main() -> None:
-    if os.environ.get("SWITCH"):
-        sys.setswitchinterval(float(os.environ["SWITCH"]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--n", type=int, default=256)

@@ -50,9 +50,7 @@ class Proposal:
         pending. ``between`` is called before each position (the engine's finishing thread waits there for a
         decode to run)."""
         for entry in self.pending:
-            if between is not None:
-                between()
-            _finish_row(self, *entry)
+            _finish_row(self, *entry, between=between)
             if self.pool is not None:
                 self.pool.append(entry[0])
         self.pending = []
@@ -236,9 +234,12 @@ class DraftModelDrafter(Drafter):
 
 
 def _finish_row(prop: Proposal, row: np.ndarray, best: np.ndarray | None, q: np.ndarray | None, d: int,
-                temperature: float, top_n: int, n_top: int) -> None:
+                temperature: float, top_n: int, n_top: int, between: Callable[[], object] | None = None) -> None:
     """One drafted position's numbers besides the token: q(d) at T = 0 (the temperature-1 softmax) and the
-    top-N (id, q) pairs. ``row``: the draft's raw logits at that position (a copy when deferred)."""
+    top-N (id, q) pairs. ``row``: the draft's raw logits at that position (a copy when deferred).
+    ``between`` (deferred work) is called before each of its two parts."""
+    if between is not None:
+        between()
     if temperature > 0:
         if prop.top is not None:
             if best is None:
@@ -247,6 +248,8 @@ def _finish_row(prop: Proposal, row: np.ndarray, best: np.ndarray | None, q: np.
         return
     if best is None and prop.top is not None:
         best = top_ids(row, n_top)
+    if between is not None:
+        between()
     lse = logsumexp(row)
     prop.q_probs.append(float(np.exp(float(row[d]) - lse)))
     if prop.top is not None:

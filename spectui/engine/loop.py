@@ -162,73 +162,17 @@ class Engine:
         self.draft = None
         self._closed = False
         self._gen = 0
+        self._pool: ThreadPoolExecutor | None = None
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see _decode_pass)
-        try:
-            n_ctx = int(n_ctx)
-        except (TypeError, ValueError):
-            raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
-        if n_ctx < 8:
-            raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
+        n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
-        if threads:
-            self.threads, self.threads_why = int(threads), "-t"
-        else:  # physical performance cores within this process's affinity and CPU quota, as llama.cpp
-            choice = default_threads()
-            self.threads, self.threads_why = choice.threads, choice.why
-        if self.threads < 1:
-            raise SpectuiError(f"threads must be at least 1, got {threads}")
-        ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
-        ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
-        if M.supports_gpu_offload():
-            ngl_t = -1 if ngl_t is None else ngl_t  # every layer, as llama.cpp does on a GPU build
-            ngl_d = -1 if ngl_d is None else ngl_d
-        else:
-            if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
-                self.warn(
-                    "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
-                    "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
-                )
-            ngl_t = ngl_d = 0
+        self.threads, self.threads_why = _threads(threads)
+        ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
         tpath = M.check_gguf_file(target_path, "target")
         dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
-
-        # Cheap vocabulary-only loads first: vocab check and memory estimate before any weights load.
-        tv = M.VocabOnly(tpath, "target")
-        dv = None
-        n_shared = None
-        try:
-            parts = [M.ModelMemory.of(tv, tpath, n_ctx, ngl_t)]
-            if dpath:
-                dv = M.VocabOnly(dpath, "draft")
-                n_shared = M.check_vocabs(tv, dv)
-                parts.append(M.ModelMemory.of(dv, dpath, n_ctx, ngl_d))
-        finally:
-            tv.close()
-            if dv is not None:
-                dv.close()
-        devices = M.gpu_devices() if ngl_t or ngl_d else []
-        M.placement_report(parts, psutil.virtual_memory().available, devices, self.warn)
-
-        use_extra_bufts = not no_repack
-        if use_extra_bufts and M.system_has_amx():
-            use_extra_bufts = False
-            self.warn(
-                "warning: this llama.cpp build has AMX kernels, which crash on machines (VMs) without AMX "
-                "state; loading without weight repacking (as --no-repack) to stay safe"
-            )
-        self.no_repack = not use_extra_bufts
-        try:
-            common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
-                          n_ubatch=n_ubatch, use_mmap=use_mmap)
-            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, **common)
-            if dpath:
-                self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
-                # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
-                # only among the ids they share, so a draft is always a target id and p, q have one support.
-                self.target.n_use = self.draft.n_use = n_shared
-        except BaseException:
-            self.close()
-            raise
+        n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
+        self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
+                   n_ubatch=n_ubatch, use_mmap=use_mmap)
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
@@ -251,7 +195,6 @@ class Engine:
         # use more cores than the decode threads, or when no layer of either model runs on the CPU.
         on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
         self.spare_core = _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
-        self._pool: ThreadPoolExecutor | None = None
         # set while a model decodes (LoadedModel.gate) or while the loop waits for a pass to be finished: the
         # finishing thread works only then, so the loop's own Python never waits for the GIL behind it
         self._gate = threading.Event()
@@ -259,6 +202,64 @@ class Engine:
             if m is not None:
                 m.gate = self._gate
         self._rows_free: list[np.ndarray] = []  # target row buffers (copies for a finishing pass), reused
+
+    def _gpu_layers(self, n_gpu_layers, n_gpu_layers_draft) -> tuple[int, int]:
+        """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
+        llama.cpp does; 0 on a CPU-only build (with one warning when layers were asked for)."""
+        ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
+        ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
+        if M.supports_gpu_offload():
+            return (-1 if ngl_t is None else ngl_t), (-1 if ngl_d is None else ngl_d)
+        if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
+            self.warn(
+                "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
+                "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
+            )
+        return 0, 0
+
+    def _check_pair(self, tpath, dpath, n_ctx: int, ngl_t: int, ngl_d: int) -> int | None:
+        """Cheap vocabulary-only loads first: the vocabulary check and the memory estimate before any weights
+        load. Returns the number of token ids both models share (None without a draft)."""
+        tv = M.VocabOnly(tpath, "target")
+        dv = None
+        n_shared = None
+        try:
+            parts = [M.ModelMemory.of(tv, tpath, n_ctx, ngl_t)]
+            if dpath:
+                dv = M.VocabOnly(dpath, "draft")
+                n_shared = M.check_vocabs(tv, dv)
+                parts.append(M.ModelMemory.of(dv, dpath, n_ctx, ngl_d))
+        finally:
+            tv.close()
+            if dv is not None:
+                dv.close()
+        devices = M.gpu_devices() if ngl_t or ngl_d else []
+        M.placement_report(parts, psutil.virtual_memory().available, devices, self.warn)
+        return n_shared
+
+    def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
+              n_batch: int, n_ubatch: int | None, use_mmap: bool | None) -> None:
+        """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
+        use_extra_bufts = not no_repack
+        if use_extra_bufts and M.system_has_amx():
+            use_extra_bufts = False
+            self.warn(
+                "warning: this llama.cpp build has AMX kernels, which crash on machines (VMs) without AMX "
+                "state; loading without weight repacking (as --no-repack) to stay safe"
+            )
+        self.no_repack = not use_extra_bufts
+        try:
+            common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
+                          n_ubatch=n_ubatch, use_mmap=use_mmap)
+            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, **common)
+            if dpath:
+                self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
+                # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
+                # only among the ids they share, so a draft is always a target id and p, q have one support.
+                self.target.n_use = self.draft.n_use = n_shared
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------ small API
     def tokenize(self, text: str) -> list[int]:
@@ -769,6 +770,8 @@ class Engine:
                 between()
             row = p.rows[i]
             best = top_ids(row, max(n, 2))
+            if between is not None:
+                between()
             tt = self._candidates(zip(best[:n], p.probs(i, best[:n])))
             dt: tuple[Candidate, ...] = ()
             if i < len(ids) and prop is not None and prop.top is not None:
@@ -830,6 +833,29 @@ class Engine:
             if i == n_acc:
                 target_token = TargetToken(id=tok, text=txt, prob=tok_prob, kind=kind)
         return out, target_token
+
+
+def _check_n_ctx(n_ctx) -> int:
+    try:
+        n_ctx = int(n_ctx)
+    except (TypeError, ValueError):
+        raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
+    if n_ctx < 8:
+        raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
+    return n_ctx
+
+
+def _threads(threads) -> tuple[int, str]:
+    """(-t, why): as given, or the physical performance cores within this process's affinity and CPU quota,
+    as llama.cpp chooses them."""
+    if threads:
+        n, why = int(threads), "-t"
+    else:
+        choice = default_threads()
+        n, why = choice.threads, choice.why
+    if n < 1:
+        raise SpectuiError(f"threads must be at least 1, got {threads}")
+    return n, why
 
 
 def check_inspect_top(n) -> int:

@@ -335,21 +335,45 @@ def check_vocabs(target: VocabOnly, draft: VocabOnly) -> int:
 # ---------------------------------------------------------------- a loaded model with its context
 
 
+def _gil_held_lib(L):
+    """The bindings' libllama, its functions called without releasing the GIL (ctypes.PyDLL over the same
+    handle), or None. For calls of a few microseconds (a logits address, a KV cell edit): releasing and
+    taking back the GIL around each one lets another Python thread (the engine's finishing thread, the
+    trace writer) take it in between, and the loop then waits for it; a call that computes (llama_decode,
+    llama_synchronize) must go through the bindings' own functions, which release it."""
+    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+    if lib is None or not getattr(lib, "_handle", None):
+        return None
+    return ctypes.PyDLL(lib._name, handle=lib._handle)
+
+
 def _logits_getters(L):
     """llama_get_logits / llama_get_logits_ith returning plain addresses (c_void_p): a view is then made once
     per buffer address (LoadedModel._view) instead of a ctypes array per call. Falls back to the bindings'
     own functions (pointers) where the raw library is not reachable."""
-    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+    lib = _gil_held_lib(L)
     if lib is None:
         def addr(p):
             return ctypes.cast(p, ctypes.c_void_p).value
 
         return (lambda ctx: addr(L.llama_get_logits(ctx))), (lambda ctx, i: addr(L.llama_get_logits_ith(ctx, i)))
+    # (after a decode on a device backend LoadedModel.decode has synchronised: these only read an address)
     get = lib["llama_get_logits"]  # a new function object: the bindings' own keep their types
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
     ith = lib["llama_get_logits_ith"]
     ith.restype, ith.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int32]
     return get, ith
+
+
+def _seq_rm_fn(L):
+    """llama_memory_seq_rm without releasing the GIL (it edits KV cell bookkeeping), or the bindings' own."""
+    lib = _gil_held_lib(L)
+    if lib is None:
+        return L.llama_memory_seq_rm
+    fn = lib["llama_memory_seq_rm"]
+    fn.restype = ctypes.c_bool
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
+    return fn
 
 
 
@@ -399,7 +423,7 @@ class LoadedModel:
         self._decode = L.llama_decode
         self._get_logits, self._get_logits_ith = _logits_getters(L)
         self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
-        self._seq_rm = L.llama_memory_seq_rm
+        self._seq_rm = _seq_rm_fn(L)
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self.decode_s = 0.0  # cumulative seconds inside llama_decode (benchmarks: time outside decode)
