@@ -24,6 +24,7 @@ import numpy as np
 
 from ..contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .models import LoadedModel
+from .rowmath import RowPool
 from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from .verify import logsumexp, sample, softmax
 
@@ -41,7 +42,15 @@ class Proposal:
     stop_row: np.ndarray | None = None  # debugging: the raw logits of the position refused for confidence
     # DraftLimits.defer: per drafted position, what complete() still has to compute (q_probs at T = 0, top)
     pending: list[tuple] = field(default_factory=list)
-    pool: list[np.ndarray] | None = None  # where complete() returns the row copies (the drafter reuses them)
+    pool: RowPool | None = None  # where complete() returns the row copies and release() the q rows
+    own_rows: bool = False  # the pending rows are pool copies nobody else keeps (not debugging copies)
+
+    def release(self) -> None:
+        """The q rows and row copies are read no more (the pass is finished): back to the drafter's pool."""
+        if self.pool is not None:
+            for q in self.q_rows or ():
+                self.pool.give(q)
+            self.q_rows = None
 
     def complete(self, between: Callable[[], object] | None = None) -> "Proposal":
         """Fill in what propose() deferred (DraftLimits.defer): q(d_i) at T = 0 and the top-N, from copies of
@@ -51,8 +60,8 @@ class Proposal:
         decode to run)."""
         for entry in self.pending:
             _finish_row(self, *entry, between=between)
-            if self.pool is not None:
-                self.pool.append(entry[0])
+            if self.pool is not None and self.own_rows:
+                self.pool.give(entry[0])
         self.pending = []
         return self
 
@@ -151,7 +160,7 @@ class DraftModelDrafter(Drafter):
         self.model = model
         self.n_past = 0  # draft KV positions holding accepted context
         self._decoded_drafts = 0  # drafts of the last proposal that sit in the draft KV (k - 1 at most)
-        self._free: list[np.ndarray] = []  # row buffers for deferred positions, returned by Proposal.complete
+        self._rows = RowPool()  # row copies of deferred positions and q rows, returned when a pass is finished
 
     def start(self) -> None:
         self.n_past = 0
@@ -182,7 +191,7 @@ class DraftModelDrafter(Drafter):
         top: list[list[tuple[int, float]]] | None = [] if lim.top_n > 0 else None
         n_top = max(lim.top_n, LLAMA_DRAFT_TOP_K if lim.p_min > 0 else 0)
         prop = Proposal(ids=ids, q_probs=q_probs, q_rows=q_rows, logit_rows=keep, top=top, stop=DRAFT_STOP_K,
-                        pool=self._free if (lim.defer and keep is None) else None)
+                        pool=self._rows, own_rows=lim.defer and keep is None)
         for i in range(k):
             row = m.logits_last()
             # the top-N is what the inspector reads; with --draft-p-min the confidence test needs the top 10 now
@@ -198,16 +207,14 @@ class DraftModelDrafter(Drafter):
             if keep is not None:
                 raw = row.copy()
             elif lim.defer:  # a reused buffer: a fresh 600 KB array per position costs its page faults
-                raw = self._free.pop() if self._free else np.empty_like(row)
-                if raw.shape != row.shape:
-                    raw = np.empty_like(row)
+                raw = self._rows.take(len(row))
                 np.copyto(raw, row)
             else:
                 raw = row
             if keep is not None:
                 keep.append(raw)
             if temperature > 0:
-                q = softmax(row, temperature)
+                q = softmax(row, temperature, out=self._rows.take(len(row)))
                 d = sample(q, rng)
                 q_rows.append(q)  # type: ignore[union-attr]
                 q_probs.append(float(q[d]))

@@ -67,6 +67,7 @@ from . import models as M
 from .chat import chat_template_of
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
 from .pair import same_file_warning, size_warning
+from .rowmath import RowPool
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
 
@@ -97,16 +98,18 @@ class _TargetProbs:
     rejection never are) and ``speculative_verify`` indexes them; ``prob(i, token)`` is the probability
     reported in events (at T = 0: the temperature-1 softmax)."""
 
-    def __init__(self, rows: np.ndarray, temperature: float) -> None:
+    def __init__(self, rows: np.ndarray, temperature: float, pool: RowPool | None = None) -> None:
         self.rows = rows
         self.t = temperature
+        self.pool = pool  # where the softmaxed rows come from (and go back to once the pass is finished)
         self.cache: dict[int, np.ndarray] = {}
         self._lse: dict[int, float] = {}
 
     def __getitem__(self, i: int) -> np.ndarray:
         p = self.cache.get(i)
         if p is None:
-            p = softmax(self.rows[i], self.t)
+            row = self.rows[i]
+            p = softmax(row, self.t, out=self.pool.take(len(row)) if self.pool is not None else None)
             self.cache[i] = p
         return p
 
@@ -202,6 +205,7 @@ class Engine:
             if m is not None:
                 m.gate = self._gate
         self._rows_free: list[np.ndarray] = []  # target row buffers (copies for a finishing pass), reused
+        self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
     def _gpu_layers(self, n_gpu_layers, n_gpu_layers_draft) -> tuple[int, int]:
         """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
@@ -619,9 +623,11 @@ class Engine:
         tgt.decode([g.tokens[-1]] + ids, g.n_past, "all")
         verify_ms = (time.perf_counter() - t_v) * 1000.0
         rows = tgt.logits_rows(kd + 1)
-        p = _TargetProbs(rows, temp)
+        p = _TargetProbs(rows, temp, self._prob_rows)
+        resid = None
         if temp > 0:
-            v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng)
+            resid = self._prob_rows.take(rows.shape[1]) if kd else None
+            v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng, out=resid)
         else:
             v = greedy_verify(rows, ids)
         n_acc = v.n_accepted
@@ -667,7 +673,9 @@ class Engine:
                          # other processes' CPU since the last sample: read by the finishing thread when there is
                          # one (a /proc/stat read and its parsing, off the loop), here otherwise
                          others_cpu=None if overlap else self._others.sample(),
-                         rows_buf=rows_buf, holds_view=keep_view)
+                         rows_buf=rows_buf, holds_view=keep_view,
+                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
+                         resid_buf=resid if g.debug_hook is None else None)
         return work, stop
 
     def _finish(self, w: "_PassWork") -> PassEvent:
@@ -688,13 +696,21 @@ class Engine:
         out, target_token = self._tokens(w.decoder, ids, q_probs, n_acc, tok, p.prob(n_acc, tok), w.kind, w.n_out)
         if w.rows_buf is not None:
             self._rows_free.append(w.rows_buf)
-        return PassEvent(
+        event = PassEvent(
             index=w.index, prefill=False, settings=w.settings, k=w.k, drafts=tuple(drafts), target=target_token,
             n_accepted=n_acc, emitted=tuple(out), timing=w.timing, n_ctx_used=w.n_ctx_used,
             others_cpu=self._others.sample() if w.others_cpu is None else w.others_cpu,
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
             inspect=inspect,
         )
+        # the pass's probability rows are read no more: back to the pools for the next passes
+        for row in p.cache.values():
+            self._prob_rows.give(row)
+        p.cache = {}
+        self._prob_rows.give(w.resid_buf)
+        if prop is not None:
+            prop.release()
+        return event
 
     # ---------------- finishing passes, in order, inline or overlapped with the next pass
     @staticmethod
@@ -941,5 +957,6 @@ class _PassWork:
     others_cpu: float | None  # None: sampled when the pass is finished
     decoder: codecs.IncrementalDecoder
     rows_buf: np.ndarray | None = None  # a reused copy of the target rows (returned to Engine._rows_free)
+    resid_buf: np.ndarray | None = None  # the residual's buffer (T > 0), returned to Engine._prob_rows
     holds_view: bool = False  # p.rows is llama.cpp's own buffer: the next target decode waits for this pass
     gated: bool = False  # finished on the finishing thread, in the gate's windows
