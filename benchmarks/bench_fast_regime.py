@@ -184,6 +184,8 @@ def run_spectui(engine: Engine, k: int, temp: float, n: int, tmp: Path, profiler
     stats = S.RunStats()
     path = tmp / f"spectui-k{k}-t{temp}.jsonl"
     writer = TR.TraceWriter(path, background=overlap and engine.spare_core)
+    if overlap and engine.spare_core:
+        writer.gate = engine.decoding
     control = RunControl(Settings(draft_max=k, temperature=temp, drafter="model", seed=SEED))
     if profiler is not None:
         profiler.install()

@@ -226,15 +226,17 @@ def run_main(
     if record:
         from .recording.trace import TraceWriter
 
-        from .engine.cpu import affinity, default_threads
+        from .engine.cpu import default_threads, spare_core
 
         # checked now (never a model or the prompt file; an existing file only if it is a trace, or --force);
         # the file is created at the first event, so a run that fails to start leaves none. With a spare core
         # the trace is encoded and written on a thread of its own, off the engine's passes.
-        spare = len(affinity()) > (models.threads or default_threads().threads)
+        spare = spare_core(models.threads or default_threads().threads)
         recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force,
                                background=spare)
     engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
+    if recorder is not None and spare:
+        recorder.gate = engine.decoding  # the trace is encoded while the models decode
     control = RunControl(settings)
     try:
         runner = chat_engine(engine, chat, system)

@@ -266,6 +266,13 @@ class Engine:
             raise
 
     # ------------------------------------------------------------ small API
+    @property
+    def decoding(self) -> threading.Event:
+        """Set while a model is inside llama_decode (or the loop waits for a pass to be finished): the
+        windows in which other Python threads (the finisher, a trace writer: TraceWriter.gate) take the GIL
+        without making the loop wait for it."""
+        return self._gate
+
     def tokenize(self, text: str) -> list[int]:
         return self.target.tokenize(text)
 

@@ -26,7 +26,8 @@ _DONE = object()
 class EngineThread:
     """Owns an Engine built by ``factory`` on its own thread. Its API is explicit: ``run`` (the event
     stream), ``measure_verify_ms``, ``call(fn)`` (any other engine work, on the engine thread), ``close``,
-    and the loaded engine's read-only facts (``target_info``, ``draft_info``, ``n_ctx``, ``threads``);
+    and the loaded engine's read-only facts (``target_info``, ``draft_info``, ``n_ctx``, ``threads``,
+    ``spare_core``, and ``decoding``: the Event set while it decodes, for a trace writer's ``gate``);
     nothing is forwarded, so no llama.cpp call can run off the engine thread by accident."""
 
     def __init__(self, factory: Callable[[], Any], name: str = "spectui-engine") -> None:
@@ -39,6 +40,8 @@ class EngineThread:
         self.draft_info = self.engine.draft_info
         self.n_ctx = self.engine.n_ctx
         self.threads = self.engine.threads
+        self.spare_core = self.engine.spare_core
+        self.decoding = self.engine.decoding  # an Event: reading or waiting on it calls nothing in llama.cpp
 
     @property
     def ident(self) -> int | None:
