@@ -282,7 +282,9 @@ class Engine:
     def close(self) -> None:
         pool, self._pool = getattr(self, "_pool", None), None
         if pool is not None:  # a pass still being finished reads the models' vocabularies: let it end first
+            self._gate.set()  # (it may be waiting for a decode that will not come)
             pool.shutdown(wait=True)
+            self._gate.clear()
         for m in (self.draft, self.target):
             if m is not None:
                 m.close()
@@ -394,6 +396,9 @@ class Engine:
             for ev in self._body(st, t0, prompt, control, n_predict, chat):
                 st.observe(ev)
                 yield ev
+        except GeneratorExit:  # the consumer let go: passes still being finished end before anything else runs
+            self._settle(st)
+            raise
         except KeyboardInterrupt:
             st.reason = STOP_USER
         except SpectuiError as exc:
@@ -762,6 +767,14 @@ class Engine:
                 ev = item
             st.pending.popleft()
             yield ev
+
+    def _settle(self, st: "_RunState") -> None:
+        """Wait for every pass still being finished, and drop them (an abandoned run)."""
+        for item in st.pending:
+            if isinstance(item, Future):
+                self._wait_for(item)
+        st.pending.clear()
+        st.rows_busy = None
 
     def _rows_copy(self, rows: np.ndarray) -> np.ndarray:
         """A reused buffer of at least len(rows) rows holding a copy of ``rows``."""

@@ -175,3 +175,21 @@ def test_spare_core_counts_affinity_quota_and_offload(tmp_path):
     assert spare_core(1, cpus={0, 1, 2, 3}, cgroup=str(tmp_path)) is False
     (tmp_path / "cpu.max").write_text("300000 100000\n")
     assert spare_core(2, cpus={0, 1, 2, 3}, cgroup=str(tmp_path)) is True
+
+
+def test_an_abandoned_overlapped_run_leaves_nothing_running(make_engine, tiny_target, tiny_draft_noisy):
+    """A consumer that stops iterating mid-run (closing the generator) and then closes the engine: the passes
+    still being finished end first (no hang, no read of a freed model), and the next run is unaffected."""
+    e = make_engine(tiny_target, tiny_draft_noisy, spare_core=True)
+    ref = run(e, Settings(draft_max=3, drafter="model"), 20, overlap=True)
+    gen = e.run(PROMPT, RunControl(Settings(draft_max=3, drafter="model")), 200, overlap=True)
+    for ev in gen:
+        if isinstance(ev, PassEvent) and ev.index == 4:
+            break
+    gen.close()
+    again = run(e, Settings(draft_max=3, drafter="model"), 20, overlap=True)
+    assert [recorded(x) for x in again] == [recorded(x) for x in ref]
+    gen = e.run(PROMPT, RunControl(Settings(draft_max=3, drafter="model")), 200, overlap=True)
+    next(gen), next(gen), next(gen)
+    e.close()  # with a pass possibly waiting at the gate: returns
+    assert e.target is None
