@@ -16,6 +16,11 @@ Per repetition, for every k and temperature, the three sides run back to back in
   per-request speculative settings are disabled in this llama.cpp), one /completion request per run:
   timings.predicted_per_second.
 
+At T > 0 both llama.cpp sides get ``--top-k 0 --top-p 1 --min-p 0`` (the server the same per request), so all
+three sample the plain temperature-T distribution; their acceptance rules still differ (llama.cpp samples the
+target and matches it against a top-k-10 draft, spectui accepts with min(1, p/q)), so acceptance differs and
+the tokens/s ratio there is the whole loop's, rule included.
+
 Then, per k and temperature, one more spectui run with the profiler on (``--no-profile`` skips it): the
 time outside both models' llama_decode split by category, exclusive (a category's time excludes the
 categories called inside it), per pass and as a share of the run's wall time:
@@ -74,6 +79,10 @@ from spectui.contract.events import RunEnded, Settings  # noqa: E402
 PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
 SEED = 1
+# llama.cpp samples after its default chain (top-k 40, top-p 0.95, min-p 0.05); spectui samples the plain
+# temperature-T distribution. Switched off, all three sides sample the same distribution at T > 0 (at T = 0
+# they change nothing).
+PLAIN_SAMPLING = ("--top-k", "0", "--top-p", "1.0", "--min-p", "0.0")
 
 
 # ------------------------------------------------------------------------------------------ the profiler
@@ -255,6 +264,7 @@ def run_simple(bin_dir: Path, target: Path, draft: Path, k: int, temp: float, n:
     cmd = [str(bin_dir / "llama-speculative-simple"), "-m", str(target), "-md", str(draft),
            "--spec-type", "draft-simple", "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0",
            "--spec-draft-p-min", "0", "-n", str(n), "--temp", str(temp), "--seed", str(SEED), "-t", str(threads),
+           *PLAIN_SAMPLING,
            "-td", str(threads), "-c", str(n_ctx), "-p", PROMPT]
     p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                        env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
@@ -295,6 +305,7 @@ class Servers:
     def run(self, k: int, temp: float, n: int) -> dict:
         srv = self.get(k)
         body = json.dumps({"prompt": PROMPT, "n_predict": n, "temperature": temp, "seed": SEED,
+                           "top_k": 0, "top_p": 1.0, "min_p": 0.0,  # = PLAIN_SAMPLING
                            "cache_prompt": False, "stream": False}).encode()
         req = urllib.request.Request(srv.url + "/completion", data=body,  # noqa: S310 - our own 127.0.0.1 server
                                      headers={"Content-Type": "application/json"})
