@@ -629,6 +629,8 @@ class Engine:
         # verify: one target decode over [last, d1..dk], logits for all k + 1 positions; it overwrites the rows
         # the previous pass's finishing may still read (it had this pass's draft decodes to finish them)
         if st.rows_busy is not None:
+            if not st.rows_busy.done():  # the draft decodes were too short to finish it: copy from now on
+                st.copy_rows = True
             self._wait_for(st.rows_busy)
             st.rows_busy = None
         t_v = time.perf_counter()
@@ -655,7 +657,7 @@ class Engine:
         if overlap:
             # the finishing thread reads the rows while the next pass drafts: straight from llama.cpp's buffer
             # when draft decodes come first (the next verify waits for it: st.rows_busy), else from a copy
-            keep_view = k > 0 and isinstance(drafter, DraftModelDrafter)
+            keep_view = k > 0 and isinstance(drafter, DraftModelDrafter) and not st.copy_rows
             if not keep_view:
                 rows_buf = self._rows_copy(rows)
                 p.rows = rows_buf[: len(rows)]
@@ -951,6 +953,7 @@ class _RunState:
         self.overlap = False  # this pass is finished on the finishing thread (Engine._overlap_for)
         self.pending: deque = deque()  # passes decided, not yet yielded: Future[PassEvent] or PassEvent
         self.rows_busy: Future | None = None  # the pass still reading the target's logit buffer, if any
+        self.copy_rows = False  # a verify had to wait for rows_busy: finishing passes read copies instead
 
 
     def observe(self, ev: Event) -> None:
