@@ -71,7 +71,8 @@ def measured(snap: StatsSnapshot) -> dict:
     """The JSON's figures that need something to measure, ``None`` (null) where there was nothing: ``ttft_ms``
     without a first token (the run never evaluated its prompt); tokens/s, tokens per pass and ITL without a
     decode pass after it; acceptance, the draft's ms per token and the draft cost ratio c without a drafted
-    token, the mean acceptance length without a drafting pass. A null is "not measured", never a measurement of 0 (an instant first token, 0% accepted)."""
+    token, the mean acceptance length without a drafting pass. A null is "not measured", never a measurement
+    of 0 (an instant first token, 0% accepted)."""
     decoded = snap.n_passes > 0
     return {
         "acceptance_rate": snap.acceptance_rate if snap.n_drafted else None,
