@@ -154,3 +154,21 @@ def test_a_request_without_a_token_has_no_ttft():
 def test_ms_or_dash():
     assert ms_or_dash(None) == "-"
     assert ms_or_dash(0.0) == "0" and ms_or_dash(12.34, ".1f") == "12.3"
+
+
+async def test_the_tui_metrics_show_a_dash_without_a_first_token():
+    from spectui.contract.control import RunControl
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.tui.run.run_metrics import RunMetrics
+    from spectui.views.sample import sample_events
+
+    events = [sample_events()[0], RunEnded(reason="error", error="the prompt is empty")]
+    app = SpectuiApp(lambda c, p: iter(events), RunControl(Settings(draft_max=2)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        app.refresh_from_state()
+        await pilot.pause()
+        text = app.screen.query_one(RunMetrics).draw(100, 12).plain
+        await pilot.press("q")
+    ttft = [line for line in text.splitlines() if line.startswith("TTFT")]
+    assert ttft and ttft[0].startswith("TTFT - "), text  # not "TTFT 0.0 ms"

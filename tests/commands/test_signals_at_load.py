@@ -61,6 +61,7 @@ def signal_while_loading(proc: subprocess.Popen, model: Path, sig: int, timeout:
         if proc.poll() is not None:
             raise AssertionError(f"the process ended (status {proc.returncode}) before it was seen loading")
         if not _holds_open(proc.pid, model):
+            time.sleep(0.001)  # a poll, not a wait for an outcome: the phases last hundreds of ms
             continue
         os.kill(proc.pid, signal.SIGSTOP)
         while not _stopped(proc.pid):
@@ -105,8 +106,14 @@ def test_the_model_file_is_closed_before_the_run_starts(slow_model, tmp_path):
     seen_open = False
     while proc.poll() is None:
         if _holds_open(proc.pid, slow_model):
-            seen_open = True
-            assert not rec.exists()
+            os.kill(proc.pid, signal.SIGSTOP)  # frozen, both facts are read at one moment
+            while not _stopped(proc.pid):
+                pass
+            if _holds_open(proc.pid, slow_model):
+                seen_open = True
+                assert not rec.exists()
+            os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.001)
     out, err = finish(proc)
     assert proc.returncode == 0, err
     assert seen_open and rec.exists()
