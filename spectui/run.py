@@ -239,8 +239,10 @@ def run_main(
     # for a 7B) or the probe measures end the command with 128 + N and nothing written (Interrupted, which
     # the command reports in one line). Headless, the models load on this thread and the stop comes at the
     # next Python instruction (after the llama.cpp call in progress); the TUI's engine thread loads them, and
-    # the signal is noted and acted on when that load returns (the thread is never left loading at exit).
+    # the signal is noted and acted on when that load returns (the thread is never left loading at exit); the
+    # TUI then takes the signals over as it starts, and quits at once for one noted in between (hand_over).
     signals = loading_stop(None if headless else _note_only)
+    signals.hand_over = not headless  # the TUI takes the signals over when it starts (and acts on one noted)
     recorder = engine = None
     try:
         with signals:
@@ -255,10 +257,10 @@ def run_main(
             if headless:
                 signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
                 return _run_headless(runner, text, control, n_predict, machine, as_json, recorder, signals)
-        signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
-        from .tui.run.app import run_live  # installs its own quit on SIGINT/SIGTERM/SIGHUP
+            signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
+            from .tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
 
-        return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
+            return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
     finally:
         if recorder is not None:
             recorder.close()

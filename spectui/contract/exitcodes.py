@@ -70,13 +70,19 @@ class SignalStop:
     from C, where an exception is printed and dropped): there the signal is only noted, and the command
     stops at its next :meth:`raise_if_stopped`. Installed only from the main thread (else a no-op).
 
+    ``hand_over``: a face that starts under it may install its own quit over it and acts on a signal already
+    noted (``tui.shared.lifecycle.install_quit_signals``: the TUI, whose startup follows the loading);
+    without it a face leaves these signals to it (``spectui cast`` renders an app under its own).
+
     ``on_stop`` may be set while installed: a command installs one with none before its models load (a
     signal then ends it with nothing written, as there is nothing to flush yet) and hands it the run's
     clean stop when the run starts, so no signal ever meets the default disposition in between."""
 
     def __init__(self, on_stop: Callable[[], None] | None = None, signals: Iterable[int] = STOP_SIGNALS,
-                 second_sigint_raises: bool = True, quiet_in: Iterable[CodeType] = ()) -> None:
+                 second_sigint_raises: bool = True, quiet_in: Iterable[CodeType] = (),
+                 hand_over: bool = False) -> None:
         self.on_stop = on_stop
+        self.hand_over = hand_over
         self.signals = tuple(signals)
         self.quiet_in = frozenset(quiet_in)
         self.second_sigint_raises = second_sigint_raises

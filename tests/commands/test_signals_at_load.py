@@ -243,3 +243,41 @@ def test_a_stop_never_raises_inside_a_callback_from_c():
     with SignalStop() as stop, pytest.raises(Interrupted):  # anywhere else: at once
         _called_back()
 
+
+
+async def test_the_tui_takes_the_signals_over_and_acts_on_one_noted_while_it_started():
+    """Between the loading's last check and the app's own handlers nothing meets the default disposition: the
+    run's SignalStop (hand_over) stays installed, the app installs its quit over it and quits at once, with
+    the signal's status, for a signal noted in between."""
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import Settings
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.tui.shared.lifecycle import exit_status
+    from spectui.views.sample import sample_events
+
+    events = sample_events()
+    with SignalStop(lambda: None, hand_over=True) as stop:
+        os.kill(os.getpid(), signal.SIGHUP)  # noted by the loading's handler, as the app starts
+        assert stop.signum == signal.SIGHUP
+        app = SpectuiApp(lambda c, p: iter(events), RunControl(Settings(draft_max=2)))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert signal.getsignal(signal.SIGTERM) != stop._handler  # the app's own quit is installed
+        assert exit_status(app) == SIGHUP_STATUS
+        assert app.control.stopped
+
+
+async def test_a_command_that_keeps_the_signals_is_left_with_them():
+    """spectui cast renders an app under its own SignalStop (no hand_over): the app installs nothing over it."""
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import Settings
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.views.sample import sample_events
+
+    events = sample_events()
+    with SignalStop(lambda: None) as stop:
+        app = SpectuiApp(lambda c, p: iter(events), RunControl(Settings(draft_max=2)))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert signal.getsignal(signal.SIGTERM) == stop._handler
+            await pilot.press("q")
