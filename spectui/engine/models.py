@@ -27,6 +27,16 @@ _llama = None  # the llama_cpp module, imported on first use
 _log_cb = None  # keeps the no-op log callback alive for as long as the process runs
 
 
+def _no_log(level, text, user_data) -> None:
+    """llama.cpp's log callback: silence (spectui says what matters in its own words)."""
+
+
+# Python code that llama.cpp calls back into from inside its own calls (loading a model logs through _no_log). An
+# exception raised there cannot propagate (ctypes prints it and carries on), so a signal handler that stops by
+# raising must not raise in these frames: spectui.contract.exitcodes.SignalStop(quiet_in=CALLBACK_CODES).
+CALLBACK_CODES = (_no_log.__code__,)
+
+
 def llama():
     """Import llama_cpp once, silence its logging, initialise the backend."""
     global _llama, _log_cb
@@ -38,7 +48,7 @@ def llama():
                 f"live runs need llama-cpp-python, which is not installed ({exc}): run `bash scripts/install.sh "
                 "--live` in a checkout (builds it for this CPU, cached), or pip install 'spectui[live]'"
             ) from exc
-        _log_cb = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+        _log_cb = llama_cpp.llama_log_callback(_no_log)
         llama_cpp.llama_log_set(_log_cb, ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()
         _llama = llama_cpp

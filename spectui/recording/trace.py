@@ -239,6 +239,11 @@ class TraceWriter:
         self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0) if self._gz else self._raw
 
     @property
+    def background(self) -> bool:
+        """Whether a writer thread encodes and writes (``background=True``)."""
+        return self._thread is not None
+
+    @property
     def opened(self) -> bool:
         """Whether the file exists yet (it is created at the first event)."""
         return self._raw is not None
