@@ -387,8 +387,9 @@ class LoadedModel:
             # descriptor set that still names it in a binding the pipeline does not use (legal Vulkan: ggml-vulkan
             # writes only a pipeline's own bindings into sets shared by all pipelines). ggml-vulkan destroys and
             # regrows its flash-attention split-k buffer mid-graph whenever a batch needs a bigger one; once that
-            # freed memory is reused (a pipeline compiled later), the device thread segfaults. llama.cpp's
-            # attention without flash attention regrows no buffer here (README: "The Vulkan path").
+            # freed memory is reused (a pipeline compiled later), the device thread segfaults. Without flash
+            # attention the buffers ggml-vulkan regrows sit only in bindings 0 and 1, which every pipeline writes
+            # (README: "The Vulkan path"). Every other device keeps llama.cpp's default (auto).
             cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
