@@ -4,7 +4,7 @@
 #
 # Why: the GPU path (-ngl / -ngld, placement, device memory, logits read back from a device) needs a real
 # ggml GPU backend. Vulkan runs everywhere, also on Mesa's software Vulkan device (lavapipe, "llvmpipe"),
-# which is what tests/test_vulkan.py uses on a machine without a GPU. ggml skips CPU-type Vulkan devices
+# which is what tests/engine/test_vulkan.py uses on a machine without a GPU. ggml skips CPU-type Vulkan devices
 # unless GGML_VK_VISIBLE_DEVICES names them: run with GGML_VK_VISIBLE_DEVICES=0 there.
 #
 # Needs (Debian/Ubuntu): libvulkan-dev glslc glslang-tools spirv-headers mesa-vulkan-drivers; installed

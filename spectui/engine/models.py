@@ -124,6 +124,11 @@ def gpu_devices() -> list[Device]:
     return out
 
 
+def _is_lavapipe(dev: Device) -> bool:
+    """Mesa's software Vulkan device (lavapipe), which ggml-vulkan names by its renderer "llvmpipe (...)"."""
+    return dev.backend == "Vulkan" and "llvmpipe" in dev.description.lower()
+
+
 def supports_gpu_offload() -> bool:
     return bool(llama().llama_supports_gpu_offload())
 
@@ -411,6 +416,16 @@ class LoadedModel:
         cp.n_seq_max = 1
         cp.n_threads = threads
         cp.n_threads_batch = threads
+        offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
+        if any(_is_lavapipe(d) for d in offload_devs):
+            # Mesa's lavapipe (22.3) dereferences a destroyed buffer's resource when a command buffer binds a
+            # descriptor set that still names it in a binding the pipeline does not use (legal Vulkan: ggml-vulkan
+            # writes only a pipeline's own bindings into sets shared by all pipelines). ggml-vulkan destroys and
+            # regrows its flash-attention split-k buffer mid-graph whenever a batch needs a bigger one; once that
+            # freed memory is reused (a pipeline compiled later), the device thread segfaults. Without flash
+            # attention the buffers ggml-vulkan regrows sit only in bindings 0 and 1, which every pipeline writes
+            # (README: "The Vulkan path"). Every other device keeps llama.cpp's default (auto).
+            cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
             L.llama_model_free(self.model)
@@ -422,7 +437,7 @@ class LoadedModel:
         self.n_use = self.n_vocab  # ids that may be chosen: the vocabulary shared with the other model
         self.n_layer = int(L.llama_model_n_layer(self.model))
         self.n_gpu_layers = 0
-        if n_gpu_layers and supports_gpu_offload() and gpu_devices():
+        if offload_devs:
             self.n_gpu_layers = min(self.n_layer + 1, n_gpu_layers if n_gpu_layers > 0 else self.n_layer + 1)
         self.mem = L.llama_get_memory(self.ctx)
         self._sync = L.llama_synchronize if self.n_gpu_layers else None
@@ -444,13 +459,6 @@ class LoadedModel:
         self._eog_cache: dict[int, bool] = {}
         self.n_params = int(L.llama_model_n_params(self.model))
         self.info = self._info()
-        if self.n_gpu_layers and self.n_batch >= 2:
-            # Seen with the Vulkan backend (llama-cpp-python 0.3.36 on Mesa's lavapipe): when a context's first
-            # decode is one token, every later decode of more tokens crashes in the device's graph. A first
-            # decode of two tokens, dropped at once, avoids it (tests/engine/test_vulkan.py).
-            self.decode([0, 0], 0, "none")
-            self.clear()
-            self.decode_s, self.n_decodes = 0.0, 0
 
     # ---- facts
     def _info(self) -> ModelInfo:
