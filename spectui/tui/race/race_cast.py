@@ -6,7 +6,7 @@ rules are the app's own."""
 from __future__ import annotations
 
 from ...views.race_timeline import Race
-from ..run.cast_render import Capture
+from ..shared.capture import Capture
 from .app import RaceApp
 
 

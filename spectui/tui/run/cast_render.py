@@ -21,7 +21,7 @@ class CastApp(SpectuiApp):
 
     casting = True
 
-    def _start_run(self) -> None:
+    def start_worker(self) -> None:
         pass
 
     @property
