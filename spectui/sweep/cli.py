@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import SignalStop
-from ..contract.outputs import TRACE, check_output, csv_report, json_report
+from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from ..options import model_options
 from ..run import ModelOptions, load_engine, resolve_prompt
 from .aggregate import SweepRun, aggregate
@@ -93,13 +93,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         export = check_output(output, JSON_KIND if as_json else CSV_KIND, inputs, force)
     rec = None
     if record_dir is not None:
-        rec = Path(record_dir)
-        if rec.exists() and not rec.is_dir():
-            raise SpectuiError(f"--record-dir {record_dir} exists and is not a directory")
-        try:
-            rec.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
+        rec = Path(record_folder(record_dir))
     plan = make_plan(ks, temps, repeat, drafter)
     if rec is not None:  # every trace name the plan will write, checked before the first run
         for i, p in enumerate(plan):
