@@ -99,11 +99,10 @@ class RaceApp(PacedFaceApp):
         finally:
             self.worker_done()
 
-    def play_on(self) -> None:
-        """A new worker from the cursor (the old one stopped at the end, or at a pause it was told to)."""
-        if not self.player.at_end and not self.running:
-            self.control = RunControl()
-            self.start_worker()
+    def restart_worker(self) -> None:
+        """A new worker from the player's cursor (shared.replay_keys' play_on: there is more to play)."""
+        self.control = RunControl()
+        self.start_worker()
 
     def rebuild(self) -> None:
         """After a seek: each lane's state from the events before the cursor."""

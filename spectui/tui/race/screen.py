@@ -1,15 +1,13 @@
 """RaceScreen: one pane per lane (LaneHeader, the run face's TokenStream and PassRibbon), the RaceBanner on
 top and the FinishLine below; side by side when the terminal is wide, stacked otherwise (80x24).
 
-Keys as in the replay (space pause, ←/→ step, +/- or </> speed, home/end, r restart) on the one race clock;
-tab moves the focus to the next pane, and the token inspector works in the focused pane as in a run: ``i``
-pauses the race and puts the cursor on that pane's newest token, the arrows move it, enter opens the
-InspectorScreen, escape leaves (the race goes on if inspect mode paused it): spectui.tui.shared.inspect_mode,
-as in a run. ``?`` opens the race's help page (help_screen.py)."""
+Keys as in the replay (shared.replay_keys: space pause, ←/→ step, +/- or </> speed, home/end, r restart)
+on the one race clock; tab moves the focus to the next pane, and the token inspector works in the focused
+pane as in a run (shared.inspect_mode): ``i`` pauses the race and puts the cursor on that pane's newest
+token, the arrows move it, enter opens the InspectorScreen, escape leaves (the race goes on if inspect mode
+paused it). ``?`` opens the race's help page (help_screen.py)."""
 
 from __future__ import annotations
-
-from typing import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,6 +17,7 @@ from textual.widgets import Footer, Static
 from ...views.inspector import first_cursor
 from ..shared.inspect_mode import INSPECT_BINDINGS, InspectMode
 from ..shared.pass_ribbon import PassRibbon
+from ..shared.replay_keys import ReplayKeys
 from ..shared.screen import FaceScreen
 from ..shared.token_stream import TokenStream
 from ...views.view import InspectCursor
@@ -33,7 +32,7 @@ class Lane(Container):
     """One lane's pane."""
 
 
-class RaceScreen(InspectMode, FaceScreen):
+class RaceScreen(ReplayKeys, InspectMode, FaceScreen):
     FACE_NAME = "spectui race"
     SHADOWED_IN_INSPECT = frozenset({"step_forward", "step_back"})
     NOTHING_TO_INSPECT = "no passes to inspect in this pane yet"
@@ -100,48 +99,13 @@ class RaceScreen(InspectMode, FaceScreen):
             self.banner.show(view)
             self.finish.show(view)
 
-    # keys of the race clock -------------------------------------------------------------------------
-    def _seek(self, move_to: Callable[[], int]) -> None:
-        move_to()
-        self.app.rebuild()
-
-    def action_pause(self) -> None:
-        control = self.app.control
-        if control.paused:
-            control.resume()
-            self.app.play_on()
-        else:
-            control.pause()
-        self.app.repaint_all()
-
-    def action_step_forward(self) -> None:
-        self.app.control.pause()
-        self._seek(self.app.player.step_forward)
-
-    def action_step_back(self) -> None:
-        self.app.control.pause()
-        self._seek(self.app.player.step_back)
-
-    def action_jump_start(self) -> None:
-        self._seek(self.app.player.jump_start)
-        self.app.play_on()
-
-    def action_jump_end(self) -> None:
-        self._seek(self.app.player.jump_end)
+    # keys of the race clock (shared.replay_keys) -----------------------------------------------------
+    def clock_changed(self) -> None:
+        self.app.repaint_all()  # the lane headers say PAUSED / RACING too
 
     def action_restart(self) -> None:
         self.leave_inspect(resume=False)
-        self._seek(self.app.player.jump_start)
-        self.app.control.resume()
-        self.app.play_on()
-
-    def action_faster(self) -> None:
-        self.app.player.faster()
-        self.app.repaint_all()
-
-    def action_slower(self) -> None:
-        self.app.player.slower()
-        self.app.repaint_all()
+        super().action_restart()
 
     def action_next_lane(self) -> None:
         self._focus((self.focus_lane + 1) % self.n_lanes)
@@ -166,10 +130,6 @@ class RaceScreen(InspectMode, FaceScreen):
 
     def inspect_changed(self) -> None:
         self.app.repaint_all()  # the panes' frames and headers show the focus too
-
-    def resume_after_inspect(self) -> None:
-        self.app.control.resume()
-        self.app.play_on()
 
     def ribbon_clicked(self, message: PassRibbon.TokenClicked) -> None:
         ribbon = getattr(message, "_sender", None)  # the ribbon that posted it: its pane takes the focus

@@ -130,6 +130,11 @@ class SpectuiApp(PacedFaceApp):
         self.control = RunControl(self.control.settings)
         self.start_worker()
 
+    def rebuild(self) -> None:
+        """After a seek in a replay: the state from the events before the player's cursor."""
+        self.state.rebuild(self.player.prefix())
+        self.repaint_all()
+
     def restart_run(self) -> None:
         """Stop the run and start it again from scratch (same prompt and settings)."""
         self.control.stop()
