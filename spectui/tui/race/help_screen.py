@@ -8,15 +8,15 @@ from rich.text import Text
 from ..shared.help_screen import CLOSE_HINT, INSPECT_KEYS, LEGEND, HelpPage, key_lines
 
 ABOUT = (
-    "Each pane (a lane) replays one recorded run: the same prompt, another setting (the target alone, prompt "
-    "lookup, a draft model at some k). All lanes play on one clock, so the lane whose text grows fastest is "
-    "the setting that decodes fastest on the machine that recorded it, at its own recorded pace."
+    "Each pane (a lane) replays one recorded run of the same prompt with another setting: the target alone, "
+    "prompt lookup, a draft model at some k. All lanes play on one clock, each at its own recorded pace, so "
+    "the text that grows fastest is the setting that decoded fastest where it was recorded."
 )
 PARTS = [
     ("lane header", "the lane's setting, models and machine (from its trace's header); under it the figures so "
                     "far: race time, tokens, tokens/s, acceptance (accepted / drafted tokens), tokens per pass "
-                    "and TTFT, with the definitions of spectui.analysis.stats (those of vLLM and llama.cpp). "
-                    "▶ marks the focused lane"),
+                    "and TTFT, with the definitions of spectui.analysis.stats (those of vLLM and llama.cpp); "
+                    "FINISHED 1st / 2nd and its time once its last token is in. ▶ marks the focused lane"),
     ("text and ribbon", "the lane's tokens as the run face draws them (styles below); the ribbon under the text "
                         "shows its newest pass: draft positions 1..k and what the target made of each"),
     ("banner", "RACE of N, its state, the race clock in seconds and the speed. The clock starts at each run's "
