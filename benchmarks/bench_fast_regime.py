@@ -16,6 +16,11 @@ Per repetition, for every k and temperature, the three sides run back to back in
   per-request speculative settings are disabled in this llama.cpp), one /completion request per run:
   timings.predicted_per_second.
 
+At T > 0 both llama.cpp sides get ``--top-k 0 --top-p 1 --min-p 0`` (the server the same per request), so all
+three sample the plain temperature-T distribution; their acceptance rules still differ (llama.cpp samples the
+target and matches it against a top-k-10 draft, spectui accepts with min(1, p/q)), so acceptance differs and
+the tokens/s ratio there is the whole loop's, rule included.
+
 Then, per k and temperature, one more spectui run with the profiler on (``--no-profile`` skips it): the
 time outside both models' llama_decode split by category, exclusive (a category's time excludes the
 categories called inside it), per pass and as a share of the run's wall time:
@@ -52,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
@@ -73,24 +79,36 @@ from spectui.contract.events import RunEnded, Settings  # noqa: E402
 PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
 SEED = 1
+# llama.cpp samples after its default chain (top-k 40, top-p 0.95, min-p 0.05); spectui samples the plain
+# temperature-T distribution. Switched off, all three sides sample the same distribution at T > 0 (at T = 0
+# they change nothing).
+PLAIN_SAMPLING = ("--top-k", "0", "--top-p", "1.0", "--min-p", "0.0")
 
 
 # ------------------------------------------------------------------------------------------ the profiler
 
 
 class Profiler:
-    """Exclusive time per category, by wrapping functions and methods (installed only while profiling)."""
+    """Exclusive time per category, by wrapping functions and methods (installed only while profiling), kept
+    apart per thread: the engine's thread (the critical path: what the run waits for) and the others (the
+    finishing thread of ``run(overlap=True)``, the trace writer's thread), whose work overlaps the decodes."""
 
     def __init__(self) -> None:
-        self.acc: dict[str, float] = defaultdict(float)
+        self.acc: dict[str, float] = defaultdict(float)  # the engine's thread (the one that started the run)
         self.calls: dict[str, int] = defaultdict(int)
-        self._stack: list[float] = []
+        self.off: dict[str, float] = defaultdict(float)  # every other thread
+        self._main = threading.get_ident()
+        self._local = threading.local()
         self._undo: list[tuple[object, str, object]] = []
 
     def _wrap(self, fn, cat: str):
-        acc, calls, stack = self.acc, self.calls, self._stack
+        main, local = self._main, self._local
+        acc, calls, off = self.acc, self.calls, self.off
 
         def timed(*a, **kw):
+            stack = getattr(local, "stack", None)
+            if stack is None:
+                stack = local.stack = []
             t = perf_counter()
             stack.append(0.0)
             try:
@@ -98,8 +116,11 @@ class Profiler:
             finally:
                 child = stack.pop()
                 dt = perf_counter() - t
-                acc[cat] += dt - child
-                calls[cat] += 1
+                if threading.get_ident() == main:
+                    acc[cat] += dt - child
+                    calls[cat] += 1
+                else:
+                    off[cat] += dt - child
                 if stack:
                     stack[-1] += dt
 
@@ -138,13 +159,13 @@ class Profiler:
             self.patch(L.Engine, name, "top-N (inspector)")
         for name in ("top_ids", "top_two_margin"):
             self.patch(L, name, "top-N (inspector)")
-        for name in ("_judged_drafts", "_emit"):
+        for name in ("_judged_drafts", "_emit", "_cut", "_tokens", "_finish", "_submit", "_drain"):
             self.patch(L.Engine, name, "events")
         for cls in (E.PassEvent, E.Timing, E.Token, E.DraftToken, E.TargetToken, E.Candidate, E.Inspection):
             self.patch(cls, "__init__", "events")
         self.patch(cpu.OthersCpu, "sample", "contention sample")
         self.patch(D.DraftModelDrafter, "propose", "draft sampling")
-        for name in ("softmax", "sample", "logsumexp", "top_ids", "llama_confidence"):
+        for name in ("softmax", "sample", "logsumexp", "top_ids", "llama_confidence", "_finish_row"):
             self.patch(D, name, "draft sampling")
         self.patch(TR.TraceWriter, "write", "trace writing")
         self.patch(S.RunStats, "update", "statistics")
@@ -163,23 +184,29 @@ CATEGORIES = ("logit reads", "target p (softmax)", "acceptance", "top-N (inspect
 # ------------------------------------------------------------------------------------------ spectui
 
 
-def run_spectui(engine: Engine, k: int, temp: float, n: int, tmp: Path, profiler: Profiler | None = None) -> dict:
+def run_spectui(engine: Engine, k: int, temp: float, n: int, tmp: Path, profiler: Profiler | None = None,
+                overlap: bool = True) -> dict:
+    """One run consumed as ``spectui --headless --record`` consumes it: ``run(overlap=True)`` and the trace
+    written on its own thread where a core is spare (spectui.run), statistics on the engine's thread."""
     models = [engine.target, engine.draft]
     d0 = [m.decode_s for m in models]
     stats = S.RunStats()
     path = tmp / f"spectui-k{k}-t{temp}.jsonl"
-    writer = TR.TraceWriter(path)
+    writer = TR.TraceWriter(path, background=overlap and engine.spare_core)
+    if overlap and engine.spare_core:
+        writer.gate = engine.decoding
     control = RunControl(Settings(draft_max=k, temperature=temp, drafter="model", seed=SEED))
     if profiler is not None:
         profiler.install()
     t0 = perf_counter()
     try:
         end = None
-        for ev in engine.run(PROMPT, control, n):
+        for ev in engine.run(PROMPT, control, n, overlap=overlap):
             writer.write(ev)
             stats.update(ev)
             if isinstance(ev, RunEnded):
                 end = ev
+        writer.flush()  # the last queued lines are part of the run
         wall = perf_counter() - t0
     finally:
         if profiler is not None:
@@ -194,28 +221,30 @@ def run_spectui(engine: Engine, k: int, temp: float, n: int, tmp: Path, profiler
             "outside": 1.0 - sum(dec) / wall, "passes": snap.n_passes, "emitted": snap.n_emitted}
 
 
-def profile_table(engine: Engine, k: int, temp: float, n: int, tmp: Path) -> list[str]:
+def profile_table(engine: Engine, k: int, temp: float, n: int, tmp: Path, overlap: bool = True) -> list[str]:
     prof = Profiler()
     # llama_decode's own time is measured by the models; the decode wrapper's exclusive time minus it is
     # the Python batch setup
-    r = run_spectui(engine, k, temp, n, tmp, prof)
+    r = run_spectui(engine, k, temp, n, tmp, prof, overlap)
     acc = dict(prof.acc)
     inside = r["dec_t"] + r["dec_d"]
     acc["batch setup"] = acc.get("batch setup", 0.0) - inside
     known = sum(acc.values())
     acc["loop (rest)"] = r["wall"] - inside - known
     passes = max(1, r["passes"])
-    lines = [f"k={k} T={temp:g}: {passes} passes, {r['emitted']} tokens, wall {r['wall'] * 1000:.0f} ms; "
+    how = "overlapped" if overlap and engine.spare_core else "inline"
+    lines = [f"k={k} T={temp:g} ({how}): {passes} passes, {r['emitted']} tokens, wall {r['wall'] * 1000:.0f} ms; "
              f"llama_decode target {r['dec_t'] * 1000 / passes:.2f} + draft {r['dec_d'] * 1000 / passes:.2f} "
              f"ms/pass; outside both {100 * (r['wall'] - inside) / r['wall']:.2f}% "
              f"(profiled run: {r['tps']:.1f} t/s)",
-             f"  {'category':20s} {'ms/pass':>8s} {'% of run':>8s} {'calls/pass':>10s}"]
+             f"  {'category':20s} {'ms/pass':>8s} {'% of run':>8s} {'calls/pass':>10s} {'off-path ms/pass':>16s}"]
     for cat in CATEGORIES:
         v = acc.get(cat, 0.0)
         lines.append(f"  {cat:20s} {1000 * v / passes:8.3f} {100 * v / r['wall']:7.2f}% "
-                     f"{prof.calls.get(cat, 0) / passes:10.1f}")
+                     f"{prof.calls.get(cat, 0) / passes:10.1f} {1000 * prof.off.get(cat, 0.0) / passes:16.3f}")
     tot = r["wall"] - inside
-    lines.append(f"  {'total outside':20s} {1000 * tot / passes:8.3f} {100 * tot / r['wall']:7.2f}%")
+    lines.append(f"  {'total outside':20s} {1000 * tot / passes:8.3f} {100 * tot / r['wall']:7.2f}% {'':10s} "
+                 f"{1000 * sum(prof.off.values()) / passes:16.3f}")
     return lines
 
 
@@ -235,6 +264,7 @@ def run_simple(bin_dir: Path, target: Path, draft: Path, k: int, temp: float, n:
     cmd = [str(bin_dir / "llama-speculative-simple"), "-m", str(target), "-md", str(draft),
            "--spec-type", "draft-simple", "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0",
            "--spec-draft-p-min", "0", "-n", str(n), "--temp", str(temp), "--seed", str(SEED), "-t", str(threads),
+           *PLAIN_SAMPLING,
            "-td", str(threads), "-c", str(n_ctx), "-p", PROMPT]
     p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                        env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
@@ -275,6 +305,7 @@ class Servers:
     def run(self, k: int, temp: float, n: int) -> dict:
         srv = self.get(k)
         body = json.dumps({"prompt": PROMPT, "n_predict": n, "temperature": temp, "seed": SEED,
+                           "top_k": 0, "top_p": 1.0, "min_p": 0.0,  # = PLAIN_SAMPLING
                            "cache_prompt": False, "stream": False}).encode()
         req = urllib.request.Request(srv.url + "/completion", data=body,  # noqa: S310 - our own 127.0.0.1 server
                                      headers={"Content-Type": "application/json"})

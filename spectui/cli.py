@@ -11,6 +11,7 @@ import sys
 import click
 
 from .contract.errors import SpectuiError, fail
+from .contract.exitcodes import Interrupted, signal_name
 from .options import model_options, run_options
 
 # name -> "module:attribute" of a click.Command
@@ -82,6 +83,10 @@ def main(ctx: click.Context, **kwargs) -> None:
         sys.exit(run_main(**kwargs))
     except SpectuiError as exc:
         fail(str(exc))
+    except Interrupted as exc:  # a signal before the run started (the models loading): nothing to flush
+        click.echo(f"spectui: stopped by {signal_name(exc.signum)} before the run started (while loading): "
+                   "nothing written", err=True)
+        sys.exit(exc.status)
     except KeyboardInterrupt:  # a second Ctrl+C: at once, with SIGINT's status
         click.echo("spectui: interrupted", err=True)
         sys.exit(130)

@@ -67,8 +67,29 @@ def _prediction(snap: StatsSnapshot, current_k: int | None = None, probe=None):
         return None
 
 
+def measured(snap: StatsSnapshot) -> dict:
+    """The JSON's figures that need something to measure, ``None`` (null) where there was nothing: ``ttft_ms``
+    without a first token (the run never evaluated its prompt); tokens/s, tokens per pass and ITL without a
+    decode pass after it; acceptance, the draft's ms per token and the draft cost ratio c without a drafted
+    token, the mean acceptance length without a drafting pass. A null is "not measured", never a measurement
+    of 0 (an instant first token, 0% accepted)."""
+    decoded = snap.n_passes > 0
+    return {
+        "acceptance_rate": snap.acceptance_rate if snap.n_drafted else None,
+        "mean_acceptance_length": snap.mean_acceptance_length if snap.passes_drafted else None,
+        "tokens_per_pass": snap.tokens_per_pass if decoded else None,
+        "tokens_per_second": snap.tokens_per_second if decoded else None,
+        "ttft_ms": snap.ttft_ms,
+        "itl_ms_p50": snap.itl_ms_p50 if decoded else None,
+        "itl_ms_p95": snap.itl_ms_p95 if decoded else None,
+        "draft_ms_per_token": snap.draft_ms_per_token if snap.n_drafted else None,
+        "draft_cost_ratio": snap.draft_cost_ratio if snap.n_drafted and snap.target_decode_ms else None,
+    }
+
+
 def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     snap = stats.snapshot()
+    figures = measured(snap)
     start = stats.start
     end = stats.end
     passes = [to_dict(e) for e in events if isinstance(e, PassEvent)]
@@ -85,9 +106,9 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "n_drafted": snap.n_drafted,
         "n_accept": snap.n_accepted,
         "n_passes": snap.n_passes,
-        "acceptance_rate": snap.acceptance_rate,
-        "mean_acceptance_length": snap.mean_acceptance_length,
-        "tokens_per_pass": snap.tokens_per_pass,
+        "acceptance_rate": figures["acceptance_rate"],
+        "mean_acceptance_length": figures["mean_acceptance_length"],
+        "tokens_per_pass": figures["tokens_per_pass"],
         "acceptance_by_position": [
             {"position": p.position, "drafted": p.drafted, "accepted": p.accepted, "rate": p.rate}
             for p in snap.acceptance_by_position
@@ -101,16 +122,16 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
             {"position": c.position, "asked": c.asked, "drafted": c.drafted, "rate": c.rate}
             for c in snap.draft_continue_by_position
         ],
-        "tokens_per_second": snap.tokens_per_second,
-        "ttft_ms": snap.ttft_ms,
-        "itl_ms_p50": snap.itl_ms_p50,
-        "itl_ms_p95": snap.itl_ms_p95,
+        "tokens_per_second": figures["tokens_per_second"],
+        "ttft_ms": figures["ttft_ms"],
+        "itl_ms_p50": figures["itl_ms_p50"],
+        "itl_ms_p95": figures["itl_ms_p95"],
         "draft_ms_total": snap.draft_ms_total,
         "verify_ms_total": snap.verify_ms_total,
         "other_ms_total": snap.other_ms_total,
-        "draft_ms_per_token": snap.draft_ms_per_token,
+        "draft_ms_per_token": figures["draft_ms_per_token"],
         "target_decode_ms": snap.target_decode_ms,
-        "draft_cost_ratio": snap.draft_cost_ratio,
+        "draft_cost_ratio": figures["draft_cost_ratio"],
         "verify_ms_by_k": [{"k": k, "mean_ms": ms, "count": n} for k, ms, n in snap.verify_ms_by_k],
         "stop_reason": snap.stop_reason,
         "error": end.error if end else "",
@@ -186,7 +207,7 @@ def summary_text(stats: RunStats) -> str:
             where = placement_text(info, start.threads) if info is not None else ""
             if where:
                 lines.append(f"{role} {info.name or info.path}: {where}")
-        if snap.n_emitted == 0:  # no pass ran: no time to report (never "encoded 901 tokens in 0.000 s")
+        if snap.n_emitted == 0 or snap.ttft_ms is None:  # no pass ran: no time (never "901 tokens in 0.000 s")
             lines.append(f"prompt  {start.prompt_tokens:4d} tokens, not evaluated: the run ended before its first pass")
         else:
             prompt_s = snap.ttft_ms / 1000.0
@@ -195,23 +216,30 @@ def summary_text(stats: RunStats) -> str:
             )
     if snap.n_emitted == 0:
         return "\n".join(lines + _nothing_decoded(stats))
+    decoded = snap.n_passes > 0
     dec_s = snap.decode_wall_ms / 1000.0
-    lines.append(
-        f"decoded {max(0, snap.n_emitted - 1):4d} tokens in {dec_s:8.3f} seconds, "
-        f"speed: {snap.tokens_per_second:8.3f} t/s"
-    )
+    if decoded:
+        lines.append(
+            f"decoded {max(0, snap.n_emitted - 1):4d} tokens in {dec_s:8.3f} seconds, "
+            f"speed: {snap.tokens_per_second:8.3f} t/s"
+        )
+    else:  # the first token only (-n 1, or stopped / context full right after it): no decode to time
+        lines.append("decoded    0 tokens after the first: no decode speed to report")
     lines.append("")
     # llama.cpp's llama-speculative-simple lines, same names and meaning
     lines.append(f"n_draft   = {start.settings.draft_max if start else 0}")
     lines.append(f"n_predict = {snap.n_emitted}")
     lines.append(f"n_drafted = {snap.n_drafted}")
     lines.append(f"n_accept  = {snap.n_accepted}")
-    lines.append(f"accept    = {100.0 * snap.acceptance_rate:.3f}%")
+    lines.append(f"accept    = {100.0 * snap.acceptance_rate:.3f}%" if snap.n_drafted else
+                 "accept    = - (nothing drafted)")
     lines.append("")
     # ours
     lines.append(f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts")
-    lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass")
-    lines.append(f"tokens per pass        {snap.tokens_per_pass:.3f}")
+    lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass"
+                 if snap.passes_drafted else "mean acceptance length - (no drafting pass)")
+    lines.append(f"tokens per pass        {snap.tokens_per_pass:.3f}" if decoded else
+                 "tokens per pass        - (no decode pass)")
     if snap.acceptance_by_position:
         pos = "  ".join(
             f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position
@@ -223,20 +251,26 @@ def summary_text(stats: RunStats) -> str:
     p_min = p_min_text(snap, stats)
     if p_min:
         lines.append(f"draft-p-min stops      {p_min}")
-    lines.append(f"tokens/s (decode)      {snap.tokens_per_second:.2f}")
-    lines.append(f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)")
-    lines.append(f"ITL p50 / p95          {snap.itl_ms_p50:.1f} / {snap.itl_ms_p95:.1f} ms")
+    lines.append(f"tokens/s (decode)      {snap.tokens_per_second:.2f}" if decoded else
+                 "tokens/s (decode)      - (no decode pass)")
+    lines.append(f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)"
+                 if snap.ttft_ms is not None else "TTFT                   - (no first token)")
+    lines.append(f"ITL p50 / p95          {snap.itl_ms_p50:.1f} / {snap.itl_ms_p95:.1f} ms" if decoded else
+                 "ITL p50 / p95          - (no token after the first)")
     tot = snap.decode_wall_ms or 1.0
-    lines.append(
-        f"time split             draft {snap.draft_ms_total:.0f} ms ({100 * snap.draft_ms_total / tot:.0f}%), "
-        f"verify {snap.verify_ms_total:.0f} ms ({100 * snap.verify_ms_total / tot:.0f}%), "
-        f"other {snap.other_ms_total:.0f} ms ({100 * snap.other_ms_total / tot:.0f}%)"
-    )
-    if snap.target_decode_ms:
+    if decoded:
+        lines.append(
+            f"time split             draft {snap.draft_ms_total:.0f} ms ({100 * snap.draft_ms_total / tot:.0f}%), "
+            f"verify {snap.verify_ms_total:.0f} ms ({100 * snap.verify_ms_total / tot:.0f}%), "
+            f"other {snap.other_ms_total:.0f} ms ({100 * snap.other_ms_total / tot:.0f}%)"
+        )
+    if snap.target_decode_ms and snap.n_drafted:
         lines.append(
             f"draft cost ratio c     {snap.draft_cost_ratio:.2f} (draft {snap.draft_ms_per_token:.1f} ms/token, "
             f"target {snap.target_decode_ms:.1f} ms/token)"
         )
+    elif snap.target_decode_ms:
+        lines.append(f"draft cost ratio c     - (nothing drafted; target {snap.target_decode_ms:.1f} ms/token)")
     if snap.verify_ms_by_k:
         vk = "  ".join(f"k={k}:{ms:.0f}ms" for k, ms, _ in snap.verify_ms_by_k)
         lines.append(f"verify time by k       {vk}")

@@ -14,7 +14,7 @@ import sys
 import click
 
 from .contract.errors import SpectuiError, fail
-from .contract.exitcodes import Interrupted, SignalStop
+from .contract.exitcodes import Interrupted
 from .options import model_options
 from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
@@ -30,8 +30,11 @@ from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT,
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
     try:
-        with SignalStop():  # SIGINT/TERM/HUP: stop measuring (nothing cached), 128 + N
-            code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh, **kwargs)
+        from .run import loading_stop  # noqa: PLC0415
+
+        with loading_stop() as signals:  # SIGINT/TERM/HUP, loading or measuring: nothing cached, 128 + N
+            code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh,
+                              signals=signals, **kwargs)
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:
@@ -44,7 +47,7 @@ def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwar
 
 
 def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-               refresh: bool = False, out=None, **model_kwargs) -> int:
+               refresh: bool = False, out=None, signals=None, **model_kwargs) -> int:
     from .run import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
@@ -57,6 +60,8 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
         raise SpectuiError(f"--repeats must be at least 1, not {repeats}")
     engine = load_engine(models, quiet=as_json)
     try:
+        if signals is not None:
+            signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading
         tty = sys.stderr.isatty() and not as_json
         res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
                                 progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)

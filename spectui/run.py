@@ -2,7 +2,8 @@
 
 Models load before any full-screen UI starts (llama.cpp may write to the terminal while loading). In
 headless mode SIGINT/SIGTERM/SIGHUP ask the engine to stop at the next pass, so the run still ends with
-its summary and a complete trace; a second Ctrl+C interrupts at once.
+its summary and a complete trace; a second Ctrl+C interrupts at once. Before the run starts (the models
+loading, the probe measuring) a signal ends the command at once with 128 + N and nothing written.
 """
 
 from __future__ import annotations
@@ -97,6 +98,18 @@ class ModelOptions:
         return bool(self.draft or self.hf_repo_draft)
 
 
+def loading_stop(on_stop=None) -> SignalStop:
+    """The SignalStop a command installs before its models load (install it with ``with``): SIGINT, SIGTERM
+    and SIGHUP then raise Interrupted at the next Python instruction (after the llama.cpp call in progress; a
+    7B loads for seconds), and the command ends with 128 + N, writing nothing. Inside llama.cpp's log callback
+    the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
+    (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
+    ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
+    from .engine.models import CALLBACK_CODES
+
+    return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
+
+
 def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
                 inspect_top: int = 5):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
@@ -176,8 +189,9 @@ class ChatEngine:
 
         return self.template.render(chat_messages([text], system=self.system))
 
-    def run(self, prompt, control=None, n_predict: int = 128, probe=None):
-        return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label)
+    def run(self, prompt, control=None, n_predict: int = 128, probe=None, overlap: bool = False):
+        return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label,
+                               overlap=overlap)
 
 
 def chat_engine(engine, chat: bool | None, system: str | None = None):
@@ -221,53 +235,82 @@ def run_main(
         check_theme(theme)
     if system is not None and chat is False:
         raise SpectuiError("--system needs the chat template (drop --no-chat)")
-    recorder = None
-    if record:
-        from .recording.trace import TraceWriter
-
-        from .engine.cpu import affinity, default_threads
-
-        # checked now (never a model or the prompt file; an existing file only if it is a trace, or --force);
-        # the file is created at the first event, so a run that fails to start leaves none. With a spare core
-        # the trace is encoded and written on a thread of its own, off the engine's passes.
-        spare = len(affinity()) > (models.threads or default_threads().threads)
-        recorder = TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force,
-                               background=spare)
-    engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
     control = RunControl(settings)
+    # Until the run starts there is nothing to flush: SIGINT/SIGTERM/SIGHUP while the models load (seconds
+    # for a 7B) or the probe measures end the command with 128 + N and nothing written (Interrupted, which
+    # the command reports in one line). Headless, the models load on this thread and the stop comes at the
+    # next Python instruction (after the llama.cpp call in progress); the TUI's engine thread loads them, and
+    # the signal is noted and acted on when that load returns (the thread is never left loading at exit); the
+    # TUI then takes the signals over as it starts, and quits at once for one noted in between (hand_over).
+    signals = loading_stop(None if headless else _note_only)
+    signals.hand_over = not headless  # the TUI takes the signals over when it starts (and acts on one noted)
+    recorder = engine = None
     try:
-        runner = chat_engine(engine, chat, system)
-        # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
-        machine = None
-        if not no_probe and (settings.auto == "cost" or not headless):
-            machine = probe_at_load(engine, quiet=as_json)
-        if headless:
-            from .headless import consume
+        with signals:
+            recorder = _run_recorder(record, models, prompt_file, force)
+            engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
+            if recorder is not None and recorder.background:
+                recorder.gate = engine.decoding  # the trace is encoded while the models decode
+            signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
+            runner = chat_engine(engine, chat, system)
+            # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
+            machine = None
+            if not no_probe and (settings.auto == "cost" or not headless):
+                machine = probe_at_load(engine, quiet=as_json)
+            if headless:
+                signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
+                return _run_headless(runner, text, control, n_predict, machine, as_json, recorder, signals)
+            signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
+            from .tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
 
-            stats = None
-            with SignalStop(control.stop) as signals:
-                try:
-                    stats, _ = consume(
-                        runner.run(text, control, n_predict, probe=machine),
-                        sys.stdout,
-                        as_json=as_json,
-                        sink=recorder.write if recorder else None,
-                    )
-                except BrokenPipeError:  # reader went away (| head, dropped SSH): stop quietly
-                    control.stop()
-                    try:
-                        sys.stdout = open(os.devnull, "w")
-                    except OSError:
-                        pass
-                    return signals.status(OK)
-            end = stats.end if stats is not None else None
-            if end is not None and end.error and signals.signum is None:
-                print(f"spectui: the run failed: {end.error}", file=sys.stderr)
-            return signals.status(for_run_end(end))
-        from .tui.run.app import run_live
-
-        return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
+            return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
     finally:
         if recorder is not None:
             recorder.close()
-        engine.close()
+        if engine is not None:
+            engine.close()
+
+
+def _note_only() -> None:
+    """A signal's ``on_stop`` while the TUI's engine thread loads: noted (SignalStop.signum), acted on after."""
+
+
+def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
+    """The --record TraceWriter, or None. Checked now (never a model or the prompt file; an existing file
+    only if it is a trace, or --force); the file is created at the first event, so a run that fails or is
+    stopped before it starts leaves none. With a spare core the trace is encoded and written on a thread of
+    its own, off the engine's passes."""
+    if not record:
+        return None
+    from .recording.trace import TraceWriter
+
+    from .engine.cpu import default_threads, spare_core
+
+    spare = spare_core(models.threads or default_threads().threads)
+    return TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force, background=spare)
+
+
+def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,
+                  signals: SignalStop) -> int:
+    """The headless face of a started run (``signals`` stops it cleanly): its exit status."""
+    from .headless import consume
+
+    stats = None
+    try:
+        stats, _ = consume(
+            runner.run(text, control, n_predict, probe=machine, overlap=True),
+            sys.stdout,
+            as_json=as_json,
+            sink=recorder.write if recorder else None,
+        )
+    except BrokenPipeError:  # reader went away (| head, dropped SSH): stop quietly
+        control.stop()
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return signals.status(OK)
+    end = stats.end if stats is not None else None
+    if end is not None and end.error and signals.signum is None:
+        print(f"spectui: the run failed: {end.error}", file=sys.stderr)
+    return signals.status(for_run_end(end))

@@ -15,14 +15,15 @@ N = 80
 MARGIN = LOSSLESS_MARGIN  # top-two logit gap below which kernel numerics may legitimately flip the argmax
 
 
-def run_with_hook(engine, settings, n_predict=N, prompt=PROMPT, on_pass=None):
-    """Run to the end; returns (events, debug records). ``on_pass(control, event)`` may change settings."""
+def run_with_hook(engine, settings, n_predict=N, prompt=PROMPT, on_pass=None, overlap=False):
+    """Run to the end; returns (events, debug records). ``on_pass(control, event)`` may change settings.
+    ``overlap``: Engine.run(overlap=...) (passes finished on the finishing thread where a core is spare)."""
     records = []
     engine.debug_hook = records.append
     control = RunControl(settings)
     events = []
     try:
-        for ev in engine.run(prompt, control, n_predict):
+        for ev in engine.run(prompt, control, n_predict, overlap=overlap):
             events.append(ev)
             if on_pass is not None and isinstance(ev, PassEvent):
                 on_pass(control, ev)

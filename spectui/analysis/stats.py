@@ -143,7 +143,7 @@ class StatsSnapshot:
     mean_acceptance_length: float = 0.0
     tokens_per_pass: float = 0.0  # emitted per decode pass (prefill excluded)
     acceptance_by_position: tuple[PositionStat, ...] = ()
-    ttft_ms: float = 0.0
+    ttft_ms: float | None = None  # None: no first token (yet): the run never evaluated its prompt
     tokens_per_second: float = 0.0  # decode TPS over the whole run so far
     tokens_per_second_window: float = 0.0
     itl_ms_p50: float = 0.0
@@ -186,7 +186,7 @@ class RunStats:
     passes_drafted: int = 0
     pos_drafted: list[int] = field(default_factory=list)
     pos_accepted: list[int] = field(default_factory=list)
-    ttft_ms: float = 0.0
+    ttft_ms: float | None = None  # the prefill pass's wall time; None until it comes (a run that never started)
     decode_tokens: int = 0
     decode_wall_ms: float = 0.0
     draft_ms: float = 0.0

@@ -97,7 +97,7 @@ class Summary:
     baseline_tokens_per_second: float  # mean over the same units' baseline runs (0 without)
     speedup: float  # tokens_per_second / baseline_tokens_per_second (0 without a baseline)
     speedup_range: Range
-    ttft_ms: float  # mean over runs
+    ttft_ms: float | None  # mean over the runs that had a first token (None: none had)
     tokens_per_pass: float  # emitted per decode pass, pooled
     pass_ms: float  # decode wall per pass, pooled
     draft_ms_per_pass: float
@@ -116,6 +116,12 @@ class Summary:
 
 def _mean(xs: Sequence[float]) -> float:
     return statistics.fmean(xs) if xs else 0.0
+
+
+def _mean_known(xs: Sequence[float | None]) -> float | None:
+    """The mean of the values that exist (a run without a first token has no TTFT); None if none does."""
+    known = [x for x in xs if x is not None]
+    return statistics.fmean(known) if known else None
 
 
 def baselines(rows: Sequence[BenchRow]) -> dict[tuple, BenchRow]:
@@ -191,7 +197,7 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
         baseline_tokens_per_second=b_tps,
         speedup=tps / b_tps if b_tps > 0 and not setting.is_baseline else (1.0 if setting.is_baseline and ran else 0.0),
         speedup_range=Range.of(ratios) if not setting.is_baseline else Range(),
-        ttft_ms=_mean([r.stats.ttft_ms for r in ran]),
+        ttft_ms=_mean_known([r.stats.ttft_ms for r in ran]),
         tokens_per_pass=emitted_decode / n_pass if n_pass else 0.0,
         pass_ms=sum(r.stats.decode_wall_ms for r in ran) / n_pass if n_pass else 0.0,
         draft_ms_per_pass=sum(r.stats.draft_ms_total for r in ran) / n_pass if n_pass else 0.0,

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..contract.errors import SpectuiError, fail
+from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
 from ..options import model_options
 from ..run import ModelOptions, load_engine
@@ -58,19 +59,33 @@ def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> No
 
 
 class _Signals:
-    """SIGTERM / SIGHUP end the bench like Ctrl+C (a KeyboardInterrupt at the next Python instruction: the
-    engine ends its run with reason "stopped"); ``signum`` says which, for the exit status."""
+    """SIGINT / SIGTERM / SIGHUP end the bench like Ctrl+C (a KeyboardInterrupt at the next Python instruction:
+    the engine ends its run with reason "stopped"); ``signum`` says which, for the exit status. Inside
+    llama.cpp's log callback (the models loading), where an exception would be printed and dropped, the signal
+    is only noted (``pending``) and ``raise_if_stopped`` raises it once the load has returned."""
 
     def __init__(self) -> None:
+        from ..engine.models import CALLBACK_CODES  # noqa: PLC0415
+
         self.signum = signal.SIGINT
         self.old = {}
+        self.pending = False
+        self.quiet_in = frozenset(CALLBACK_CODES)
 
     def _handler(self, signum, frame):
         self.signum = signum
+        if frame is not None and frame.f_code in self.quiet_in:
+            self.pending = True
+            return
         raise KeyboardInterrupt
 
+    def raise_if_stopped(self) -> None:
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
     def __enter__(self):
-        for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
             if s is not None:
                 try:
                     self.old[s] = signal.signal(s, self._handler)
@@ -129,8 +144,9 @@ def bench_cmd(**kwargs):
             code = bench_main(ModelOptions.pop_from(kwargs), signals=sig, **kwargs)
     except SpectuiError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:  # before any run started (loading): nothing measured
-        click.echo("spectui: bench interrupted before any run", err=True)
+    except KeyboardInterrupt:  # before any run started (loading): nothing measured, nothing written
+        click.echo(f"spectui: bench stopped by {signal_name(sig.signum)} before any run (while loading): "
+                   "nothing written", err=True)
         sys.exit(sig.exit_code)
     sys.exit(code)
 
@@ -181,9 +197,21 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter, models.has_draft)
     settings = make_settings(ks, temps, drafters)
+    made_dir = record_dir is not None and not Path(record_dir).exists()
     rec = Path(record_folder(record_dir)) if record_dir is not None else None
     t_load = time.perf_counter()
-    engine = load_engine(models, use_draft="model" in drafters, quiet=True, inspect_top=INSPECT_TOP)
+    engine = None
+    try:
+        engine = load_engine(models, use_draft="model" in drafters, quiet=True, inspect_top=INSPECT_TOP)
+        if signals is not None:
+            signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
+    except KeyboardInterrupt:  # stopped while loading: the --record-dir this bench made goes again
+        if engine is not None:
+            engine.close()
+        if made_dir:
+            with contextlib.suppress(OSError):
+                rec.rmdir()  # only an empty folder goes
+        raise
     load_s = time.perf_counter() - t_load
     try:
         templater = _templater(engine, chat, system)

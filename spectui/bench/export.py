@@ -9,6 +9,7 @@ import io
 from dataclasses import asdict
 from typing import Sequence
 
+from ..views.numbers import ms_or_dash
 from .aggregate import OVERALL, BenchRow, Summary, baselines, comparable
 
 MARKDOWN_MARKER = "<!-- spectui bench report -->"  # the --markdown file's first line (spectui's own file)
@@ -42,7 +43,7 @@ def row_records(rows: Sequence[BenchRow]) -> list[dict]:
             "tokens_per_second": s.tokens_per_second if s else 0.0,
             "baseline_tokens_per_second": b_tps,
             "speedup": (s.tokens_per_second / b_tps) if s and b_tps > 0 else "",
-            "ttft_ms": s.ttft_ms if s else 0.0, "itl_ms_p50": s.itl_ms_p50 if s else 0.0,
+            "ttft_ms": s.ttft_ms if s else None, "itl_ms_p50": s.itl_ms_p50 if s else 0.0,
             "stop_reason": s.stop_reason if s else "",
             "equal": "" if c is None else c.equal, "contended": r.contended, "skipped": r.skipped, "trace": r.trace,
         })
@@ -119,7 +120,7 @@ def to_markdown(summaries: Sequence[Summary], has_baseline: bool = True, title: 
         lines.append(
             f"| {s.category} | {s.setting.label} | {s.setting.temperature:g} | {s.prompts} | "
             f"{'' if base else f'{s.mean_accepted_tokens:.2f}'} | {'' if base else f'{s.acceptance_rate:.0%}'} | "
-            f"{s.baseline_tokens_per_second:.1f} | {s.tokens_per_second:.1f} | {sp} | {s.ttft_ms:.0f} | "
+            f"{s.baseline_tokens_per_second:.1f} | {s.tokens_per_second:.1f} | {sp} | {ms_or_dash(s.ttft_ms)} | "
             f"{f'{s.equal}/{s.compared}' if s.compared else ''} |"
         )
     return "\n".join(lines) + "\n"

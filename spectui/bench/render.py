@@ -7,6 +7,7 @@ from typing import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from ..views.numbers import ms_or_dash
 from .aggregate import OVERALL, Summary
 
 TABLE_COLUMNS = (
@@ -40,7 +41,7 @@ def table_rows(summaries: Sequence[Summary], has_baseline: bool = True) -> list[
             "" if base else f"{s.mean_accepted_tokens:.2f}", "" if base else f"{s.acceptance_rate:.0%}",
             "" if base else _pos(s),
             f"{s.baseline_tokens_per_second:.1f}" if s.baseline_tokens_per_second else ("" if not base else "-"),
-            f"{s.tokens_per_second:.1f}", sp, spread, f"{s.ttft_ms:.0f}", eq, ", ".join(flags),
+            f"{s.tokens_per_second:.1f}", sp, spread, ms_or_dash(s.ttft_ms), eq, ", ".join(flags),
         ])
     return rows
 

@@ -149,7 +149,7 @@ def run_bench(
                 settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=seed)
                 events = []
                 try:
-                    for ev in engine.run(text, RunControl(settings), n_predict, chat_template=chat_label):
+                    for ev in engine.run(text, RunControl(settings), n_predict, chat_template=chat_label, overlap=True):
                         events.append(ev)
                         if writer is not None:
                             writer.write(ev)

@@ -187,7 +187,7 @@ def request_stats(events: Sequence, window=None) -> StatsSnapshot:
     chunks = [e for e in events if isinstance(e, RequestChunk)]
     end = next(e for e in events if isinstance(e, RequestEnded))
     n = end.n_tokens if end.n_tokens > 0 else len(chunks)
-    ttft_ms = chunks[0].t * 1000.0 if chunks else 0.0
+    ttft_ms = chunks[0].t * 1000.0 if chunks else None  # no token came: no time to first token
     if end.predicted_ms > 0 and end.predicted_n > 1:
         # llama-server: its own generation time (from the first token on) and count
         decode_ms = end.predicted_ms * (end.predicted_n - 1) / end.predicted_n

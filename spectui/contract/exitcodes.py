@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from types import CodeType
 from typing import Callable, Iterable
 
 OK = 0
@@ -34,6 +35,14 @@ STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, 
 def for_signal(signum: int) -> int:
     """128 + the signal's number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP)."""
     return 128 + int(signum)
+
+
+def signal_name(signum: int) -> str:
+    """"SIGTERM" for 15 (the name a message prints)."""
+    try:
+        return signal.Signals(int(signum)).name
+    except ValueError:
+        return f"signal {int(signum)}"
 
 
 def for_run_end(end) -> int:
@@ -57,12 +66,25 @@ class SignalStop:
     """Turns SIGINT / SIGTERM / SIGHUP into a call of ``on_stop`` (a clean stop) and remembers the first
     signal; ``status(otherwise)`` is 128 + that signal, or ``otherwise``. A second SIGINT raises
     KeyboardInterrupt (interrupt at once). Without ``on_stop`` the first signal raises
-    :class:`Interrupted`. Installed only from the main thread (else a no-op)."""
+    :class:`Interrupted`, except in a frame running one of the ``quiet_in`` code objects (Python called back
+    from C, where an exception is printed and dropped): there the signal is only noted, and the command
+    stops at its next :meth:`raise_if_stopped`. Installed only from the main thread (else a no-op).
+
+    ``hand_over``: a face that starts under it may install its own quit over it and acts on a signal already
+    noted (``tui.shared.lifecycle.install_quit_signals``: the TUI, whose startup follows the loading);
+    without it a face leaves these signals to it (``spectui cast`` renders an app under its own).
+
+    ``on_stop`` may be set while installed: a command installs one with none before its models load (a
+    signal then ends it with nothing written, as there is nothing to flush yet) and hands it the run's
+    clean stop when the run starts, so no signal ever meets the default disposition in between."""
 
     def __init__(self, on_stop: Callable[[], None] | None = None, signals: Iterable[int] = STOP_SIGNALS,
-                 second_sigint_raises: bool = True) -> None:
+                 second_sigint_raises: bool = True, quiet_in: Iterable[CodeType] = (),
+                 hand_over: bool = False) -> None:
         self.on_stop = on_stop
+        self.hand_over = hand_over
         self.signals = tuple(signals)
+        self.quiet_in = frozenset(quiet_in)
         self.second_sigint_raises = second_sigint_raises
         self.signum: int | None = None
         self._old: dict[int, object] = {}
@@ -73,6 +95,8 @@ class SignalStop:
         if self.signum is None:
             self.signum = int(signum)
         if self.on_stop is None:
+            if frame is not None and frame.f_code in self.quiet_in:
+                return  # a callback from C (llama.cpp's log): noted; the command's raise_if_stopped() stops it
             raise Interrupted(signum)
         self.on_stop()
 
@@ -91,6 +115,11 @@ class SignalStop:
     def status(self, otherwise: int = OK) -> int:
         return for_signal(self.signum) if self.signum is not None else otherwise
 
+    def raise_if_stopped(self) -> None:
+        """Raise :class:`Interrupted` if a signal came (for an ``on_stop`` that only noted it)."""
+        if self.signum is not None:
+            raise Interrupted(self.signum)
+
 
 __all__ = ["FAILED", "OK", "SIGHUP_STATUS", "SIGINT_STATUS", "SIGTERM_STATUS", "STOP_SIGNALS", "USAGE",
-           "Interrupted", "SignalStop", "for_run_end", "for_signal"]
+           "Interrupted", "SignalStop", "for_run_end", "for_signal", "signal_name"]

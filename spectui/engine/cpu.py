@@ -143,6 +143,22 @@ def default_threads(sys_cpu: str = SYS_CPU, devices: str = "/sys/devices", cgrou
     return ThreadChoice(max(1, n), why)
 
 
+def spare_core(threads: int, on_cpu: bool = True, cgroup: str = "/sys/fs/cgroup",
+               cpus: set[int] | None = None) -> bool:
+    """Whether this process may use a core that the decode leaves free: more CPUs in its affinity (and CPU
+    quota) than the decode's ``threads``, or no decode on the CPU at all (``on_cpu`` False: every layer of
+    both models offloaded to a GPU). Work moved off the engine's passes (finishing events, writing the
+    trace) runs there without taking a core from llama.cpp's threads, whose OpenMP barriers collapse when a
+    core is taken from them."""
+    if not on_cpu:
+        return True
+    n = len(set(cpus) if cpus is not None else affinity())
+    quota = cgroup_cpu_quota(cgroup)
+    if quota is not None:
+        n = min(n, max(1, math.floor(quota)))
+    return n > max(1, int(threads))
+
+
 class OthersCpu:
     """Cores other processes kept busy on this process's CPUs since the previous ``sample()``.
 

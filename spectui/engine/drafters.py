@@ -18,11 +18,13 @@ Interface: ``start()`` at the beginning of a run (caches cleared), ``prefill(pro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from ..contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .models import LoadedModel
+from .rowmath import RowPool
 from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from .verify import logsumexp, sample, softmax
 
@@ -38,6 +40,30 @@ class Proposal:
     stop: str = DRAFT_STOP_NONE  # why drafting stopped (events.DRAFT_STOPS)
     stop_p: float = -1.0  # the confidence that stopped it (DRAFT_STOP_P_MIN), else -1
     stop_row: np.ndarray | None = None  # debugging: the raw logits of the position refused for confidence
+    # DraftLimits.defer: per drafted position, what complete() still has to compute (q_probs at T = 0, top)
+    pending: list[tuple] = field(default_factory=list)
+    pool: RowPool | None = None  # where complete() returns the row copies and release() the q rows
+    own_rows: bool = False  # the pending rows are pool copies nobody else keeps (not debugging copies)
+
+    def release(self) -> None:
+        """The q rows and row copies are read no more (the pass is finished): back to the drafter's pool."""
+        if self.pool is not None:
+            for q in self.q_rows or ():
+                self.pool.give(q)
+            self.q_rows = None
+
+    def complete(self, between: Callable[[], object] | None = None) -> "Proposal":
+        """Fill in what propose() deferred (DraftLimits.defer): q(d_i) at T = 0 and the top-N, from copies of
+        the draft's raw rows, with the same functions and in the same order as the undeferred path, so the
+        numbers are identical. Safe to call from another thread than propose's; a no-op when nothing is
+        pending. ``between`` is called before each position (the engine's finishing thread waits there for a
+        decode to run)."""
+        for entry in self.pending:
+            _finish_row(self, *entry, between=between)
+            if self.pool is not None and self.own_rows:
+                self.pool.give(entry[0])
+        self.pending = []
+        return self
 
 
 @dataclass(frozen=True)
@@ -50,6 +76,9 @@ class DraftLimits:
     p_min: float = 0.0
     n_min: int = 0
     top_n: int = 0
+    # decide only what the pass needs (the token; q(d) at T > 0) and leave the rest of each position (q(d)
+    # at T = 0, the top-N) to Proposal.complete(), on copies of the rows (the engine's overlapped finishing)
+    defer: bool = False
 
 
 class Drafter:
@@ -131,6 +160,7 @@ class DraftModelDrafter(Drafter):
         self.model = model
         self.n_past = 0  # draft KV positions holding accepted context
         self._decoded_drafts = 0  # drafts of the last proposal that sit in the draft KV (k - 1 at most)
+        self._rows = RowPool()  # row copies of deferred positions and q rows, returned when a pass is finished
 
     def start(self) -> None:
         self.n_past = 0
@@ -160,11 +190,14 @@ class DraftModelDrafter(Drafter):
         keep: list[np.ndarray] | None = [] if self.keep_rows else None
         top: list[list[tuple[int, float]]] | None = [] if lim.top_n > 0 else None
         n_top = max(lim.top_n, LLAMA_DRAFT_TOP_K if lim.p_min > 0 else 0)
-        prop = Proposal(ids=ids, q_probs=q_probs, q_rows=q_rows, logit_rows=keep, top=top, stop=DRAFT_STOP_K)
+        prop = Proposal(ids=ids, q_probs=q_probs, q_rows=q_rows, logit_rows=keep, top=top, stop=DRAFT_STOP_K,
+                        pool=self._rows, own_rows=lim.defer and keep is None)
         for i in range(k):
             row = m.logits_last()
-            best = top_ids(row, n_top) if n_top else None
-            if lim.p_min > 0 and i >= lim.n_min:
+            # the top-N is what the inspector reads; with --draft-p-min the confidence test needs the top 10 now
+            need_best = lim.p_min > 0 and i >= lim.n_min
+            best = top_ids(row, n_top) if n_top and (need_best or not lim.defer) else None
+            if need_best:
                 conf = llama_confidence(row, best)
                 if conf < lim.p_min:  # llama.cpp: this position's token is not drafted
                     prop.stop, prop.stop_p = DRAFT_STOP_P_MIN, conf
@@ -172,20 +205,27 @@ class DraftModelDrafter(Drafter):
                         prop.stop_row = row.copy()
                     break
             if keep is not None:
-                keep.append(row.copy())
+                raw = row.copy()
+            elif lim.defer:  # a reused buffer: a fresh 600 KB array per position costs its page faults
+                raw = self._rows.take(len(row))
+                np.copyto(raw, row)
+            else:
+                raw = row
+            if keep is not None:
+                keep.append(raw)
             if temperature > 0:
-                q = softmax(row, temperature)
+                q = softmax(row, temperature, out=self._rows.take(len(row)))
                 d = sample(q, rng)
                 q_rows.append(q)  # type: ignore[union-attr]
                 q_probs.append(float(q[d]))
-                if top is not None:
-                    top.append([(int(j), float(q[j])) for j in best[: lim.top_n]])
-            else:
+            else:  # argmax = top_ids(row)[0]: both break ties by the lower id
                 d = int(best[0]) if best is not None else int(np.argmax(row))
-                lse = logsumexp(row)
-                q_probs.append(float(np.exp(float(row[d]) - lse)))
-                if top is not None:
-                    top.append([(int(j), float(np.exp(float(row[j]) - lse))) for j in best[: lim.top_n]])
+                q = None
+            entry = (raw, best, q, d, temperature, lim.top_n, n_top)
+            if lim.defer:
+                prop.pending.append(entry)
+            else:
+                _finish_row(prop, *entry)
             ids.append(d)
             if i < k - 1:
                 m.decode([d], self.n_past + i, "last")
@@ -198,3 +238,27 @@ class DraftModelDrafter(Drafter):
             self.model.rollback(self.n_past + keep)
         self.n_past += keep
         self._decoded_drafts = 0
+
+
+def _finish_row(prop: Proposal, row: np.ndarray, best: np.ndarray | None, q: np.ndarray | None, d: int,
+                temperature: float, top_n: int, n_top: int, between: Callable[[], object] | None = None) -> None:
+    """One drafted position's numbers besides the token: q(d) at T = 0 (the temperature-1 softmax) and the
+    top-N (id, q) pairs. ``row``: the draft's raw logits at that position (a copy when deferred).
+    ``between`` (deferred work) is called before each of its two parts."""
+    if between is not None:
+        between()
+    if temperature > 0:
+        if prop.top is not None:
+            if best is None:
+                best = top_ids(row, n_top)
+            prop.top.append([(int(j), float(q[j])) for j in best[:top_n]])
+        return
+    if best is None and prop.top is not None:
+        best = top_ids(row, n_top)
+    if between is not None:
+        between()
+    lse = logsumexp(row)
+    prop.q_probs.append(float(np.exp(float(row[d]) - lse)))
+    if prop.top is not None:
+        prop.top.append([(int(j), float(np.exp(float(row[j]) - lse))) for j in best[:top_n]])
+

@@ -21,8 +21,13 @@ from __future__ import annotations
 import codecs
 import statistics
 import sys
+import threading
 import time
 import uuid
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
 from typing import Callable, Iterator, Protocol
 
 import numpy as np
@@ -30,6 +35,7 @@ import psutil
 
 from ..contract.control import DRAFT_MAX_LIMIT, RunControl
 from .cpu import OthersCpu, default_threads
+from .cpu import spare_core as _spare_core
 from ..contract.errors import SpectuiError
 from ..contract.events import (
     ACCEPTED,
@@ -61,6 +67,7 @@ from . import models as M
 from .chat import chat_template_of
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, NgramDrafter, NoDrafter, Proposal
 from .pair import same_file_warning, size_warning
+from .rowmath import RowPool
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, greedy_verify, logsumexp, sample, softmax, speculative_verify
 
@@ -91,16 +98,18 @@ class _TargetProbs:
     rejection never are) and ``speculative_verify`` indexes them; ``prob(i, token)`` is the probability
     reported in events (at T = 0: the temperature-1 softmax)."""
 
-    def __init__(self, rows: np.ndarray, temperature: float) -> None:
+    def __init__(self, rows: np.ndarray, temperature: float, pool: RowPool | None = None) -> None:
         self.rows = rows
         self.t = temperature
+        self.pool = pool  # where the softmaxed rows come from (and go back to once the pass is finished)
         self.cache: dict[int, np.ndarray] = {}
         self._lse: dict[int, float] = {}
 
     def __getitem__(self, i: int) -> np.ndarray:
         p = self.cache.get(i)
         if p is None:
-            p = softmax(self.rows[i], self.t)
+            row = self.rows[i]
+            p = softmax(row, self.t, out=self.pool.take(len(row)) if self.pool is not None else None)
             self.cache[i] = p
         return p
 
@@ -148,6 +157,7 @@ class Engine:
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
         draft_policy: Callable[[], "DraftPolicy"] | None = None,
+        spare_core: bool | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
@@ -155,37 +165,65 @@ class Engine:
         self.draft = None
         self._closed = False
         self._gen = 0
+        self._pool: ThreadPoolExecutor | None = None
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see _decode_pass)
-        try:
-            n_ctx = int(n_ctx)
-        except (TypeError, ValueError):
-            raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
-        if n_ctx < 8:
-            raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
+        n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
-        if threads:
-            self.threads, self.threads_why = int(threads), "-t"
-        else:  # physical performance cores within this process's affinity and CPU quota, as llama.cpp
-            choice = default_threads()
-            self.threads, self.threads_why = choice.threads, choice.why
-        if self.threads < 1:
-            raise SpectuiError(f"threads must be at least 1, got {threads}")
+        self.threads, self.threads_why = _threads(threads)
+        ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
+        tpath = M.check_gguf_file(target_path, "target")
+        dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
+        n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
+        self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
+                   n_ubatch=n_ubatch, use_mmap=use_mmap)
+        # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
+        self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
+        self.target_info = self.target.info
+        self.draft_info = self.draft.info if self.draft else None
+        if self.draft is not None:  # the same file twice, a swapped pair, a draft not much smaller (pair.py)
+            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
+            if msg:  # one warning that names it (the same file is not also "not much smaller")
+                self.warn(msg)
+        self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
+        self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
+        if self.draft is not None:
+            self._drafters["model"] = DraftModelDrafter(self.draft)
+        self._warned_no_draft = False
+        self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
+        self._n_past = 0  # target KV cells holding accepted context (between runs: the last run's)
+        self._in_run = False
+        self._last_token = None
+        self._chat = _UNSET  # the target's chat template, read on first use
+        # A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may
+        # use more cores than the decode threads, or when no layer of either model runs on the CPU.
+        on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
+        self.spare_core = _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
+        # set while a model decodes (LoadedModel.gate) or while the loop waits for a pass to be finished: the
+        # finishing thread works only then, so the loop's own Python never waits for the GIL behind it
+        self._gate = threading.Event()
+        for m in (self.target, self.draft):
+            if m is not None:
+                m.gate = self._gate
+        self._rows_free: list[np.ndarray] = []  # target row buffers (copies for a finishing pass), reused
+        self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
+
+    def _gpu_layers(self, n_gpu_layers, n_gpu_layers_draft) -> tuple[int, int]:
+        """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
+        llama.cpp does; 0 on a CPU-only build (with one warning when layers were asked for)."""
         ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
         ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
         if M.supports_gpu_offload():
-            ngl_t = -1 if ngl_t is None else ngl_t  # every layer, as llama.cpp does on a GPU build
-            ngl_d = -1 if ngl_d is None else ngl_d
-        else:
-            if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
-                self.warn(
-                    "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
-                    "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
-                )
-            ngl_t = ngl_d = 0
-        tpath = M.check_gguf_file(target_path, "target")
-        dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
+            return (-1 if ngl_t is None else ngl_t), (-1 if ngl_d is None else ngl_d)
+        if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
+            self.warn(
+                "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
+                "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
+            )
+        return 0, 0
 
-        # Cheap vocabulary-only loads first: vocab check and memory estimate before any weights load.
+    def _check_pair(self, tpath, dpath, n_ctx: int, ngl_t: int, ngl_d: int) -> int | None:
+        """Cheap vocabulary-only loads first: the vocabulary check and the memory estimate before any weights
+        load. Returns the number of token ids both models share (None without a draft)."""
         tv = M.VocabOnly(tpath, "target")
         dv = None
         n_shared = None
@@ -201,7 +239,11 @@ class Engine:
                 dv.close()
         devices = M.gpu_devices() if ngl_t or ngl_d else []
         M.placement_report(parts, psutil.virtual_memory().available, devices, self.warn)
+        return n_shared
 
+    def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
+              n_batch: int, n_ubatch: int | None, use_mmap: bool | None) -> None:
+        """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
         use_extra_bufts = not no_repack
         if use_extra_bufts and M.system_has_amx():
             use_extra_bufts = False
@@ -222,26 +264,15 @@ class Engine:
         except BaseException:
             self.close()
             raise
-        # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
-        self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
-        self.target_info = self.target.info
-        self.draft_info = self.draft.info if self.draft else None
-        if self.draft is not None:  # the same file twice, a swapped pair, a draft not much smaller (pair.py)
-            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
-            if msg:  # one warning that names it (the same file is not also "not much smaller")
-                self.warn(msg)
-        self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
-        self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
-        if self.draft is not None:
-            self._drafters["model"] = DraftModelDrafter(self.draft)
-        self._warned_no_draft = False
-        self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
-        self._n_past = 0  # target KV cells holding accepted context (between runs: the last run's)
-        self._in_run = False
-        self._last_token = None
-        self._chat = _UNSET  # the target's chat template, read on first use
 
     # ------------------------------------------------------------ small API
+    @property
+    def decoding(self) -> threading.Event:
+        """Set while a model is inside llama_decode (or the loop waits for a pass to be finished): the
+        windows in which other Python threads (the finisher, a trace writer: TraceWriter.gate) take the GIL
+        without making the loop wait for it."""
+        return self._gate
+
     def tokenize(self, text: str) -> list[int]:
         return self.target.tokenize(text)
 
@@ -249,6 +280,11 @@ class Engine:
         return self.target.detokenize(ids)
 
     def close(self) -> None:
+        pool, self._pool = getattr(self, "_pool", None), None
+        if pool is not None:  # a pass still being finished reads the models' vocabularies: let it end first
+            self._gate.set()  # (it may be waiting for a decode that will not come)
+            pool.shutdown(wait=True)
+            self._gate.clear()
         for m in (self.draft, self.target):
             if m is not None:
                 m.close()
@@ -304,15 +340,24 @@ class Engine:
 
     # ------------------------------------------------------------ the run
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            probe: MachineProbe | None = None, chat_template: str = "") -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False) -> Iterator[Event]:
         """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
         ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
         ``chat_template``: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
-        in RunStarted; "" for a raw prompt."""
+        in RunStarted; "" for a raw prompt.
+
+        ``overlap``: finish each pass (the inspector's top-N, the reported probabilities, the texts, the event
+        itself) on the finishing thread while the next pass drafts and verifies, where ``spare_core`` says a
+        core is free for it, and not under automatic k (its policy reads pass N before choosing pass N + 1).
+        The events are the same, in the same order, but pass N's arrives once pass N + 1 has been decided: a
+        consumer that changes the settings in reaction to pass N's event then changes pass N + 2 (without
+        ``overlap``: pass N + 1). The faces and the headless runs, which never react to a pass that way, ask
+        for it."""
         if self.target is None:
             raise SpectuiError("the engine is closed")
         self._gen += 1
-        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe, str(chat_template or ""))
+        return self._run(self._gen, prompt, control or RunControl(), int(n_predict), probe, str(chat_template or ""),
+                         bool(overlap))
 
     @property
     def chat_template(self):
@@ -341,15 +386,19 @@ class Engine:
         return d
 
     def _run(self, gen: int, prompt: str, control: RunControl, n_predict: int,
-             probe: MachineProbe | None = None, chat: str = "") -> Iterator[Event]:
+             probe: MachineProbe | None = None, chat: str = "", overlap: bool = False) -> Iterator[Event]:
         st = _RunState(self.draft_policy() if self.draft_policy else None)
         st.probe = probe
+        st.may_overlap = overlap and self.spare_core
         t0 = time.perf_counter()
         self._in_run = True
         try:
             for ev in self._body(st, t0, prompt, control, n_predict, chat):
                 st.observe(ev)
                 yield ev
+        except GeneratorExit:  # the consumer let go: passes still being finished end before anything else runs
+            self._settle(st)
+            raise
         except KeyboardInterrupt:
             st.reason = STOP_USER
         except SpectuiError as exc:
@@ -360,6 +409,16 @@ class Engine:
         finally:
             if gen == self._gen:  # an older, abandoned generator must not touch a newer run's state
                 self._in_run = False
+        # passes decided before the run ended (the last one, or one before a stop, Ctrl+C or an error) still
+        # reach the consumer, in order, before RunEnded (a closed generator never gets here)
+        try:
+            for ev in self._drain(st):
+                st.observe(ev)
+                yield ev
+        except KeyboardInterrupt:
+            st.reason = st.reason or STOP_USER
+        except Exception as exc:  # noqa: BLE001 - a pass that cannot be finished ends the run with its message
+            st.reason, st.error = STOP_ERROR, f"{type(exc).__name__}: {exc}".replace("\n", " ")
         end = RunEnded(
             reason=st.reason or STOP_ERROR,
             error=st.error,
@@ -498,12 +557,15 @@ class Engine:
             if control.stopped:
                 st.reason = STOP_USER
                 return
+            if control.paused:  # a paused screen shows every pass decided so far
+                yield from self._drain(st)
             control.wait_if_paused()
             if control.stopped:
                 st.reason = STOP_USER
                 return
             s = control.settings
             if s != prev:
+                yield from self._drain(st)  # events stay in the order things happened
                 yield SettingsChanged(before_pass=index, old=prev, new=s, t=time.perf_counter() - t0)
                 prev = s
             tp = time.perf_counter()
@@ -512,8 +574,12 @@ class Engine:
             if k is None:
                 st.reason = STOP_CTX_FULL
                 return
-            ev, stop = self._decode_pass(st, g, s, k, index, tp, t0, n_predict)
-            yield ev
+            st.overlap = self._overlap_for(st, s)
+            work, stop = self._decode_pass(st, g, s, k, index, tp, t0, n_predict)
+            self._submit(st, work)
+            # inline: this pass's event now; overlapped: the previous pass's (finished while this one decoded),
+            # and this one's is finished while the next pass decodes
+            yield from self._drain(st, keep=1 if st.overlap else 0)
             index += 1
             if stop:
                 st.reason = stop
@@ -538,33 +604,44 @@ class Engine:
             k = min(k, n_predict - st.n_emitted - 1)
         return max(0, k)
 
-    # ---------------- one decode pass: draft, verify, emit, roll back
+    # ---------------- one decode pass: draft, verify, decide, roll back (then finish: the event)
     def _decode_pass(
         self, st: "_RunState", g: "_Generation", s: Settings, k: int, index: int, tp: float, t0: float,
         n_predict: int,
-    ) -> tuple[PassEvent, str | None]:
-        """Draft k tokens, verify them in one target decode, emit, roll back; returns the event and the
-        stop reason (EOG or n_predict reached) or None."""
+    ) -> tuple["_PassWork", str | None]:
+        """Draft k tokens, verify them in one target decode, decide, roll back; returns what the pass's event
+        is made from (``_finish``) and the stop reason (EOG or n_predict reached) or None. Only what decides
+        the pass happens here; the inspector's top-N, the probabilities the event reports, the token texts
+        and the event itself are left to ``_finish`` (on copies of the logit rows when it runs overlapped)."""
         tgt = self.target
         temp = s.temperature
         drafter = self._pick_drafter(s.drafter)
+        overlap = st.overlap
 
         # draft
         t_d = time.perf_counter()
-        lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.inspect_top)
+        lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.inspect_top, defer=overlap)
         prop = drafter.propose(g.tokens, lim, temp, g.rng) if k > 0 else None
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         ids = prop.ids if prop is not None else []
         kd = len(ids)
 
-        # verify: one target decode over [last, d1..dk], logits for all k + 1 positions
+        # verify: one target decode over [last, d1..dk], logits for all k + 1 positions; it overwrites the rows
+        # the previous pass's finishing may still read (it had this pass's draft decodes to finish them)
+        if st.rows_busy is not None:
+            if not st.rows_busy.done():  # the draft decodes were too short to finish it: copy from now on
+                st.copy_rows = True
+            self._wait_for(st.rows_busy)
+            st.rows_busy = None
         t_v = time.perf_counter()
         tgt.decode([g.tokens[-1]] + ids, g.n_past, "all")
         verify_ms = (time.perf_counter() - t_v) * 1000.0
         rows = tgt.logits_rows(kd + 1)
-        p = _TargetProbs(rows, temp)
+        p = _TargetProbs(rows, temp, self._prob_rows)
+        resid = None
         if temp > 0:
-            v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng)
+            resid = self._prob_rows.take(rows.shape[1]) if kd else None
+            v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng, out=resid)
         else:
             v = greedy_verify(rows, ids)
         n_acc = v.n_accepted
@@ -575,12 +652,17 @@ class Engine:
                              "draft_logits": prop.logit_rows if prop is not None else None, "temperature": temp,
                              "target_logits_all": np.array(rows), "verdict": v,
                              "draft_stop_logits": prop.stop_row if prop is not None else None})
-        inspect = self._inspect(p, prop, ids, v, temp) if self.inspect_top else ()
-
-        q_probs = prop.q_probs if prop is not None else []
-        drafts = self._judged_drafts(g, ids, q_probs, n_acc, p)
+        rows_buf = None
+        keep_view = False
+        if overlap:
+            # the finishing thread reads the rows while the next pass drafts: straight from llama.cpp's buffer
+            # when draft decodes come first (the next verify waits for it: st.rows_busy), else from a copy
+            keep_view = k > 0 and isinstance(drafter, DraftModelDrafter) and not st.copy_rows
+            if not keep_view:
+                rows_buf = self._rows_copy(rows)
+                p.rows = rows_buf[: len(rows)]
         kind = PLAIN if kd == 0 else (BONUS if n_acc == kd else CORRECTION)
-        out, target_token, stop = self._emit(st, g, ids, q_probs, n_acc, tok, p.prob(n_acc, tok), kind, n_predict)
+        n_out, stop = self._cut(st, ids, n_acc, tok, n_predict)
 
         # roll back: target keeps [last, accepted drafts]; the drafter drops its rejected positions
         if n_acc < kd:
@@ -594,21 +676,115 @@ class Engine:
         self._last_token = tok
 
         st.n_passes += 1
-        st.n_emitted += len(out)
+        st.n_emitted += n_out
         st.n_drafted += kd
         st.n_accepted += n_acc
         wall = (time.perf_counter() - tp) * 1000.0
-        ev = PassEvent(
-            index=index, prefill=False, settings=s, k=k, drafts=tuple(drafts), target=target_token,
-            n_accepted=n_acc, emitted=tuple(out),
-            timing=Timing(draft_ms=draft_ms, verify_ms=verify_ms,
-                          other_ms=max(0.0, wall - draft_ms - verify_ms), wall_ms=wall,
-                          t_end=time.perf_counter() - t0),
-            n_ctx_used=g.n_past, others_cpu=self._others.sample(),
+        timing = Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
+                        wall_ms=wall, t_end=time.perf_counter() - t0)
+        work = _PassWork(index=index, settings=s, k=k, ids=ids, prop=prop, p=p, verdict=v, kind=kind, n_out=n_out,
+                         timing=timing, n_ctx_used=g.n_past, decoder=g.decoder,
+                         # other processes' CPU since the last sample: read by the finishing thread when there is
+                         # one (a /proc/stat read and its parsing, off the loop), here otherwise
+                         others_cpu=None if overlap else self._others.sample(),
+                         rows_buf=rows_buf, holds_view=keep_view,
+                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
+                         resid_buf=resid if g.debug_hook is None else None)
+        return work, stop
+
+    def _finish(self, w: "_PassWork") -> PassEvent:
+        """The pass's event from what ``_decode_pass`` decided: the inspector's record, the drafts with their
+        verdicts and probabilities, the emitted tokens with their texts. Pure work on copies and the run's
+        text decoder (passes are finished one at a time, in order), so it may run on the finishing thread."""
+        prop, p, v, ids = w.prop, w.p, w.verdict, w.ids
+        temp = w.settings.temperature
+        between = self._gate.wait if w.gated else None
+        if prop is not None:
+            prop.complete(between)
+        n_acc, tok = v.n_accepted, v.token
+        inspect = self._inspect(p, prop, ids, v, temp, between) if self.inspect_top else ()
+        if between is not None:
+            between()
+        q_probs = prop.q_probs if prop is not None else []
+        drafts = self._judged_drafts(w.decoder, ids, q_probs, n_acc, p)
+        out, target_token = self._tokens(w.decoder, ids, q_probs, n_acc, tok, p.prob(n_acc, tok), w.kind, w.n_out)
+        if w.rows_buf is not None:
+            self._rows_free.append(w.rows_buf)
+        event = PassEvent(
+            index=w.index, prefill=False, settings=w.settings, k=w.k, drafts=tuple(drafts), target=target_token,
+            n_accepted=n_acc, emitted=tuple(out), timing=w.timing, n_ctx_used=w.n_ctx_used,
+            others_cpu=self._others.sample() if w.others_cpu is None else w.others_cpu,
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
             inspect=inspect,
         )
-        return ev, stop
+        # the pass's probability rows are read no more: back to the pools for the next passes
+        for row in p.cache.values():
+            self._prob_rows.give(row)
+        p.cache = {}
+        self._prob_rows.give(w.resid_buf)
+        if prop is not None:
+            prop.release()
+        return event
+
+    # ---------------- finishing passes, in order, inline or overlapped with the next pass
+    @staticmethod
+    def _overlap_for(st: "_RunState", s: Settings) -> bool:
+        """Finish this pass on the finishing thread? When the run asked for it and a core is spare
+        (``run(overlap=True)``), and not under automatic k: its policy must see pass N's event before it
+        chooses pass N + 1's k."""
+        return st.may_overlap and not s.auto
+
+    def _submit(self, st: "_RunState", work: "_PassWork") -> None:
+        if st.overlap:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectui-finish")
+            work.gated = True
+            fut = self._pool.submit(self._finish, work)
+            st.pending.append(fut)
+            if work.holds_view:
+                st.rows_busy = fut
+        else:
+            st.pending.append(self._finish(work))
+
+    def _wait_for(self, fut: Future) -> None:
+        """Block until a pass is finished, the gate open meanwhile (the finishing thread has the GIL to itself)."""
+        if fut.done():
+            return
+        self._gate.set()
+        try:
+            wait_futures([fut])
+        finally:
+            self._gate.clear()
+
+    def _drain(self, st: "_RunState", keep: int = 0) -> Iterator[Event]:
+        """Yield finished pass events, oldest first, until at most ``keep`` are still pending."""
+        while len(st.pending) > keep:
+            item = st.pending[0]
+            if isinstance(item, Future):
+                self._wait_for(item)
+                if item is st.rows_busy:
+                    st.rows_busy = None
+                ev = item.result()
+            else:
+                ev = item
+            st.pending.popleft()
+            yield ev
+
+    def _settle(self, st: "_RunState") -> None:
+        """Wait for every pass still being finished, and drop them (an abandoned run)."""
+        for item in st.pending:
+            if isinstance(item, Future):
+                self._wait_for(item)
+        st.pending.clear()
+        st.rows_busy = None
+
+    def _rows_copy(self, rows: np.ndarray) -> np.ndarray:
+        """A reused buffer of at least len(rows) rows holding a copy of ``rows``."""
+        buf = self._rows_free.pop() if self._rows_free else None
+        if buf is None or len(buf) < len(rows) or buf.shape[1] != rows.shape[1]:
+            buf = np.empty((max(len(rows), 5), rows.shape[1]), dtype=np.float32)
+        np.copyto(buf[: len(rows)], rows)
+        return buf
 
     def _text(self, tid: int) -> str:
         t = self._texts.get(tid)
@@ -620,15 +796,20 @@ class Engine:
         return tuple(Candidate(id=int(i), text=self._text(int(i)), prob=float(q)) for i, q in pairs)
 
     def _inspect(
-        self, p: "_TargetProbs", prop: Proposal | None, ids: list[int], v: Verdict, temp: float
+        self, p: "_TargetProbs", prop: Proposal | None, ids: list[int], v: Verdict, temp: float,
+        between: Callable[[], object] | None = None,
     ) -> tuple[Inspection, ...]:
         """The inspector's record of every row the target evaluated: its top-N and top-two margin, the draft's
         top-N, the acceptance test's numbers (T > 0) and, at a T > 0 rejection, the residual's top-N."""
         n = self.inspect_top
         out = []
         for i in range(len(ids) + 1):
+            if between is not None:
+                between()
             row = p.rows[i]
             best = top_ids(row, max(n, 2))
+            if between is not None:
+                between()
             tt = self._candidates(zip(best[:n], p.probs(i, best[:n])))
             dt: tuple[Candidate, ...] = ()
             if i < len(ids) and prop is not None and prop.top is not None:
@@ -645,13 +826,13 @@ class Engine:
         return tuple(out)
 
     def _judged_drafts(
-        self, g: "_Generation", ids: list[int], q_probs: list[float], n_acc: int, p: "_TargetProbs"
+        self, decoder, ids: list[int], q_probs: list[float], n_acc: int, p: "_TargetProbs"
     ) -> list[DraftToken]:
         """The drafts with their verdicts; texts decoded on a copy of the decoder state (rejected ones never
         reach the output)."""
-        state = g.decoder.getstate()
-        texts = [g.decoder.decode(self.target.piece(d)) for d in ids]
-        g.decoder.setstate(state)
+        state = decoder.getstate()
+        texts = [decoder.decode(self.target.piece(d)) for d in ids]
+        decoder.setstate(state)
         drafts = []
         for i, d in enumerate(ids):
             if i < n_acc:
@@ -663,29 +844,56 @@ class Engine:
             drafts.append(DraftToken(id=d, text=texts[i], prob=q_probs[i], verdict=verdict, target_prob=target_prob))
         return drafts
 
-    def _emit(
-        self, st: "_RunState", g: "_Generation", ids: list[int], q_probs: list[float], n_acc: int, tok: int,
-        tok_prob: float, kind: str, n_predict: int,
-    ) -> tuple[list[Token], TargetToken | None, str | None]:
-        """Accepted drafts then the target token, cut at EOG / n_predict: (tokens, target token, stop reason).
-        The target token is None when the cut came before it."""
-        out: list[Token] = []
-        target_token = None
-        stop = None
+    def _cut(self, st: "_RunState", ids: list[int], n_acc: int, tok: int, n_predict: int) -> tuple[int, str | None]:
+        """How many of the pass's tokens (accepted drafts, then the target token) are emitted, cut at EOG /
+        n_predict, and the stop reason (None: go on)."""
         for i in range(n_acc + 1):
             t_id = ids[i] if i < n_acc else tok
-            txt = g.decoder.decode(self.target.piece(t_id))
+            if self.target.is_eog(t_id):
+                return i + 1, STOP_EOG
+            if n_predict > 0 and st.n_emitted + i + 1 >= n_predict:
+                return i + 1, STOP_N_PREDICT
+        return n_acc + 1, None
+
+    def _tokens(
+        self, decoder, ids: list[int], q_probs: list[float], n_acc: int, tok: int, tok_prob: float, kind: str,
+        n_out: int,
+    ) -> tuple[list[Token], TargetToken | None]:
+        """The first ``n_out`` of the accepted drafts then the target token, with their texts: (tokens, target
+        token). The target token is None when the cut came before it."""
+        out: list[Token] = []
+        target_token = None
+        for i in range(n_out):
+            t_id = ids[i] if i < n_acc else tok
+            txt = decoder.decode(self.target.piece(t_id))
             pr = q_probs[i] if i < n_acc else tok_prob
             out.append(Token(id=t_id, text=txt, prob=pr))
             if i == n_acc:
                 target_token = TargetToken(id=tok, text=txt, prob=tok_prob, kind=kind)
-            if self.target.is_eog(t_id):
-                stop = STOP_EOG
-                break
-            if n_predict > 0 and st.n_emitted + len(out) >= n_predict:
-                stop = STOP_N_PREDICT
-                break
-        return out, target_token, stop
+        return out, target_token
+
+
+def _check_n_ctx(n_ctx) -> int:
+    try:
+        n_ctx = int(n_ctx)
+    except (TypeError, ValueError):
+        raise SpectuiError(f"context size must be an integer, got {n_ctx!r}") from None
+    if n_ctx < 8:
+        raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
+    return n_ctx
+
+
+def _threads(threads) -> tuple[int, str]:
+    """(-t, why): as given, or the physical performance cores within this process's affinity and CPU quota,
+    as llama.cpp chooses them."""
+    if threads:
+        n, why = int(threads), "-t"
+    else:
+        choice = default_threads()
+        n, why = choice.threads, choice.why
+    if n < 1:
+        raise SpectuiError(f"threads must be at least 1, got {threads}")
+    return n, why
 
 
 def check_inspect_top(n) -> int:
@@ -741,8 +949,37 @@ class _RunState:
         self.started: RunStarted | None = None
         self.policy = policy  # observes every event of the run (its memory is its own aggregates)
         self.probe: MachineProbe | None = None
+        self.may_overlap = False  # run(overlap=True) where a core is spare
+        self.overlap = False  # this pass is finished on the finishing thread (Engine._overlap_for)
+        self.pending: deque = deque()  # passes decided, not yet yielded: Future[PassEvent] or PassEvent
+        self.rows_busy: Future | None = None  # the pass still reading the target's logit buffer, if any
+        self.copy_rows = False  # a verify had to wait for rows_busy: finishing passes read copies instead
+
 
     def observe(self, ev: Event) -> None:
         if self.policy is not None:
             self.policy.observe(ev)
 
+
+@dataclass
+class _PassWork:
+    """What one decided pass hands to ``Engine._finish``: its own copies of everything the event is made from
+    (the run's text decoder is shared: passes are finished one at a time, in order)."""
+
+    index: int
+    settings: Settings
+    k: int
+    ids: list[int]
+    prop: Proposal | None
+    p: _TargetProbs
+    verdict: Verdict
+    kind: str
+    n_out: int
+    timing: Timing
+    n_ctx_used: int
+    others_cpu: float | None  # None: sampled when the pass is finished
+    decoder: codecs.IncrementalDecoder
+    rows_buf: np.ndarray | None = None  # a reused copy of the target rows (returned to Engine._rows_free)
+    resid_buf: np.ndarray | None = None  # the residual's buffer (T > 0), returned to Engine._prob_rows
+    holds_view: bool = False  # p.rows is llama.cpp's own buffer: the next target decode waits for this pass
+    gated: bool = False  # finished on the finishing thread, in the gate's windows

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+import threading
 from time import perf_counter as _perf
 from dataclasses import dataclass
 from typing import Callable
@@ -26,6 +27,16 @@ _llama = None  # the llama_cpp module, imported on first use
 _log_cb = None  # keeps the no-op log callback alive for as long as the process runs
 
 
+def _no_log(level, text, user_data) -> None:
+    """llama.cpp's log callback: silence (spectui says what matters in its own words)."""
+
+
+# Python code that llama.cpp calls back into from inside its own calls (loading a model logs through _no_log). An
+# exception raised there cannot propagate (ctypes prints it and carries on), so a signal handler that stops by
+# raising must not raise in these frames: spectui.contract.exitcodes.SignalStop(quiet_in=CALLBACK_CODES).
+CALLBACK_CODES = (_no_log.__code__,)
+
+
 def llama():
     """Import llama_cpp once, silence its logging, initialise the backend."""
     global _llama, _log_cb
@@ -37,7 +48,7 @@ def llama():
                 f"live runs need llama-cpp-python, which is not installed ({exc}): run `bash scripts/install.sh "
                 "--live` in a checkout (builds it for this CPU, cached), or pip install 'spectui[live]'"
             ) from exc
-        _log_cb = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+        _log_cb = llama_cpp.llama_log_callback(_no_log)
         llama_cpp.llama_log_set(_log_cb, ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()
         _llama = llama_cpp
@@ -334,21 +345,45 @@ def check_vocabs(target: VocabOnly, draft: VocabOnly) -> int:
 # ---------------------------------------------------------------- a loaded model with its context
 
 
+def _gil_held_lib(L):
+    """The bindings' libllama, its functions called without releasing the GIL (ctypes.PyDLL over the same
+    handle), or None. For calls of a few microseconds (a logits address, a KV cell edit): releasing and
+    taking back the GIL around each one lets another Python thread (the engine's finishing thread, the
+    trace writer) take it in between, and the loop then waits for it; a call that computes (llama_decode,
+    llama_synchronize) must go through the bindings' own functions, which release it."""
+    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+    if lib is None or not getattr(lib, "_handle", None):
+        return None
+    return ctypes.PyDLL(lib._name, handle=lib._handle)
+
+
 def _logits_getters(L):
     """llama_get_logits / llama_get_logits_ith returning plain addresses (c_void_p): a view is then made once
     per buffer address (LoadedModel._view) instead of a ctypes array per call. Falls back to the bindings'
     own functions (pointers) where the raw library is not reachable."""
-    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+    lib = _gil_held_lib(L)
     if lib is None:
         def addr(p):
             return ctypes.cast(p, ctypes.c_void_p).value
 
         return (lambda ctx: addr(L.llama_get_logits(ctx))), (lambda ctx, i: addr(L.llama_get_logits_ith(ctx, i)))
+    # (after a decode on a device backend LoadedModel.decode has synchronised: these only read an address)
     get = lib["llama_get_logits"]  # a new function object: the bindings' own keep their types
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
     ith = lib["llama_get_logits_ith"]
     ith.restype, ith.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int32]
     return get, ith
+
+
+def _seq_rm_fn(L):
+    """llama_memory_seq_rm without releasing the GIL (it edits KV cell bookkeeping), or the bindings' own."""
+    lib = _gil_held_lib(L)
+    if lib is None:
+        return L.llama_memory_seq_rm
+    fn = lib["llama_memory_seq_rm"]
+    fn.restype = ctypes.c_bool
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
+    return fn
 
 
 
@@ -398,11 +433,14 @@ class LoadedModel:
         self._decode = L.llama_decode
         self._get_logits, self._get_logits_ith = _logits_getters(L)
         self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
-        self._seq_rm = L.llama_memory_seq_rm
+        self._seq_rm = _seq_rm_fn(L)
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self.decode_s = 0.0  # cumulative seconds inside llama_decode (benchmarks: time outside decode)
         self.n_decodes = 0
+        # set while llama_decode runs (the GIL is released then): the engine's finishing thread works in
+        # those windows only, so the loop's own Python never waits for the GIL (Engine, run(overlap=True))
+        self.gate: threading.Event | None = None
         self._eog_cache: dict[int, bool] = {}
         self.n_params = int(L.llama_model_n_params(self.model))
         self.info = self._info()
@@ -502,11 +540,16 @@ class LoadedModel:
         else:
             n_out = 0
         b.n_tokens = n
+        gate = self.gate
+        if gate is not None:
+            gate.set()
         t = _perf()
         rc = self._decode(self.ctx, b)
         if self._sync is not None:  # a device backend computes asynchronously: wait, so that the time is the
             self._sync(self.ctx)    # decode's and no KV edit (rollback, clear) races the graph still running
         self.decode_s += _perf() - t
+        if gate is not None:
+            gate.clear()
         self.n_decodes += 1
         if rc != 0:
             raise RuntimeError(

@@ -26,7 +26,8 @@ _DONE = object()
 class EngineThread:
     """Owns an Engine built by ``factory`` on its own thread. Its API is explicit: ``run`` (the event
     stream), ``measure_verify_ms``, ``call(fn)`` (any other engine work, on the engine thread), ``close``,
-    and the loaded engine's read-only facts (``target_info``, ``draft_info``, ``n_ctx``, ``threads``);
+    and the loaded engine's read-only facts (``target_info``, ``draft_info``, ``n_ctx``, ``threads``,
+    ``spare_core``, and ``decoding``: the Event set while it decodes, for a trace writer's ``gate``);
     nothing is forwarded, so no llama.cpp call can run off the engine thread by accident."""
 
     def __init__(self, factory: Callable[[], Any], name: str = "spectui-engine") -> None:
@@ -39,6 +40,8 @@ class EngineThread:
         self.draft_info = self.engine.draft_info
         self.n_ctx = self.engine.n_ctx
         self.threads = self.engine.threads
+        self.spare_core = self.engine.spare_core
+        self.decoding = self.engine.decoding  # an Event: reading or waiting on it calls nothing in llama.cpp
 
     @property
     def ident(self) -> int | None:
@@ -66,7 +69,7 @@ class EngineThread:
         return fut.result()
 
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            probe: MachineProbe | None = None, chat_template: str = "") -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False) -> Iterator[Event]:
         """Same contract as ``Engine.run``; the passes execute on the engine thread.
 
         Runs are serialised: a new run starts when the previous one has ended (stop it with its
@@ -77,7 +80,7 @@ class EngineThread:
 
         def produce() -> None:
             try:
-                for ev in self.engine.run(prompt, control, n_predict, probe, chat_template):
+                for ev in self.engine.run(prompt, control, n_predict, probe, chat_template, overlap=overlap):
                     out.put(ev)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 out.put(exc)

@@ -35,8 +35,9 @@ class Verdict:
     residual: np.ndarray | None = None  # norm(max(0, p - q)) the correction was drawn from (a rejection)
 
 
-def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Softmax of ``logits / temperature`` (temperature <= 0 is treated as 1), stable, as a new array.
+def softmax(logits: np.ndarray, temperature: float = 1.0, out: np.ndarray | None = None) -> np.ndarray:
+    """Softmax of ``logits / temperature`` (temperature <= 0 is treated as 1), stable, as a new array (or in
+    ``out``: a float32 row of the same length, for float32 input; the same numbers either way).
 
     float64 input stays float64 (exact tests); anything else is computed in float32 with the sum in double
     precision: exp(x - max) and its sum in one pass (rowmath: llama.cpp's own SIMD kernel where it is
@@ -51,12 +52,15 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
         np.exp(x, out=x)
         x /= x.sum()
         return x
+    if out is not None and (out.dtype != np.float32 or out.shape != x.shape or x.dtype != np.float32):
+        out = None
     if temperature > 0 and temperature != 1.0:
-        x = np.multiply(x, np.float32(1.0 / temperature), dtype=np.float32)
+        x = np.multiply(x, np.float32(1.0 / temperature), dtype=np.float32, out=out)
         out = x  # exp(x - max) is written over the scaled copy
     else:
         x = np.ascontiguousarray(x, dtype=np.float32)
-        out = np.empty_like(x)
+        if out is None:
+            out = np.empty_like(x)
     y, s = exp_sum(x, float(x.max()), out)
     y /= np.float32(s)
     return y
@@ -134,18 +138,25 @@ def accept_probability(p: np.ndarray, q: np.ndarray | None, x: int) -> float:
     return min(1.0, px / qx)
 
 
-def residual(p: np.ndarray, q: np.ndarray | None, x: int) -> np.ndarray:
+def residual(p: np.ndarray, q: np.ndarray | None, x: int, out: np.ndarray | None = None) -> np.ndarray:
     """norm(max(0, p - q)), the distribution to sample from after rejecting draft x.
 
     For a point-mass q on x this is p with x removed. When p - q has no positive mass (p == q up to
-    rounding; a rejection then has probability ~0) it falls back to p. Keeps p's dtype.
+    rounding; a rejection then has probability ~0) it falls back to p. Keeps p's dtype. ``out``: a row of
+    p's dtype and shape to write it into (the same numbers).
     """
     p = np.asarray(p)
+    if out is not None and (out.dtype != p.dtype or out.shape != p.shape):
+        out = None
     if q is None:
-        r = p.copy()
+        if out is None:
+            r = p.copy()
+        else:
+            r = out
+            np.copyto(r, p)
         r[x] = 0
     else:
-        r = p - np.asarray(q, dtype=p.dtype)
+        r = np.subtract(p, np.asarray(q, dtype=p.dtype), out=out)
         np.maximum(r, 0, out=r)
     s = float(r.sum(dtype=np.float64))
     if not s > 0.0:
@@ -169,10 +180,12 @@ def speculative_verify(
     q_rows: Sequence[np.ndarray | None] | None,
     draft_ids: Sequence[int],
     rng: np.random.Generator,
+    out: np.ndarray | None = None,
 ) -> Verdict:
     """Speculative sampling over target probability rows 0..k and draft probability rows 0..k-1.
 
-    ``q_rows`` None (or a None row) means the drafter is a point mass on its token.
+    ``q_rows`` None (or a None row) means the drafter is a point mass on its token. ``out``: a row the
+    residual may be written into (rowmath.RowPool).
     """
     k = len(draft_ids)
     acc: list[float] = []
@@ -190,6 +203,6 @@ def speculative_verify(
         us.append(u)
         if u < a:
             continue
-        r = residual(p, q, x)
+        r = residual(p, q, x, out)
         return Verdict(i, sample(r, rng), tuple(acc), tuple(us), r)
     return Verdict(k, sample(p_rows[k], rng), tuple(acc), tuple(us))

@@ -10,6 +10,7 @@ import sys
 import click
 
 from ..contract.errors import SpectuiError
+from ..contract.exitcodes import Interrupted, signal_name
 
 
 @click.command("race", context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,6 +64,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         if target is not None:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
+            from ..run import loading_stop
             from .record import RunFailed, record_race
             from .spec import parse_spec, spec_settings
 
@@ -74,11 +76,18 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
                 spec_settings(spec, temp=temp, seed=seed, have_draft=draft is not None)
             text = _prompt(prompt, prompt_file)
             try:
-                paths, note = record_race(target, draft, text, [a, b], n_predict=n_predict, temp=temp, seed=seed,
-                                          record_dir=record_dir, threads=threads, n_ctx=ctx_size)
+                with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
+                    paths, note = record_race(target, draft, text, [a, b], n_predict=n_predict, temp=temp,
+                                              seed=seed, record_dir=record_dir, threads=threads, n_ctx=ctx_size,
+                                              signals=signals)
             except RunFailed as exc:
                 click.echo(f"spectui: error: {exc}", err=True)
                 sys.exit(1)
+            except Interrupted as exc:
+                click.echo(f"spectui: race stopped by {signal_name(exc.signum)} "
+                           + ("while loading: nothing recorded" if signals.on_stop is None
+                              else "while recording: the traces recorded so far are kept"), err=True)
+                sys.exit(exc.status)
             except KeyboardInterrupt:
                 click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
                 sys.exit(130)

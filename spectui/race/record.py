@@ -21,6 +21,7 @@ from ..engine.loop import Engine  # llama.cpp: this module is imported only when
 from ..engine.models import check_gguf_file
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded
+from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
 from .spec import slug, spec_settings
 from ..recording.trace import TraceWriter
@@ -52,18 +53,20 @@ def free_name(folder: str, stem: str) -> str:
 
 def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], *, n_predict: int = 128,
                 temp: float = 0.0, seed: int = 0, record_dir: str | None = None, threads: int | None = None,
-                n_ctx: int = 4096, say=_say, header_extra: dict | None = None) -> tuple[list[str], str]:
-    """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face)."""
+                n_ctx: int = 4096, say=_say, header_extra: dict | None = None,
+                signals: SignalStop | None = None) -> tuple[list[str], str]:
+    """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face).
+
+    ``signals``, a SignalStop installed by the command with no ``on_stop``: a signal while the models load
+    raises Interrupted there (nothing recorded, no folder made); from the warm-up on it stops the run in
+    progress cleanly (its trace flushed), and Interrupted is raised once that run has ended."""
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
     settings = [spec_settings(s, temp=temp, seed=seed, have_draft=draft is not None) for s in specs]
     check_gguf_file(target, "target")
     if draft:
         check_gguf_file(draft, "draft")
-    if record_dir is None:
-        folder = tempfile.mkdtemp(prefix="spectui-race-")
-        say(f"recording the race's traces in {folder} (--record-dir chooses)")
-    else:
+    if record_dir is not None:
         folder = record_folder(record_dir)
     needs_draft = any(s.drafter == "model" for s in settings)
     inputs = [target] + ([draft] if draft else [])
@@ -73,22 +76,41 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
 
     engine = Engine(target, draft if needs_draft else None, n_ctx=n_ctx, threads=threads, warn=warn,
                     draft_policy=PolicyByMode)  # k=auto / k=schedule, as spectui.run builds it
+    if signals is not None:
+        try:
+            signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading
+        except BaseException:
+            engine.close()
+            raise
     paths: list[str] = []
+    current: list[RunControl] = []  # the run in progress, for a signal to stop
+
+    def started(control: RunControl) -> RunControl:
+        current[:] = [control]
+        return control
+
     try:
-        for _ in engine.run(prompt, RunControl(settings[0]), min(WARMUP_TOKENS, n_predict)):
+        if signals is not None:
+            signals.on_stop = lambda: current and current[0].stop()
+        if record_dir is None:  # a new folder once the models are loaded (a stop while loading leaves none)
+            folder = tempfile.mkdtemp(prefix="spectui-race-")
+            say(f"recording the race's traces in {folder} (--record-dir chooses)")
+        for _ in engine.run(prompt, started(RunControl(settings[0])), min(WARMUP_TOKENS, n_predict)):
             pass  # warm-up, not recorded
         for name, s in zip(LANE_NAMES, settings):
+            if signals is not None:
+                signals.raise_if_stopped()
             path = free_name(folder, f"race-{name}-{slug(s)}")
             say(f"recording {name} ({slug(s)}) to {path}")
             t0 = time.monotonic()
             end = None
-            control = RunControl(s)
+            control = started(RunControl(s))
             extra = {"race": {"lane": name, "order": list(LANE_NAMES[:len(settings)]), "sequential": True,
                               "load_start": os.getloadavg()[0]}, **(header_extra or {})}
             writer = TraceWriter(path, extra, inputs=inputs)
             paths.append(path)
             try:
-                for ev in engine.run(prompt, control, n_predict):
+                for ev in engine.run(prompt, control, n_predict, overlap=True):
                     writer.write(ev)
                     if isinstance(ev, RunEnded):
                         end = ev
@@ -97,6 +119,8 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
                 raise
             finally:
                 writer.close()
+            if signals is not None:
+                signals.raise_if_stopped()  # stopped by a signal: the trace is complete, the race ends here
             if end is None or end.reason == "error" or end.error:  # an engine error, a prompt that does not fit
                 raise RunFailed(f"run {name} ({slug(s)}) failed: {end.error if end else 'no end event'}; "
                                 f"its trace is {path}")

@@ -179,7 +179,8 @@ class TraceWriter:
     queues the event, one writer thread encodes, writes and flushes each line as before (so a SIGKILL still
     leaves every written line complete; events still queued at that instant are lost); :meth:`flush`,
     :meth:`save_to` and :meth:`close` first wait for the queue to drain. A write error is raised by the
-    next call. Worth it where a spare core exists (the engine thread then never encodes JSON).
+    next call. Worth it where a spare core exists (the engine thread then never encodes JSON). With
+    ``gate`` set (``Engine.decoding``), each line waits (at most 50 ms) for a decode to be running.
     """
 
     def __init__(
@@ -213,6 +214,11 @@ class TraceWriter:
         self._thread: threading.Thread | None = None
         self._error: TraceError | None = None  # background mode: the writer thread's failure
         self._told = False  # ... already raised to a caller
+        # background mode: an Event set while the engine decodes (Engine.decoding): the writer thread then
+        # encodes in those windows, when the loop holds no GIL it would wait for (at most 50 ms later)
+        self.gate: threading.Event | None = None
+        self.gate_timeout = 0.05  # seconds a line waits for the gate at most
+        self._hurry = threading.Event()  # flush/close/save_to wait: write at once
         if background:
             self._queue: queue.SimpleQueue = queue.SimpleQueue()
             self._idle = threading.Condition()
@@ -231,6 +237,11 @@ class TraceWriter:
         except OutputError as exc:
             raise TraceError(str(exc)) from None
         self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0) if self._gz else self._raw
+
+    @property
+    def background(self) -> bool:
+        """Whether a writer thread encodes and writes (``background=True``)."""
+        return self._thread is not None
 
     @property
     def opened(self) -> bool:
@@ -292,6 +303,9 @@ class TraceWriter:
             event = self._queue.get()
             if event is _STOP:
                 return
+            gate = self.gate
+            if gate is not None and not self._hurry.is_set():
+                gate.wait(self.gate_timeout)
             try:
                 if self._error is None:
                     self._write_now(event)
@@ -307,9 +321,13 @@ class TraceWriter:
         """Background mode: block until every queued event is written (then raise a write error, if any)."""
         if self._thread is None:
             return
-        with self._idle:
-            while self._pending:
-                self._idle.wait()
+        self._hurry.set()
+        try:
+            with self._idle:
+                while self._pending:
+                    self._idle.wait()
+        finally:
+            self._hurry.clear()
         if self._error is not None:
             self._told = True
             raise self._error
@@ -386,6 +404,7 @@ class TraceWriter:
         """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
         alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to)."""
         if self._thread is not None and self._thread.is_alive():
+            self._hurry.set()
             with self._idle:
                 while self._pending:
                     self._idle.wait()

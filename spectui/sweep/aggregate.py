@@ -157,7 +157,7 @@ def aggregate(runs: Sequence[SweepRun]) -> list[Cell]:
                 tokens_per_second=Spread.of([r.stats.tokens_per_second for r in rs]),
                 speedup=Spread.of(speed),
                 itl_ms_p50=Spread.of([r.stats.itl_ms_p50 for r in rs]),
-                ttft_ms=Spread.of([r.stats.ttft_ms for r in rs]),
+                ttft_ms=Spread.of([r.stats.ttft_ms for r in rs if r.stats.ttft_ms is not None]),
                 tokens_per_pass=Spread.of([r.stats.tokens_per_pass for r in rs]),
                 pass_ms=Spread.of([r.pass_ms for r in rs]),
                 verify_ms=Spread.of([_verify_ms_of(r.stats, 0 if drafter == BASELINE else k) for r in rs]),

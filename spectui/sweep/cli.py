@@ -15,10 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
-from ..contract.exitcodes import SignalStop
+from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from ..options import model_options
-from ..run import ModelOptions, load_engine, resolve_prompt
+from ..run import ModelOptions, load_engine, loading_stop, resolve_prompt
 from .aggregate import SweepRun, aggregate
 from .export import CSV_FIELDS, to_csv, to_json
 from .plan import Plan, make_plan, parse_ks, parse_temps
@@ -56,6 +56,10 @@ def sweep_cmd(**kwargs):
         sys.exit(exc.exit_code)
     except SpectuiError as exc:
         fail(str(exc))
+    except Interrupted as exc:  # a signal while the models loaded: no run, nothing written
+        click.echo(f"spectui: sweep stopped by {signal_name(exc.signum)} before the first run (while loading): "
+                   "nothing written", err=True)
+        sys.exit(exc.status)
     except KeyboardInterrupt:
         click.echo("spectui: sweep interrupted", err=True)
         sys.exit(130)
@@ -92,17 +96,25 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
             raise SpectuiError("-o/--output writes the --json or --csv export; give one of them")
         export = check_output(output, JSON_KIND if as_json else CSV_KIND, inputs, force)
     rec = None
+    made_dir = False  # the --record-dir this sweep created (removed again when a signal stops the loading)
     if record_dir is not None:
-        rec = Path(record_folder(record_dir))
+        rec = Path(record_dir)
+        made_dir = not rec.exists()
+        record_folder(rec)
     plan = make_plan(ks, temps, repeat, drafter)
     if rec is not None:  # every trace name the plan will write, checked before the first run
         for i, p in enumerate(plan):
             check_output(rec / trace_name(i, p), TRACE, inputs, force)
-    engine = load_engine(models, use_draft=(drafter == "model"), quiet=as_json or as_csv)
     current: list = []
     stopped_by = None
-    try:
-        with SignalStop(lambda: current and current[-1].stop()) as signals:
+    # A signal while the models load ends the sweep at once with nothing written (Interrupted, 128 + N); from
+    # the first run on it stops the current run, and the runs done are reported (SweepInterrupted below).
+    with loading_stop() as signals:
+        engine = None
+        try:
+            engine = load_engine(models, use_draft=(drafter == "model"), quiet=as_json or as_csv)
+            signals.raise_if_stopped()
+            signals.on_stop = lambda: current and current[-1].stop()
             try:
                 runs = _run_with_progress(engine, text, plan, n_predict, seed, rec, current.append, inputs, force)
             except SweepInterrupted as exc:
@@ -112,8 +124,13 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
                 click.echo(f"spectui: sweep stopped by {signal.Signals(stopped_by).name} after {len(runs)} of "
                            f"{len(plan)} runs; reporting those", err=True)
             on_demand = measure_missing_verify(engine, runs) if stopped_by is None else {}
-    finally:
-        engine.close()
+        except Interrupted:  # while loading (the runs' signals stop the run instead): leave nothing made
+            if made_dir:
+                _remove_if_empty(rec)
+            raise
+        finally:
+            if engine is not None:
+                engine.close()
     if not runs:
         return signals.status()
     cells = aggregate(runs)
@@ -150,6 +167,13 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
             console.print(line, markup=False, highlight=False)
     out.flush()
     return signals.status()
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # only an empty folder goes
+    except OSError:
+        pass
 
 
 def _term_width() -> int:

@@ -25,7 +25,7 @@ def table_rows(cells: Sequence[Cell]) -> list[tuple[str, ...]]:
                 c.tokens_per_second.fmt(".2f"),
                 c.speedup.fmt(".2f", "x"),
                 c.itl_ms_p50.fmt(".1f"),
-                c.ttft_ms.fmt(".0f"),
+                c.ttft_ms.fmt(".0f") if c.ttft_ms.n else "-",
             )
         )
     return rows

@@ -168,8 +168,8 @@ def _ttft_lines(runs: Sequence[SweepRun], bases: dict, spec: list[Cell]) -> list
     """3. TTFT with and without speculation."""
     lines: list[str] = []
     if bases and spec:
-        b_all = [r.stats.ttft_ms for r in runs if r.is_baseline]
-        s_all = [r.stats.ttft_ms for r in runs if not r.is_baseline]
+        b_all = [r.stats.ttft_ms for r in runs if r.is_baseline and r.stats.ttft_ms is not None]
+        s_all = [r.stats.ttft_ms for r in runs if not r.is_baseline and r.stats.ttft_ms is not None]
         bs, ss = Spread.of(b_all), Spread.of(s_all)
         diff = ss.mean - bs.mean
         noise = max(bs.sd, ss.sd, 0.05 * bs.mean)

@@ -64,7 +64,7 @@ def run_sweep(
         if on_control is not None:
             on_control(control)
         try:
-            for ev in engine.run(prompt, control, n_predict):
+            for ev in engine.run(prompt, control, n_predict, overlap=True):
                 events.append(ev)
                 if writer is not None:
                     writer.write(ev)

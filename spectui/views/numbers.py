@@ -1,6 +1,6 @@
-"""The attach faces' number formats, one definition for the headless lines (attach/text.py) and the TUI's
-panels: a share as a percentage, seconds as ms (s past 10 s), a rate; "-" when there was nothing to
-measure."""
+"""The faces' number formats, one definition for the headless lines (attach/text.py, the race and bench
+tables) and the TUI's panels: a share as a percentage, seconds as ms (s past 10 s), a rate, milliseconds; "-"
+when there was nothing to measure."""
 
 from __future__ import annotations
 
@@ -20,3 +20,9 @@ def secs(x: float | None) -> str:
 
 def rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
+
+
+def ms_or_dash(x: float | None, spec: str = ".0f") -> str:
+    """Milliseconds without a unit (a table's column), '-' when nothing was measured (a run without a first
+    token has no TTFT: never 0, which would read as instant)."""
+    return "-" if x is None else f"{x:{spec}}"

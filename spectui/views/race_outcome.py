@@ -21,7 +21,7 @@ class LaneResult:
     tokens: int  # emitted, the prefill's token included
     seconds: float  # race time to the last token (decode time; with from_start: from the run's start)
     tokens_per_second: float  # decode tokens/s (spectui.stats)
-    ttft_ms: float
+    ttft_ms: float | None  # None: the lane's run had no first token
     acceptance_rate: float
     mean_acceptance_length: float
     tokens_per_pass: float

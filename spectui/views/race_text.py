@@ -8,6 +8,7 @@ import dataclasses
 import json
 from typing import IO
 
+from .numbers import ms_or_dash
 from .race_outcome import Outcome
 from .race_timeline import Race
 
@@ -30,7 +31,7 @@ def outcome_lines(race: Race, out: Outcome) -> list[str]:
     for r in out.lanes:
         acc = f"{100 * r.acceptance_rate:5.0f}%" if r.drafted else f"{'-':>6}"
         lines.append(f"{r.name:<{w}}  {r.tokens:>6}  {r.seconds:>8.2f}  {r.tokens_per_second:>7.2f}  "
-                     f"{r.ttft_ms:>8.0f}  {acc}  {r.tokens_per_pass:>8.2f}"
+                     f"{ms_or_dash(r.ttft_ms):>8}  {acc}  {r.tokens_per_pass:>8.2f}"
                      + ("  (trace cut off)" if r.truncated else ""))
     lines.append("")
     for r in out.lanes:

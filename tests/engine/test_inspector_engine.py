@@ -121,12 +121,15 @@ def passes_and_records(events, records):
     return list(zip(passes, records))
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["inline", "overlapped"])
 @pytest.mark.parametrize("temp", [0.0, 0.8])
-def test_every_number_recomputed_from_the_logits_model_drafter(make_engine, tiny_target, tiny_draft_noisy, temp):
-    eng = make_engine(tiny_target, tiny_draft_noisy)
+def test_every_number_recomputed_from_the_logits_model_drafter(make_engine, tiny_target, tiny_draft_noisy, temp,
+                                                               overlap):
+    eng = make_engine(tiny_target, tiny_draft_noisy, spare_core=True)
     for d in eng._drafters.values():
         d.keep_rows = True
-    events, records = run_with_hook(eng, Settings(draft_max=4, temperature=temp, seed=3), n_predict=60)
+    events, records = run_with_hook(eng, Settings(draft_max=4, temperature=temp, seed=3), n_predict=60,
+                                    overlap=overlap)
     assert events[0].inspect_top == N_TOP
     pairs = passes_and_records(events, records)
     verdicts = [d.verdict for ev, _ in pairs for d in ev.drafts]
@@ -142,12 +145,13 @@ def test_every_number_recomputed_from_the_logits_model_drafter(make_engine, tiny
         assert any(0 <= ins.u for ev, _ in pairs for ins in ev.inspect)
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["inline", "overlapped"])
 @pytest.mark.parametrize("temp", [0.0, 0.9])
-def test_every_number_recomputed_from_the_logits_ngram_drafter(make_engine, tiny_target, temp):
-    eng = make_engine(tiny_target)
+def test_every_number_recomputed_from_the_logits_ngram_drafter(make_engine, tiny_target, temp, overlap):
+    eng = make_engine(tiny_target, spare_core=True)
     prompt = "a b c d a b c d a b c d a b c"
     events, records = run_with_hook(eng, Settings(draft_max=3, temperature=temp, drafter="ngram", seed=1),
-                                    n_predict=50, prompt=prompt)
+                                    n_predict=50, prompt=prompt, overlap=overlap)
     pairs = passes_and_records(events, records)
     assert any(ev.drafts for ev, _ in pairs)
     for ev, rec in pairs:

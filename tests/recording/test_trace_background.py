@@ -97,3 +97,37 @@ def test_sigkill_leaves_every_written_line_readable(tmp_path):
     assert len(t.events) >= 29
     # every complete line after the header is an event (a line cut by the kill would be a warning)
     assert len(t.events) == path.read_bytes().count(b"\n") - 1
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_with_a_gate_lines_wait_for_it_and_flush_does_not(tmp_path):
+    """TraceWriter.gate (Engine.decoding): each line is encoded while the gate is set (the models decode, the
+    loop holds no GIL), or after gate_timeout; flush, save_to and close write everything at once."""
+    import threading  # noqa: PLC0415
+
+    path = tmp_path / "gated.jsonl"
+    events = list(synthetic_run(8))
+    gate = threading.Event()
+    w = TraceWriter(path, background=True)
+    w.gate, w.gate_timeout = gate, 60.0  # no line can go by the timeout within this test
+    for ev in events[:3]:
+        w.write(ev)
+    time.sleep(0.3)
+    assert _lines(path) == 0  # all three wait for the gate (the file is created at the first line)
+    gate.set()
+    deadline = time.monotonic() + 30
+    while _lines(path) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _lines(path) == 4  # the header and the three events
+    gate.clear()
+    for ev in events[3:6]:
+        w.write(ev)
+    w.flush()  # does not wait for the gate
+    assert read_trace(path).events == events[:6]
+    for ev in events[6:]:
+        w.write(ev)
+    w.close()
+    assert read_trace(path).events == events

@@ -36,7 +36,7 @@ class LaneHeader(Panel):
             pieces.append(Text(f"{s.tokens_per_second:.2f} tok/s", "bold"))
             pieces.append(Text(f"accept {100 * s.acceptance_rate:.0f}%" if s.n_drafted else "no drafts"))
             pieces.append(Text(f"{s.tokens_per_pass:.2f} tok/pass"))
-            if s.ttft_ms > 0:
+            if s.ttft_ms is not None:
                 pieces.append(Text(f"TTFT {s.ttft_ms:.0f} ms", st["dim"]))
         if lane.truncated and lane.finished:
             pieces.append(Text("trace cut off", st["dim"]))

@@ -245,7 +245,7 @@ def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, th
     """
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        return engine.run(p, ctl, n_predict, probe=probe)
+        return engine.run(p, ctl, n_predict, probe=probe, overlap=True)  # keys act between passes, not on one
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)

@@ -21,7 +21,8 @@ class RunMetrics(Panel):
         out.append(f"  {s.n_passes} passes, {s.n_emitted} tokens", st["dim"])
         lines: list[Text] = []
         note = " (prompt eval: speculation can't change it)" if width >= 56 else " speculation can't help"
-        lines.append(Text.assemble(("TTFT ", "bold"), fmt_ms(s.ttft_ms), (note, "dim")))
+        lines.append(Text.assemble(("TTFT ", "bold"), fmt_ms(s.ttft_ms) if s.ttft_ms is not None else "-",
+                                   (note, "dim")))
         lines.append(Text.assemble(("accept ", "bold"), f"{100 * s.acceptance_rate:.1f}% ",
                                    (f"({s.n_accepted}/{s.n_drafted})", "dim")))
         lines.append(Text.assemble(("mean acc len ", "bold"), f"{s.mean_acceptance_length:.2f}  ",

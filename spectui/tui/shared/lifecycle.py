@@ -52,20 +52,27 @@ def exit_status(app, failed: bool = False) -> int:
 def install_quit_signals(app) -> list[int]:
     """SIGINT, SIGTERM and SIGHUP run ``app.action_quit`` (a clean stop that flushes a recording) and set
     ``app.stop_signal``; the signals installed are returned for ``remove_signals``. (Ctrl+C typed in the
-    TUI is a key, bound to the same quit with status 130.)"""
+    TUI is a key, bound to the same quit with status 130.) Over a command's SignalStop only when it hands
+    over (``hand_over``: the live run's, installed before its models loaded), acting on a signal it noted."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # pragma: no cover
         return []
     installed = []
+    noted = None  # a signal the command's SignalStop noted before the app started (hand_over)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if isinstance(getattr(signal.getsignal(sig), "__self__", None), SignalStop):
-            continue  # the command handles it already (spectui cast renders the app under its own handler)
+        stop = getattr(signal.getsignal(sig), "__self__", None)
+        if isinstance(stop, SignalStop):
+            if not stop.hand_over:
+                continue  # the command handles it (spectui cast renders the app under its own handler)
+            noted = stop.signum if noted is None else noted
         try:
             loop.add_signal_handler(sig, quit_on_signal, app, sig)
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not the main thread
             pass
+    if noted is not None:  # it came while the app was starting: the same clean quit once the screen is up
+        app.call_after_refresh(quit_on_signal, app, noted)
     return installed
 
 
