@@ -29,7 +29,7 @@ from spectui.contract.control import RunControl  # noqa: E402
 from spectui.recording.player import ReplayPlayer, load_for_tui  # noqa: E402
 from spectui.tui.race.app import RaceApp  # noqa: E402
 from spectui.tui.run.app import SpectuiApp  # noqa: E402
-from spectui.tui.run.cast_render import Capture  # noqa: E402
+from spectui.tui.shared.capture import Capture  # noqa: E402
 from spectui.views.race_timeline import load_race  # noqa: E402
 
 

@@ -123,8 +123,8 @@ class UIProfile:
         for cls, name, orig in reversed(self._undo):
             setattr(cls, name, orig)
 def _subclasses(cls) -> list[type]:
-    import spectui.tui.run.token_stream  # noqa: F401 - the panels define their own _build_strips
-    import spectui.tui.run.pass_ribbon  # noqa: F401
+    import spectui.tui.shared.token_stream  # noqa: F401 - the panels define their own _build_strips
+    import spectui.tui.shared.pass_ribbon  # noqa: F401
 
     out = []
     for sub in cls.__subclasses__():
@@ -142,7 +142,7 @@ def run_headless(engine, settings: Settings, n: int) -> float:
 
 def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str | None = None,
             switch_s: float | None = None, profile: bool = False) -> float:
-    import spectui.tui.run.app as tui_app
+    import spectui.tui.shared.paced_app as tui_app  # the pace and the GIL switch interval of every paced face
     from spectui.tui.run.app import SpectuiApp
 
     default_switch = tui_app.GIL_SWITCH_INTERVAL_S

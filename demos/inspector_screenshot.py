@@ -27,7 +27,7 @@ from spectui.contract.events import REJECTED, PassEvent, Settings  # noqa: E402
 from spectui.recording.player import ReplayPlayer  # noqa: E402
 from spectui.recording.trace import TraceWriter, read_trace  # noqa: E402
 from spectui.tui.run.app import SpectuiApp  # noqa: E402
-from spectui.tui.run.inspector_screen import InspectorScreen  # noqa: E402
+from spectui.tui.shared.inspector_screen import InspectorScreen  # noqa: E402
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

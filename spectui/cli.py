@@ -24,7 +24,7 @@ SUBCOMMANDS = {
     "probe": "spectui.probe_cli:probe_cmd",
     "bench": "spectui.bench.cli:bench_cmd",
     "race": "spectui.race.cli:race_cmd",
-    "serve": "spectui.serve:serve_cmd",
+    "serve": "spectui.tui.serve:serve_cmd",
 }
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",

@@ -24,7 +24,7 @@ CORE = sorted(
     "spectui.headless", "spectui.cast",
     "spectui.attach.metrics", "spectui.attach.scraper", "spectui.attach.request", "spectui.attach.text",
     "spectui.attach.cli",
-    "spectui.race.cli", "spectui.race.spec", "spectui.serve",
+    "spectui.race.cli", "spectui.race.spec", "spectui.tui.serve",
     # bench: a command without Textual (rich only; its chat templating and lossless rule are in the layers)
     "spectui.bench.cli", "spectui.bench.server",
 ]

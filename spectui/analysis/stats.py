@@ -45,6 +45,7 @@ import math
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from ..contract.events import ACCEPTED, REJECTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 
@@ -70,6 +71,19 @@ class PositionStat:
     @property
     def rate(self) -> float:
         return self.accepted / self.drafted if self.drafted else 0.0
+
+
+def pooled_rates(snapshots: Iterable[StatsSnapshot]) -> tuple[float, ...]:
+    """Acceptance by draft position over several runs: per position, the accepted drafts of every run over
+    the drafted ones (pooled, not a mean of the runs' rates: a run that drafted more weighs more), positions
+    1.. in order; 0.0 where a position had no draft (a sweep's cell, a bench row group)."""
+    pos: dict[int, list[int]] = {}
+    for s in snapshots:
+        for p in s.acceptance_by_position:
+            slot = pos.setdefault(p.position, [0, 0])
+            slot[0] += p.drafted
+            slot[1] += p.accepted
+    return tuple(a / d if d else 0.0 for _, (d, a) in sorted(pos.items()))
 
 
 CONFIDENCE_EDGES = (0.3, 0.5, 0.7, 0.9)  # q buckets: <0.3, 0.3-0.5, 0.5-0.7, 0.7-0.9, >=0.9

@@ -94,6 +94,42 @@ def _sse_data(resp: Any) -> Iterator[str]:
             yield json.dumps({"error": line[6:].strip()})
 
 
+CLOSED_EARLY = "the server closed the stream before the end of the completion"
+
+
+class StreamError(Exception):
+    """A streamed chunk that is not JSON, or the server's own error object: the request's one-line error."""
+
+
+class JsonStream:
+    """The JSON objects of a streamed completion (server-sent events: OpenAI's and llama-server's), in order,
+    up to ``data: [DONE]`` (``done`` is then True) or the end of the stream. A payload that is not JSON, or
+    one that carries the server's ``error`` (also llama-server's ``error:`` line), raises StreamError with
+    the one-line message; a JSON value that is not an object is passed over. Request mode
+    (``stream_completion``) and ``spectui bench --url`` (``spectui.bench.server``) read their streams so."""
+
+    def __init__(self, resp: Any) -> None:
+        self.resp = resp
+        self.done = False
+
+    def __iter__(self) -> Iterator[dict]:
+        for payload in _sse_data(self.resp):
+            if payload == "[DONE]":
+                self.done = True
+                return
+            try:
+                msg = json.loads(payload)
+            except ValueError:
+                raise StreamError(f"malformed stream chunk: {payload[:80]!r}") from None
+            if not isinstance(msg, dict):
+                continue
+            if "error" in msg:
+                err = msg["error"]
+                text = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                raise StreamError(f"server error: {text[:160]}")
+            yield msg
+
+
 def stream_completion(
     url: str,
     kind: str,
@@ -154,23 +190,10 @@ def stream_completion(
     finish = ""
     try:
         with resp:
-            for payload in _sse_data(resp):
+            stream = JsonStream(resp)
+            for msg in stream:
                 if stop is not None and stop.is_set():
                     yield ended(REQ_STOPPED)
-                    return
-                if payload == "[DONE]":
-                    break
-                try:
-                    msg = json.loads(payload)
-                except ValueError:
-                    yield ended(REQ_ERROR, f"malformed stream chunk: {payload[:80]!r}")
-                    return
-                if not isinstance(msg, dict):
-                    continue
-                if "error" in msg:
-                    err = msg["error"]
-                    text = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-                    yield ended(REQ_ERROR, f"server error: {text[:160]}")
                     return
                 now = clock() - t0
                 text, n, finish_now = _chunk_text(msg, api)
@@ -195,10 +218,12 @@ def stream_completion(
                 if api == API_COMPLETION and msg.get("stop"):
                     finish = REQ_LENGTH if msg.get("stop_type") == "limit" else REQ_STOP
                     break
-            else:
-                if not finish:  # the stream ended without its last chunk: the server went away
-                    yield ended(REQ_ERROR, "the server closed the stream before the end of the completion")
-                    return
+            if not (stream.done or finish):  # the stream ended without its last chunk: the server went away
+                yield ended(REQ_ERROR, CLOSED_EARLY)
+                return
+    except StreamError as exc:
+        yield ended(REQ_ERROR, str(exc))
+        return
     except (OSError, http.client.HTTPException) as exc:
         yield ended(REQ_ERROR, f"stream broken: {describe_error(exc, timeout)}")
         return

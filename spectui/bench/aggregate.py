@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..analysis.lossless import GreedyCheck, check
-from ..analysis.stats import StatsSnapshot
+from ..analysis.stats import StatsSnapshot, pooled_rates
 from .datasets import Prompt
 from .plan import Setting
 
@@ -169,13 +169,7 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
     n_drafted = sum(r.stats.n_drafted for r in ran)
     n_accepted = sum(r.stats.n_accepted for r in ran)
     passes_drafted = sum(r.stats.passes_drafted for r in ran)
-    pos: dict[int, list[int]] = {}
-    for r in ran:
-        for p in r.stats.acceptance_by_position:
-            slot = pos.setdefault(p.position, [0, 0])
-            slot[0] += p.drafted
-            slot[1] += p.accepted
-    by_pos = tuple(a / d if d else 0.0 for _, (d, a) in sorted(pos.items()))
+    by_pos = pooled_rates(r.stats for r in ran)
     tps = _mean([r.stats.tokens_per_second for r in ran])
     base_rows = [base[r.unit] for r in ran if r.unit in base]
     b_tps = _mean([b.stats.tokens_per_second for b in base_rows]) if len(base_rows) == len(ran) else 0.0

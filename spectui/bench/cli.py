@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
-from ..contract.outputs import TRACE, check_output, csv_report, json_report, text_report
+from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
 from ..options import model_options
 from ..run import ModelOptions, load_engine
 from .aggregate import OVERALL, aggregate
@@ -160,19 +160,6 @@ def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
         raise SpectuiError("only one of --json / --csv / --markdown can go to stdout ('-')")
 
 
-def _record_dir(record_dir: str | None, inputs) -> Path | None:
-    if record_dir is None:
-        return None
-    rec = Path(record_dir)
-    if rec.exists() and not rec.is_dir():
-        raise SpectuiError(f"--record-dir {record_dir} exists and is not a directory")
-    try:
-        rec.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
-    return rec
-
-
 def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
                turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
                seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
@@ -211,7 +198,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     drafters = parse_drafters(drafter, models.has_draft)
     settings = make_settings(ks, temps, drafters)
     made_dir = record_dir is not None and not Path(record_dir).exists()
-    rec = _record_dir(record_dir, inputs)
+    rec = Path(record_folder(record_dir)) if record_dir is not None else None
     t_load = time.perf_counter()
     engine = None
     try:

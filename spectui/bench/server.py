@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from ..attach.metrics import parse as parse_metrics
-from ..attach.request import _sse_data, openai_model
+from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, openai_model
 from ..attach.scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
 from ..analysis.attach_stats import OK, engine_window, sum_windows
 from ..engine.chat import chat_messages
@@ -159,21 +159,8 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
         return
     try:
         with resp:
-            for payload in _sse_data(resp):
-                if payload == "[DONE]":
-                    break
-                try:
-                    msg = json.loads(payload)
-                except ValueError:
-                    yield ended(REQ_ERROR, f"{dep.url}: malformed stream chunk {payload[:80]!r}")
-                    return
-                if not isinstance(msg, dict):
-                    continue
-                if "error" in msg:
-                    err = msg["error"]
-                    text = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-                    yield ended(REQ_ERROR, f"{dep.url}: server error: {text[:160]}")
-                    return
+            stream = JsonStream(resp)
+            for msg in stream:
                 last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
                 for c in msg.get("choices") or []:
                     text = (c.get("delta") or {}).get("content") or ""
@@ -183,10 +170,12 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
                     fr = c.get("finish_reason")
                     if fr:
                         finish = REQ_LENGTH if fr == "length" else REQ_STOP
-            else:
-                if not finish:
-                    yield ended(REQ_ERROR, f"{dep.url}: the server closed the stream before the end of the completion")
-                    return
+            if not (stream.done or finish):
+                yield ended(REQ_ERROR, f"{dep.url}: {CLOSED_EARLY}")
+                return
+    except StreamError as exc:
+        yield ended(REQ_ERROR, f"{dep.url}: {exc}")
+        return
     except (OSError, http.client.HTTPException) as exc:
         yield ended(REQ_ERROR, f"{dep.url}: stream broken: {describe_error(exc, timeout)}")
         return

@@ -273,3 +273,16 @@ def open_trace(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | Non
 
 __all__ = ["CAST", "PROBE_CACHE", "TRACE", "Kind", "OutputError", "OutputPath", "atomic_write", "check_output",
            "csv_report", "json_report", "open_trace", "text_report"]
+
+
+def record_folder(record_dir: str | os.PathLike) -> str:
+    """The ``--record-dir`` folder (sweep, bench, race), made if it is missing; a path that is a file, or one
+    that cannot be made, is a one-line error before any run. Each trace in it is then checked on its own
+    (:func:`check_output`)."""
+    if os.path.exists(record_dir) and not os.path.isdir(record_dir):
+        raise SpectuiError(f"--record-dir {record_dir} exists and is not a directory")
+    try:
+        os.makedirs(record_dir, exist_ok=True)
+    except OSError as exc:
+        raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
+    return os.fspath(record_dir)

@@ -22,6 +22,7 @@ from ..engine.models import check_gguf_file
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded
 from ..contract.exitcodes import SignalStop
+from ..contract.outputs import record_folder
 from .spec import slug, spec_settings
 from ..recording.trace import TraceWriter
 from ..views.race_timeline import LANE_NAMES
@@ -66,11 +67,7 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
     if draft:
         check_gguf_file(draft, "draft")
     if record_dir is not None:
-        folder = record_dir
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as exc:
-            raise SpectuiError(f"cannot create {folder}: {exc.strerror or exc}") from None
+        folder = record_folder(record_dir)
     needs_draft = any(s.drafter == "model" for s in settings)
     inputs = [target] + ([draft] if draft else [])
 

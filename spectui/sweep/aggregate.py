@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..analysis.stats import ConfidenceBucket, StatsSnapshot
+from ..analysis.stats import ConfidenceBucket, StatsSnapshot, pooled_rates
 from .plan import BASELINE, run_label
 
 
@@ -146,13 +146,7 @@ def aggregate(runs: Sequence[SweepRun]) -> list[Cell]:
             b = base.get((t, r.repeat), 0.0)
             if b > 0:
                 speed.append(r.stats.tokens_per_second / b)
-        drafted: dict[int, list[int]] = {}
-        for r in rs:
-            for p in r.stats.acceptance_by_position:
-                slot = drafted.setdefault(p.position, [0, 0])
-                slot[0] += p.drafted
-                slot[1] += p.accepted
-        pos = tuple(a / d if d else 0.0 for _, (d, a) in sorted(drafted.items()))
+        pos = pooled_rates(r.stats for r in rs)
         cells.append(
             Cell(
                 temperature=t,

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
-from ..contract.outputs import TRACE, check_output, csv_report, json_report
+from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from ..options import model_options
 from ..run import ModelOptions, load_engine, loading_stop, resolve_prompt
 from .aggregate import SweepRun, aggregate
@@ -100,12 +100,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     if record_dir is not None:
         rec = Path(record_dir)
         made_dir = not rec.exists()
-        if rec.exists() and not rec.is_dir():
-            raise SpectuiError(f"--record-dir {record_dir} exists and is not a directory")
-        try:
-            rec.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SpectuiError(f"cannot create --record-dir {record_dir}: {exc.strerror or exc}") from None
+        record_folder(rec)
     plan = make_plan(ks, temps, repeat, drafter)
     if rec is not None:  # every trace name the plan will write, checked before the first run
         for i, p in enumerate(plan):

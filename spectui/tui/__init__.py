@@ -1,5 +1,6 @@
 """The Textual faces of spectui: ``run/`` (a live engine run or a replayed trace), ``attach/`` (a watched
-serving engine) and what they share, ``shared/`` (see docs/ARCHITECTURE.md, "Where a new face goes").
+serving engine), ``race/`` (recorded runs on one clock), what they share, ``shared/`` (see
+docs/ARCHITECTURE.md, "Where a new face goes"), and ``serve.py``: any of them in a web browser.
 
 Imported lazily by the commands (spectui.run, spectui.replay, spectui.demo, spectui.attach.cli); nothing
 in the layers below imports this package.

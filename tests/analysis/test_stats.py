@@ -6,9 +6,9 @@ from spectui.contract.event_json import from_dict, to_dict
 from spectui.contract.events import (
     ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, PassEvent, RunEnded, RunStarted, Settings,
 )
-from spectui.analysis.stats import RunStats, compute, percentile
+from spectui.analysis.stats import RunStats, compute, percentile, pooled_rates
 
-from synthetic_events import make_pass_with_verdicts
+from synthetic_events import make_pass, make_pass_with_verdicts, make_prefill, make_start
 
 
 A, R, D = ACCEPTED, REJECTED, DISCARDED
@@ -93,3 +93,15 @@ def test_events_json_round_trip(events):
 
     for e in events:
         assert from_dict(json.loads(json.dumps(to_dict(e)))) == e
+
+
+def test_pooled_rates_weigh_each_run_by_its_drafts():
+    """Acceptance by position over runs (a sweep's cell, a bench row group): accepted over drafted, summed over
+    the runs, so a run that drafted more weighs more than in a mean of rates."""
+    a = compute([make_start(), make_prefill(), *(make_pass(i, k=2, n_acc=2) for i in range(1, 4))])  # 3 x 2 of 2
+    b = compute([make_start(), make_prefill(), make_pass(1, k=3, n_acc=0)])  # 1 pass: position 1 rejected
+    assert [(p.position, p.drafted, p.accepted) for p in a.acceptance_by_position] == [(1, 3, 3), (2, 3, 3)]
+    # every drafted token counts at its position, the discarded ones after a rejection too (vLLM's counters)
+    assert [(p.position, p.drafted, p.accepted) for p in b.acceptance_by_position] == [(1, 1, 0), (2, 1, 0), (3, 1, 0)]
+    assert pooled_rates([a, b]) == (3 / 4, 3 / 4, 0.0)  # a mean of the runs' rates would say (0.5, 0.5, 0.0)
+    assert pooled_rates([]) == ()

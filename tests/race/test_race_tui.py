@@ -14,9 +14,9 @@ from race_traces import write_run
 from spectui.contract.events import PassEvent
 from spectui.views.inspector_model import explain
 from spectui.views.race_timeline import load_race
-from spectui.tui.run.app import FRAME_HZ
+from spectui.tui.shared.paced_app import FRAME_HZ
 from spectui.tui.race.app import RaceApp
-from spectui.tui.run.inspector_screen import InspectorScreen
+from spectui.tui.shared.inspector_screen import InspectorScreen
 
 SLACK_S = 0.25  # one late wake-up of a thread on a loaded 2-core machine (load 10-17 while this was written)
 
@@ -157,3 +157,31 @@ async def test_ctrl_c_quits_with_sigints_status(pair):
         await pilot.press("ctrl+c")
         await pilot.pause()
     assert exit_status(app) == 130
+
+
+async def test_help_page_says_what_the_race_shows_and_names_real_keys(pair):
+    """? opens the race's help page (the lanes, the clock, the finish line, the keys), escape closes it and
+    the race goes on; every key the page names is bound on the race screen or the app."""
+    from spectui.tui.race.help_screen import RACE_KEYS, RaceHelpScreen
+
+    app = RaceApp(load_race(list(pair)), speed="max")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, RaceHelpScreen)
+        text = app.screen.query_one("#help-text").render().plain
+        for words in ("lane header", "race clock", "finish line", "first token", "--from-start", "lossless",
+                      "tokens per pass", "tab / shift+tab", "struck through"):
+            assert words in text, words
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.race_screen
+        await wait_until(lambda: len(app.finished_at) == 2)  # the race went on under the page
+    screen_keys = {k for b in app.race_screen.BINDINGS for k in b.key.split(",")}
+    aliases = {"space": "space", "p": "p", "→": "right", "←": "left", "+": "plus", "-": "minus",
+               ">": "greater_than_sign", "<": "less_than_sign", "home": "home", "end": "end", "r": "r",
+               "tab": "tab", "shift+tab": "shift+tab"}
+    for key, _what in RACE_KEYS:
+        for name in key.replace("(", " ").replace(")", " ").replace("/", " ").split():
+            assert aliases[name] in screen_keys, name

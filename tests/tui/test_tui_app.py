@@ -15,13 +15,13 @@ from spectui.contract.events import RunEnded, Settings
 from spectui.recording.player import ReplayPlayer
 from spectui.tui.run.app import SpectuiApp
 from spectui.views.animation import SETTLED, VERDICT
-from spectui.tui.run.pass_ribbon import PassRibbon
+from spectui.tui.shared.pass_ribbon import PassRibbon
 from spectui.views.sample import sample_events
 from synthetic_events import held_source
 from spectui.tui.run.help_screen import HelpScreen
 from spectui.tui.run.prompt_screen import PromptScreen
 from spectui.tui.run.status_line import StatusLine
-from spectui.tui.run.token_stream import TokenStream
+from spectui.tui.shared.token_stream import TokenStream
 
 
 def status(app) -> str:

@@ -14,12 +14,12 @@ from spectui.recording.player import ReplayPlayer
 from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.run.app import SpectuiApp
 from spectui.views.inspector import inspector_text, move
-from spectui.tui.run.pass_ribbon import P_MIN_MARK, PassRibbon
+from spectui.tui.shared.pass_ribbon import P_MIN_MARK, PassRibbon
 from spectui.tui.run.prediction_panel import PredictionPanel
 from spectui.views.animation import VERDICT
 from spectui.views.sample import sample_events
 from synthetic_events import held_source
-from spectui.tui.run.inspector_screen import InspectorScreen
+from spectui.tui.shared.inspector_screen import InspectorScreen
 from spectui.tui.run.live_screen import P_MIN_STEPS, next_p_min
 from spectui.tui.run.status_line import StatusLine
 from spectui.views.view import InspectCursor

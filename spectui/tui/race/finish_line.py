@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.panel import Panel
+from ..shared.panel import Panel, append_lines
 from ...views.race_view import RaceView
 
 
@@ -34,10 +34,4 @@ class FinishLine(Panel):
             for lane in sorted(done, key=lambda x: x.place):
                 line.append(f"{lane.name} in {lane.finish_s:.2f} s  ")
             lines.append(line)
-        lines = lines[:height]
-        for i, line in enumerate(lines):
-            line.truncate(width, overflow="ellipsis")
-            if i:
-                t.append("\n")
-            t.append_text(line)
-        return t
+        return append_lines(t, lines[:height], width)

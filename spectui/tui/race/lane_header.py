@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.panel import Panel
+from ..shared.panel import Panel, append_lines
 from ...views.race_view import LaneView
 
 
@@ -49,9 +49,4 @@ class LaneHeader(Panel):
                 sep = ""
             lines[-1].append(sep)
             lines[-1].append_text(piece)
-        for n, line in enumerate(lines):
-            line.truncate(width, overflow="ellipsis")
-            if n:
-                t.append("\n")
-            t.append_text(line)
-        return t
+        return append_lines(t, lines, width)

@@ -1,24 +1,17 @@
 """The Textual half of ``spectui cast --race``: the real RaceApp painted at a plan's simulated times through
-the cast's capture driver (``spectui.tui.cast_render.Capture``). No worker runs: each step feeds the events
+the cast's capture driver (``spectui.tui.shared.capture.Capture``). No worker runs: each step feeds the events
 due by then to the lanes' states and paints at the simulated time, so the animation clocks and the paint
 rules are the app's own."""
 
 from __future__ import annotations
 
 from ...views.race_timeline import Race
-from ..run.cast_render import Capture
+from ..shared.capture import Capture, Casting
 from .app import RaceApp
 
 
-class CastRaceApp(RaceApp):
-    casting = True
-
-    def start_worker(self) -> None:
-        pass
-
-    @property
-    def running(self) -> bool:
-        return self.casting
+class CastRaceApp(Casting, RaceApp):
+    """The race app without a worker (shared.capture.Casting); the plan says when to paint."""
 
     def _request_paint(self, at: float) -> None:  # the plan says when to paint
         pass

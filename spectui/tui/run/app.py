@@ -8,23 +8,20 @@ snapshot (at most ``FRAME_HZ`` times a second), the newest pass's next animation
 timer, only while a pass is animating) or the statistics (at most every ``STATS_INTERVAL_S``). Each
 paint builds one frozen ScreenView (the cost-model prediction included) and the screen hands it to the
 widgets that need it. Keys belong to the screens and change settings through RunControl; the engine
-picks them up at its next pass.
+picks them up at its next pass. The worker's bookkeeping and the paint clock are
+``spectui.tui.shared.paced_app``'s (the race face's too); this module builds the run's view.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from textual import work
 from textual.binding import Binding
-from textual.css.query import NoMatches
 
 from ...views.animation import PassClock
 from ...contract.control import RunControl
@@ -37,22 +34,17 @@ from .live_screen import LiveScreen
 from .replay_screen import ReplayScreen
 from .run_screen import RunScreen
 from ...views.state import ScreenSnapshot, ScreenState
-from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
+from ..shared.app import FACE_BINDINGS
 from ..shared.lifecycle import exit_status
+from ..shared.paced_app import PacedFaceApp
 from ...views.view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
-FRAME_HZ = 4  # at most this many paints a second for new passes: as often as the eye can follow
-STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
-# The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
-# each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
-# the app runs keeps the engine from queueing behind repaints.
-GIL_SWITCH_INTERVAL_S = 0.0005
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
 
-class SpectuiApp(FaceApp):
+class SpectuiApp(PacedFaceApp):
     TITLE = "spectui"
     CSS_PATH = Path(__file__).parent.parent / "spectui.tcss"  # absolute: subclasses live in other folders
     BINDINGS = [Binding("s", "save_trace", "save"), *FACE_BINDINGS]
@@ -61,12 +53,11 @@ class SpectuiApp(FaceApp):
                  replay: ReplayPlayer | None = None, recorder=None, prompt: str | None = None,
                  n_predict: int = 128, title: str = "spectui", freeze_phase: str | None = None,
                  save_dir: str | os.PathLike | None = None) -> None:
-        super().__init__(theme)
         if source is None and replay is None:
             raise SpectuiError("SpectuiApp needs a source or a replay player")
+        super().__init__(theme, control or RunControl())
         self.run_screen: RunScreen = ReplayScreen(replay) if replay is not None else LiveScreen(source, recorder)
         self.player = replay
-        self.control = control or RunControl()
         self.recorder = recorder
         self.prompt = prompt or DEFAULT_PROMPT
         self.n_predict = n_predict
@@ -77,19 +68,7 @@ class SpectuiApp(FaceApp):
         self.view = ScreenView()
         self.saved_paths: list[Path] = []
         self.clock = PassClock(freeze_phase)
-        self._engine_lock = threading.Lock()
-        self._active = 0
-        self._active_lock = threading.Lock()
-        self.engine_idle = threading.Event()
-        self.engine_idle.set()
         self._seen_version = -1
-        self._force = True
-        self._last_paint = float("-inf")
-        self._stats_t = float("-inf")
-        self._stats_due = False
-        self._frame_timer: asyncio.TimerHandle | None = None
-        self._frame_at: float | None = None
-        self.paints = 0  # paints done (the overhead benchmark reports it)
 
     @property
     def freeze_phase(self) -> str | None:
@@ -108,25 +87,15 @@ class SpectuiApp(FaceApp):
     def get_default_screen(self) -> RunScreen:
         return self.run_screen
 
-    def start_face(self) -> None:
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
-        self._start_run()
-        self.call_after_refresh(self.repaint_all)
+    def face_screen(self) -> RunScreen:
+        return self.run_screen
 
-    def stop_face(self) -> None:
-        self.control.stop()
-        if self._frame_timer is not None:
-            self._frame_timer.cancel()
-            self._frame_timer = None
-        if getattr(self, "_switch_interval", None):
-            sys.setswitchinterval(self._switch_interval)
+    def pass_clocks(self) -> list[PassClock]:
+        return [self.clock]
 
     # ------------------------------------------------------------------ the worker
-    def _start_run(self) -> None:
-        with self._active_lock:
-            self._active += 1
-            self.engine_idle.clear()
+    def start_worker(self) -> None:
+        self.worker_starts()
         self._run_source(self.control, self.prompt, self.state)
 
     @work(thread=True, group="engine", exit_on_error=False)
@@ -143,25 +112,11 @@ class SpectuiApp(FaceApp):
         except Exception as exc:  # noqa: BLE001 - shown on the status line; the UI stays up
             state.set_error(f"{type(exc).__name__}: {exc}")
         finally:
-            with self._active_lock:
-                self._active -= 1
-                if self._active == 0:
-                    self.engine_idle.set()
-            self.state_seen()
-            self.wake()  # the run state (ENDED, REPLAY END) depends on the worker being done
-
-    def on_state_changed(self, message: StateChanged) -> None:
-        # the flag stays set until the paint pulls the state: passes arriving in between post nothing
-        self._request_paint(self._last_paint + 1 / FRAME_HZ)
-
-    @property
-    def running(self) -> bool:
-        return not self.engine_idle.is_set()
+            self.worker_done()
 
     def stop_engine(self, timeout: float = 15.0) -> bool:
         """Stop the run, wait for the worker to leave the engine, flush the recorder. True if it stopped."""
-        self.control.stop()
-        done = self.engine_idle.wait(timeout)
+        done = self.stop_worker(timeout)
         rec = self.recorder
         if rec is not None and hasattr(rec, "flush"):
             try:
@@ -173,7 +128,12 @@ class SpectuiApp(FaceApp):
     def restart_worker(self) -> None:
         """A new worker with a fresh RunControl (same settings) over the same state."""
         self.control = RunControl(self.control.settings)
-        self._start_run()
+        self.start_worker()
+
+    def rebuild(self) -> None:
+        """After a seek in a replay: the state from the events before the player's cursor."""
+        self.state.rebuild(self.player.prefix())
+        self.repaint_all()
 
     def restart_run(self) -> None:
         """Stop the run and start it again from scratch (same prompt and settings)."""
@@ -183,46 +143,9 @@ class SpectuiApp(FaceApp):
         self.restart_worker()
         self.repaint_all()
 
-    # ------------------------------------------------------------------ the UI clock
-    def _request_paint(self, at: float) -> None:
-        """Paint at time ``at`` (time.monotonic) at the latest; one timer holds the earliest request."""
-        if self._frame_at is not None and self._frame_at <= at:
-            return
-        if self._frame_timer is not None:
-            self._frame_timer.cancel()
-        self._frame_at = at
-        # the event loop's own timer: a Textual Timer is a task per request, and there are several a second
-        self._frame_timer = asyncio.get_running_loop().call_later(
-            max(0.001, at - time.monotonic()), self._on_frame_timer)
-
-    def _on_frame_timer(self) -> None:
-        self._frame_timer = None
-        self._frame_at = None
-        self.refresh_from_state()
-
-    def settings_changed(self) -> None:
-        """A key changed the settings, the pause state or the replay speed: repaint the status now."""
-        self.refresh_from_state()
-
-    def repaint_all(self) -> None:
-        """Repaint every widget from the state now (start, seek, restart, theme)."""
-        self._force = True
-        self.refresh_from_state()
-
-    def refresh_from_state(self) -> None:
-        """Pull the latest snapshot (if it changed), advance the animation, repaint what changed."""
-        try:
-            self._paint(time.monotonic())
-        except NoMatches:  # a paint while the screen is being built or torn down (startup, quit)
-            pass
-
-    def _paint(self, now: float) -> None:
-        self.state_seen()  # before the state is read: a pass fed after this posts a new wake-up
+    # ------------------------------------------------------------------ a paint
+    def paint(self, now: float, force: bool) -> None:
         screen = self.run_screen
-        if not screen.is_mounted:
-            return
-        screen.apply_layout()  # a no-op unless the terminal size changed
-        force, self._force = self._force, False
         new_snap = False
         if self.state.version != self._seen_version or force:
             self.snap = self.state.snapshot()
@@ -234,14 +157,12 @@ class SpectuiApp(FaceApp):
             self.clock.arrive(lp, bool(lp.drafts), now)
         old = self.view
         ended = snap is not None and snap.end is not None
-        stats = self._stats_due and (force or ended or now - self._stats_t >= STATS_INTERVAL_S)
+        stats = self.stats_turn(now, urgent=force or ended)
         view = ScreenView(
             snap=snap, phase=self.clock.phase(now), asked=self.control.settings, run_state=self.run_state(),
             replay=screen.position(), theme=self.theme, prediction=old.prediction,
             prediction_note=old.prediction_note, prediction_error=old.prediction_error, inspect=screen.cursor)
         if stats:
-            self._stats_due = False
-            self._stats_t = now
             pred, note, error = prediction_for(snap, view.asked.draft_max)
             view = dataclasses.replace(view, prediction=pred, prediction_note=note, prediction_error=error)
         passes = force or new_snap or view.phase != old.phase or view.inspect != old.inspect
@@ -251,16 +172,9 @@ class SpectuiApp(FaceApp):
             old.asked, old.run_state, old.replay, old.theme)
         if passes or stats or status:
             self.view = view
-            self.paints += 1
-            self._last_paint = now
+            self.painted(now)
             with self.batch_update():
                 screen.show(view, passes=passes, stats=stats or view.auto != old.auto, status=status)
-        later = self.clock.next_change(now)
-        if later is not None:  # the newest pass is animating: wake for its next phase, not before
-            self._request_paint(now + later)
-        if self._stats_due:  # statistics held back by the throttle: with the next pass's paint once it
-            # allows, or on their own a frame later if no pass comes (so a steady run adds no paints)
-            self._request_paint(self._stats_t + STATS_INTERVAL_S + 1 / FRAME_HZ)
 
     def run_state(self) -> tuple[str, str]:
         snap = self.snap
@@ -292,9 +206,6 @@ class SpectuiApp(FaceApp):
         self.saved_paths.append(path)
         self.notify(f"trace saved to {path}", timeout=4)
 
-    def repaint_after_theme(self) -> None:
-        self.repaint_all()
-
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
 
@@ -304,10 +215,6 @@ class SpectuiApp(FaceApp):
             return False
         end = self.state.end
         return bool(self.state.error or (end is not None and end.error))
-
-    def action_quit(self) -> None:
-        self.control.stop()
-        self.exit()
 
 
 def save_trace(path: Path, recorder, events: list[Event]) -> None:

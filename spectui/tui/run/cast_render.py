@@ -11,22 +11,13 @@ from __future__ import annotations
 from ...contract.control import RunControl
 from ...contract.events import Event
 from ...recording.player import ReplayPlayer
-from ..shared.capture import Capture
+from ..shared.capture import Capture, Casting
 from .app import SpectuiApp
 from ...views.view import InspectCursor
 
 
-class CastApp(SpectuiApp):
+class CastApp(Casting, SpectuiApp):
     """The replay app without a worker: the cast loop feeds the state and paints each planned step."""
-
-    casting = True
-
-    def _start_run(self) -> None:
-        pass
-
-    @property
-    def running(self) -> bool:
-        return self.casting
 
 
 async def capture(events: list[Event], steps: list[tuple[int, float, str]], cols: int, rows: int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.help_screen import CLOSE_HINT, HelpPage, key_lines
+from ..shared.help_screen import CLOSE_HINT, INSPECT_KEYS, LEGEND, HelpPage, key_lines
 
 LIVE_KEYS = [
     ("↑ / +", "draft length k + 1"),
@@ -25,28 +25,12 @@ REPLAY_KEYS = [
     ("> / <", "faster / slower (0.25x .. 8x, max)"),
     ("r", "restart from the beginning"),
 ]
-INSPECT_KEYS = [
-    ("i", "inspect mode on / off (pauses the run)"),
-    ("←→ / h l", "in inspect mode: previous / next token"),
-    ("↑↓ / k j", "in inspect mode: newer / older pass"),
-    ("enter", "open the token inspector (or click a token)"),
-    ("escape", "close the inspector / leave inspect mode"),
-]
 COMMON_KEYS = [
     ("b", "80x24: acceptance by position / by confidence"),
     ("s", "save the trace so far (spectui-trace-*.jsonl)"),
     ("c", "cycle theme"),
     ("? / h / f1", "this help"),
     ("q / ctrl+c", "quit (stops the engine, flushes the trace)"),
-]
-LEGEND = [
-    ("underlined", "a draft token the target accepted (✓)"),
-    ("struck through", "a rejected draft (✗) or one drafted after it (·); shown briefly, then removed"),
-    ("bold", "the target's own token: correction (●) or bonus after all drafts accepted (★)"),
-    ("dim italic", "drafts waiting for the verdict (?)"),
-    ("plain colour", "target-only token (k = 0 or prefill) (○)"),
-    ("‖p-min", "drafting stopped: draft confidence < --draft-p-min"),
-    ("▸ reverse", "the inspect cursor (inspector: * emitted, d drafted)"),
 ]
 
 

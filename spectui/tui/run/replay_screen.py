@@ -1,9 +1,10 @@
 """ReplayScreen: a recorded run played back by a ReplayPlayer, under a banner that says so. Its keys
-move through the recording: pause, step, jump, speed, restart from the beginning."""
+move through the recording: pause, step, jump, speed, restart from the beginning (shared.replay_keys, as
+on the race's clock)."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Iterator
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,12 +12,13 @@ from textual.binding import Binding
 from ...contract.control import RunControl
 from ...contract.events import Event, RunStarted
 from ...recording.player import ReplayPlayer
+from ..shared.replay_keys import ReplayKeys
 from .replay_banner import ReplayBanner
 from ...views.view import ReplayPosition, ScreenView
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
 
-class ReplayScreen(RunScreen):
+class ReplayScreen(ReplayKeys, RunScreen):
     HELP_FOR_REPLAY = True
     SHADOWED_IN_INSPECT = frozenset({"step_forward", "step_back"})
     BINDINGS = [
@@ -54,55 +56,3 @@ class ReplayScreen(RunScreen):
 
     def playing_badge(self, running: bool) -> tuple[str, str]:
         return ("REPLAY" if running else "REPLAY END"), "magenta"
-
-    # keys -------------------------------------------------------------------------------------
-    def _seek(self, move: Callable[[], int]) -> None:
-        move()
-        self.app.state.rebuild(self.player.prefix())
-        self.app.repaint_all()
-
-    def _play_on(self) -> None:
-        """Start a new worker from the cursor (the old one ended at the end of the recording)."""
-        if not self.app.running and not self.player.at_end:
-            self.app.restart_worker()
-
-    def action_step_forward(self) -> None:
-        self.app.control.pause()
-        self._seek(self.player.step_forward)
-
-    def action_step_back(self) -> None:
-        self.app.control.pause()
-        self._seek(self.player.step_back)
-
-    def action_jump_start(self) -> None:
-        self._seek(self.player.jump_start)
-        self._play_on()
-
-    def action_jump_end(self) -> None:
-        self._seek(self.player.jump_end)
-
-    def action_faster(self) -> None:
-        self.player.faster()
-        self.app.settings_changed()
-
-    def action_slower(self) -> None:
-        self.player.slower()
-        self.app.settings_changed()
-
-    def action_pause(self) -> None:
-        control = self.app.control
-        if control.paused:
-            control.resume()
-            self._play_on()
-        else:
-            control.pause()
-        self.app.settings_changed()
-
-    def resume_after_inspect(self) -> None:
-        self.app.control.resume()
-        self._play_on()
-
-    def action_restart(self) -> None:
-        self._seek(self.player.jump_start)
-        self.app.control.resume()
-        self._play_on()

@@ -35,3 +35,18 @@ class Capture:
                 color_system="truecolor", file=app.console.file, markup=True, highlight=False, emoji=False,
                 legacy_windows=False, force_terminal=True, safe_box=False, soft_wrap=False,
             )
+
+
+class Casting:
+    """Mixed in before a PacedFaceApp for a cast: no worker runs (the cast loop feeds the state and paints
+    each planned step at its simulated time), and the face reads as running until the loop says it is done
+    (``casting = False``), so its state badge is the one a live screen shows."""
+
+    casting = True
+
+    def start_worker(self) -> None:
+        pass
+
+    @property
+    def running(self) -> bool:
+        return self.casting

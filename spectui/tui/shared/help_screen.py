@@ -20,6 +20,25 @@ def key_lines(t: Text, rows, width: int = 12) -> Text:
     return t
 
 
+# The token inspector's keys and the token styles: the same on every face that shows a run's passes (the run
+# face, each race pane).
+INSPECT_KEYS = [
+    ("i", "inspect mode on / off (pauses the run)"),
+    ("←→ / h l", "in inspect mode: previous / next token"),
+    ("↑↓ / k j", "in inspect mode: newer / older pass"),
+    ("enter", "open the token inspector (or click a token)"),
+    ("escape", "close the inspector / leave inspect mode"),
+]
+LEGEND = [
+    ("underlined", "a draft token the target accepted (✓)"),
+    ("struck through", "a rejected draft (✗) or one drafted after it (·); shown briefly, then removed"),
+    ("bold", "the target's own token: correction (●) or bonus after all drafts accepted (★)"),
+    ("dim italic", "drafts waiting for the verdict (?)"),
+    ("plain colour", "target-only token (k = 0 or prefill) (○)"),
+    ("‖p-min", "drafting stopped: draft confidence < --draft-p-min"),
+    ("▸ reverse", "the inspect cursor (inspector: * emitted, d drafted)"),
+]
+
 SCROLL_HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"
 
 

@@ -201,6 +201,16 @@ class Panel(KeepLines, Widget):
         raise NotImplementedError
 
 
+def append_lines(t: Text, lines: list[Text], width: int) -> Text:
+    """``lines`` appended to ``t`` one under the other, each cut to ``width`` cells with an ellipsis."""
+    for i, line in enumerate(lines):
+        line.truncate(width, overflow="ellipsis")
+        if i:
+            t.append("\n")
+        t.append_text(line)
+    return t
+
+
 def clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: max(0, n - 1)] + "…"
 

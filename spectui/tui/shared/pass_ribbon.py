@@ -16,7 +16,7 @@ from textual.strip import Strip
 
 from ...contract.events import DRAFT_STOP_P_MIN
 from ...views.animation import PENDING
-from ..shared.panel import GLYPH, Panel, clip, fmt_ms
+from .panel import GLYPH, Panel, clip, fmt_ms
 from ...views.state import PassView
 
 TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"

@@ -4,6 +4,10 @@ For rooms where the projector hangs off a laptop that has no SSH: ``spectui serv
 (or ``serve demo``, the default) starts a small web server; each browser that opens the page gets its own
 ``spectui COMMAND ...`` process whose screen is drawn in the page (xterm.js). Bound to 127.0.0.1 unless
 ``--host`` says otherwise (``--public-url`` then names the address browsers use). Ctrl+C or SIGTERM stop it.
+
+The web face: it sits with the Textual faces (it imports ``textual_serve``, only when it serves), and the
+command line reaches it through ``spectui.cli.SUBCOMMANDS``. Importing it loads no Textual (the command's
+``--help`` and its errors need none).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import sys
 
 import click
 
-from .contract.errors import SpectuiError
+from ..contract.errors import SpectuiError
 
 DEFAULT_PORT = 8000
 
@@ -36,7 +40,7 @@ def served_command(args: tuple[str, ...]) -> str:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve_cmd(host: str, port: int, public_url: str | None, title: str | None, command: tuple[str, ...]) -> None:
     """Serve a spectui COMMAND (default: demo) to a web browser, e.g. `spectui serve race A.jsonl B.jsonl`."""
-    from .contract.errors import fail
+    from ..contract.errors import fail
 
     try:
         cmd = served_command(command)

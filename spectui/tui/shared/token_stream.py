@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from ...views.animation import PENDING, SETTLED
-from ..shared.panel import GLYPH, Panel
+from .panel import GLYPH, Panel
 
 
 class TokenStream(Panel):

@@ -1,0 +1,178 @@
+"""PacedFaceApp: a FaceApp whose worker thread feeds pass events into a state and whose UI paints on its own
+clock, written once for the run face (SpectuiApp: one run) and the race face (RaceApp: one lane a run).
+
+The worker (``start_worker``, one at a time: a restart waits for the old one) calls ``wake()`` after each
+event and ``worker_done()`` on its way out. The UI paints only when something changed: new passes at most
+``FRAME_HZ`` times a second, the newest pass's next animation phase (a one-shot timer on the event loop,
+only while a pass animates: ``PassClock.next_change``), the statistics at most every ``STATS_INTERVAL_S``
+(``stats_turn``), nothing while nothing changes. A face implements ``start_worker``, ``face_screen()``,
+``pass_clocks()`` and ``paint(now, force)``; the screen's ``show`` hands the view to the widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+
+from textual.css.query import NoMatches
+
+from ...contract.control import RunControl
+from ...views.animation import PassClock
+from .app import FaceApp, StateChanged
+from .screen import FaceScreen
+
+FRAME_HZ = 4  # at most this many paints a second for new passes: as often as the eye can follow
+STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
+# The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
+# each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
+# the app runs keeps the engine from queueing behind repaints.
+GIL_SWITCH_INTERVAL_S = 0.0005
+
+
+class PacedFaceApp(FaceApp):
+
+    def __init__(self, theme: str | None, control: RunControl) -> None:
+        super().__init__(theme)
+        self.control = control
+        self._engine_lock = threading.Lock()  # one worker in the engine (or the player) at a time
+        self._active = 0
+        self._active_lock = threading.Lock()
+        self.engine_idle = threading.Event()
+        self.engine_idle.set()
+        self._force = True  # the next paint repaints every widget
+        self._last_paint = float("-inf")
+        self._stats_t = float("-inf")
+        self._stats_due = False  # a new snapshot whose statistics are not on screen yet
+        self._frame_timer: asyncio.TimerHandle | None = None
+        self._frame_at: float | None = None
+        self.paints = 0  # paints done (the overhead benchmark and the pace tests read it)
+
+    # ------------------------------------------------------------------ what a face implements
+    def start_worker(self) -> None:  # pragma: no cover - every face has one
+        raise NotImplementedError
+
+    def face_screen(self) -> FaceScreen:  # pragma: no cover
+        raise NotImplementedError
+
+    def pass_clocks(self) -> list[PassClock]:  # pragma: no cover
+        raise NotImplementedError
+
+    def paint(self, now: float, force: bool) -> None:  # pragma: no cover
+        """Build the frozen view for ``now`` and hand the screen what changed (``painted`` after a paint)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ start and stop
+    def start_face(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
+        self.start_worker()
+        self.call_after_refresh(self.repaint_all)
+
+    def stop_face(self) -> None:
+        self.control.stop()
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+            self._frame_timer = None
+        if getattr(self, "_switch_interval", None):
+            sys.setswitchinterval(self._switch_interval)
+
+    def action_quit(self) -> None:
+        self.control.stop()
+        self.exit()
+
+    # ------------------------------------------------------------------ the worker's bookkeeping
+    def worker_starts(self) -> None:
+        """Before a worker is started: ``running`` from now until its ``worker_done``."""
+        with self._active_lock:
+            self._active += 1
+            self.engine_idle.clear()
+
+    def worker_done(self) -> None:
+        """The worker's last act (in its ``finally``): the run state (ENDED, STOPPED) depends on it."""
+        with self._active_lock:
+            self._active -= 1
+            if self._active == 0:
+                self.engine_idle.set()
+        self.state_seen()
+        self.wake()
+
+    @property
+    def running(self) -> bool:
+        return not self.engine_idle.is_set()
+
+    def stop_worker(self, timeout: float) -> bool:
+        """Stop the run and wait for the worker to leave the engine (or the player). True if it did."""
+        self.control.stop()
+        return self.engine_idle.wait(timeout)
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        # the flag stays set until the paint pulls the state: passes arriving in between post nothing
+        self._request_paint(self._last_paint + 1 / FRAME_HZ)
+
+    # ------------------------------------------------------------------ the UI clock
+    def _request_paint(self, at: float) -> None:
+        """Paint at time ``at`` (time.monotonic) at the latest; one timer holds the earliest request."""
+        if self._frame_at is not None and self._frame_at <= at:
+            return
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+        self._frame_at = at
+        # the event loop's own timer: a Textual Timer is a task per request, and there are several a second
+        self._frame_timer = asyncio.get_running_loop().call_later(
+            max(0.001, at - time.monotonic()), self._on_frame_timer)
+
+    def _on_frame_timer(self) -> None:
+        self._frame_timer = None
+        self._frame_at = None
+        self.refresh_from_state()
+
+    def settings_changed(self) -> None:
+        """A key changed the settings, the pause state or the replay speed: repaint what shows it, now."""
+        self.refresh_from_state()
+
+    def repaint_all(self) -> None:
+        """Repaint every widget from the state now (start, seek, restart, theme)."""
+        self._force = True
+        self.refresh_from_state()
+
+    def repaint_after_theme(self) -> None:
+        self.repaint_all()
+
+    def refresh_from_state(self) -> None:
+        """Pull the latest snapshot (if it changed), advance the animation, repaint what changed."""
+        try:
+            self._paint(time.monotonic())
+        except NoMatches:  # a paint while the screen is being built or torn down (startup, quit)
+            pass
+
+    def _paint(self, now: float) -> None:
+        self.state_seen()  # before the state is read: a pass fed after this posts a new wake-up
+        screen = self.face_screen()
+        if not screen.is_mounted:  # a wake-up before the screen is up: look again shortly
+            self._request_paint(now + 1 / FRAME_HZ)
+            return
+        screen.apply_layout()  # a no-op unless the terminal size changed
+        force, self._force = self._force, False
+        self.paint(now, force)
+        laters = [x for x in (c.next_change(now) for c in self.pass_clocks()) if x is not None]
+        if laters:  # a newest pass is animating: wake for its next phase, not before
+            self._request_paint(now + min(laters))
+        if self._stats_due:  # statistics held back by the throttle: with the next pass's paint once it
+            # allows, or on their own a frame later if no pass comes (so a steady run adds no paints)
+            self._request_paint(self._stats_t + STATS_INTERVAL_S + 1 / FRAME_HZ)
+
+    def stats_turn(self, now: float, urgent: bool) -> bool:
+        """Whether this paint repaints the statistics: new ones are due and ``urgent`` (a forced paint, an
+        end) or ``STATS_INTERVAL_S`` has passed since the last time. True marks them painted."""
+        if not (self._stats_due and (urgent or now - self._stats_t >= STATS_INTERVAL_S)):
+            return False
+        self._stats_due = False
+        self._stats_t = now
+        return True
+
+    def painted(self, now: float) -> None:
+        """Count a paint (the face calls this as it hands the screen a new view)."""
+        self.paints += 1
+        self._last_paint = now
