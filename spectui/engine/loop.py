@@ -568,7 +568,8 @@ class Engine:
                 yield from self._drain(st)  # events stay in the order things happened
                 yield SettingsChanged(before_pass=index, old=prev, new=s, t=time.perf_counter() - t0)
                 prev = s
-            tp = time.perf_counter()
+            tp = time.perf_counter() - st.waited_s
+            st.waited_s = 0.0
             g.reseed(s.seed)
             k = self._choose_k(st, g, s, n_predict)
             if k is None:
@@ -679,15 +680,12 @@ class Engine:
         st.n_emitted += n_out
         st.n_drafted += kd
         st.n_accepted += n_acc
-        wall = (time.perf_counter() - tp) * 1000.0
-        timing = Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
-                        wall_ms=wall, t_end=time.perf_counter() - t0)
+        # The pass's times: overlapped, the pass ends here (what follows is off its path); inline, _finish is
+        # part of it, so the clock stops when the event is made. Other processes' CPU is sampled then too.
+        timing = _pass_timing(draft_ms, verify_ms, tp, t0) if overlap else None
         work = _PassWork(index=index, settings=s, k=k, ids=ids, prop=prop, p=p, verdict=v, kind=kind, n_out=n_out,
                          timing=timing, n_ctx_used=g.n_past, decoder=g.decoder,
-                         # other processes' CPU since the last sample: read by the finishing thread when there is
-                         # one (a /proc/stat read and its parsing, off the loop), here otherwise
-                         others_cpu=None if overlap else self._others.sample(),
-                         rows_buf=rows_buf, holds_view=keep_view,
+                         rows_buf=rows_buf, holds_view=keep_view, clock=(draft_ms, verify_ms, tp, t0),
                          # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
                          resid_buf=resid if g.debug_hook is None else None)
         return work, stop
@@ -710,10 +708,11 @@ class Engine:
         out, target_token = self._tokens(w.decoder, ids, q_probs, n_acc, tok, p.prob(n_acc, tok), w.kind, w.n_out)
         if w.rows_buf is not None:
             self._rows_free.append(w.rows_buf)
+        timing = w.timing if w.timing is not None else _pass_timing(*w.clock)
         event = PassEvent(
             index=w.index, prefill=False, settings=w.settings, k=w.k, drafts=tuple(drafts), target=target_token,
-            n_accepted=n_acc, emitted=tuple(out), timing=w.timing, n_ctx_used=w.n_ctx_used,
-            others_cpu=self._others.sample() if w.others_cpu is None else w.others_cpu,
+            n_accepted=n_acc, emitted=tuple(out), timing=timing, n_ctx_used=w.n_ctx_used,
+            others_cpu=self._others.sample(),  # other processes' CPU since the last sample (a /proc/stat read)
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
             inspect=inspect,
         )
@@ -746,22 +745,26 @@ class Engine:
         else:
             st.pending.append(self._finish(work))
 
-    def _wait_for(self, fut: Future) -> None:
-        """Block until a pass is finished, the gate open meanwhile (the finishing thread has the GIL to itself)."""
+    def _wait_for(self, fut: Future) -> float:
+        """Block until a pass is finished, the gate open meanwhile (the finishing thread has the GIL to itself).
+        Returns the seconds waited."""
         if fut.done():
-            return
+            return 0.0
+        t = time.perf_counter()
         self._gate.set()
         try:
             wait_futures([fut])
         finally:
             self._gate.clear()
+        return time.perf_counter() - t
 
     def _drain(self, st: "_RunState", keep: int = 0) -> Iterator[Event]:
         """Yield finished pass events, oldest first, until at most ``keep`` are still pending."""
         while len(st.pending) > keep:
             item = st.pending[0]
             if isinstance(item, Future):
-                self._wait_for(item)
+                # the loop waiting for the finishing thread is the loop's time: the next pass's (Timing.other_ms)
+                st.waited_s += self._wait_for(item)
                 if item is st.rows_busy:
                     st.rows_busy = None
                 ev = item.result()
@@ -873,6 +876,14 @@ class Engine:
         return out, target_token
 
 
+def _pass_timing(draft_ms: float, verify_ms: float, tp: float, t0: float) -> Timing:
+    """A pass's Timing, its clock stopped now (tp: the pass's start, t0: the run's)."""
+    now = time.perf_counter()
+    wall = (now - tp) * 1000.0
+    return Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=max(0.0, wall - draft_ms - verify_ms),
+                  wall_ms=wall, t_end=now - t0)
+
+
 def _check_n_ctx(n_ctx) -> int:
     try:
         n_ctx = int(n_ctx)
@@ -954,6 +965,7 @@ class _RunState:
         self.pending: deque = deque()  # passes decided, not yet yielded: Future[PassEvent] or PassEvent
         self.rows_busy: Future | None = None  # the pass still reading the target's logit buffer, if any
         self.copy_rows = False  # a verify had to wait for rows_busy: finishing passes read copies instead
+        self.waited_s = 0.0  # the loop's wait for a finishing pass since the last pass began (goes to the next)
 
 
     def observe(self, ev: Event) -> None:
@@ -975,11 +987,11 @@ class _PassWork:
     verdict: Verdict
     kind: str
     n_out: int
-    timing: Timing
+    timing: Timing | None  # None (inline): measured when the event is made
     n_ctx_used: int
-    others_cpu: float | None  # None: sampled when the pass is finished
     decoder: codecs.IncrementalDecoder
     rows_buf: np.ndarray | None = None  # a reused copy of the target rows (returned to Engine._rows_free)
     resid_buf: np.ndarray | None = None  # the residual's buffer (T > 0), returned to Engine._prob_rows
     holds_view: bool = False  # p.rows is llama.cpp's own buffer: the next target decode waits for this pass
     gated: bool = False  # finished on the finishing thread, in the gate's windows
+    clock: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # draft_ms, verify_ms, pass start, run start

@@ -193,3 +193,16 @@ def test_an_abandoned_overlapped_run_leaves_nothing_running(make_engine, tiny_ta
     next(gen), next(gen), next(gen)
     e.close()  # with a pass possibly waiting at the gate: returns
     assert e.target is None
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["inline", "overlapped"])
+def test_pass_times_cover_the_work_on_the_loops_path(engine, overlap):
+    """Accounting, not speed: inline, a pass's wall time includes making its event (the inspector's top-N,
+    the texts), so the passes' wall times add up to nearly all the time between the first and the last pass's
+    end; overlapped the same holds with the event made off the path (what remains between passes is the
+    loop's own hand-over)."""
+    events = run(engine, Settings(draft_max=3, drafter="model"), 60, overlap=overlap)
+    passes = [e for e in events if isinstance(e, PassEvent) and not e.prefill]
+    span = passes[-1].timing.t_end - passes[0].timing.t_end
+    covered = sum(p.timing.wall_ms for p in passes[1:]) / 1000.0
+    assert 0.8 * span <= covered <= span * 1.0001
