@@ -286,7 +286,7 @@ def _acceptance_from_bench(doc, path: str) -> tuple[float, str]:
         if levels:
             lv = min(levels, key=lambda x: x.get("concurrency", 0))
             return float(lv["acceptance"]), f"bench {os.path.basename(path)} at concurrency {lv.get('concurrency')}"
-    rows = [r for r in doc.get("rows") or [] if isinstance(r, dict)]
+    rows = [r for r in doc.get("runs") or doc.get("rows") or [] if isinstance(r, dict)]
     drafted = sum(int(r.get("n_drafted") or 0) for r in rows)
     accepted = sum(int(r.get("n_accepted") or 0) for r in rows)
     passes = sum(int(r.get("passes_drafted") or 0) for r in rows)
@@ -448,7 +448,7 @@ def chart(pred: KneePrediction, height: int = CHART_HEIGHT) -> list[str]:
         ch = marks[k - 1] if k <= len(marks) else "*"
         for i, v in enumerate(pred.speedup[k]):
             grid[row_of(v)][i * CHART_COL + CHART_COL // 2] = ch
-    lines = [f"speedup against B (each mark is its k; '-' = 1.0x, where speculation stops paying)"]
+    lines = ["speedup against B (each mark is its k; '-' = 1.0x, where speculation stops paying)"]
     for r in range(height):
         v = top - r * (top - bottom) / (height - 1)
         label = " 1.00x" if r == one else (f"{v:>5.2f}x" if r in (0, height - 1) else " " * 6)

@@ -163,7 +163,7 @@ def test_panel_lines_from_a_probe_report():
 def test_acceptance_from_a_bench_report(tmp_path):
     rows = [{"k": 2, "n_drafted": 100, "n_accepted": 60, "passes_drafted": 50}]
     p = tmp_path / "b.json"
-    p.write_text(json.dumps({"schema": "spectui.bench", "rows": rows}))
+    p.write_text(json.dumps({"schema": "spectui.bench", "runs": rows}))
     a, src = bk.acceptance_from_json(str(p))
     assert leviathan(a, 2) == pytest.approx(1 + 60 / 50) and "k = 2" in src
     sweep = {"schema": "spectui.bench", "concurrency_sweep": {"levels": [{"concurrency": 2, "acceptance": 0.4},
