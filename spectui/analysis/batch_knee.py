@@ -378,6 +378,22 @@ def store(curve: BatchCurve, key: dict, path: Path, models=()) -> BatchCurve:
     return res
 
 
+def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
+    """The newest batched curve cached beside a probe cache file (same key), as a dict; None when there is none
+    or it does not read back (a run then records the probe without it)."""
+    if not probe_cache_file or not probe_key:
+        return None
+    try:
+        found = sorted(Path(probe_cache_file).parent.glob(f"{probe_key}-batched-*.json"),
+                       key=lambda p: p.stat().st_mtime)
+        if not found or found[-1].stat().st_size > 4 * 1024 * 1024:
+            return None
+        data = json.loads(found[-1].read_text(encoding="utf-8"))
+        return BatchCurve.from_dict(data["result"]).to_dict()
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, BatchCacheError):
+        return None
+
+
 def cached_or_measure(engine, *, max_seqs: int, ks, repeats: int, refresh: bool = False,
                       directory: Path | None = None, warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None) -> BatchCurve:

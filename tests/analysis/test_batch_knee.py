@@ -180,3 +180,29 @@ def test_acceptance_from_a_bench_report(tmp_path):
 def test_log2_crossing_is_symmetric_in_log_space():
     kn = bk.knee_of((4, 8), (1.5, 0.5))
     assert kn.crossing == pytest.approx(2 ** 2.5) and math.isclose(math.log2(kn.crossing), 2.5)
+
+
+def test_the_prediction_panel_shows_the_knee_of_the_run_on_screen():
+    """The run's RunStarted.probe carries the batched curve (cached beside the probe's); the panel's knee lines use
+    the run's own acceptance at its k."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from synthetic_events import make_start
+
+    from spectui.analysis.stats import StatsSnapshot
+    from spectui.contract.events import MachineProbe, Settings
+    from spectui.tui.run.prediction_panel import _knee_lines
+
+    c = curve(plain=[10, 10, 12, 20], verify={2: [10, 15, 30, 60]})
+    probe = MachineProbe(verify_ms_by_batch=(10.0, 10.0), summary="s",
+                         report_json=json.dumps({"batched": {"curve": c.to_dict()}}))
+    start = replace(make_start(settings=Settings(draft_max=2)), probe=probe)
+    # 1.75 tokens a drafted pass at k = 2: a = 0.5 (leviathan(0.5, 2) = 1.75)
+    stats = StatsSnapshot(n_passes=40, n_drafted=80, n_accepted=30, passes_drafted=40)
+    lines = _knee_lines(SimpleNamespace(snap=SimpleNamespace(start=start, stats=stats)))
+    assert len(lines) == 2 and "acceptance 0.50" in lines[0] and "B1:1.75x" in lines[0]
+    assert "stops at B = 4" in lines[1]
+    # no batched curve recorded: nothing shown
+    bare = replace(start, probe=MachineProbe(verify_ms_by_batch=(10.0,), report_json="{}"))
+    assert _knee_lines(SimpleNamespace(snap=SimpleNamespace(start=bare, stats=stats))) == []

@@ -91,6 +91,14 @@ def test_curve_cache_and_old_cache(engine, tmp_path):
     assert not c5.cached
 
 
+def test_a_runs_probe_carries_the_batched_curve_cached_beside_it(engine, tmp_path):
+    res = probe_cached(engine, repeats=1, directory=tmp_path)  # the run's probe (default sizes)
+    assert "batched" not in json.loads(res.machine_probe().report_json)  # none cached yet
+    c = bk.cached_or_measure(engine, max_seqs=2, ks=(1,), repeats=1, directory=tmp_path)
+    rep = json.loads(probe_cached(engine, repeats=1, directory=tmp_path).machine_probe().report_json)
+    assert bk.BatchCurve.from_dict(rep["batched"]["curve"]).plain_ms == c.plain_ms
+
+
 def test_probe_command_prints_the_table_and_chart(tiny_target, tiny_draft_noisy, tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path)}
     args = ["--target", str(tiny_target), "--draft", str(tiny_draft_noisy), "-c", "512", "-t", "1",
