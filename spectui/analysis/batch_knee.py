@@ -447,15 +447,16 @@ def table(curve: BatchCurve, pred: KneePrediction | None) -> list[str]:
 
 
 def chart(pred: KneePrediction, height: int = CHART_HEIGHT) -> list[str]:
-    """Speedup against B (log2 columns), one mark per k (its digit), the 1.0x line marked with '-'."""
-    vals = [x for v in pred.speedup.values() for x in v]
-    top = max(max(vals), 1.05) * 1.05
-    bottom = min(min(vals), 0.95) * 0.95
+    """Speedup against B (log2 columns, a log scale up the side: 2x above 1.0x is as far as 0.5x below), one
+    mark per k (its digit), the 1.0x line marked with '-'."""
+    vals = [max(x, 1e-3) for v in pred.speedup.values() for x in v]
+    top = math.log(max(max(vals), 1.05) * 1.05)
+    bottom = math.log(min(min(vals), 0.95) / 1.05)
     ncol = len(pred.seqs) * CHART_COL
     grid = [[" "] * ncol for _ in range(height)]
 
     def row_of(v: float) -> int:
-        return max(0, min(height - 1, round((top - v) / (top - bottom) * (height - 1))))
+        return max(0, min(height - 1, round((top - math.log(max(v, 1e-3))) / (top - bottom) * (height - 1))))
 
     one = row_of(1.0)
     grid[one] = ["-"] * ncol
@@ -464,9 +465,9 @@ def chart(pred: KneePrediction, height: int = CHART_HEIGHT) -> list[str]:
         ch = marks[k - 1] if k <= len(marks) else "*"
         for i, v in enumerate(pred.speedup[k]):
             grid[row_of(v)][i * CHART_COL + CHART_COL // 2] = ch
-    lines = ["speedup against B (each mark is its k; '-' = 1.0x, where speculation stops paying)"]
+    lines = ["speedup against B (each mark is its k; '-' = 1.0x, where speculation stops paying; log scale)"]
     for r in range(height):
-        v = top - r * (top - bottom) / (height - 1)
+        v = math.exp(top - r * (top - bottom) / (height - 1))
         label = " 1.00x" if r == one else (f"{v:>5.2f}x" if r in (0, height - 1) else " " * 6)
         lines.append(f"{label} |" + "".join(grid[r]).rstrip())
     lines.append(" " * 7 + "+" + "-" * ncol)
@@ -481,10 +482,13 @@ def why(curve: BatchCurve, pred: KneePrediction) -> str:
     r0 = curve.verify(b0, k) / curve.plain(b0)
     r1 = curve.verify(b1, k) / curve.plain(b1)
     gain = leviathan(pred.acceptance, k)
-    return (f"At B = {b0} a verify of {k + 1} tokens a sequence costs {r0:.2f} plain steps and yields {gain:.2f} "
-            f"tokens; at B = {b1} it costs {r1:.2f} plain steps for the same {gain:.2f}: the step has run out of "
-            f"idle compute, so the extra tokens verified are paid for in full"
-            + ("." if r1 > r0 else " (the cost did not grow here: the machine still had idle compute)."))
+    head = (f"At B = {b0} a verify of {k + 1} tokens a sequence costs {r0:.2f} plain steps and yields {gain:.2f} "
+            f"tokens a pass; at B = {b1} it costs {r1:.2f} plain steps for the same {gain:.2f}")
+    if r1 > r0 * 1.1:
+        return head + (": the step has run out of idle compute, so the extra tokens verified are paid for in full"
+                       + (f", and speculation at k = {k} loses ({pred.speedup[k][-1]:.2f}x)." if pred.speedup[k][-1] <= 1.0
+                          else f", yet at k = {k} it still pays ({pred.speedup[k][-1]:.2f}x)."))
+    return head + ": the verify step did not grow dearer against a plain one here (idle compute left at every B)."
 
 
 def render(curve: BatchCurve, pred: KneePrediction | None) -> str:
