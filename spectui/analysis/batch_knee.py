@@ -432,7 +432,7 @@ def table(curve: BatchCurve, pred: KneePrediction | None) -> list[str]:
         lines.append(row)
     if pred is None:
         return lines
-    src = f" ({pred.acceptance_source})" if pred.acceptance_source else ""
+    src = f" ({_safe(pred.acceptance_source, 200)})" if pred.acceptance_source else ""
     lines += ["", f"predicted speedup over plain batched decode at acceptance {pred.acceptance:.2f}{src}, "
               f"{'draft model' if pred.drafter == DRAFTER_MODEL else 'prompt lookup (free drafts)'}:",
               "     B" + "".join(f"   k={k:<3}" for k in pred.ks) + "  best"]
@@ -485,14 +485,22 @@ def why(curve: BatchCurve, pred: KneePrediction) -> str:
     head = (f"At B = {b0} a verify of {k + 1} tokens a sequence costs {r0:.2f} plain steps and yields {gain:.2f} "
             f"tokens a pass; at B = {b1} it costs {r1:.2f} plain steps for the same {gain:.2f}")
     if r1 > r0 * 1.1:
-        return head + (": the step has run out of idle compute, so the extra tokens verified are paid for in full"
-                       + (f", and speculation at k = {k} loses ({pred.speedup[k][-1]:.2f}x)." if pred.speedup[k][-1] <= 1.0
-                          else f", yet at k = {k} it still pays ({pred.speedup[k][-1]:.2f}x)."))
+        last = pred.speedup[k][-1]
+        tail = f", and speculation at k = {k} loses ({last:.2f}x)." if last <= 1.0 else (
+            f", yet at k = {k} it still pays ({last:.2f}x).")
+        return head + ": the step has run out of idle compute, so the extra tokens verified are paid for in full" + tail
     return head + ": the verify step did not grow dearer against a plain one here (idle compute left at every B)."
 
 
+def _safe(text: str, limit: int = 120) -> str:
+    """Text from outside (GGUF names, file names) for a terminal: control characters as visible escapes."""
+    text = str(text)[:limit]
+    return text if text.isprintable() else "".join(ch if ch.isprintable() else f"\\x{ord(ch) & 0xFF:02x}"
+                                                   for ch in text)
+
+
 def render(curve: BatchCurve, pred: KneePrediction | None) -> str:
-    out = [f"spectui probe --batched: {curve.target}" + (f" + {curve.draft}" if curve.draft else "")
+    out = [f"spectui probe --batched: {_safe(curve.target)}" + (f" + {_safe(curve.draft)}" if curve.draft else "")
            + f", {curve.threads} threads, median of {curve.repeats} rounds at {curve.context_tokens} tokens "
            f"of context a sequence" + (f" (cached: {curve.cache_file})" if curve.cached else
                                        f" (measured now in {curve.wall_s:.1f} s)")]

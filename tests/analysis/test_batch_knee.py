@@ -206,3 +206,11 @@ def test_the_prediction_panel_shows_the_knee_of_the_run_on_screen():
     # no batched curve recorded: nothing shown
     bare = replace(start, probe=MachineProbe(verify_ms_by_batch=(10.0,), report_json="{}"))
     assert _knee_lines(SimpleNamespace(snap=SimpleNamespace(start=bare, stats=stats))) == []
+
+
+def test_names_from_outside_are_escaped():
+    c = bk.BatchCurve(seqs=(1, 2), ks=(1,), plain_ms=(1.0, 1.0), verify_ms={1: (1.0, 2.0)},
+                      target="evil\x1b[2Jname", draft="d\x07")
+    p = bk.predict(c, 0.5, bk.DRAFTER_LOOKUP, source="trace \x1b]0;x\x07.jsonl")
+    text = bk.render(c, p)
+    assert "\x1b" not in text and "\x07" not in text and "evil\\x1b[2Jname" in text
