@@ -432,7 +432,7 @@ def table(curve: BatchCurve, pred: KneePrediction | None) -> list[str]:
         lines.append(row)
     if pred is None:
         return lines
-    src = f" ({_safe(pred.acceptance_source, 200)})" if pred.acceptance_source else ""
+    src = f" ({safe_text(pred.acceptance_source, 200)})" if pred.acceptance_source else ""
     lines += ["", f"predicted speedup over plain batched decode at acceptance {pred.acceptance:.2f}{src}, "
               f"{'draft model' if pred.drafter == DRAFTER_MODEL else 'prompt lookup (free drafts)'}:",
               "     B" + "".join(f"   k={k:<3}" for k in pred.ks) + "  best"]
@@ -492,7 +492,7 @@ def why(curve: BatchCurve, pred: KneePrediction) -> str:
     return head + ": the verify step did not grow dearer against a plain one here (idle compute left at every B)."
 
 
-def _safe(text: str, limit: int = 120) -> str:
+def safe_text(text: str, limit: int = 120) -> str:
     """Text from outside (GGUF names, file names) for a terminal: control characters as visible escapes."""
     text = str(text)[:limit]
     return text if text.isprintable() else "".join(ch if ch.isprintable() else f"\\x{ord(ch) & 0xFF:02x}"
@@ -500,7 +500,8 @@ def _safe(text: str, limit: int = 120) -> str:
 
 
 def render(curve: BatchCurve, pred: KneePrediction | None) -> str:
-    out = [f"spectui probe --batched: {_safe(curve.target)}" + (f" + {_safe(curve.draft)}" if curve.draft else "")
+    names = safe_text(curve.target) + (f" + {safe_text(curve.draft)}" if curve.draft else "")
+    out = [f"spectui probe --batched: {names}"
            + f", {curve.threads} threads, median of {curve.repeats} rounds at {curve.context_tokens} tokens "
            f"of context a sequence" + (f" (cached: {curve.cache_file})" if curve.cached else
                                        f" (measured now in {curve.wall_s:.1f} s)")]

@@ -272,7 +272,7 @@ def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
     lines.append("ITL: a request's first-to-last content chunk time / (chunks - 1) on the client; TTFT: request "
                  "sent to first content chunk; tokens/s: all requests' output tokens / the level's wall time.")
     if res.status != "done":
-        lines.append(f"The sweep stopped: {res.status}.")
+        lines.append(f"The sweep stopped: {bk.safe_text(res.status, 300)}.")
     return lines
 
 
