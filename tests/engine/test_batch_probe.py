@@ -129,3 +129,21 @@ def test_qwen_pair_32_by_5(make_engine):
                       n_ctx=1024, threads=2)
     p = measure_batched(eng, max_seqs=32, ks=(4,), repeats=1, prompt="def f(x):")
     assert p.seqs[-1] == 32 and (32, 5) in p.target_ms and all(ms > 0 for ms in p.target_ms.values())
+
+
+def test_the_knee_act_records_an_asciicast(tiny_target, tiny_draft_noisy, tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "knee.cast"
+    r = subprocess.run([sys.executable, str(root / "demos" / "record_knee.py"), "--target", str(tiny_target),
+                        "--draft", str(tiny_draft_noisy), "--batch-seqs", "4", "--ks", "2", "--repeats", "1", "-t", "1",
+                        "-o", str(out)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[0])["version"] == 2
+    text = "".join(json.loads(ln)[2] for ln in lines[1:])
+    assert "draft model" in text and "prompt lookup" in text and "best k at each B:" in text
+    assert "speedup against B" in text and text.count("At B = 1 a verify") == 2  # the reason, once an act
