@@ -285,7 +285,12 @@ def _acceptance_from_bench(doc, path: str) -> tuple[float, str]:
         levels = [lv for lv in sweep.get("levels") or [] if isinstance(lv, dict) and lv.get("acceptance")]
         if levels:
             lv = min(levels, key=lambda x: x.get("concurrency", 0))
-            return float(lv["acceptance"]), f"bench {os.path.basename(path)} at concurrency {lv.get('concurrency')}"
+            rate = float(lv["acceptance"])
+            k = int((sweep.get("params") or {}).get("k") or 0)
+            where = f"bench {os.path.basename(path)} at concurrency {lv.get('concurrency')}"
+            if k >= 1:  # accepted / drafted of fixed-k passes is (E - 1) / k
+                return acceptance_from_tokens_per_pass(1.0 + k * rate, k), f"{where}, k = {k}"
+            return rate, f"{where} (the raw rate)"
     rows = [r for r in doc.get("runs") or doc.get("rows") or [] if isinstance(r, dict)]
     drafted = sum(int(r.get("n_drafted") or 0) for r in rows)
     accepted = sum(int(r.get("n_accepted") or 0) for r in rows)

@@ -169,7 +169,11 @@ def test_acceptance_from_a_bench_report(tmp_path):
     sweep = {"schema": "spectui.bench", "concurrency_sweep": {"levels": [{"concurrency": 2, "acceptance": 0.4},
                                                                           {"concurrency": 1, "acceptance": 0.5}]}}
     p.write_text(json.dumps(sweep))
-    assert bk.acceptance_from_json(str(p))[0] == 0.5
+    assert bk.acceptance_from_json(str(p))[0] == 0.5  # no k: the raw rate
+    sweep["concurrency_sweep"]["params"] = {"k": 3}
+    p.write_text(json.dumps(sweep))
+    a, src = bk.acceptance_from_json(str(p))  # 0.5 of 3 drafts a pass: E = 2.5 = leviathan(a, 3)
+    assert leviathan(a, 3) == pytest.approx(2.5) and "k = 3" in src
     p.write_text("{}")
     with pytest.raises(SpectuiError, match="not a spectui report"):
         bk.acceptance_from_json(str(p))
