@@ -57,6 +57,27 @@ def test_parse_concurrency():
             parse_concurrency(bad)
 
 
+def test_report_of_a_sweep_by_hand():
+    """The arithmetic of the report on hand-made levels: speedup per level, the measured knee, and a server that
+    stopped drafting past some concurrency (as vLLM's disable_by_batch_size does) named as such."""
+    from spectui.bench.concurrency import Level, Sweep, report_lines
+
+    res = Sweep([1, 2, 4, 8])
+    for c, b_tps, s_tps, drafted in ((1, 10.0, 15.0, 300), (2, 19.0, 24.0, 300), (4, 36.0, 30.0, 290),
+                                     (8, 60.0, 61.0, 2)):
+        res.base.append(Level(c, "b", "baseline", n_requests=8, output_tokens=400, tokens_per_second=b_tps))
+        res.spec.append(Level(c, "s", "speculation", n_requests=8, output_tokens=400, tokens_per_second=s_tps,
+                              drafted=drafted, accepted=drafted // 2, acceptance=0.5 if drafted else None))
+    sp = res.speedups()
+    assert sp == pytest.approx({1: 1.5, 2: 24 / 19, 4: 30 / 36, 8: 61 / 60})
+    assert res.switched_off() == [8]  # 2 drafts / 400 tokens against 300 / 400 at concurrency 1
+    text = "\n".join(report_lines(res, {1: 1.4, 2: 1.1, 4: 0.9, 8: 0.7}))
+    assert "measured: speculation pays up to B = 2, stops at B = 4" in text
+    assert "predicted (spectui probe --batched on this machine): speculation pays up to B = 2, stops at B = 4" in text
+    assert "switched speculation off by itself at concurrency 8" in text and "disable_by_batch_size" in text
+    assert " 1.50x" in text and "1.40x" in text
+
+
 @pytest.mark.parametrize("value, msg", [("1,two", "comma-separated numbers"), ("0,2", "between 1 and"),
                                          ("2,2", "twice")])
 def test_bad_concurrency_is_one_line(value, msg, tmp_path):
