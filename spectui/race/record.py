@@ -75,7 +75,7 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
         print(f"spectui: warning: {msg.removeprefix('warning: ')}", file=sys.stderr)
 
     engine = Engine(target, draft if needs_draft else None, n_ctx=n_ctx, threads=threads, warn=warn,
-                    draft_policy=PolicyByMode)  # k=auto / k=schedule, as spectui.run builds it
+                    draft_policy=PolicyByMode)  # k=auto / k=schedule, as spectui.commands.run builds it
     if signals is not None:
         try:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading

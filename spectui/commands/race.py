@@ -64,9 +64,9 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         if target is not None:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
-            from ..run import loading_stop
-            from .record import RunFailed, record_race
-            from .spec import parse_spec, spec_settings
+            from .run import loading_stop
+            from ..race.record import RunFailed, record_race
+            from ..race.spec import parse_spec, spec_settings
 
             a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
             default_b = f"k={draft_max if draft_max is not None else 4} temp={temp:g} " \

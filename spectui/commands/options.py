@@ -8,7 +8,7 @@ import click
 def model_options(f):
     """Where the models come from and where they run: shared by the live run and the sweep.
 
-    The values reach ``spectui.run.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
+    The values reach ``spectui.commands.run.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
     """
     opts = [
         click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),

@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .contract.control import DRAFT_MAX_LIMIT, RunControl
-from .contract.errors import SpectuiError
-from .contract.events import MachineProbe, Settings
-from .contract.exitcodes import OK, SignalStop, for_run_end
+from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from ..contract.errors import SpectuiError
+from ..contract.events import MachineProbe, Settings
+from ..contract.exitcodes import OK, SignalStop, for_run_end
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
@@ -105,7 +105,7 @@ def loading_stop(on_stop=None) -> SignalStop:
     the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
     (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
     ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
-    from .engine.models import CALLBACK_CODES
+    from ..engine.models import CALLBACK_CODES
 
     return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
 
@@ -114,8 +114,8 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
                 inspect_top: int = 5):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
     Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
-    from .engine.models import check_gguf_file
-    from .engine.hub import resolve_models
+    from ..engine.models import check_gguf_file
+    from ..engine.hub import resolve_models
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
     if not target:
@@ -134,8 +134,8 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
 
     def build():
-        from .analysis.draft_policy import PolicyByMode
-        from .engine.loop import Engine
+        from ..analysis.draft_policy import PolicyByMode
+        from ..engine.loop import Engine
 
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
@@ -144,7 +144,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
-        from .engine.thread import EngineThread
+        from ..engine.thread import EngineThread
 
         return EngineThread(build)
     return build()
@@ -155,7 +155,7 @@ def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
     model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
     (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
     has one."""
-    from .analysis.probe import cached_or_measure
+    from ..analysis.probe import cached_or_measure
 
     def say(msg: str) -> None:
         print(f"spectui: {msg}", file=sys.stderr)
@@ -185,7 +185,7 @@ class ChatEngine:
         self.system = system
 
     def prompt_text(self, text: str) -> str:
-        from .engine.chat import chat_messages
+        from ..engine.chat import chat_messages
 
         return self.template.render(chat_messages([text], system=self.system))
 
@@ -222,7 +222,7 @@ def run_main(
     text = resolve_prompt(prompt, prompt_file)
     settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft, draft_p_min=draft_p_min,
                              draft_min=draft_min)
-    from .engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
+    from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
 
     inspect_top = check_inspect_top(inspect_top)
     if n_predict <= 0:
@@ -230,7 +230,7 @@ def run_main(
     if as_json and not headless:
         raise SpectuiError("--json needs --headless")
     if theme is not None:  # every face refuses an unknown theme, headless too; before loading models
-        from .tui.shared.themes import check_theme
+        from ..tui.shared.themes import check_theme
 
         check_theme(theme)
     if system is not None and chat is False:
@@ -261,7 +261,7 @@ def run_main(
                 signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
                 return _run_headless(runner, text, control, n_predict, machine, as_json, recorder, signals)
             signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
-            from .tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
+            from ..tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
 
             return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
     finally:
@@ -282,9 +282,9 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
     its own, off the engine's passes."""
     if not record:
         return None
-    from .recording.trace import TraceWriter
+    from ..recording.trace import TraceWriter
 
-    from .engine.cpu import default_threads, spare_core
+    from ..engine.cpu import default_threads, spare_core
 
     spare = spare_core(models.threads or default_threads().threads)
     return TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force, background=spare)
@@ -293,7 +293,7 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
 def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,
                   signals: SignalStop) -> int:
     """The headless face of a started run (``signals`` stops it cleanly): its exit status."""
-    from .headless import consume
+    from ..headless import consume
 
     stats = None
     try:

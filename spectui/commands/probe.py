@@ -1,8 +1,8 @@
 """`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
-headless summary and the TUI read, imports no face: the command loads models through spectui.run).
+headless summary and the TUI read, imports no face: the command loads models through spectui.commands.run).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
-    python -m spectui.probe_cli ...
+    python -m spectui.commands.probe ...
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import sys
 
 import click
 
-from .contract.errors import SpectuiError, fail
-from .contract.exitcodes import Interrupted
+from ..contract.errors import SpectuiError, fail
+from ..contract.exitcodes import Interrupted
 from .options import model_options
-from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
 
 @click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,5 +77,5 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
     return 0
 
 
-if __name__ == "__main__":  # python -m spectui.probe_cli ...
+if __name__ == "__main__":  # python -m spectui.commands.probe ...
     probe_cmd()  # pylint: disable=no-value-for-parameter
