@@ -33,7 +33,7 @@ def main() -> int:
 
     import spectui.engine.models as M
     from spectui.commands.bench import bench_main
-    from spectui.commands.run import ModelOptions
+    from spectui.commands.common import ModelOptions
 
     tmp = tempfile.TemporaryDirectory()
     target, draft = args.target, args.draft

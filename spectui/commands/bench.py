@@ -23,7 +23,7 @@ from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
 from .options import model_options
-from .run import ModelOptions, load_engine
+from .common import ModelOptions, load_engine
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown

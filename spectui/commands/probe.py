@@ -1,5 +1,5 @@
 """`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
-headless summary and the TUI read, imports no face: the command loads models through spectui.commands.run).
+headless summary and the TUI read, imports no face: the command loads models through spectui.commands.common).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
     python -m spectui.commands.probe ...
@@ -30,7 +30,7 @@ from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
     try:
-        from .run import loading_stop  # noqa: PLC0415
+        from .common import loading_stop  # noqa: PLC0415
 
         with loading_stop() as signals:  # SIGINT/TERM/HUP, loading or measuring: nothing cached, 128 + N
             code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh,
@@ -48,7 +48,7 @@ def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwar
 
 def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
                refresh: bool = False, out=None, signals=None, **model_kwargs) -> int:
-    from .run import ModelOptions, load_engine  # noqa: PLC0415
+    from .common import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
     models = ModelOptions.pop_from(model_kwargs)

@@ -18,7 +18,7 @@ from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from .options import model_options
-from .run import ModelOptions, load_engine, loading_stop, resolve_prompt
+from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
 from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
