@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spectui.cast import write_asciicast  # noqa: E402
-from spectui.probe_cli import probe_main  # noqa: E402
+from spectui.commands.cast import write_asciicast  # noqa: E402
+from spectui.commands.probe import probe_main  # noqa: E402
 
 MODELS = [ROOT.parent / "shared" / "models", Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui"
                                                                   / "models"))]

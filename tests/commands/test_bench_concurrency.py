@@ -117,7 +117,7 @@ def servers(tiny_target, tiny_draft_noisy, tmp_path_factory):
 @pytest.fixture(scope="module")
 def knee_probe(tiny_target, tiny_draft_noisy, tmp_path_factory):
     d = tmp_path_factory.mktemp("knee-probe")
-    r = subprocess.run([sys.executable, "-m", "spectui.probe_cli", "--target", str(tiny_target), "--draft",
+    r = subprocess.run([sys.executable, "-m", "spectui", "probe", "--target", str(tiny_target), "--draft",
                         str(tiny_draft_noisy), "-c", "512", "-t", "1", "--max-batch", "4", "--repeats", "1",
                         "--batched", "--batch-seqs", "4", "--batch-ks", "3", "--acceptance", "0.5", "--json"],
                        capture_output=True, text=True, timeout=600, env={**os.environ, "XDG_CACHE_HOME": str(d)})

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from spectui.analysis import batch_knee as bk
 from spectui.analysis.probe import cache_key, cache_path, cached_or_measure as probe_cached
 from spectui.engine.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
-from spectui.probe_cli import probe_cmd
+from spectui.commands.probe import probe_cmd
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "models"

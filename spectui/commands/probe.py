@@ -1,8 +1,8 @@
 """`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
-headless summary and the TUI read, imports no face: the command loads models through spectui.run).
+headless summary and the TUI read, imports no face: the command loads models through spectui.commands.common).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
-    python -m spectui.probe_cli ...
+    python -m spectui.commands.probe ...
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import sys
 
 import click
 
-from .contract.errors import SpectuiError, fail
-from .contract.exitcodes import Interrupted
+from ..contract.errors import SpectuiError, fail
+from ..contract.exitcodes import Interrupted
 from .options import model_options
-from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 
 
 @click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,7 +39,7 @@ from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT,
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
     try:
-        from .run import loading_stop  # noqa: PLC0415
+        from .common import loading_stop  # noqa: PLC0415
 
         with loading_stop() as signals:  # SIGINT/TERM/HUP, loading or measuring: nothing cached, 128 + N
             code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh,
@@ -59,7 +59,7 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
                refresh: bool = False, out=None, signals=None, batched: bool = False, batch_seqs: int = 32,
                batch_ks: str = "1,2,4", acceptance: float | None = None, acceptance_from: str | None = None,
                drafter: str | None = None, **model_kwargs) -> int:
-    from .run import ModelOptions, load_engine  # noqa: PLC0415
+    from .common import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
     knee = _knee_args(batched, batch_seqs, batch_ks, acceptance, acceptance_from, drafter)
@@ -78,7 +78,7 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
         res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
                                 progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)
         if knee is not None:
-            from .analysis import batch_knee as bk  # noqa: PLC0415
+            from ..analysis import batch_knee as bk  # noqa: PLC0415
 
             curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
                                          refresh=refresh)
@@ -106,8 +106,8 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         if acceptance is not None or acceptance_from or drafter:
             raise SpectuiError("--acceptance / --acceptance-from / --drafter are for --batched")
         return None
-    from .analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
-    from .engine.batch_probe import check_ks  # noqa: PLC0415
+    from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
+    from ..engine.batch_probe import check_ks  # noqa: PLC0415
 
     try:
         k_list = check_ks(x for x in ks.split(",") if x.strip())
@@ -124,12 +124,12 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         if acceptance_from.endswith(".json"):
             acceptance, src = acceptance_from_json(acceptance_from)
         else:
-            from .recording.trace import read_trace  # noqa: PLC0415
+            from ..recording.trace import read_trace  # noqa: PLC0415
 
             tr = read_trace(acceptance_from)
             acceptance, src = acceptance_from_events(tr.events, f"trace {acceptance_from}")
     return {"seqs": seqs, "ks": k_list, "a": acceptance, "src": src, "drafter": drafter}
 
 
-if __name__ == "__main__":  # python -m spectui.probe_cli ...
+if __name__ == "__main__":  # python -m spectui.commands.probe ...
     probe_cmd()  # pylint: disable=no-value-for-parameter
