@@ -162,7 +162,8 @@ def print_case(r: dict) -> None:
         within = abs(step(mk) - step(pk)) <= 1
         errs = {c: (r["pred"][c] - r["meas"][c]) / r["meas"][c] for c in r["pred"] if c in r["meas"]}
         worst = max(errs.items(), key=lambda kv: abs(kv[1])) if errs else None
-        print(f"knee: measured {mk.words(mk.pays_up_to or 1)}; predicted {pk.words(pk.pays_up_to or 1)}; "
+        print(f"knee: measured {mk.words(mk.pays_up_to or 1, 'concurrency')}; predicted "
+              f"{pk.words(pk.pays_up_to or 1, 'concurrency')}; "
               f"within one step: {'yes' if within else 'no'}")
         if worst:
             print(f"speedup error, predicted vs measured: worst {worst[1]:+.0%} at concurrency {worst[0]} "

@@ -171,13 +171,13 @@ class Knee:
     def always(self) -> bool:
         return self.stops_at is None
 
-    def words(self, b_max: int) -> str:
+    def words(self, b_max: int, unit: str = "B") -> str:
         if self.never:
-            return "never pays (already at B = 1)"
+            return f"never pays (already at {unit} = 1)"
         if self.always:
-            return f"pays at every B measured (up to {b_max})"
-        return f"pays up to B = {self.pays_up_to}, stops at B = {self.stops_at} (crosses 1.0x near B = " \
-               f"{self.crossing:.1f})"
+            return f"pays at every {unit} measured (up to {b_max})"
+        return (f"pays up to {unit} = {self.pays_up_to}, stops at {unit} = {self.stops_at} (crosses 1.0x near "
+                f"{unit} = {self.crossing:.1f})")
 
 
 def knee_of(seqs: Sequence[int], speedups: Sequence[float], k: int = 0) -> Knee:

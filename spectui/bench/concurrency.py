@@ -253,12 +253,13 @@ def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
     if sp:
         cs = [c for c in res.levels if c in sp]
         m = bk.knee_of(cs, [sp[c] for c in cs])
-        lines.append(f"measured: speculation {m.words(cs[-1])}")
+        lines.append(f"measured: speculation {m.words(cs[-1], 'concurrency')}")
         if pred:
             pc = [c for c in cs if c in pred]
             if pc:
                 p = bk.knee_of(pc, [pred[c] for c in pc])
-                lines.append(f"predicted (spectui probe --batched on this machine): speculation {p.words(pc[-1])}")
+                lines.append("predicted (spectui probe --batched on this machine): speculation "
+                             f"{p.words(pc[-1], 'concurrency')}")
     elif not res.base:
         lines.append("No baseline: give --baseline-url (the same target without speculation) for the speedup "
                      "and the knee.")

@@ -72,8 +72,9 @@ def test_report_of_a_sweep_by_hand():
     assert sp == pytest.approx({1: 1.5, 2: 24 / 19, 4: 30 / 36, 8: 61 / 60})
     assert res.switched_off() == [8]  # 2 drafts / 400 tokens against 300 / 400 at concurrency 1
     text = "\n".join(report_lines(res, {1: 1.4, 2: 1.1, 4: 0.9, 8: 0.7}))
-    assert "measured: speculation pays up to B = 2, stops at B = 4" in text
-    assert "predicted (spectui probe --batched on this machine): speculation pays up to B = 2, stops at B = 4" in text
+    assert "measured: speculation pays up to concurrency = 2, stops at concurrency = 4" in text
+    assert ("predicted (spectui probe --batched on this machine): speculation pays up to concurrency = 2, stops at "
+            "concurrency = 4") in text
     assert "switched speculation off by itself at concurrency 8" in text and "disable_by_batch_size" in text
     assert " 1.50x" in text and "1.40x" in text
 
