@@ -230,7 +230,11 @@ def predicted(curve: bk.BatchCurve, res: Sweep, k: int, drafter: str | None) -> 
 
 
 def _f(x, fmt: str) -> str:
-    return "-" if x is None else format(x, fmt)
+    """``x`` in ``fmt`` ('>8.2f'), or '-' in the same width when there is none."""
+    if x is not None:
+        return format(x, fmt)
+    width = int("".join(ch for ch in fmt.split(".", maxsplit=1)[0] if ch.isdigit()) or 0)
+    return "-".rjust(width) if fmt.startswith(">") else "-".ljust(width)
 
 
 def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
@@ -242,10 +246,10 @@ def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
         b = base.get(lv.concurrency)
         s = sp.get(lv.concurrency)
         row = (f"{lv.concurrency:>5}  {_f(b.tokens_per_second if b else None, '>14.1f')}  "
-               f"{lv.tokens_per_second:>10.1f}  {_f(s, '>6.2f') + 'x' if s is not None else '      -'}")
+               f"{lv.tokens_per_second:>10.1f}  {_f(s, '>6.2f') + ('x' if s is not None else ' ')}")
         if pred:
             p = pred.get(lv.concurrency)
-            row += f"  {_f(p, '>8.2f') + 'x' if p is not None else '        -'}"
+            row += f"  {_f(p, '>8.2f') + ('x' if p is not None else ' ')}"
         row += (f"  {_f(lv.itl_ms_p50, '>6.1f')}/{_f(lv.itl_ms_p95, '<6.1f')}  "
                 f"{_f(lv.ttft_ms_p50, '>7.1f')}/{_f(lv.ttft_ms_p95, '<7.1f')}  "
                 f"{_f(lv.acceptance, '>10.2f')}  {lv.drafts_per_token:>12.2f}")

@@ -176,6 +176,37 @@ def test_sweep_without_a_baseline_says_so(servers, tmp_path):
     assert "No baseline: give --baseline-url" in r.stdout
 
 
+@pytest.mark.skipif(BINARY is None, reason=SKIP_REASON)
+@pytest.mark.timeout(900)
+@pytest.mark.slow
+def test_sweep_against_llama_server_with_ngram_lookup(servers, tiny_target, tmp_path):
+    """--spec-type ngram-simple (prompt lookup, no draft model) with -np 4, against the same baseline: every level
+    measured, and the drafted / accepted tokens the sweep reports equal the server's own counters."""
+    _, base = servers
+    # a 1-token lookup key: the tiny random model's text repeats single tokens, not longer n-grams
+    ngram = LlamaServer(BINARY, ["-m", str(tiny_target), "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n",
+                                 "1", "--spec-draft-n-max", "3",
+                                 "--metrics", "-c", "4096", "-np", "4", "--no-warmup", *THREADS],
+                        tmp_path / "ngram.log")
+    try:
+        out = tmp_path / "ngram.json"
+        raw0 = raw_metrics(ngram.url)
+        r = bench("--url", ngram.url, "--baseline-url", base.url, "--prompts", write_prompts(tmp_path / "q.jsonl"),
+                  "-n", "48", "--concurrency", "1,2,4", "--json", out)
+        assert r.returncode == 0, r.stderr + r.stdout
+        time.sleep(0.5)
+        raw1 = raw_metrics(ngram.url)
+    finally:
+        ngram.stop()
+    sw = json.loads(out.read_text())["concurrency_sweep"]
+    assert [lv["concurrency"] for lv in sw["levels"]] == [1, 2, 4]
+    assert all(lv["tokens_per_second"] > 0 and lv["speedup"] > 0 for lv in sw["levels"])
+    drafted = raw1["llamacpp:spec_decode_num_draft_tokens_total"] - raw0["llamacpp:spec_decode_num_draft_tokens_total"]
+    assert drafted > 0 and sum(lv["drafted"] for lv in sw["levels"]) == drafted
+    assert all(lv["drafted"] > 0 and lv["acceptance_source"] == "timings" for lv in sw["levels"])
+    assert "measured: speculation" in r.stdout
+
+
 # ---------------------------------------------------------------- the CPU vLLM
 
 try:
