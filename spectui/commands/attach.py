@@ -26,7 +26,7 @@ from ..contract.events import (
 )
 from ..attach.request import stream_completion
 from ..attach.scraper import Scraper
-from ..attach.text import HeadlessFace, window_line
+from ..text.attach import HeadlessFace, window_line
 from ..attach.urls import check_urls
 from ..analysis.attach_stats import AttachStats
 

@@ -28,7 +28,7 @@ from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
 from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
-from ..bench.render import render_chart, render_table
+from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 

@@ -237,7 +237,7 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
     from ..contract.errors import fail
     from ..contract.exitcodes import SignalStop
     from ..recording.player import load_for_tui, parse_speed
-    from .replay import replay_headless
+    from ..text.replay import replay_headless
     from ..tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
@@ -252,7 +252,7 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                         break
                     if a.race:
                         from ..views.race_outcome import outcome
-                        from ..views.race_text import print_outcome
+                        from ..text.race import print_outcome
 
                         race = load_race_act(a)
                         print(("\n" if i else "") + race_reason(a, race) + "\n", flush=True)

@@ -108,7 +108,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         race.note = note
         if headless:
             from ..views.race_outcome import outcome
-            from ..views.race_text import print_outcome
+            from ..text.race import print_outcome
 
             try:
                 print_outcome(race, outcome(race), sys.stdout, as_json=as_json)

@@ -172,7 +172,7 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
 def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,
                   signals: SignalStop) -> int:
     """The headless face of a started run (``signals`` stops it cleanly): its exit status."""
-    from ..headless import consume
+    from ..text.run import consume
 
     stats = None
     try:

@@ -22,7 +22,7 @@ from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
 from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
-from ..sweep.render import render_chart, render_table
+from ..text.sweep import render_chart, render_table
 from ..sweep.report import report_lines, sweep_prediction
 from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
 

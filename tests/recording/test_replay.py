@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from spectui.contract.events import RunStarted
-from spectui.headless import consume
+from spectui.text.run import consume
 from spectui.recording.player import mark_replay, paced
-from spectui.commands.replay import replay_headless
+from spectui.text.replay import replay_headless
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
