@@ -31,6 +31,7 @@ from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, par
 from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
+from . import command
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
@@ -103,7 +104,7 @@ class _Signals:
         return 128 + int(self.signum)
 
 
-@click.command("bench", context_settings={"help_option_names": ["-h", "--help"]})
+@command("bench")
 @model_options
 @click.option("--prompts", "prompts", type=str, default=BUILTIN, show_default=True,
               help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line) or 'builtin'")
@@ -137,7 +138,6 @@ class _Signals:
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
-    """Benchmark speculation per workload category: Spec-Bench's table for your pair, machine or deployment."""
     sig = _Signals()
     try:
         with sig:

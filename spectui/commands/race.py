@@ -14,9 +14,10 @@ from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, load_engine, loading_stop
 from .options import model_options
+from . import command
 
 
-@click.command("race", context_settings={"help_option_names": ["-h", "--help"]})
+@command("race")
 @click.argument("traces", nargs=-1, type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print each run's figures, the winner and the margin")
 @click.option("--json", "as_json", is_flag=True, help="with --headless: one JSON object")
@@ -46,7 +47,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
              speed: str, theme: str | None, prompt: str | None, prompt_file: str | None, n_predict: int,
              draft_max: int | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
              spec_b: str | None, record_dir: str | None, **model_kwargs) -> None:
-    """Race recorded runs (2 or 3 traces) on one clock, or record two settings one after the other and race them."""
+    """2 or 3 traces; a recorded race runs its two settings one after the other, never at once."""
     from ..contract.errors import fail
     from ..recording.player import parse_speed
 

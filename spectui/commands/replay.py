@@ -30,6 +30,7 @@ from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, PassEvent
 from ..recording.player import is_attach_trace, load_for_tui, parse_speed, warn_stderr
 from ..text.replay import replay_headless
+from . import command
 
 
 def parse_explain(value: str) -> tuple[int, int | None]:
@@ -122,7 +123,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
     return ev
 
 
-@click.command("replay", context_settings={"help_option_names": ["-h", "--help"]})
+@command("replay")
 @click.argument("file", type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print the text and the summary the live run printed")
 @click.option("--json", "as_json", is_flag=True, help="with --headless: the live run's JSON object")
@@ -134,7 +135,6 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
                    "its TOKEN-th (1-based), then exit; implies --headless; with --json one JSON object")
 def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
                explain: str | None) -> None:
-    """Replay a recorded trace FILE in the TUI, or --headless."""
     import threading
 
     from ..contract.errors import fail

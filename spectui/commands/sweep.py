@@ -25,9 +25,10 @@ from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
 from ..text.sweep import render_chart, render_table
 from ..sweep.report import report_lines, sweep_prediction
 from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
+from . import command
 
 
-@click.command("sweep", context_settings={"help_option_names": ["-h", "--help"]})
+@command("sweep")
 @model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
@@ -48,7 +49,7 @@ from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_ver
 @click.option("--force", is_flag=True,
               help="let -o / --record-dir replace existing files that are not spectui's of the same kind")
 def sweep_cmd(**kwargs):
-    """Run every draft length x temperature (plus the target alone) and report when speculation pays."""
+    """The target alone is run too, at each temperature: the baseline of every speedup."""
     try:
         code = sweep_main(ModelOptions.pop_from(kwargs), **kwargs)
     except SweepRunFailed as exc:  # the run failed: 1 (spectui.contract.exitcodes), not bad input
