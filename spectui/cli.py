@@ -13,7 +13,7 @@ import click
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
 from .commands import SUMMARIES
-from .commands.options import model_options, run_options
+from .commands.options import json_option, model_options, run_options
 
 # name -> "module:attribute" of a click.Command; each one's summary is written once, in SUMMARIES
 SUBCOMMANDS = {name: f"spectui.commands.{name}:{name}_cmd" for name in SUMMARIES}
@@ -39,7 +39,7 @@ class LazyGroup(click.Group):
 @model_options
 @run_options
 @click.option("--headless", is_flag=True, help="no TUI: print the text as it is generated, then a summary")
-@click.option("--json", "as_json", is_flag=True, help="with --headless: print one JSON object instead")
+@json_option("one object (the run's settings, text, passes' summary)")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")

@@ -31,6 +31,7 @@ from ..contract.events import AttachStarted, PassEvent
 from ..recording.player import is_attach_trace, load_for_tui, parse_speed, warn_stderr
 from ..text.replay import replay_headless
 from . import command
+from .options import json_option
 
 
 def parse_explain(value: str) -> tuple[int, int | None]:
@@ -126,7 +127,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 @command("replay")
 @click.argument("file", type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print the text and the summary the live run printed")
-@click.option("--json", "as_json", is_flag=True, help="with --headless: the live run's JSON object")
+@json_option("the live run's object")
 @click.option("--speed", type=str, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
@@ -155,9 +156,7 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
                 except OSError:
                     pass
             return
-        if as_json and not headless:
-            raise SpectuiError("--json needs --headless")
-        if headless:
+        if headless or as_json:  # --json: JSON on stdout, no TUI (docs/conventions.md)
             sp = parse_speed(speed, default=float("inf"))
             stop = threading.Event()
             with SignalStop(stop.set) as signals:  # SIGINT/TERM/HUP: the summary so far, then 128 + N

@@ -98,8 +98,8 @@ def test_missing_file_and_bad_options(tmp_path):
     assert r.returncode == 2 and "no such file" in r.stderr and r.stderr.count("\n") == 1
     p = tmp_path / "t.jsonl"
     write_trace(p, EVENTS)
-    r = spectui("replay", str(p), "--json")
-    assert r.returncode == 2 and "--json needs --headless" in r.stderr
+    r = spectui("replay", str(p), "--json")  # --json is JSON on stdout, no TUI, in every command
+    assert r.returncode == 0 and r.stdout == spectui("replay", str(p), "--headless", "--json").stdout != ""
     r = spectui("replay", str(p), "--headless", "--speed", "fast")
     assert r.returncode == 2 and "bad replay speed 'fast'" in r.stderr
 
