@@ -209,3 +209,11 @@ def test_the_race_runs_drafter_none(tmp_path):
 
 def test_every_subcommand_is_covered():
     assert set(commands()) == {"run", *SUMMARIES}
+
+
+@pytest.mark.slow  # the live run on the tiny models
+def test_the_live_run_json_alone_is_headless(tiny_target):
+    r = spectui("--target", tiny_target, "--json", "-n", 4, "-t", 1, "--drafter", "ngram", "--no-probe", "-p", "a b")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["n_predict"] == 4 and d["start"]["settings"]["drafter"] == "ngram"
