@@ -12,7 +12,7 @@ import click
 
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
-from .common import ModelOptions, load_engine, loading_stop
+from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
 from ..contract.draft_length import parse_k
 from .options import drafter_option, json_option, model_options, record_dir_option
 from . import command
@@ -73,7 +73,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             b = parse_spec(spec_b if spec_b is not None else default_b, "--b")
             for spec in (a, b):  # a bad setting fails before any model loads
                 spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft)
-            text = _prompt(prompt, prompt_file)
+            text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
 
             def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
                 return load_engine(models, use_draft=use_draft, quiet=as_json)
@@ -124,16 +124,3 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
     except SpectuiError as exc:
         fail(str(exc))
 
-
-def _prompt(prompt: str | None, prompt_file: str | None) -> str:
-    if prompt is not None and prompt_file is not None:
-        raise SpectuiError("give -p or -f, not both")
-    if prompt_file is not None:
-        try:
-            with open(prompt_file, encoding="utf-8") as fh:
-                prompt = fh.read()
-        except OSError as exc:
-            raise SpectuiError(f"cannot read {prompt_file}: {exc.strerror or exc}") from None
-    if not prompt or not prompt.strip():
-        raise SpectuiError("a recorded race needs a prompt (-p TEXT or -f FILE)")
-    return prompt
