@@ -5,9 +5,8 @@ For rooms where the projector hangs off a laptop that has no SSH: ``spectui serv
 ``spectui COMMAND ...`` process whose screen is drawn in the page (xterm.js). Bound to 127.0.0.1 unless
 ``--host`` says otherwise (``--public-url`` then names the address browsers use). Ctrl+C or SIGTERM stop it.
 
-The web face: it sits with the Textual faces (it imports ``textual_serve``, only when it serves), and the
-command line reaches it through ``spectui.cli.SUBCOMMANDS``. Importing it loads no Textual (the command's
-``--help`` and its errors need none).
+It imports ``textual_serve`` only when it serves; importing it loads no Textual (the command's ``--help``
+and its errors need none).
 """
 
 from __future__ import annotations
