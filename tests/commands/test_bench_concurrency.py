@@ -136,7 +136,7 @@ def test_sweep_against_llama_server_np4_with_a_draft(servers, knee_probe, tmp_pa
     out = tmp_path / "sweep.json"
     raw0 = raw_metrics(spec.url)
     r = bench("--url", spec.url, "--baseline-url", base.url, "--prompts", write_prompts(tmp_path / "q.jsonl"),
-              "-n", "24", "-k", "3", "--concurrency", "1,2,4", "--knee-probe", knee_probe, "--json", out)
+              "-n", "24", "-k", "3", "--concurrency", "1,2,4", "--knee-probe", knee_probe, "--json", "-o", out)
     assert r.returncode == 0, r.stderr + r.stdout
     time.sleep(0.5)
     raw1 = raw_metrics(spec.url)
@@ -192,7 +192,7 @@ def test_sweep_against_llama_server_with_ngram_lookup(servers, tiny_target, tmp_
         out = tmp_path / "ngram.json"
         raw0 = raw_metrics(ngram.url)
         r = bench("--url", ngram.url, "--baseline-url", base.url, "--prompts", write_prompts(tmp_path / "q.jsonl"),
-                  "-n", "48", "--concurrency", "1,2,4", "--json", out)
+                  "-n", "48", "--concurrency", "1,2,4", "--json", "-o", out)
         assert r.returncode == 0, r.stderr + r.stdout
         time.sleep(0.5)
         raw1 = raw_metrics(ngram.url)
@@ -234,7 +234,7 @@ def test_sweep_against_the_cpu_vllm(tmp_path):
     with vllm_server(tmp_path / "spec", model_script=ADD_TEMPLATE) as url, \
             vllm_server(tmp_path / "base", model_script=ADD_TEMPLATE, spec=None) as base_url:
         r = bench("--url", url, "--baseline-url", base_url, "--prompts", prompts, "-n", "24",
-                  "--concurrency", "1,2,4", "--json", out, timeout=1200)
+                  "--concurrency", "1,2,4", "--json", "-o", out, timeout=1200)
     assert r.returncode == 0, r.stderr + r.stdout
     sw = json.loads(out.read_text())["concurrency_sweep"]
     assert [lv["concurrency"] for lv in sw["levels"]] == [1, 2, 4]
