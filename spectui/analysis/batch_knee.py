@@ -205,8 +205,26 @@ class KneePrediction:
     best: Knee  # the knee of the best k at each B (k = 0)
     acceptance_source: str = ""
 
+    def best_speedup(self, i: int) -> float:
+        return self.speedup[self.best_k[i]][i]
+
+    def k_schedule(self) -> list[list[int]]:
+        """The draft length to use by batch size, in vLLM's ``num_speculative_tokens_per_batch_size`` form
+        ([start_bs, end_bs, k]; k = 0: speculation off): each measured B_i covers B_i .. B_(i+1) - 1 (the last
+        one itself only) with the best k there, or 0 where even the best k does not pay; equal neighbours merged."""
+        out: list[list[int]] = []
+        for i, b in enumerate(self.seqs):
+            end = self.seqs[i + 1] - 1 if i + 1 < len(self.seqs) else b
+            k = self.best_k[i] if self.best_speedup(i) > 1.0 else 0
+            if out and out[-1][2] == k:
+                out[-1][1] = end
+            else:
+                out.append([b, end, k])
+        return out
+
     def to_dict(self) -> dict:
         return {
+            "k_schedule": self.k_schedule(),
             "acceptance": self.acceptance, "acceptance_source": self.acceptance_source, "drafter": self.drafter,
             "seqs": list(self.seqs), "ks": list(self.ks),
             "speedup": {str(k): [round(x, 4) for x in v] for k, v in self.speedup.items()},
@@ -448,6 +466,8 @@ def table(curve: BatchCurve, pred: KneePrediction | None) -> list[str]:
     for k in pred.ks:
         lines.append(f"k = {k}: {pred.knees[k].words(b_max)}")
     lines.append(f"best k at each B: {pred.best.words(b_max)}")
+    lines.append("as vLLM's num_speculative_tokens_per_batch_size ([from B, to B, k]; k = 0: off): "
+                 + json.dumps(pred.k_schedule()))
     return lines
 
 

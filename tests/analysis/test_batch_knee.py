@@ -90,6 +90,21 @@ def test_the_best_k_moves_down_as_the_batch_grows():
     assert p.best.pays_up_to == 4 and p.best.stops_at == 8
 
 
+def test_the_k_schedule_in_vllms_form():
+    # k = 4 best at B = 1 and 2, k = 1 at B = 4, nothing pays at B = 8 (see the test above)
+    c = curve(plain=[10, 10, 10, 10], verify={1: [10, 10, 12, 20], 4: [10, 12, 25, 50]})
+    p = bk.predict(c, 0.7, bk.DRAFTER_LOOKUP)
+    assert p.best_k == (4, 4, 1, 1)
+    assert p.k_schedule() == [[1, 3, 4], [4, 7, 1], [8, 8, 0]]
+    assert p.to_dict()["k_schedule"] == [[1, 3, 4], [4, 7, 1], [8, 8, 0]]
+    assert "[[1, 3, 4], [4, 7, 1], [8, 8, 0]]" in "\n".join(bk.table(c, p))
+    # always pays with one k: one range; never pays: one range of 0
+    flat = curve(plain=[10, 10, 11, 12], verify={2: [10, 10, 11, 12]})
+    assert bk.predict(flat, 0.6, bk.DRAFTER_LOOKUP).k_schedule() == [[1, 8, 2]]
+    dear = curve(plain=[10, 10, 12, 20], verify={2: [20, 20, 24, 40]})
+    assert bk.predict(dear, 0.3, bk.DRAFTER_LOOKUP).k_schedule() == [[1, 8, 0]]
+
+
 def test_knee_of_exactly_one_counts_as_not_paying():
     kn = bk.knee_of((1, 2, 4), (1.2, 1.0, 0.8))
     assert (kn.pays_up_to, kn.stops_at) == (1, 2) and kn.crossing == pytest.approx(2.0)
