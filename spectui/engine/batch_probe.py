@@ -68,9 +68,10 @@ def seq_sizes(max_seqs: int) -> tuple[int, ...]:
 
 
 def check_ks(ks) -> tuple[int, ...]:
-    out = tuple(sorted({int(k) for k in ks}))
+    given = [int(k) for k in ks]
+    out = tuple(sorted(set(given)))
     if not out or out[0] < 1 or out[-1] > MAX_K:
-        raise SpectuiError(f"the batched probe's draft lengths must be between 1 and {MAX_K}, not {list(ks)}")
+        raise SpectuiError(f"the batched probe's draft lengths must be between 1 and {MAX_K}, not {given}")
     return out
 
 

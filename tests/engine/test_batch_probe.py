@@ -116,9 +116,16 @@ def test_probe_command_prints_the_table_and_chart(tiny_target, tiny_draft_noisy,
     b = doc["batched"]
     assert b["curve"]["seqs"] == [1, 2, 4, 8] and b["curve"]["cached"] is True
     assert set(b["prediction"]["knees"]) == {"1", "2"} and b["prediction"]["acceptance"] == 0.6
-    # bad input: one line, exit status 2
+    # bad input: one line, exit status 2, before any model loads
     r = CliRunner().invoke(probe_cmd, args[:-1] + ["1.5"], env=env)
     assert r.exit_code == 2 and "between 0 and 1" in r.output
+    for bad, msg in ((["--batch-ks", "0"], "between 1 and 16, not [0]"), (["--batch-ks", "a"], "comma-separated"),
+                     (["--acceptance-from", str(tmp_path / "none.json")], "no such file"),
+                     (["--acceptance-from", str(tiny_target)], "trace")):
+        r = CliRunner().invoke(probe_cmd, ["--target", str(tiny_target), "--batched", *bad], env=env)
+        assert r.exit_code == 2 and msg in r.output, (bad, r.output)
+    r = CliRunner().invoke(probe_cmd, ["--target", str(tiny_target), "--acceptance", "0.5"], env=env)
+    assert r.exit_code == 2 and "are for --batched" in r.output
 
 
 @pytest.mark.qwen
