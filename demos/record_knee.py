@@ -38,7 +38,7 @@ def probe_text(target: str, draft: str | None, args, acceptance: float | None) -
     kw = dict(target=target, draft=draft, threads=args.threads, ctx_size=1024)
     probe_main(out=buf, max_batch=4, repeats=args.repeats, batched=True, batch_seqs=args.batch_seqs,
                batch_ks=args.ks, acceptance=acceptance, acceptance_from=args.acceptance_from,
-               drafter="model" if draft else "lookup", **kw)
+               drafter="model" if draft else "ngram", **kw)
     text = buf.getvalue()
     return text[text.index("spectui probe --batched"):]  # the batched act (the probe's own figures are elsewhere)
 

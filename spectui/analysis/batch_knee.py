@@ -40,7 +40,7 @@ from .costmodel import leviathan
 
 BATCH_VERSION = 1
 DRAFTER_MODEL = "model"
-DRAFTER_LOOKUP = "lookup"
+DRAFTER_LOOKUP = "ngram"  # prompt lookup (docs/conventions.md: --drafter model, ngram)
 CHART_HEIGHT = 12
 CHART_COL = 6  # characters per measured B
 
@@ -239,7 +239,8 @@ def predict(curve: BatchCurve, acceptance: float, drafter: str | None = None, so
         raise SpectuiError(f"the acceptance must be between 0 and 1, not {acceptance}")
     drafter = drafter or (DRAFTER_MODEL if curve.has_draft else DRAFTER_LOOKUP)
     if drafter == DRAFTER_MODEL and not curve.has_draft:
-        raise SpectuiError("a draft model's step costs were not measured (no --draft): use the lookup drafter")
+        raise SpectuiError("a draft model's step costs were not measured (no --draft): use --drafter ngram "
+                           "(prompt lookup)")
     sp = {k: tuple(speedup(curve, b, k, acceptance, drafter) for b in curve.seqs) for k in curve.ks}
     knees = {k: knee_of(curve.seqs, sp[k], k) for k in curve.ks}
     best_k = tuple(max(curve.ks, key=lambda k, i=i: sp[k][i]) for i in range(len(curve.seqs)))

@@ -35,7 +35,7 @@ from . import command
 @click.option("--acceptance", type=float, default=None, help="--batched: per-draft acceptance to predict with")
 @click.option("--acceptance-from", type=str, default=None,
               help="--batched: the acceptance measured in a trace or a `spectui bench --json` report")
-@click.option("--drafter", type=click.Choice(["model", "lookup"]), default=None,
+@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
               help="--batched: draft model (default with --draft) or prompt lookup (free drafts)")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     try:

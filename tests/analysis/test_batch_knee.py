@@ -123,7 +123,7 @@ def test_the_acceptance_inverse_goes_through_leviathan():
 def test_bad_input_is_one_line():
     with pytest.raises(SpectuiError, match="between 0 and 1"):
         bk.predict(KNEE, 1.5)
-    with pytest.raises(SpectuiError, match="lookup"):
+    with pytest.raises(SpectuiError, match="ngram"):
         bk.predict(KNEE, 0.5, bk.DRAFTER_MODEL)  # no draft measured
     with pytest.raises(ValueError):
         curve(plain=[10, 10], verify={2: [10, 15, 30, 60]})
