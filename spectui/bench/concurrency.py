@@ -11,8 +11,9 @@ speculation), ``max(prompts, 2 c)`` streaming chat completions (the prompts cycl
   (request sent -> first content chunk); the level gives p50 and p95 over its requests;
 - acceptance: drafted and accepted tokens from each request's own ``timings`` (llama-server), else from the
   deployment's ``/metrics`` delta over the level (vLLM; the level is the only traffic), accepted / drafted;
-- drafted tokens per output token: when it falls to under a fifth of the lowest level's, the server switched
-  speculation off by itself at that concurrency (vLLM's ``disable_by_batch_size``), and the report says so;
+- drafted tokens per output token: when it falls to under a third of the lowest level's, the server switched
+  speculation off by itself at that concurrency (vLLM's ``num_speculative_tokens_per_batch_size`` with k = 0, or
+  the older ``disable_by_batch_size``), and the report says so;
 - speedup: the level's aggregate tokens/s over the baseline's at the same concurrency.
 
 The measured knee is the first concurrency whose speedup is at most 1.0 (``analysis.batch_knee.knee_of``);
@@ -39,7 +40,9 @@ from .plan import parse_temps
 from .server import Deployment, _counters, _delta, chat_request, probe_deployment
 
 MAX_LEVEL = 256
-OFF_SHARE = 0.2  # drafted tokens per output token under this share of the lowest level's: speculation was off
+# drafted tokens per output token under this share of the lowest level's: speculation was off (not all off: a level's
+# first and last requests run with fewer beside them, below the server's threshold, and draft there)
+OFF_SHARE = 1 / 3
 
 
 def parse_concurrency(value) -> tuple[int, ...]:
@@ -273,7 +276,7 @@ def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
         lines.append(f"The server switched speculation off by itself at concurrency {', '.join(map(str, off))}: "
                      f"it drafted {first.drafts_per_token:.2f} tokens per output token at concurrency "
                      f"{first.concurrency} and under {OFF_SHARE * first.drafts_per_token:.2f} there (vLLM's "
-                     "disable_by_batch_size does this).")
+                     "num_speculative_tokens_per_batch_size with k = 0 does this, as disable_by_batch_size did).")
     lines.append("ITL: a request's first-to-last content chunk time / (chunks - 1) on the client; TTFT: request "
                  "sent to first content chunk; tokens/s: all requests' output tokens / the level's wall time.")
     if res.status != "done":

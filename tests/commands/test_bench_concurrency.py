@@ -59,7 +59,8 @@ def test_parse_concurrency():
 
 def test_report_of_a_sweep_by_hand():
     """The arithmetic of the report on hand-made levels: speedup per level, the measured knee, and a server that
-    stopped drafting past some concurrency (as vLLM's disable_by_batch_size does) named as such."""
+    stopped drafting past some concurrency (as vLLM's num_speculative_tokens_per_batch_size with k = 0 does)
+    named as such."""
     from spectui.bench.concurrency import Level, Sweep, report_lines
 
     res = Sweep([1, 2, 4, 8])
@@ -243,3 +244,31 @@ def test_sweep_against_the_cpu_vllm(tmp_path):
         assert lv["acceptance_source"] == "metrics" and lv["drafted"] > 0
     assert all(bl["drafted"] == 0 for bl in sw["baseline"])
     assert "measured: speculation" in r.stdout
+
+
+@pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
+@pytest.mark.timeout(1800)
+@pytest.mark.slow
+def test_the_sweep_shows_vllm_switching_speculation_off(tmp_path):
+    """vLLM's dynamic speculative decoding (num_speculative_tokens_per_batch_size: k = 3 for one running request,
+    0 from two on) switches speculation off by itself at concurrency 4: the sweep sees the drafts per output token
+    fall and the report names the concurrency."""
+    from vllm_server import SPEC
+
+    prompts = tmp_path / "q.jsonl"
+    prompts.write_text("".join(json.dumps(p) + "\n" for p in [
+        {"question_id": 1, "category": "lookup", "turns": ["hash map key value table bucket hash map key value "
+                                                           "table bucket hash map key value table bucket hash map"]}]))
+    out = tmp_path / "off.json"
+    (tmp_path / "dyn").mkdir()
+    spec = dict(SPEC, num_speculative_tokens_per_batch_size=[[1, 1, 3], [2, 512, 0]])
+    with vllm_server(tmp_path / "dyn", model_script=ADD_TEMPLATE, spec=spec) as url:
+        r = bench("--url", url, "--prompts", prompts, "-n", "32", "--concurrency", "1,4", "--json", "-o", out,
+                  timeout=1200)
+    assert r.returncode == 0, r.stderr + r.stdout
+    sw = json.loads(out.read_text())["concurrency_sweep"]
+    one, four = sw["levels"]
+    # (not zero: a level's first and last requests run with fewer beside them, and draft there)
+    assert one["drafted"] > 0 and four["drafts_per_token"] < one["drafts_per_token"] / 3, sw["levels"]
+    assert sw["switched_off_at"] == [4]
+    assert "switched speculation off by itself at concurrency 4" in r.stdout
