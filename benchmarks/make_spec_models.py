@@ -5,18 +5,23 @@
 writes, with gguf's GGUFWriter and small random float32 weights (no downloads):
 
 - ``DIR/eagle3-target.gguf``: the tests' tiny llama-architecture target (tests/tinymodels.py, seed 0:
-  embedding 64, 2 blocks, 4 heads, FFN 128, the tests' SentencePiece-style vocabulary).
+  embedding 64, 4 heads, FFN 128, the tests' SentencePiece-style vocabulary), with 4 blocks (the tiny models'
+  2 plus two more), so that three distinct block inputs exist for the head to read.
 - ``DIR/eagle3-draft.gguf``: an ``eagle3``-architecture head for it: one decoder block whose attention
   takes [norm(token embedding), norm(fused features)] (2 x 64 wide), an ``fc`` that fuses the target's
-  hidden states from the three layers in ``eagle3.target_layers`` (default [0, 1, 2]: the inputs of
-  blocks 0 and 1 and, 2 = n_layer, the output of the last block), ``eagle3.target_hidden_size`` 64, its own
-  ``token_embd`` and ``output`` (so it loads without the target's context) and the same vocabulary.
-- ``DIR/mtp-target.gguf``: a ``mimo2``-architecture target (dense FFN, plain attention; block 0 is a sliding-window
-  layer whose window is the whole training context, as llama.cpp requires one) with 2 trunk blocks and one appended NextN/MTP block (``mimo2.block_count`` 3,
-  ``mimo2.nextn_predict_layers`` 1, ``blk.2.nextn.{eh_proj,enorm,hnorm}``). Of the architectures whose
-  graph this llama.cpp builds in an MTP context (LLM_GRAPH_TYPE_DECODER_MTP: qwen35, qwen35moe,
-  qwen3next, glm4-moe, deepseek2, step35, mimo2, ...), mimo2 is the one whose trunk and MTP block can both
-  be a plain dense transformer (no MoE router, no MLA, no recurrent layers): src/models/mimo2.cpp.
+  hidden states from the three layers in ``eagle3.target_layers`` (default [1, 2, 3]: the inputs of blocks
+  1, 2 and 3, i.e. the outputs of blocks 0, 1 and 2, as EAGLE-3 reads low, middle and high layers),
+  ``eagle3.target_hidden_size`` 64, its own ``token_embd`` and ``output`` (so it loads without the target's
+  context) and the same vocabulary. Id n_layer (the last block's output) is legal in llama.cpp's EAGLE-3
+  driver but the llama graph never produces it (src/models/llama.cpp sets t_layer_inp only, never
+  t_h_nextn), so the default avoids it.
+- ``DIR/mtp-target.gguf``: a ``mimo2``-architecture target (dense FFN, plain attention; block 0 is a
+  sliding-window layer whose window is the whole training context, as llama.cpp requires one) with 2 trunk
+  blocks and one appended NextN/MTP block (``mimo2.block_count`` 3, ``mimo2.nextn_predict_layers`` 1,
+  ``blk.2.nextn.{eh_proj,enorm,hnorm}``). Of the architectures whose graph this llama.cpp builds in an MTP
+  context (LLM_GRAPH_TYPE_DECODER_MTP: qwen35, qwen35moe, qwen3next, glm4-moe, deepseek2, step35, mimo2,
+  ...), mimo2 is the one whose trunk and MTP block can both be a plain dense transformer (no MoE router, no
+  MLA, no recurrent layers): src/models/mimo2.cpp.
   The MTP layers live in the target file itself, so no sidecar is written.
 
 Prints one line per file. ``--eagle3-layers A,B,C`` changes the target layer ids the head records.
@@ -41,7 +46,8 @@ N_HEAD_KV = tinymodels.N_HEAD_KV
 N_FF = tinymodels.N_FF
 N_CTX_TRAIN = tinymodels.N_CTX_TRAIN
 
-EAGLE3_LAYERS = (0, 1, 2)  # the target (2 blocks) exposes the inputs of blocks 0..1 and (id 2) its last output
+EAGLE3_TARGET_BLOCKS = 4
+EAGLE3_LAYERS = (1, 2, 3)  # inputs of blocks 1..3 of the 4-block target (outputs of blocks 0..2)
 MTP_TRUNK_LAYERS = 2
 MTP_NEXTN_LAYERS = 1
 
@@ -80,7 +86,7 @@ def _write(w, tensors: dict[str, np.ndarray]) -> None:
 
 def build_eagle3_target(path: str | Path, seed: int = 0) -> Path:
     """The target an EAGLE-3 head drafts for: the tests' tiny llama model (eos never the argmax)."""
-    return tinymodels.build_model(path, seed=seed, name="tiny-eagle3-target")
+    return tinymodels.build_model(path, seed=seed, name="tiny-eagle3-target", n_layer=EAGLE3_TARGET_BLOCKS)
 
 
 def build_eagle3_draft(path: str | Path, seed: int = 7, target_layers=EAGLE3_LAYERS,

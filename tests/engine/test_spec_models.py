@@ -1,0 +1,330 @@
+"""EAGLE-3 and MTP models: the tiny GGUFs benchmarks/make_spec_models.py writes, what spectui reads from their
+headers (spectui.engine.spec_kinds, as llama.cpp's common_speculative_types_from_gguf), what the real llama.cpp
+reports through the staging calls (spectui.engine.llama_ext), and that llama.cpp's own drivers accept them
+(llama-server --spec-type draft-eagle3 / draft-mtp, when built)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spectui.contract.errors import SpectuiError
+from spectui.engine import llama_ext, spec_kinds
+from spectui.engine.models import llama
+
+ROOT = Path(__file__).resolve().parents[2]
+MAKER = ROOT / "benchmarks" / "make_spec_models.py"
+FILES = ("eagle3-target.gguf", "eagle3-draft.gguf", "mtp-target.gguf")
+
+
+def _make(out: Path, *args: str) -> Path:
+    r = subprocess.run([sys.executable, str(MAKER), str(out), *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory) -> Path:
+    return _make(tmp_path_factory.mktemp("spec"))
+
+
+def _one_line(exc: pytest.ExceptionInfo) -> str:
+    msg = str(exc.value)
+    assert msg and "\n" not in msg
+    assert exc.value.exit_code == 2
+    return msg
+
+
+# ---------------------------------------------------------------- the maker and the headers
+
+
+def test_maker_writes_the_three_files(spec_dir):
+    for name in FILES:
+        p = spec_dir / name
+        assert p.is_file() and 100_000 < p.stat().st_size < 2_000_000, name
+
+
+def test_headers_say_which_kind(spec_dir):
+    t = spec_kinds.spec_info(str(spec_dir / "eagle3-target.gguf"))
+    d = spec_kinds.spec_info(str(spec_dir / "eagle3-draft.gguf"))
+    m = spec_kinds.spec_info(str(spec_dir / "mtp-target.gguf"))
+    assert (t.architecture, t.kind, t.n_layer, t.n_layer_nextn, t.llama_cpp_types) == ("llama", "model", 4, 0, ())
+    assert (d.architecture, d.kind, d.target_layer_ids, d.target_hidden_size) == ("eagle3", "eagle3", (1, 2, 3), 64)
+    assert d.llama_cpp_types == ()  # llama.cpp's rule does not detect EAGLE-3 (common/preset.cpp's TODO)
+    assert (m.architecture, m.kind, m.block_count, m.n_layer_nextn, m.n_layer) == ("mimo2", "mtp", 3, 1, 2)
+    assert m.llama_cpp_types == ("draft-mtp",)
+    assert spec_kinds.detect_drafter(str(spec_dir / "eagle3-target.gguf"), str(spec_dir / "eagle3-draft.gguf")) \
+        == "eagle3"
+    # llama.cpp: an MTP-capable file given as the draft (here the target itself) means draft-mtp
+    assert spec_kinds.detect_drafter(str(spec_dir / "mtp-target.gguf"), str(spec_dir / "mtp-target.gguf")) == "mtp"
+    assert spec_kinds.detect_drafter(str(spec_dir / "mtp-target.gguf"), None) is None
+    assert spec_kinds.detect_drafter(str(spec_dir / "eagle3-target.gguf"), str(spec_dir / "eagle3-target.gguf")) \
+        == "model"
+
+
+def test_header_reader_agrees_with_gguf(spec_dir):
+    """The bounded reader sees the metadata and tensor names gguf's own reader sees."""
+    import gguf
+
+    for name in FILES:
+        path = spec_dir / name
+        h = spec_kinds.read_header(str(path))
+        r = gguf.GGUFReader(str(path))
+        assert h.tensor_names == {t.name for t in r.tensors}
+        for key, f in r.fields.items():
+            if key.startswith("GGUF."):
+                continue
+            if f.types[0] == gguf.GGUFValueType.ARRAY:
+                if f.types[-1] != gguf.GGUFValueType.STRING and len(f.data) <= spec_kinds.MAX_SMALL_ARRAY:
+                    assert h.metadata[key] == list(f.contents()), key
+                continue
+            assert h.metadata[key] == f.contents(), key
+
+
+def test_drafter_refusals_are_one_line(spec_dir, tmp_path):
+    target, draft, mtp = (str(spec_dir / n) for n in FILES)
+    ti = spec_kinds.spec_info(target)
+    assert spec_kinds.check_eagle3_draft(draft, ti).target_layer_ids == (1, 2, 3)
+    assert spec_kinds.check_mtp_target(mtp).n_layer_nextn == 1
+    with pytest.raises(SpectuiError) as e:
+        spec_kinds.check_eagle3_draft(target)
+    assert "--drafter eagle3 needs an EAGLE-3 head" in _one_line(e) and "'llama' model" in _one_line(e)
+    with pytest.raises(SpectuiError) as e:
+        spec_kinds.check_eagle3_draft(mtp)
+    assert "try --drafter mtp" in _one_line(e)
+    for not_mtp in (target, draft):
+        with pytest.raises(SpectuiError) as e:
+            spec_kinds.check_mtp_target(not_mtp)
+        assert "--drafter mtp needs a target with MTP (NextN) layers" in _one_line(e)
+    # a head that reads a layer the target lacks
+    other = _make(tmp_path / "other", "--eagle3-layers", "0,1,5")  # the target has ids 0..4
+    assert spec_kinds.spec_info(str(other / "eagle3-draft.gguf")).target_layer_ids == (0, 1, 5)
+    with pytest.raises(SpectuiError) as e:
+        spec_kinds.check_eagle3_draft(str(other / "eagle3-draft.gguf"), ti)
+    assert "reads target layers [0, 1, 5]" in _one_line(e)
+
+
+def test_header_reader_is_bounded(spec_dir, tmp_path):
+    src = (spec_dir / "eagle3-draft.gguf").read_bytes()
+    cases = {
+        "not-gguf.gguf": b"NOPE" + src[4:100],
+        "truncated.gguf": src[:2000],  # inside the token list
+        "empty.gguf": b"",
+        # the first key's length claims 2**40 bytes
+        "huge-string.gguf": src[:24] + (1 << 40).to_bytes(8, "little") + src[32:4096],
+        "bad-version.gguf": src[:4] + (99).to_bytes(4, "little") + src[8:4096],
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(SpectuiError) as e:
+            spec_kinds.spec_info(str(p))
+        assert str(p) in _one_line(e), name
+    with pytest.raises(SpectuiError) as e:
+        spec_kinds.spec_info(str(tmp_path / "absent.gguf"))
+    _one_line(e)
+
+
+# ---------------------------------------------------------------- llama.cpp through the staging calls
+
+
+def test_version_pin_matches_pyproject_and_refuses_others():
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["live"]
+    assert f"llama-cpp-python=={llama_ext.PINNED_LLAMA_CPP_PYTHON}" in pins
+    llama_ext.check_version(llama_ext.PINNED_LLAMA_CPP_PYTHON)
+    for other in ("0.3.35", "0.3.37", None):
+        with pytest.raises(SpectuiError) as e:
+            llama_ext.check_version(other)
+        msg = _one_line(e)
+        assert f"llama-cpp-python {other or 'unknown'}" in msg and "==0.3.36" in msg
+
+
+class _Loaded:
+    """A model and one context through the bindings (the staging calls take their pointers)."""
+
+    def __init__(self, path: Path, load_mtp: bool = False, n_ctx: int = 128) -> None:
+        L = llama()
+        mp = L.llama_model_default_params()
+        mp.load_mtp = load_mtp
+        self.model = L.llama_model_load_from_file(str(path).encode(), mp)
+        assert self.model, path
+        self.ctxs = []
+        self.ctx = self.context()
+
+    def context(self, ctx_type: int = llama_ext.CONTEXT_TYPE_DEFAULT, other=None):
+        L = llama()
+        cp = L.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = 128, 64, 64, 1
+        cp.n_threads = cp.n_threads_batch = 1
+        cp.ctx_type = ctx_type
+        if other is not None:
+            cp.ctx_other = other
+        c = L.llama_init_from_model(self.model, cp)
+        if c:
+            self.ctxs.append(c)
+        return c
+
+    def decode(self, ids: list[int], logits_all: bool = True) -> None:
+        L = llama()
+        b = L.llama_batch_init(len(ids), 0, 1)
+        try:
+            for i, t in enumerate(ids):
+                b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = t, i, 1, int(logits_all or i == len(ids) - 1)
+                b.seq_id[i][0] = 0
+            b.n_tokens = len(ids)
+            assert L.llama_decode(self.ctx, b) == 0
+        finally:
+            L.llama_batch_free(b)
+
+    def close(self) -> None:
+        L = llama()
+        for c in self.ctxs:
+            L.llama_free(c)
+        L.llama_model_free(self.model)
+
+
+@pytest.fixture
+def loaded():
+    made: list[_Loaded] = []
+
+    def load(path, **kw):
+        m = _Loaded(path, **kw)
+        made.append(m)
+        return m
+
+    yield load
+    for m in made:
+        m.close()
+
+
+def test_target_layer_ids_read_back_as_written(spec_dir, tmp_path, loaded):
+    x = llama_ext.ext()
+    assert x.target_layer_ids(loaded(spec_dir / "eagle3-draft.gguf").model) == [1, 2, 3]
+    other = _make(tmp_path / "other", "--eagle3-layers", "2,0,1")
+    assert x.target_layer_ids(loaded(other / "eagle3-draft.gguf").model) == [2, 0, 1]
+    assert x.target_layer_ids(loaded(spec_dir / "eagle3-target.gguf").model) == []  # not a head
+
+
+def test_n_layer_nextn_as_written(spec_dir, loaded):
+    x = llama_ext.ext()
+    L = llama()
+    m = loaded(spec_dir / "mtp-target.gguf", load_mtp=True)
+    assert x.n_layer_nextn(m.model) == 1 and L.llama_model_n_layer(m.model) == 2
+    assert x.n_embd_out(m.model) == 64
+    assert x.n_layer_nextn(loaded(spec_dir / "eagle3-target.gguf").model) == 0
+    # an MTP context against the target (as common_speculative_init_result makes it for draft-mtp)
+    mtp_ctx = m.context(llama_ext.CONTEXT_TYPE_MTP)
+    assert mtp_ctx
+    x.set_nextn_layer_offset(mtp_ctx, 0)
+    # llama.cpp refuses an MTP context on a model without NextN blocks (returns NULL, as llama-server reports)
+    assert not loaded(spec_dir / "eagle3-target.gguf").context(llama_ext.CONTEXT_TYPE_MTP)
+
+
+def _rms(x: np.ndarray) -> np.ndarray:
+    return x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def _weights(path: Path) -> dict[str, np.ndarray]:
+    import gguf
+
+    return {t.name: np.asarray(t.data) for t in gguf.GGUFReader(str(path)).tensors}
+
+
+def _logits(m: _Loaded, n: int) -> np.ndarray:
+    L = llama()
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(m.model))
+    return np.ctypeslib.as_array(L.llama_get_logits(m.ctx), shape=(n, n_vocab))
+
+
+IDS = [1, 300, 301, 302, 310]
+
+
+def test_target_block_inputs_are_what_eagle3_reads(spec_dir, loaded):
+    """The features an EAGLE-3 head fuses, read from the real target: block inputs, one row per token; the
+    input of block 0 is the token embedding."""
+    x = llama_ext.ext()
+    t = loaded(spec_dir / "eagle3-target.gguf")
+    for lid in (0, 1, 2, 3):
+        x.set_embeddings_layer_inp(t.ctx, lid, True)
+    t.decode(IDS)
+    n = len(IDS)
+    w = _weights(spec_dir / "eagle3-target.gguf")
+    rows = [x.rows(x.get_embeddings_layer_inp(t.ctx, lid), n, 64).copy() for lid in (0, 1, 2, 3)]
+    np.testing.assert_allclose(rows[0], w["token_embd.weight"][IDS], rtol=0, atol=1e-6)
+    for a, b in zip(rows, rows[1:]):
+        assert np.isfinite(b).all() and not np.allclose(a, b)
+
+
+def test_llama_graph_never_fills_the_last_hidden_state(spec_dir, loaded):
+    """Evidence for make_spec_models' default layer ids: llama.cpp's EAGLE-3 driver asks for id n_layer
+    through llama_set_embeddings_nextn (common/speculative.cpp), but the llama graph never sets t_h_nextn
+    (src/models/llama.cpp), so the buffer stays zero. If this starts failing, llama.cpp fills it."""
+    x = llama_ext.ext()
+    t = loaded(spec_dir / "eagle3-target.gguf")
+    x.set_embeddings_nextn(t.ctx, True, False)
+    t.decode(IDS)
+    h = x.rows(x.get_embeddings_nextn(t.ctx), len(IDS), 64)
+    assert not h.any()
+
+
+def test_mtp_target_hidden_state_gives_its_logits(spec_dir, loaded):
+    """The state MTP drafts from (the target's h_nextn, unmasked: a row per token): its RMS norm times the
+    output matrix is the target's own logits, and the _ith getter reads the same rows."""
+    x = llama_ext.ext()
+    m = loaded(spec_dir / "mtp-target.gguf", load_mtp=True)
+    x.set_embeddings_nextn(m.ctx, True, False)
+    m.decode(IDS)
+    n = len(IDS)
+    h = x.rows(x.get_embeddings_nextn(m.ctx), n, 64)
+    assert np.abs(h).max() > 0.1
+    np.testing.assert_array_equal(x.rows(x.get_embeddings_nextn_ith(m.ctx, 3), 1, 64)[0], h[3])
+    w = _weights(spec_dir / "mtp-target.gguf")
+    mine = (_rms(h) * w["output_norm.weight"]) @ w["output.weight"].T
+    np.testing.assert_allclose(mine, _logits(m, n), rtol=1e-3, atol=2e-3)
+
+
+# ---------------------------------------------------------------- llama.cpp's own drivers accept them
+
+
+def _server_completion(binary, args, log, n_predict=16):
+    from servers import LlamaServer
+
+    s = LlamaServer(binary, args + ["-c", "512", "-t", "1", "-np", "1", "--spec-draft-n-max", "4"], log, ready_s=60)
+    try:
+        req = urllib.request.Request(
+            s.url + "/completion", headers={"Content-Type": "application/json"},
+            data=json.dumps({"prompt": "the hash map", "n_predict": n_predict, "temperature": 0,
+                             "cache_prompt": False}).encode())
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.load(r), log.read_text(errors="replace")
+    finally:
+        s.stop()
+
+
+def test_llama_server_drafts_with_them(spec_dir, tmp_path):
+    from servers import SKIP_REASON, llama_server_binary
+
+    binary = llama_server_binary()
+    if binary is None:
+        pytest.skip(SKIP_REASON)
+    d = spec_dir
+    r, _ = _server_completion(binary, ["-m", str(d / "eagle3-target.gguf"), "-md", str(d / "eagle3-draft.gguf"),
+                                       "--spec-type", "draft-eagle3"], tmp_path / "eagle3.log")
+    assert r["timings"]["predicted_n"] == 16 and r["timings"]["draft_n"] > 0
+    r, log = _server_completion(binary, ["-m", str(d / "mtp-target.gguf"), "--spec-type", "draft-mtp"],
+                                tmp_path / "mtp.log")
+    assert r["timings"]["predicted_n"] == 16 and r["timings"]["draft_n"] > 0
+    assert "creating MTP draft context" in log
+    # and it refuses a target without NextN blocks, as spectui's check does
+    with pytest.raises(RuntimeError, match="failed to create MTP context"):
+        _server_completion(binary, ["-m", str(d / "eagle3-target.gguf"), "--spec-type", "draft-mtp"],
+                           tmp_path / "no-mtp.log")
+    assert os.path.exists(tmp_path / "no-mtp.log")
