@@ -21,13 +21,12 @@ One sequence (seq 0). No UI imports.
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ext
+from .llama_ext import CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch, ext, top_candidate
 from .models import llama
 
 TOP_K = 10  # the reference drafts with a top-k 10 sampler: p is the softmax over the 10 best logits
@@ -89,41 +88,11 @@ class Eagle3Head:
             else:
                 x.set_embeddings_nextn(ctx_tgt, True, False)
         x.set_embeddings_nextn(self.ctx, True, True)
-        self.batch = L.llama_batch_ext_init(self.ctx)
+        self.batch = ExtBatch(self.ctx, self.n_embd_dec, "EAGLE-3 head")
         self.pending_g = np.zeros(self.n_embd_dec, dtype=np.float32)
         self.pending_pos = -1
         self.verify_g = np.zeros((0, self.n_embd_dec), dtype=np.float32)
         self.verify_pos_first = -1
-        self.n_encodes = self.n_decodes = 0
-
-    # ---- the batch
-    def _add(self, token: int, pos: int, g: np.ndarray, output: bool) -> None:
-        L = llama()
-        idx = L.llama_batch_ext_add_token(self.batch, 0, int(token))
-        if idx < 0:
-            raise RuntimeError(f"llama_batch_ext_add_token failed ({idx})")
-        p = ctypes.c_int32(int(pos))
-        L.llama_batch_ext_set_pos(self.batch, idx, ctypes.byref(p))
-        g = np.ascontiguousarray(g, dtype=np.float32)
-        self._keep.append(g)  # the batch holds a pointer to it until the decode
-        e = L.llama_embd(g.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, self.n_embd_dec)
-        if not L.llama_batch_ext_set_embd_token(self.batch, idx, e):
-            raise RuntimeError("llama_batch_ext_set_embd_token failed")
-        if output:
-            L.llama_batch_ext_set_output_logits(self.batch, idx, True)
-
-    def _run(self, kind: int) -> None:
-        rc = llama().llama_process(self.ctx, kind, self.batch)
-        if rc != 0:
-            raise RuntimeError(f"llama_process on the EAGLE-3 head failed (code {rc})")
-        if kind == PROCESS_ENCODE:
-            self.n_encodes += 1
-        else:
-            self.n_decodes += 1
-
-    def _clear(self) -> None:
-        llama().llama_batch_ext_clear(self.batch)
-        self._keep: list[np.ndarray] = []
 
     # ---- the reference's three calls
     def features(self, n_tokens: int) -> np.ndarray:
@@ -143,17 +112,12 @@ class Eagle3Head:
         feats = np.ascontiguousarray(feats, dtype=np.float32)
         for i in range(0, len(feats), self.n_ubatch):
             chunk = feats[i:i + self.n_ubatch]
-            self._clear()
+            b = self.batch
+            b.clear()
             pos = int(L.llama_memory_seq_pos_max(self.mem, 0)) + 1  # placeholders (the encoder ignores them)
             for j in range(len(chunk)):
-                e = L.llama_embd(chunk[j].ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, self.n_embd_enc)
-                idx = L.llama_batch_ext_add_embd(self.batch, 0, e)
-                if idx < 0:
-                    raise RuntimeError(f"llama_batch_ext_add_embd failed ({idx})")
-                p = ctypes.c_int32(pos + j)
-                L.llama_batch_ext_set_pos(self.batch, idx, ctypes.byref(p))
-                L.llama_batch_ext_set_output_logits(self.batch, idx, True)
-            self._run(PROCESS_ENCODE)
+                b.add_embd(chunk[j], pos + j, self.n_embd_enc)
+            b.run(PROCESS_ENCODE)
             out[i:i + len(chunk)] = self.x.rows(self.x.get_embeddings_nextn(self.ctx), len(chunk), self.n_embd_dec)
         return out
 
@@ -164,50 +128,42 @@ class Eagle3Head:
         if n == 0:
             return
         g = self.encode(self.features(n))
-        self._clear()
+        b = self.batch
+        b.clear()
         if self.pending_pos >= 0 and self.pending_pos + 1 == pos0 \
                 and self.pending_pos > int(L.llama_memory_seq_pos_max(self.mem, 0)):
-            self._add(tokens[0], self.pending_pos, self.pending_g, False)  # the cross-ubatch bridge
+            b.add(tokens[0], self.pending_pos, self.pending_g, False)  # the cross-ubatch bridge
         for k in range(n - 1):
-            self._add(tokens[k + 1], pos0 + k, g[k], False)
+            b.add(tokens[k + 1], pos0 + k, g[k], False)
         self.verify_pos_first = pos0
         self.pending_pos = pos0 + n - 1
         self.verify_g = g
         self.pending_g = g[n - 1].copy()
-        if self._keep:
-            self._run(PROCESS_DECODE)
-
-    def _top(self) -> tuple[int, float]:
-        L = llama()
-        row = np.ctypeslib.as_array(L.llama_get_logits_ith(self.ctx, 0), shape=(self.n_vocab,))
-        k = min(TOP_K, len(row))
-        top = np.argpartition(-row, k - 1)[:k]
-        best = int(top[np.argmax(row[top])])
-        z = row[top].astype(np.float64)
-        p = float(1.0 / np.exp(z - z.max()).sum())
-        return best, p
+        if b.n:
+            b.run(PROCESS_DECODE)
 
     def draft(self, id_last: int, n_max: int, p_min: float = 0.0) -> list[DraftStep]:
         L = llama()
         if self.pending_pos < 0 or n_max <= 0:
             return []
         L.llama_memory_seq_rm(self.mem, 0, self.pending_pos, -1)
-        self._clear()
-        self._add(id_last, self.pending_pos, self.pending_g, True)
-        self._run(PROCESS_DECODE)
+        b = self.batch
+        b.clear()
+        b.add(id_last, self.pending_pos, self.pending_g, True)
+        b.run(PROCESS_DECODE)
         out: list[DraftStep] = []
         i = 0
         while True:
-            tok, p = self._top()
+            tok, p = top_candidate(self.ctx, 0, self.n_vocab, TOP_K)
             prenorm = self.x.rows(self.x.get_embeddings_nextn_ith(self.ctx, 0), 1, self.n_embd_dec)[0].copy()
             if p < p_min:
                 break
             out.append(DraftStep(tok, p))
             if len(out) >= n_max:
                 break
-            self._clear()
-            self._add(tok, self.pending_pos + i + 1, prenorm, True)
-            self._run(PROCESS_DECODE)
+            b.clear()
+            b.add(tok, self.pending_pos + i + 1, prenorm, True)
+            b.run(PROCESS_DECODE)
             i += 1
         # the caller's step in the reference (tools/server/server-context.cpp: after drafting, the draft context
         # drops every position past the target's last one, so that process() can write the verify batch's pairs)
@@ -224,8 +180,8 @@ class Eagle3Head:
 
     def close(self) -> None:
         L = llama()
-        if getattr(self, "batch", None):
-            L.llama_batch_ext_free(self.batch)
+        if getattr(self, "batch", None) is not None:
+            self.batch.free()
             self.batch = None
         if getattr(self, "ctx", None):
             L.llama_free(self.ctx)

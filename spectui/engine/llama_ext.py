@@ -26,7 +26,7 @@ No UI imports.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -63,6 +63,10 @@ _BOUND = ("llama_model_n_layer_nextn", "llama_model_n_embd_out", "llama_batch_ex
 _ext: "Ext | None" = None
 
 
+def _addr(p) -> int:
+    return p if isinstance(p, int) else (ctypes.cast(p, ctypes.c_void_p).value or 0)
+
+
 def check_version(version: str | None) -> None:
     """One line, exit 2, unless ``version`` is the llama-cpp-python spectui pins."""
     if version != PINNED_LLAMA_CPP_PYTHON:
@@ -89,6 +93,7 @@ class Ext:
 
     L: object  # the llama_cpp module
     fns: dict
+    layers_on: set = field(default_factory=set)  # (context address, layer): llama.cpp aborts on any other
 
     def target_layer_ids(self, model) -> list[int]:
         n = int(self.fns["llama_model_target_layer_ids_n"](model))
@@ -117,8 +122,12 @@ class Ext:
 
     def set_embeddings_layer_inp(self, ctx, layer: int, on: bool) -> None:
         self.fns["llama_set_embeddings_layer_inp"](ctx, int(layer), bool(on))
+        (self.layers_on.add if on else self.layers_on.discard)((_addr(ctx), int(layer)))
 
     def get_embeddings_layer_inp(self, ctx, layer: int) -> int:
+        """The rows of the last decode; only for a layer set on (llama.cpp's GGML_ASSERT would end the process)."""
+        if (_addr(ctx), int(layer)) not in self.layers_on:
+            raise RuntimeError(f"the input of layer {layer} is not extracted on this context")
         return self.fns["llama_get_embeddings_layer_inp"](ctx, int(layer)) or 0
 
     def get_ctx_other(self, ctx) -> int:
@@ -162,3 +171,83 @@ def ext() -> Ext:
                 f"{PINNED_LLAMA_CPP_PYTHON}")
         _ext = Ext(L=L, fns=fns)
     return _ext
+
+
+class ExtBatch:
+    """A ``llama_batch_ext`` for one sequence (seq 0) of one context: entries of (token, position, embedding)
+    as common_batch builds them (common/common.cpp: get_sub_batch), and ``run`` = llama_process. The float
+    rows handed in are kept alive until the next ``clear``."""
+
+    def __init__(self, ctx, n_embd: int, role: str) -> None:
+        self.L = llama()
+        self.ctx, self.n_embd, self.role = ctx, n_embd, role
+        self.batch = self.L.llama_batch_ext_init(ctx)
+        if not self.batch:
+            raise SpectuiError(f"llama.cpp could not make an extended batch for the {role}")
+        self._keep: list = []
+        self.n = 0
+        self.n_runs = 0
+
+    def clear(self) -> None:
+        self.L.llama_batch_ext_clear(self.batch)
+        self._keep = []
+        self.n = 0
+
+    def _embd(self, row: np.ndarray, width: int):
+        row = np.ascontiguousarray(row, dtype=np.float32)
+        if row.shape != (width,):
+            raise ValueError(f"embedding row of shape {row.shape}, expected ({width},)")
+        self._keep.append(row)
+        return self.L.llama_embd(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, width)
+
+    def _pos(self, idx: int, pos: int) -> None:
+        p = ctypes.c_int32(int(pos))
+        self.L.llama_batch_ext_set_pos(self.batch, idx, ctypes.byref(p))
+
+    def add(self, token: int, pos: int, row: np.ndarray, output: bool) -> int:
+        """A token with an embedding beside it (llama_batch_ext_set_embd_token): EAGLE-3's (token, g) and
+        MTP's (token, h) pairs."""
+        idx = self.L.llama_batch_ext_add_token(self.batch, 0, int(token))
+        if idx < 0:
+            raise RuntimeError(f"llama_batch_ext_add_token failed on the {self.role} ({idx})")
+        self._pos(idx, pos)
+        if not self.L.llama_batch_ext_set_embd_token(self.batch, idx, self._embd(row, self.n_embd)):
+            raise RuntimeError(f"llama_batch_ext_set_embd_token failed on the {self.role}")
+        if output:
+            self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
+        self.n += 1
+        return idx
+
+    def add_embd(self, row: np.ndarray, pos: int, width: int, output: bool = True) -> int:
+        """An embedding without a token (EAGLE-3's encoder input: the fused target features)."""
+        idx = self.L.llama_batch_ext_add_embd(self.batch, 0, self._embd(row, width))
+        if idx < 0:
+            raise RuntimeError(f"llama_batch_ext_add_embd failed on the {self.role} ({idx})")
+        self._pos(idx, pos)
+        if output:
+            self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
+        self.n += 1
+        return idx
+
+    def run(self, kind: int = PROCESS_DECODE) -> None:
+        rc = self.L.llama_process(self.ctx, kind, self.batch)
+        if rc != 0:
+            raise RuntimeError(f"llama_process on the {self.role} failed (code {rc})")
+        self.n_runs += 1
+
+    def free(self) -> None:
+        if self.batch:
+            self.L.llama_batch_ext_free(self.batch)
+            self.batch = None
+
+
+def top_candidate(ctx, i: int, n_vocab: int, top_k: int = 10) -> tuple[int, float]:
+    """The reference drafters' choice at temperature 0 (a top-k 10 sampler, common/speculative.cpp): the best
+    token of output row ``i`` and its probability in the softmax over the ``top_k`` best logits."""
+    L = llama()
+    row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, int(i)), shape=(n_vocab,))
+    k = min(top_k, n_vocab)
+    top = np.argpartition(-row, k - 1)[:k]
+    best = int(top[np.argmax(row[top])])
+    z = row[top].astype(np.float64)
+    return best, float(1.0 / np.exp(z - z.max()).sum())

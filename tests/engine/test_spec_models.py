@@ -258,6 +258,8 @@ def test_target_block_inputs_are_what_eagle3_reads(spec_dir, loaded):
     n = len(IDS)
     w = _weights(spec_dir / "eagle3-target.gguf")
     rows = [x.rows(x.get_embeddings_layer_inp(t.ctx, lid), n, 64).copy() for lid in (0, 1, 2, 3)]
+    with pytest.raises(RuntimeError, match="not extracted"):  # not llama.cpp's abort
+        x.get_embeddings_layer_inp(t.ctx, 4)
     np.testing.assert_allclose(rows[0], w["token_embd.weight"][IDS], rtol=0, atol=1e-6)
     for a, b in zip(rows, rows[1:]):
         assert np.isfinite(b).all() and not np.allclose(a, b)
