@@ -178,6 +178,11 @@ class Eagle3Head:
         self.pending_pos = self.verify_pos_first + i_g
         self.pending_g = self.verify_g[i_g].copy()
 
+    def rollback(self, p0: int) -> None:
+        """Drop the head's KV at positions >= p0, with the target's (the server rolls both back after a verify:
+        slot.mem.seq_rm(pos_next) in tools/server/server-context.cpp)."""
+        llama().llama_memory_seq_rm(self.mem, 0, int(p0), -1)
+
     def close(self) -> None:
         L = llama()
         if getattr(self, "batch", None) is not None:

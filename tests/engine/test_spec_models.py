@@ -347,7 +347,7 @@ def _server_drafts(log_text: str) -> tuple[list[list[tuple[int, float]]], list[i
         m = re.search(r"draft candidate +0, pos +\d+: +(\d+) \( *([0-9.]+)\)", line)
         if m:
             cur.append((int(m.group(1)), float(m.group(2))))
-        elif "called impl draft-eagle3" in line:
+        elif "called impl draft-eagle3" in line or "called impl draft-mtp" in line:
             calls.append(cur)
             cur = []
         elif m := re.search(r"add accepted tokens: sampled=(\d+)", line):
@@ -357,45 +357,75 @@ def _server_drafts(log_text: str) -> tuple[list[list[tuple[int, float]]], list[i
     return calls, sampled, accepted
 
 
+def _spectui_loop(t, h, draft, prompt: str, n_predict: int, k: int):
+    """The server's greedy speculative loop (one slot) with a spectui head: draft k, verify on the target,
+    keep the longest agreeing prefix, let the head see the verify batch, roll both back."""
+    ids = t.tokenize(prompt)
+    t.decode(ids, 0, "last")
+    h.process(ids, 0)
+    out = [int(np.argmax(t.logits_last()))]
+    n_past, calls, sampled, accepted = len(ids), [], [], []
+    while len(out) < n_predict:
+        n_draft = min(k, n_predict - len(out) - 1)  # the server drafts no further than n_predict
+        steps = draft(out[-1], n_past, k) if n_draft > 0 else []
+        if n_draft > 0:
+            calls.append([(s.token, s.p) for s in steps])
+        drafts = [s.token for s in steps][:n_draft]
+        batch = [out[-1], *drafts]
+        t.decode(batch, n_past, "all")
+        rows = t.logits_rows(len(batch))
+        acc = 0
+        while acc < len(drafts) and int(np.argmax(rows[acc])) == drafts[acc]:
+            acc += 1
+        new = [int(np.argmax(rows[i])) for i in range(acc + 1)]
+        h.process(batch, n_past)
+        h.accept(acc)
+        t.rollback(n_past + 1 + acc)
+        h.rollback(n_past + 1 + acc)
+        if drafts:
+            sampled.append(new[-1])
+            accepted.append(acc)
+        out += new
+        n_past += 1 + acc
+    return calls, sampled, accepted, out[:n_predict]
+
+
 def _spectui_eagle3(target: Path, head_path: Path, prompt: str, n_predict: int, k: int):
-    """The server's greedy speculative loop (one slot) with spectui's Eagle3Head: draft k, verify on the
-    target, keep the longest agreeing prefix, roll back, let the head see the verify batch."""
     from spectui.engine.eagle3 import Eagle3Head
     from spectui.engine.models import LoadedModel
 
     t = LoadedModel(str(target), "target", 512, 1, False)
     h = Eagle3Head(str(head_path), t.model, t.ctx, 512)
     try:
-        ids = t.tokenize(prompt)
-        t.decode(ids, 0, "last")
-        h.process(ids, 0)
-        out = [int(np.argmax(t.logits_last()))]
-        n_past, calls, sampled, accepted = len(ids), [], [], []
-        while len(out) < n_predict:
-            n_draft = min(k, n_predict - len(out) - 1)  # the server drafts no further than n_predict
-            steps = h.draft(out[-1], k) if n_draft > 0 else []
-            if n_draft > 0:
-                calls.append([(s.token, s.p) for s in steps])
-            drafts = [s.token for s in steps][:n_draft]
-            batch = [out[-1], *drafts]
-            t.decode(batch, n_past, "all")
-            rows = t.logits_rows(len(batch))
-            acc = 0
-            while acc < len(drafts) and int(np.argmax(rows[acc])) == drafts[acc]:
-                acc += 1
-            new = [int(np.argmax(rows[i])) for i in range(acc + 1)]
-            t.rollback(n_past + 1 + acc)
-            h.process(batch, n_past)
-            h.accept(acc)
-            if drafts:
-                sampled.append(new[-1])
-                accepted.append(acc)
-            out += new
-            n_past += 1 + acc
-        return calls, sampled, accepted, out[:n_predict]
+        return _spectui_loop(t, h, lambda tok, pos, n: h.draft(tok, n), prompt, n_predict, k)
     finally:
         h.close()
         t.close()
+
+
+def _spectui_mtp(target: Path, prompt: str, n_predict: int, k: int):
+    from spectui.engine.models import LoadedModel
+    from spectui.engine.mtp import MtpHead
+
+    t = LoadedModel(str(target), "target", 512, 1, False, load_mtp=True)
+    h = MtpHead(t.model, t.ctx, 512, path=str(target))
+    try:
+        return _spectui_loop(t, h, h.draft, prompt, n_predict, k)
+    finally:
+        h.close()
+        t.close()
+
+
+def _compare(mine, ref_log: str, n_predict: int, k: int, r: dict) -> None:
+    ref_calls, ref_sampled, ref_accepted = _server_drafts(ref_log)
+    assert len(ref_calls) >= n_predict // 2 and all(len(c) == k for c in ref_calls)
+    calls, sampled, accepted, out = mine
+    assert [[t for t, _ in c] for c in calls] == [[t for t, _ in c] for c in ref_calls]
+    for m, ref in zip(calls, ref_calls):
+        assert [round(p, 3) for _, p in m] == pytest.approx([p for _, p in ref], abs=1.5e-3)
+    assert sampled == ref_sampled and accepted == ref_accepted
+    assert r["timings"]["draft_n_accepted"] == sum(accepted)
+    assert len(out) == n_predict
 
 
 def test_eagle3_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
@@ -412,13 +442,20 @@ def test_eagle3_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
         binary, ["-m", str(d / "eagle3-target.gguf"), "-md", str(d / "eagle3-draft.gguf"), "--spec-type",
                  "draft-eagle3", "-lv", "5", "--no-spec-draft-backend-sampling", "--spec-draft-n-max", str(k)],
         tmp_path / "eagle3-dbg.log", n_predict=n_predict)
-    ref_calls, ref_sampled, ref_accepted = _server_drafts(log)
-    assert len(ref_calls) >= n_predict // 2 and all(len(c) == k for c in ref_calls)
-    calls, sampled, accepted, out = _spectui_eagle3(d / "eagle3-target.gguf", d / "eagle3-draft.gguf",
-                                                    "the hash map", n_predict, k)
-    assert [[t for t, _ in c] for c in calls] == [[t for t, _ in c] for c in ref_calls]
-    for mine, ref in zip(calls, ref_calls):
-        assert [round(p, 3) for _, p in mine] == pytest.approx([p for _, p in ref], abs=1.5e-3)
-    assert sampled == ref_sampled and accepted == ref_accepted
-    assert r["timings"]["draft_n_accepted"] == sum(accepted)
-    assert len(out) == n_predict
+    _compare(_spectui_eagle3(d / "eagle3-target.gguf", d / "eagle3-draft.gguf", "the hash map", n_predict, k),
+             log, n_predict, k, r)
+
+
+def test_mtp_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
+    """The same for the target's own MTP block (llama-server --spec-type draft-mtp, no draft file)."""
+    from servers import SKIP_REASON, llama_server_binary
+
+    binary = llama_server_binary()
+    if binary is None:
+        pytest.skip(SKIP_REASON)
+    d, n_predict, k = spec_dir, 16, 3
+    r, log = _server_completion(
+        binary, ["-m", str(d / "mtp-target.gguf"), "--spec-type", "draft-mtp", "-lv", "5",
+                 "--no-spec-draft-backend-sampling", "--spec-draft-n-max", str(k)],
+        tmp_path / "mtp-dbg.log", n_predict=n_predict)
+    _compare(_spectui_mtp(d / "mtp-target.gguf", "the hash map", n_predict, k), log, n_predict, k, r)
