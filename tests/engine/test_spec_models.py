@@ -308,9 +308,10 @@ def _server_completion(binary, args, log, n_predict=16):
             data=json.dumps({"prompt": "the hash map", "n_predict": n_predict, "temperature": 0,
                              "cache_prompt": False}).encode())
         with urllib.request.urlopen(req, timeout=60) as r:
-            return json.load(r), log.read_text(errors="replace")
+            out = json.load(r)
     finally:
         s.stop()
+    return out, log.read_text(errors="replace")  # after the exit: llama.cpp logs from a thread of its own
 
 
 def test_llama_server_drafts_with_them(spec_dir, tmp_path):
@@ -342,14 +343,13 @@ def _server_drafts(log_text: str) -> tuple[list[list[tuple[int, float]]], list[i
     target sampled after each verify, and the drafts accepted per pass."""
     import re
 
-    calls, cur, sampled, accepted = [], [], [], []
+    calls, sampled, accepted = [], [], []
     for line in log_text.splitlines():
-        m = re.search(r"draft candidate +0, pos +\d+: +(\d+) \( *([0-9.]+)\)", line)
-        if m:
-            cur.append((int(m.group(1)), float(m.group(2))))
-        elif "called impl draft-eagle3" in line or "called impl draft-mtp" in line:
-            calls.append(cur)
-            cur = []
+        m = re.search(r"draft candidate +0, pos +(\d+): +(\d+) \( *([0-9.]+)\)", line)
+        if m:  # a draft call's steps are logged at pos 0, 1, ... (also the step that p_min stops)
+            if int(m.group(1)) == 0:
+                calls.append([])
+            calls[-1].append((int(m.group(2)), float(m.group(3))))
         elif m := re.search(r"add accepted tokens: sampled=(\d+)", line):
             sampled.append(int(m.group(1)))
         elif m := re.search(r"accepted (\d+)/\d+ draft tokens", line):
@@ -357,7 +357,7 @@ def _server_drafts(log_text: str) -> tuple[list[list[tuple[int, float]]], list[i
     return calls, sampled, accepted
 
 
-def _spectui_loop(t, h, draft, prompt: str, n_predict: int, k: int):
+def _spectui_loop(t, h, draft, prompt: str, n_predict: int, k: int, p_min: float = 0.0):
     """The server's greedy speculative loop (one slot) with a spectui head: draft k, verify on the target,
     keep the longest agreeing prefix, let the head see the verify batch, roll both back."""
     ids = t.tokenize(prompt)
@@ -367,7 +367,7 @@ def _spectui_loop(t, h, draft, prompt: str, n_predict: int, k: int):
     n_past, calls, sampled, accepted = len(ids), [], [], []
     while len(out) < n_predict:
         n_draft = min(k, n_predict - len(out) - 1)  # the server drafts no further than n_predict
-        steps = draft(out[-1], n_past, k) if n_draft > 0 else []
+        steps = draft(out[-1], n_past, k, p_min) if n_draft > 0 else []
         if n_draft > 0:
             calls.append([(s.token, s.p) for s in steps])
         drafts = [s.token for s in steps][:n_draft]
@@ -390,14 +390,14 @@ def _spectui_loop(t, h, draft, prompt: str, n_predict: int, k: int):
     return calls, sampled, accepted, out[:n_predict]
 
 
-def _spectui_eagle3(target: Path, head_path: Path, prompt: str, n_predict: int, k: int):
+def _spectui_eagle3(target: Path, head_path: Path, prompt: str, n_predict: int, k: int, p_min: float = 0.0):
     from spectui.engine.eagle3 import Eagle3Head
     from spectui.engine.models import LoadedModel
 
     t = LoadedModel(str(target), "target", 512, 1, False)
     h = Eagle3Head(str(head_path), t.model, t.ctx, 512)
     try:
-        return _spectui_loop(t, h, lambda tok, pos, n: h.draft(tok, n), prompt, n_predict, k)
+        return _spectui_loop(t, h, lambda tok, pos, n, pm: h.draft(tok, n, pm), prompt, n_predict, k, p_min)
     finally:
         h.close()
         t.close()
@@ -416,19 +416,27 @@ def _spectui_mtp(target: Path, prompt: str, n_predict: int, k: int):
         t.close()
 
 
-def _compare(mine, ref_log: str, n_predict: int, k: int, r: dict) -> None:
+def _compare(mine, ref_log: str, n_predict: int, k: int, r: dict, p_min: float = 0.0) -> None:
+    """Pass by pass. The server logs each step's top candidate before its p_min check, so a draft that stopped
+    early has one more candidate in the log than in the draft: the one below p_min."""
     ref_calls, ref_sampled, ref_accepted = _server_drafts(ref_log)
-    assert len(ref_calls) >= n_predict // 2 and all(len(c) == k for c in ref_calls)
     calls, sampled, accepted, out = mine
-    assert [[t for t, _ in c] for c in calls] == [[t for t, _ in c] for c in ref_calls]
+    assert len(ref_calls) >= n_predict // 2 and len(calls) == len(ref_calls)
     for m, ref in zip(calls, ref_calls):
+        if len(m) < k:
+            assert len(ref) == len(m) + 1 and ref[-1][1] < p_min
+            ref = ref[:-1]
+        assert [t for t, _ in m] == [t for t, _ in ref]
         assert [round(p, 3) for _, p in m] == pytest.approx([p for _, p in ref], abs=1.5e-3)
+    if p_min == 0:
+        assert all(len(c) == k for c in calls)
     assert sampled == ref_sampled and accepted == ref_accepted
     assert r["timings"]["draft_n_accepted"] == sum(accepted)
     assert len(out) == n_predict
 
 
-def test_eagle3_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
+@pytest.mark.parametrize("p_min", [0.0, 0.3])
+def test_eagle3_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path, p_min):
     """At temperature 0, spectui's EAGLE-3 head proposes, pass by pass, the tokens llama.cpp's own driver
     proposes (llama-server --spec-type draft-eagle3, its debug log), with the same probabilities; the target
     then samples the same tokens and accepts as many."""
@@ -440,10 +448,13 @@ def test_eagle3_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
     d, n_predict, k = spec_dir, 16, 3
     r, log = _server_completion(
         binary, ["-m", str(d / "eagle3-target.gguf"), "-md", str(d / "eagle3-draft.gguf"), "--spec-type",
-                 "draft-eagle3", "-lv", "5", "--no-spec-draft-backend-sampling", "--spec-draft-n-max", str(k)],
+                 "draft-eagle3", "-lv", "5", "--no-spec-draft-backend-sampling", "--spec-draft-n-max", str(k),
+                 "--spec-draft-p-min", str(p_min)],
         tmp_path / "eagle3-dbg.log", n_predict=n_predict)
-    _compare(_spectui_eagle3(d / "eagle3-target.gguf", d / "eagle3-draft.gguf", "the hash map", n_predict, k),
-             log, n_predict, k, r)
+    mine = _spectui_eagle3(d / "eagle3-target.gguf", d / "eagle3-draft.gguf", "the hash map", n_predict, k, p_min)
+    _compare(mine, log, n_predict, k, r, p_min)
+    if p_min:  # the threshold did cut some drafts short (else this case tests nothing more)
+        assert any(len(c) < k for c in mine[0])
 
 
 def test_mtp_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
