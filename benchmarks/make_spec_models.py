@@ -24,7 +24,9 @@ writes, with gguf's GGUFWriter and small random float32 weights (no downloads):
   MLA, no recurrent layers): src/models/mimo2.cpp.
   The MTP layers live in the target file itself, so no sidecar is written.
 
-Prints one line per file. ``--eagle3-layers A,B,C`` changes the target layer ids the head records.
+Prints one line per file. ``--eagle3-layers A,B,C`` changes the target layer ids the head records;
+``--mtp-agree NOISE`` also writes ``DIR/mtp-agree-target.gguf``, an MTP target whose block agrees with it
+(accepted drafts, for the tests of what follows an acceptance).
 """
 
 from __future__ import annotations
@@ -137,8 +139,14 @@ def build_eagle3_draft(path: str | Path, seed: int = 7, target_layers=EAGLE3_LAY
     return path
 
 
-def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35) -> Path:
-    """A ``mimo2`` target with ``MTP_TRUNK_LAYERS`` dense blocks and ``MTP_NEXTN_LAYERS`` NextN blocks."""
+def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, agree: float | None = None) -> Path:
+    """A ``mimo2`` target with ``MTP_TRUNK_LAYERS`` dense blocks and ``MTP_NEXTN_LAYERS`` NextN blocks.
+
+    ``agree`` (a noise level) writes a pair whose MTP block agrees with the target: every block's attention
+    output and FFN down projection are zero (each block passes its input through, so the target's next token
+    depends on the current token only), and the NextN block's ``eh_proj`` selects the normalized token
+    embedding plus ``agree`` times random noise. At 0 every draft is accepted; a little noise gives
+    partial acceptance. Random weights are never accepted: this is what tests the paths after an acceptance."""
     import gguf  # noqa: PLC0415
 
     path = Path(path)
@@ -167,13 +175,20 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35) -
         t[p + "ffn_gate.weight"] = _mat(rng, N_FF, N_EMBD)
         t[p + "ffn_up.weight"] = _mat(rng, N_FF, N_EMBD)
         t[p + "ffn_down.weight"] = _mat(rng, N_EMBD, N_FF)
+        if agree is not None:
+            t[p + "attn_output.weight"][:] = 0.0
+            t[p + "ffn_down.weight"][:] = 0.0
         if i >= MTP_TRUNK_LAYERS:
             t[p + "nextn.eh_proj.weight"] = _mat(rng, N_EMBD, 2 * N_EMBD)
+            if agree is not None:
+                sel = np.concatenate([np.eye(N_EMBD), np.zeros((N_EMBD, N_EMBD))], axis=1)
+                noise = np.random.default_rng(seed + 1).standard_normal(sel.shape) / np.sqrt(2 * N_EMBD)
+                t[p + "nextn.eh_proj.weight"] = (sel + agree * noise).astype(np.float32)
             t[p + "nextn.enorm.weight"] = _ones(N_EMBD)
             t[p + "nextn.hnorm.weight"] = _ones(N_EMBD)
             t[p + "nextn.shared_head_norm.weight"] = _ones(N_EMBD)
     w = gguf.GGUFWriter(str(path), "mimo2")
-    w.add_name("tiny-mtp-target")
+    w.add_name("tiny-mtp-target" if agree is None else f"tiny-mtp-agree-{agree:g}")
     w.add_context_length(N_CTX_TRAIN)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(n_all)  # block_count counts the NextN blocks too (n_layer = block_count - nextn)
@@ -194,14 +209,17 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35) -
     return path
 
 
-def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS) -> dict[str, Path]:
+def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float | None = None) -> dict[str, Path]:
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    return {
+    out = {
         "eagle3-target": build_eagle3_target(d / "eagle3-target.gguf"),
         "eagle3-draft": build_eagle3_draft(d / "eagle3-draft.gguf", target_layers=eagle3_layers),
         "mtp-target": build_mtp_target(d / "mtp-target.gguf"),
     }
+    if mtp_agree is not None:
+        out["mtp-agree-target"] = build_mtp_target(d / "mtp-agree-target.gguf", agree=mtp_agree)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dir", help="output folder (created)")
     ap.add_argument("--eagle3-layers", default=",".join(map(str, EAGLE3_LAYERS)),
                     help="the three target layer ids the EAGLE-3 head records (default %(default)s)")
+    ap.add_argument("--mtp-agree", type=float, default=None, metavar="NOISE",
+                    help="also write DIR/mtp-agree-target.gguf, whose MTP block agrees with its target up to NOISE "
+                         "(0: always; see build_mtp_target)")
     a = ap.parse_args(argv)
     try:
         layers = [int(x) for x in a.eagle3_layers.split(",")]
@@ -216,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
     if len(layers) != 3:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
-    for name, p in build_all(a.dir, layers).items():
+    for name, p in build_all(a.dir, layers, a.mtp_agree).items():
         print(f"{name}: {p} ({p.stat().st_size} bytes)")
     return 0
 
