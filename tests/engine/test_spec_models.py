@@ -515,3 +515,32 @@ def test_mtp_head_accepts_what_llama_cpp_accepts(tmp_path, agree):
         assert any(0 < a < k for a in accepted) and 0 in accepted
     assert sum(accepted) == r["timings"]["draft_n_accepted"] > 0
     assert mine[3] == _greedy(target, "the hash map", n_predict)
+
+
+def test_heads_refuse_what_they_cannot_draft_with(spec_dir, tmp_path):
+    """The drafter classes refuse in one line (exit 2) what llama.cpp would abort on or refuse."""
+    from spectui.engine.eagle3 import Eagle3Head
+    from spectui.engine.models import LoadedModel
+    from spectui.engine.mtp import MtpHead
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import make_spec_models
+
+    wide = make_spec_models.build_eagle3_draft(tmp_path / "wide.gguf", n_embd_target=128)
+    with pytest.raises(SpectuiError) as e:
+        spec_kinds.check_eagle3_draft(str(wide), spec_kinds.spec_info(str(spec_dir / "eagle3-target.gguf")))
+    assert "expects a target of width 128" in _one_line(e)
+    bad = _make(tmp_path / "bad", "--eagle3-layers", "0,1,5") / "eagle3-draft.gguf"
+    t = LoadedModel(str(spec_dir / "eagle3-target.gguf"), "target", 256, 1, False)
+    try:
+        with pytest.raises(SpectuiError) as e:
+            Eagle3Head(str(bad), t.model, t.ctx, 256)
+        assert "reads target layers [0, 1, 5]" in _one_line(e)
+        with pytest.raises(SpectuiError) as e:  # not a head: no target layers
+            Eagle3Head(str(spec_dir / "mtp-target.gguf"), t.model, t.ctx, 256)
+        assert "draft model is not eagle3 (expected 3 extract layers, got 0)" in _one_line(e)
+        with pytest.raises(SpectuiError) as e:
+            MtpHead(t.model, t.ctx, 256, path="eagle3-target.gguf")
+        assert "needs a target with MTP (NextN) layers" in _one_line(e)
+    finally:
+        t.close()
