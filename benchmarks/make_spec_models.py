@@ -92,8 +92,9 @@ def build_eagle3_target(path: str | Path, seed: int = 0) -> Path:
 
 
 def build_eagle3_draft(path: str | Path, seed: int = 7, target_layers=EAGLE3_LAYERS,
-                       n_embd_target: int = N_EMBD, out_scale: float = 0.35) -> Path:
-    """An ``eagle3`` draft head (src/models/eagle3.cpp) for a target of width ``n_embd_target``."""
+                       n_embd_target: int = N_EMBD, out_scale: float = 0.35, transform=None) -> Path:
+    """An ``eagle3`` draft head (src/models/eagle3.cpp) for a target of width ``n_embd_target``;
+    ``transform`` edits the tensor dict in place before it is written."""
     import gguf  # noqa: PLC0415 - a test/benchmark dependency
 
     path = Path(path)
@@ -120,6 +121,8 @@ def build_eagle3_draft(path: str | Path, seed: int = 7, target_layers=EAGLE3_LAY
         "blk.0.ffn_down.weight": _mat(rng, N_EMBD, N_FF),
     }
     t["output.weight"][2] = 0.0  # end-of-sequence never the head's argmax either (as the target's)
+    if transform is not None:
+        transform(t)
     w = gguf.GGUFWriter(str(path), "eagle3")
     w.add_name("tiny-eagle3-draft")
     w.add_context_length(N_CTX_TRAIN)
@@ -209,7 +212,40 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, a
     return path
 
 
-def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float | None = None) -> dict[str, Path]:
+def build_eagle3_agreeing(out_dir: str | Path, noise: float) -> tuple[Path, Path]:
+    """A degenerate EAGLE-3 pair that is accepted: ``eagle3-agree-target.gguf`` has one embedding row for every
+    token and blocks that pass their input through, so it always predicts the same token; the head's ``fc``
+    takes the first feature (that embedding), its attention output is zero and its output matrix is the
+    target's, so its first step predicts that token too. Its FFN (down projection ``noise`` times random)
+    moves the state fed back at each further step, so at a small noise the later steps drift off and are
+    rejected: every pass then accepts the same number of drafts, between 0 and k."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    kept: dict[str, np.ndarray] = {}
+
+    def flatten(w: dict) -> None:
+        w["token_embd.weight"][:] = w["token_embd.weight"][300]
+        for name, arr in w.items():
+            if name.endswith(("attn_output.weight", "ffn_down.weight")):
+                arr[:] = 0.0
+        kept["output.weight"] = w["output.weight"].copy()
+
+    target = tinymodels.build_model(d / "eagle3-agree-target.gguf", seed=0, name="tiny-eagle3-agree-target",
+                                    n_layer=EAGLE3_TARGET_BLOCKS, transform=flatten)
+
+    def follow(t: dict) -> None:
+        t["fc.weight"][:] = 0.0
+        t["fc.weight"][:, :N_EMBD] = np.eye(N_EMBD, dtype=np.float32)
+        t["output.weight"] = kept["output.weight"]
+        t["blk.0.attn_output.weight"][:] = 0.0
+        t["blk.0.ffn_down.weight"] *= np.float32(noise)
+
+    head = build_eagle3_draft(d / "eagle3-agree-draft.gguf", transform=follow)
+    return target, head
+
+
+def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float | None = None,
+              eagle3_agree: float | None = None) -> dict[str, Path]:
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     out = {
@@ -219,6 +255,8 @@ def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float
     }
     if mtp_agree is not None:
         out["mtp-agree-target"] = build_mtp_target(d / "mtp-agree-target.gguf", agree=mtp_agree)
+    if eagle3_agree is not None:
+        out["eagle3-agree-target"], out["eagle3-agree-draft"] = build_eagle3_agreeing(d, eagle3_agree)
     return out
 
 
@@ -230,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mtp-agree", type=float, default=None, metavar="NOISE",
                     help="also write DIR/mtp-agree-target.gguf, whose MTP block agrees with its target up to NOISE "
                          "(0: always; see build_mtp_target)")
+    ap.add_argument("--eagle3-agree", type=float, default=None, metavar="NOISE",
+                    help="also write DIR/eagle3-agree-{target,draft}.gguf, a degenerate pair whose head is accepted "
+                         "(see build_eagle3_agreeing)")
     a = ap.parse_args(argv)
     try:
         layers = [int(x) for x in a.eagle3_layers.split(",")]
@@ -237,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
     if len(layers) != 3:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
-    for name, p in build_all(a.dir, layers, a.mtp_agree).items():
+    for name, p in build_all(a.dir, layers, a.mtp_agree, a.eagle3_agree).items():
         print(f"{name}: {p} ({p.stat().st_size} bytes)")
     return 0
 

@@ -136,6 +136,7 @@ def build_model(
     add_bos: bool = True,
     chat_template: str | None = None,
     n_layer: int = N_LAYER,
+    transform=None,
 ) -> Path:
     """Write a tiny llama GGUF to ``path`` and return the path (see the module docstring).
 
@@ -143,7 +144,8 @@ def build_model(
     output matrices, as checkpoints pad their vocabulary (Qwen2.5 7B: 152,064 rows for 151,665 tokens);
     the other weights are those of the unpadded model. ``chat_template`` writes ``tokenizer.chat_template`` (a
     Jinja chat template, as instruct checkpoints carry; ``CHAT_TEMPLATE`` is a small one). ``n_layer``: the
-    number of blocks (the first ``N_LAYER`` blocks' weights do not depend on it)."""
+    number of blocks (the first ``N_LAYER`` blocks' weights do not depend on it). ``transform``: a function
+    that edits the weight dict (name -> array) in place before it is written."""
     import gguf  # test-only dependency
 
     path = Path(path)
@@ -162,6 +164,8 @@ def build_model(
         for k in ("token_embd.weight", "output.weight"):
             weights[k] = np.concatenate([weights[k], np.zeros((pad, N_EMBD), dtype=np.float32)])
 
+    if transform is not None:
+        transform(weights)
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name or f"tiny-s{seed}-n{noise:g}")
     w.add_context_length(N_CTX_TRAIN)

@@ -517,6 +517,33 @@ def test_mtp_head_accepts_what_llama_cpp_accepts(tmp_path, agree):
     assert mine[3] == _greedy(target, "the hash map", n_predict)
 
 
+@pytest.mark.parametrize("noise", [0.0, 0.5])
+def test_eagle3_head_accepts_what_llama_cpp_accepts(tmp_path, noise):
+    """With a degenerate EAGLE-3 pair whose head is accepted (make_spec_models --eagle3-agree: every draft at
+    0; at 0.5 the first of three), spectui's Eagle3Head drafts and accepts, pass by pass, what llama-server's
+    draft-eagle3 does, and the output is the target's own greedy output."""
+    from servers import SKIP_REASON, llama_server_binary
+
+    binary = llama_server_binary()
+    if binary is None:
+        pytest.skip(SKIP_REASON)
+    d = _make(tmp_path / "m", "--eagle3-agree", str(noise))
+    target, head, n_predict, k = d / "eagle3-agree-target.gguf", d / "eagle3-agree-draft.gguf", 24, 3
+    r, log = _server_completion(
+        binary, ["-m", str(target), "-md", str(head), "--spec-type", "draft-eagle3", "-lv", "5",
+                 "--no-spec-draft-backend-sampling", "--spec-draft-n-max", str(k)], tmp_path / "e3-agree.log",
+        n_predict=n_predict)
+    mine = _spectui_eagle3(target, head, "the hash map", n_predict, k)
+    _compare(mine, log, n_predict, k, r)
+    accepted = mine[2]
+    if noise == 0:
+        assert accepted[:-1] == [k] * (len(accepted) - 1)
+    else:
+        assert all(0 < a < k for a in accepted)
+    assert sum(accepted) == r["timings"]["draft_n_accepted"] > 0
+    assert mine[3] == _greedy(target, "the hash map", n_predict)
+
+
 def test_heads_refuse_what_they_cannot_draft_with(spec_dir, tmp_path):
     """The drafter classes refuse in one line (exit 2) what llama.cpp would abort on or refuse."""
     from spectui.engine.eagle3 import Eagle3Head
