@@ -432,32 +432,17 @@ def predict_from(
     # ties go to the shorter draft (less work, same speed)
     best = max(range(k_max + 1), key=lambda k: (round(tps[k], 9), -k)) if ready else 0
     pred = Prediction(
-        k_max=k_max,
-        tps_by_k=tuple(tps),
-        tokens_per_pass_by_k=tuple(tpp),
-        ms_per_pass_by_k=tuple(ms),
-        speedup_by_k=tuple(speed),
-        verify_ms_by_k=tuple(v),
-        verify_measured_by_k=tuple(v_meas),
-        verify_note=v_note,
-        acceptance_by_position=tuple(a),
-        reach_by_position=tuple(reach),
-        acceptance_measured_by_position=tuple(a_meas),
-        acceptance_note=a_note,
-        draft_ms_per_token=d,
-        target_decode_ms=v[0],
-        other_ms_per_pass=other,
-        best_k=best,
-        current_k=current_k,
-        advice="",
-        ready=ready,
-        draft_ms_fixed=fixed,
-        verify_source_by_k=tuple(v_src),
-        drafted_per_pass_by_k=tuple(drafted),
-        verify_ms_expected_by_k=tuple(v_exp),
-        continue_by_position=tuple(c),
-        continue_measured_by_position=tuple(c_meas),
+        k_max=k_max, current_k=current_k, best_k=best, ready=ready, advice="",
+        # by k
+        tps_by_k=tuple(tps), tokens_per_pass_by_k=tuple(tpp), ms_per_pass_by_k=tuple(ms), speedup_by_k=tuple(speed),
+        verify_ms_by_k=tuple(v), verify_measured_by_k=tuple(v_meas), verify_source_by_k=tuple(v_src),
+        verify_ms_expected_by_k=tuple(v_exp), drafted_per_pass_by_k=tuple(drafted), verify_note=v_note,
+        # by draft position
+        acceptance_by_position=tuple(a), reach_by_position=tuple(reach), acceptance_measured_by_position=tuple(a_meas),
+        acceptance_note=a_note, continue_by_position=tuple(c), continue_measured_by_position=tuple(c_meas),
         continue_note=c_note,
+        # costs
+        draft_ms_per_token=d, draft_ms_fixed=fixed, target_decode_ms=v[0], other_ms_per_pass=other,
         draft_stop_cause=draft_stop_cause,
     )
     return _with_advice(pred, bool(rates))
