@@ -112,10 +112,10 @@ class Engine:
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
-        self.spare_core = self._spare(spare_core)
+        self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
-    def _spare(self, spare_core: bool | None) -> bool:
+    def _find_spare_core(self, spare_core: bool | None) -> bool:
         """A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may
         use more cores than the decode threads, or when no layer of either model runs on the CPU."""
         on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))

@@ -113,7 +113,8 @@ def _described(exc: BaseException) -> str:
 
 
 class PassLoop:
-    """One run of ``engine`` (see the module docstring); ``Engine.run`` makes one per call."""
+    """One run of ``engine`` (see the module docstring); ``Engine.run`` makes one per call. It reads the engine's
+    loaded state (models, drafters, the KV cursor, the reused row pools) and keeps the run's own."""
 
     def __init__(self, engine: "Engine", control: RunControl, n_predict: int, probe: MachineProbe | None,
                  chat: str, overlap: bool) -> None:
