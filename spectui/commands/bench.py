@@ -24,7 +24,7 @@ from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
 from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
-from .common import ModelOptions, load_engine
+from .common import ModelOptions, load_engine, refuse_heads
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
@@ -233,6 +233,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
+    refuse_heads("bench", [d.strip().lower() for d in drafter.split(",")] if drafter else None, models)
     drafters = parse_drafters(drafter, models.has_draft)
     settings = make_settings(ks, temps, drafters)
     made_dir = record_dir is not None and not Path(record_dir).exists()

@@ -65,6 +65,35 @@ class ModelOptions:
         return bool(self.draft or self.hf_repo_draft)
 
 
+def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
+    """--drafter as given, or, when it is not and a local draft file is, the kind its metadata says (as llama.cpp
+    picks --spec-type: spectui.engine.spec_kinds.detect_drafter): eagle3, mtp or model. None stays None (the
+    command's own default). One line, exit 2, for a kind spectui cannot draft with (dflash, dspark)."""
+    if drafter is not None or not models.draft or not models.target or not Path(models.draft).is_file():
+        return drafter
+    from ..engine import spec_kinds
+
+    kind = spec_kinds.detect_drafter(models.target, models.draft)
+    if kind in (spec_kinds.KIND_DFLASH, spec_kinds.KIND_DSPARK):
+        raise SpectuiError(f"the draft {models.draft} is a {kind} drafter, which spectui cannot draft with; "
+                           "give --drafter model, ngram, eagle3 or mtp")
+    return kind
+
+
+def refuse_heads(command: str, drafters, models: ModelOptions | None = None) -> None:
+    """Commands that cannot draft with an EAGLE-3 head or MTP layers yet say so in one line (exit 2): for an
+    explicit --drafter eagle3/mtp, and for a draft file whose metadata says it is one."""
+    from ..contract.events import HEAD_DRAFTERS
+
+    names = [drafters] if isinstance(drafters, str) or drafters is None else list(drafters)
+    if models is not None and None in names:
+        names = [detected_drafter(None, models)]
+    for d in names:
+        if d in HEAD_DRAFTERS:
+            raise SpectuiError(f"spectui {command} cannot draft with --drafter {d} yet; use spectui run "
+                               f"(or --drafter model / ngram)")
+
+
 def loading_stop(on_stop=None) -> SignalStop:
     """The SignalStop a command installs before its models load (install it with ``with``): SIGINT, SIGTERM
     and SIGHUP then raise Interrupted at the next Python instruction (after the llama.cpp call in progress; a
@@ -78,7 +107,7 @@ def loading_stop(on_stop=None) -> SignalStop:
 
 
 def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
-                inspect_top: int = 5):
+                inspect_top: int = 5, head: str | None = None):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
     Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
     from ..engine.models import check_gguf_file
@@ -107,7 +136,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top, draft_policy=PolicyByMode,
+            inspect_top=inspect_top, draft_policy=PolicyByMode, head=head,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)

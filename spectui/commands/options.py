@@ -69,9 +69,10 @@ def run_options(f):
 
 # One convention per flag, the same in every command (docs/conventions.md).
 
-DRAFTERS = ("model", "ngram", "none")  # spectui.contract.events.DRAFTERS: what --drafter names everywhere
-DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); default: model "
-                "when a draft model is given, else ngram")
+DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")  # spectui.contract.events.DRAFTERS: --drafter everywhere
+DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (the draft is an "
+                "EAGLE-3 head) or mtp (the target's own MTP layers) where the command runs them; default: from the "
+                "draft's metadata (eagle3, mtp or model) when a draft is given, else ngram")
 
 
 def drafter_option(note: str = ""):

@@ -12,7 +12,7 @@ import click
 
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
-from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
+from .common import ModelOptions, load_engine, loading_stop, refuse_heads, resolve_prompt
 from ..contract.draft_length import parse_k
 from .options import drafter_option, json_option, model_options, record_dir_option
 from . import command
@@ -67,6 +67,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             from ..race.spec import parse_spec, spec_settings
 
             have_draft = models.has_draft
+            refuse_heads("race", drafter, models)
             a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
             default_b = f"k={parse_k(draft_max) if draft_max is not None else 4} temp={temp:g} " \
                         f"drafter={drafter or ('model' if have_draft else 'ngram')}"

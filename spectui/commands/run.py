@@ -14,9 +14,9 @@ import sys
 from ..contract.control import DRAFT_MAX_LIMIT, RunControl
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
-from ..contract.events import Settings
+from ..contract.events import HEAD_DRAFTERS, Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
-from .common import ModelOptions, load_engine, loading_stop, probe_at_load, resolve_prompt
+from .common import ModelOptions, detected_drafter, load_engine, loading_stop, probe_at_load, resolve_prompt
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
@@ -30,6 +30,8 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
         raise SpectuiError(f"--draft-min must be between 0 and {DRAFT_MAX_LIMIT}, not {draft_min}")
     if drafter is None:
         drafter = "model" if have_draft else "ngram"
+    if drafter == "eagle3" and not have_draft:
+        raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head as --draft PATH")
     if drafter == "model" and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram / none)")
     return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto,
@@ -82,6 +84,7 @@ def run_main(
     if model_kwargs:
         raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
     text = resolve_prompt(prompt, prompt_file)
+    drafter = detected_drafter(drafter, models)
     settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft, draft_p_min=draft_p_min,
                              draft_min=draft_min)
     from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
@@ -109,7 +112,8 @@ def run_main(
     try:
         with signals:
             recorder = _run_recorder(record, models, prompt_file, force)
-            engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top)
+            engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top,
+                                 head=settings.drafter if settings.drafter in HEAD_DRAFTERS else None)
             if recorder is not None and recorder.background:
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)

@@ -18,7 +18,7 @@ from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from .options import drafter_option, json_option, model_options, record_dir_option
-from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
+from .common import ModelOptions, load_engine, loading_stop, refuse_heads, resolve_prompt
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
 from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
@@ -84,6 +84,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
+    refuse_heads("sweep", drafter, models)
     if drafter is None:
         drafter = "model" if models.has_draft else "ngram"
     if drafter == "none":

@@ -34,7 +34,8 @@ STOP_CTX_FULL = "ctx_full"  # the context window is full
 STOP_USER = "stopped"  # stopped by the user (q, Ctrl+C, SIGTERM/SIGHUP, restart)
 STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 
-DRAFTERS = ("model", "ngram", "none")
+DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")
+HEAD_DRAFTERS = ("eagle3", "mtp")  # an EAGLE-3 head (the draft file) / the target's own MTP layers
 AUTO_MODES = ("cost", "schedule")  # running cost model / HF-style +2 / -1 schedule
 
 

@@ -142,7 +142,9 @@ class Eagle3Head:
         if b.n:
             b.run(PROCESS_DECODE)
 
-    def draft(self, id_last: int, n_max: int, p_min: float = 0.0) -> list[DraftStep]:
+    def draft(self, id_last: int, n_max: int, p_min: float = 0.0, pick=None) -> list[DraftStep]:
+        """``pick(ctx)`` (the engine's drafter): choose each step's (token, confidence) from the head's output
+        row instead of the reference's top-k 10 choice (sampling at T > 0, --draft-min)."""
         L = llama()
         if self.pending_pos < 0 or n_max <= 0:
             return []
@@ -154,7 +156,7 @@ class Eagle3Head:
         out: list[DraftStep] = []
         i = 0
         while True:
-            tok, p = top_candidate(self.ctx, 0, self.n_vocab, TOP_K)
+            tok, p = top_candidate(self.ctx, 0, self.n_vocab, TOP_K) if pick is None else pick(self.ctx)
             prenorm = self.x.rows(self.x.get_embeddings_nextn_ith(self.ctx, 0), 1, self.n_embd_dec)[0].copy()
             if p < p_min:
                 break

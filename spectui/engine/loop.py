@@ -44,6 +44,7 @@ from .finisher import FinishingThread
 from .pair import same_file_warning, size_warning
 from .passes import DraftPolicy, PassLoop, TargetCursor
 from .rowmath import RowPool
+from .spec_heads import check_head, make_head_drafter
 
 __all__ = ["DraftPolicy", "Engine", "INSPECT_TOP_DEFAULT", "INSPECT_TOP_LIMIT", "check_inspect_top"]
 
@@ -76,11 +77,14 @@ class Engine:
         inspect_top: int = INSPECT_TOP_DEFAULT,
         draft_policy: Callable[[], "DraftPolicy"] | None = None,
         spare_core: bool | None = None,
+        head: str | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = None
         self.draft = None
+        self.head = None  # "eagle3" (draft_path is the head) or "mtp" (the target's own layers): spec_heads.py
+        self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
@@ -90,9 +94,13 @@ class Engine:
         ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
         tpath = M.check_gguf_file(target_path, "target")
         dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
+        head_path = None
+        if head is not None:  # one-line refusals before any weights load
+            head_path = check_head(head, tpath, dpath)
+            self.head, dpath = head, None
         n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
-                   n_ubatch=n_ubatch, use_mmap=use_mmap)
+                   n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp")
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
@@ -105,6 +113,13 @@ class Engine:
         self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
         if self.draft is not None:
             self._drafters["model"] = DraftModelDrafter(self.draft)
+        if head is not None:
+            try:
+                self._head = make_head_drafter(head, self.target, head_path, self.n_ctx, self.threads)
+            except BaseException:
+                self.close()
+                raise
+            self._drafters[head] = self._head
         self._warned_no_draft = False
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._cursor = TargetCursor()  # the target's accepted KV cells between runs (the last run's)
@@ -156,7 +171,7 @@ class Engine:
         return n_shared
 
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
-              n_batch: int, n_ubatch: int | None, use_mmap: bool | None) -> None:
+              n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False) -> None:
         """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
         use_extra_bufts = not no_repack
         if use_extra_bufts and M.system_has_amx():
@@ -169,7 +184,7 @@ class Engine:
         try:
             common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
                           n_ubatch=n_ubatch, use_mmap=use_mmap)
-            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, **common)
+            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp, **common)
             if dpath:
                 self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
@@ -197,6 +212,9 @@ class Engine:
         finishing = getattr(self, "_finishing", None)
         if finishing is not None:  # a pass still being finished reads the models' vocabularies: let it end first
             finishing.close()
+        if getattr(self, "_head", None) is not None:  # the head's contexts read the target's: close them first
+            self._head.head.close()
+            self._head = None
         for m in (self.draft, self.target):
             if m is not None:
                 m.close()
@@ -278,6 +296,8 @@ class Engine:
 
     def _pick_drafter(self, name: str) -> Drafter:
         d = self._drafters.get(name)
+        if d is None and name in ("eagle3", "mtp"):
+            raise SpectuiError(f"--drafter {name} needs the engine loaded with its head (Engine(head={name!r}))")
         if d is None:  # "model" without a draft model
             if not self._warned_no_draft:
                 self._warned_no_draft = True

@@ -76,7 +76,9 @@ class MtpHead:
         self.verify_h = h_tgt
         self.pending_h = h_tgt[n - 1].copy()
 
-    def draft(self, id_last: int, pos0: int, n_max: int, p_min: float = 0.0) -> list[DraftStep]:
+    def draft(self, id_last: int, pos0: int, n_max: int, p_min: float = 0.0, pick=None) -> list[DraftStep]:
+        """``pick(ctx)`` (the engine's drafter): choose each step's (token, confidence) from the head's output
+        row instead of the reference's top-k 10 choice (sampling at T > 0, --draft-min)."""
         if n_max <= 0:
             return []
         L = llama()
@@ -87,7 +89,7 @@ class MtpHead:
         i = 0
         while True:
             b.run(PROCESS_DECODE)
-            tok, p = top_candidate(self.ctx, 0, self.n_vocab, TOP_K)
+            tok, p = top_candidate(self.ctx, 0, self.n_vocab, TOP_K) if pick is None else pick(self.ctx)
             h = self.x.rows(self.x.get_embeddings_nextn_ith(self.ctx, 0), 1, self.n_embd)[0].copy()
             if p < p_min:
                 break

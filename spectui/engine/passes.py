@@ -234,8 +234,21 @@ class PassLoop:
         drafter.prefill(prompt_tokens)
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         t_v = time.perf_counter()
-        tgt.decode_chunked(prompt_tokens, 0)
-        verify_ms = (time.perf_counter() - t_v) * 1000.0
+        head = self.e._head
+        if head is None:
+            tgt.decode_chunked(prompt_tokens, 0)
+            verify_ms = (time.perf_counter() - t_v) * 1000.0
+        else:  # the head reads each chunk's hidden states before the next chunk overwrites them
+            verify_ms = 0.0
+            n, step = len(prompt_tokens), max(1, min(tgt.n_batch, 512))
+            for i in range(0, n, step):
+                chunk = prompt_tokens[i:i + step]
+                tgt.decode(chunk, i, "last" if i + step >= n else "none")
+                t_h = time.perf_counter()
+                verify_ms += (t_h - t_v) * 1000.0
+                head.target_decoded(chunk, i)
+                t_v = time.perf_counter()
+                draft_ms += (t_v - t_h) * 1000.0
         row = tgt.logits_last()
         temp = settings.temperature
         tok, prob = _first_token(row, temp, g.rng)
@@ -327,6 +340,10 @@ class PassLoop:
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         ids = prop.ids if prop is not None else []
         p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
+        if self.e._head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
+            t_h = time.perf_counter()
+            self.e._head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
+            draft_ms += (time.perf_counter() - t_h) * 1000.0
         # the finishing thread reads the rows while the next pass drafts: llama.cpp's buffer itself when draft
         # decodes come first (the next verify waits for it), else a copy
         rows_buf, keep_view = self.fin.keep_rows(p, k > 0 and isinstance(drafter, DraftModelDrafter))

@@ -235,6 +235,9 @@ def summary_text(stats: RunStats) -> str:
                  "accept    = - (nothing drafted)")
     lines.append("")
     # ours
+    heads = {"eagle3": "an EAGLE-3 head on the target's hidden states", "mtp": "the target's own MTP layers"}
+    if start is not None and start.settings.drafter in heads:  # what drafted (the other kinds: as before)
+        lines.append(f"drafter                {start.settings.drafter} ({heads[start.settings.drafter]})")
     lines.append(f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts")
     lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass"
                  if snap.passes_drafted else "mean acceptance length - (no drafting pass)")

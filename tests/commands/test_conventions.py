@@ -181,7 +181,7 @@ def test_record_dir_that_is_a_file_is_the_same_one_line_error(tmp_path, cmd):
 
 
 def test_drafter_has_the_same_choices_everywhere():
-    assert DRAFTERS == EVENT_DRAFTERS == ("model", "ngram", "none")
+    assert DRAFTERS == EVENT_DRAFTERS == ("model", "ngram", "none", "eagle3", "mtp")
     found = {name: option(cmd, "--drafter") for name, cmd in commands().items()}
     found = {name: o for name, o in found.items() if o is not None}
     assert sorted(found) == ["bench", "race", "run", "sweep"]

@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Iterator
 from textual.binding import Binding
 
 from ...contract.control import RunControl
-from ...contract.events import DRAFTERS, Event
+from ...contract.events import DRAFTERS, HEAD_DRAFTERS, Event
 from .prompt_screen import PromptScreen
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
@@ -75,9 +75,12 @@ class LiveScreen(RunScreen):
     def drafter_choices(self) -> tuple[str, ...]:
         snap = self.app.snap
         start = snap.start if snap else None
+        # a head (eagle3 / mtp) is loaded for the run that started with it; the draft model when one is loaded
+        head = start.settings.drafter if start is not None and start.settings.drafter in HEAD_DRAFTERS else None
+        skip = {h for h in HEAD_DRAFTERS if h != head}
         if start is not None and start.draft is None:
-            return tuple(d for d in DRAFTERS if d != "model")
-        return DRAFTERS
+            skip.add("model")
+        return tuple(d for d in DRAFTERS if d not in skip)
 
     def action_drafter(self) -> None:
         choices = self.drafter_choices()
