@@ -39,14 +39,15 @@ def spec_dir(tmp_path_factory) -> Path:
     return d
 
 
-def _pair(spec_dir: Path, kind: str) -> tuple[str, str | None]:
+def _pair(spec_dir: Path, kind: str, agree: bool = True) -> tuple[str, str | None]:
+    a = "-agree" if agree else ""
     if kind == "eagle3":
-        return str(spec_dir / "eagle3-agree-target.gguf"), str(spec_dir / "eagle3-agree-draft.gguf")
-    return str(spec_dir / "mtp-agree-target.gguf"), None
+        return str(spec_dir / f"eagle3{a}-target.gguf"), str(spec_dir / f"eagle3{a}-draft.gguf")
+    return str(spec_dir / f"mtp{a}-target.gguf"), None
 
 
-def _engine(spec_dir: Path, kind: str, **kw) -> Engine:
-    t, d = _pair(spec_dir, kind)
+def _engine(spec_dir: Path, kind: str, agree: bool = True, **kw) -> Engine:
+    t, d = _pair(spec_dir, kind, agree)
     return Engine(t, d, n_ctx=256, threads=1, head=kind, warn=lambda m: None, **kw)
 
 
@@ -86,24 +87,29 @@ def test_greedy_head_run_is_lossless(spec_dir, kind):
                 assert ins.draft_top[0].prob == pytest.approx(d.prob)
 
 
-@pytest.mark.parametrize("kind", ["eagle3", "mtp"])
-def test_head_totals_equal_llama_server(spec_dir, tmp_path, kind):
+@pytest.mark.parametrize("kind, agree, p_min", [
+    ("eagle3", True, 0.0), ("eagle3", False, 0.3),  # (the agreeing head is never below 0.99: the random one)
+    ("mtp", True, 0.0), ("mtp", True, 0.3)])
+def test_head_totals_equal_llama_server(spec_dir, tmp_path, kind, agree, p_min):
     """At temperature 0 spectui's loop drafts and accepts, in total, what llama-server's own driver does on the
-    same models, prompt, k and n_predict."""
+    same models, prompt, k, n_predict and --draft-p-min."""
     from servers import SKIP_REASON, llama_server_binary
 
     binary = llama_server_binary()
     if binary is None:
         pytest.skip(SKIP_REASON)
-    t, d = _pair(spec_dir, kind)
+    t, d = _pair(spec_dir, kind, agree)
     args = ["-m", t] + (["-md", d] if d else []) + ["--spec-type", f"draft-{kind}", "--spec-draft-n-max", str(K),
-                                                  "--no-spec-draft-backend-sampling"]
+                                                  "--no-spec-draft-backend-sampling", "--spec-draft-p-min", str(p_min)]
     r, _ = _server_completion(binary, args, tmp_path / f"{kind}.log", n_predict=N_PREDICT)
-    with _engine(spec_dir, kind) as e:
-        evs = _run(e, Settings(draft_max=K, drafter=kind))
+    with _engine(spec_dir, kind, agree) as e:
+        evs = _run(e, Settings(draft_max=K, drafter=kind, draft_p_min=p_min))
     end = evs[-1]
+    if p_min:  # the threshold cut some passes short (else this case tests nothing more)
+        assert any(ev.draft_stop == "p_min" for ev in evs if isinstance(ev, PassEvent))
     assert r["timings"]["predicted_n"] == N_PREDICT == end.n_emitted
-    assert end.n_accepted == r["timings"]["draft_n_accepted"] > 0
+    assert end.n_accepted == r["timings"]["draft_n_accepted"]
+    assert end.n_accepted > 0 or not agree
     assert end.n_drafted == r["timings"]["draft_n"]
 
 
