@@ -133,7 +133,7 @@ def cast_title(start: RunStarted | None) -> str:
 def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
                     end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
     """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2, atomically (through
-    spectui.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
+    spectui.contract.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
     ``end_t``. Returns ("o" events written, duration)."""
     target = out if isinstance(out, OutputPath) else check_output(out, CAST)
     ends_at = end_t + HOLD_END_S

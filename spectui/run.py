@@ -214,7 +214,7 @@ def run_main(
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
     inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
 ) -> int:
-    """The run; returns its exit status (spectui.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
+    """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
     prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:

@@ -1,4 +1,5 @@
-"""Headless face of attach: windows and requests as text lines or JSON objects (numbers from window.py)."""
+"""Headless face of attach: windows and requests as text lines or JSON objects (numbers from
+spectui.analysis.attach_stats)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """From measured turns to the report's numbers: one :class:`BenchRow` per (prompt, turn, setting, repeat),
 pooled per category and setting into a :class:`Summary` (and overall).
 
-Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spectui.stats.compute`):
+Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spectui.analysis.stats.compute`):
 
 - mean accepted tokens = tokens one verify step yields on average, the bonus/correction token included:
   1 + (accepted drafts) / (passes that drafted), pooled over the category's runs (vLLM's mean acceptance
@@ -13,7 +13,7 @@ Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spe
   temperature over the same prompts; its spread (min / median / max) is over each run's own ratio to the
   baseline run of the same prompt, turn, temperature and repeat.
 - equal outputs (temperature 0 only): a speculative run's tokens equal its baseline's up to the baseline's
-  first near tie (:mod:`spectui.lossless`, the rule the tests use).
+  first near tie (:mod:`spectui.analysis.lossless`, the rule the tests use).
 - contended: other processes took this run's cores (``StatsSnapshot.contended_passes`` > 0).
 """
 

@@ -1,6 +1,6 @@
 """Every file spectui writes goes through here: nothing an output does may destroy a file.
 
-The rules (README, "Output files"):
+The rules (docs/exit-statuses.md, "Output files"):
 
 1. An output path is checked **before any work** (:func:`check_output`): its directory exists and is
    writable, the path is not a directory, and it is **never one of the run's inputs** (model files, the
@@ -29,7 +29,7 @@ How a command uses it (the bench and race commands call the same two functions):
 Kinds: :data:`TRACE`, :data:`CAST`, :data:`PROBE_CACHE`, :func:`json_report` (a JSON object whose first
 key is ``"schema": "spectui.<name>"``), :func:`csv_report` (the exact header row spectui writes),
 :func:`text_report` (a first line spectui writes, e.g. an HTML comment at the top of a markdown report).
-Errors are :class:`OutputError` (a :class:`~spectui.errors.SpectuiError`: one line, exit status 2).
+Errors are :class:`OutputError` (a :class:`~spectui.contract.errors.SpectuiError`: one line, exit status 2).
 Only the standard library and spectui's errors are imported here.
 """
 

@@ -17,7 +17,7 @@ draft's stop reason, --draft-p-min in the settings); version-1 and -2 traces rea
 The writer flushes after every event, so a run killed with SIGKILL leaves every complete pass
 readable; the reader turns a truncated or damaged *tail* (one line or several, no intact event after
 them) into one warning, not an error. The writer creates its file at the first event, through
-spectui.outputs (never over an input, nor over a file that is not a trace unless forced). Files
+spectui.contract.outputs (never over an input, nor over a file that is not a trace unless forced). Files
 ending in ``.gz`` are gzip-compressed (the bundled demo trace); the reader detects gzip by its magic
 bytes. No Textual import here: this module is part of the core.
 """
@@ -202,7 +202,7 @@ class TraceWriter:
         self._closed = False
         self._failed = False
         # checked now (never an input; an existing file only if it is a trace, or --force), opened at the
-        # first event (spectui.outputs): a run that fails before it leaves no file behind
+        # first event (spectui.contract.outputs): a run that fails before it leaves no file behind
         try:
             self._output = check_output(self.path, TRACE, inputs, force) if self.path is not None else None
         except OutputError as exc:
@@ -338,7 +338,7 @@ class TraceWriter:
         self._out.flush()  # GzipFile.flush() emits a sync flush: everything so far is decodable
         if self._out is not self._raw:
             self._raw.flush()
-        if self._commit is not None:  # the first flush: the new trace takes the path (spectui.outputs)
+        if self._commit is not None:  # the first flush: the new trace takes the path (spectui.contract.outputs)
             commit, self._commit = self._commit, None
             commit()
 
@@ -350,7 +350,7 @@ class TraceWriter:
 
     def save_to(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (),
                 force: bool = False) -> int:
-        """Write everything recorded so far to ``path`` (atomically, through spectui.outputs: never over an
+        """Write everything recorded so far to ``path`` (atomically, through spectui.contract.outputs: never over an
         input or a file that is not a trace; gzip if it ends in .gz).
 
         Returns the number of events saved. The recording itself goes on.

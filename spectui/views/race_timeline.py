@@ -7,7 +7,7 @@ An event's race time is its trace time (``Timing.t_end``, ``SettingsChanged.t``)
 without a time (RunStarted, RunEnded) takes the time of the lane's event before it (RunStarted: 0).
 
 ``Race.merged`` is every lane's events in race-time order, and ``Race.player()`` plays it with the replay's
-own clock (``spectui.player.ReplayPlayer``: pause, step, speed, seek): it is handed copies whose times are
+own clock (``spectui.recording.player.ReplayPlayer``: pause, step, speed, seek): it is handed copies whose times are
 race times, led by a start gun at race time 0, and ``Race.locate(i)`` says which lane's which event the
 player's position ``i`` is. ``Race.due(t)`` is the pure rule the player follows: how many of each lane's
 events are due at race time ``t``.

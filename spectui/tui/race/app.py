@@ -2,7 +2,7 @@
 
 The clock is the replay's: one ``ReplayPlayer`` plays the race's merged events (``Race.player_events``:
 race times, a start gun at 0), and a worker thread feeds each event to its lane's ``ScreenState`` (the
-run face's state, so every figure is ``spectui.stats``') and posts one wake-up message unless one is
+run face's state, so every figure is ``spectui.analysis.stats``') and posts one wake-up message unless one is
 waiting. The UI paints as the run face does (``spectui.tui.shared.paced_app``: the worker's bookkeeping,
 the pace rules, the themes, the signals and the help key are written there once): a lane's new passes at
 most ``FRAME_HZ`` times a second, the newest pass's next animation phase on a one-shot timer per lane, the

@@ -31,7 +31,7 @@ def next_theme(current: str) -> str:
 
 def quit_on_signal(app, signum: int) -> None:
     """A signal's clean stop: the app quits as with q, and its exit status is 128 + the signal
-    (spectui.exitcodes; the first signal counts)."""
+    (spectui.contract.exitcodes; the first signal counts)."""
     if getattr(app, "stop_signal", None) is None:
         app.stop_signal = int(signum)
     app.action_quit()
