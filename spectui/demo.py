@@ -1,7 +1,7 @@
 """``spectui demo``: the bundled recordings replayed in the TUI, act after act, looping until quit. No
 model needed.
 
-Two acts, each a real run on this project's 2-core CPU, each with its reason on screen:
+Three acts, each real runs recorded on a 2-core CPU, each with its reason on screen:
 
 1. ``spectui/data/demo-trace.jsonl.gz`` (``demos/record_demo.py``): the Qwen2.5-Coder 1.5B target with
    its 0.5B draft, acceptance changing with k and temperature; here speculation loses, and the act
@@ -9,6 +9,8 @@ Two acts, each a real run on this project's 2-core CPU, each with its reason on 
 2. ``spectui/data/demo-act2.jsonl.gz`` (``demos/record_act2.py``): the best regime this CPU allows
    (``benchmarks/bench_regimes.py``): the target alone, then prompt lookup at k = 3 on an editing task,
    where drafts cost nothing; the act says what it bought, from the recording's own numbers.
+3. ``spectui/data/race-*.jsonl.gz`` (``demos/record_race.py``): the race of the target alone, prompt
+   lookup and the draft model on one clock (``spectui.views.race_timeline``).
 
 They are package data, so a plain ``pip install .`` finds them. The screen says it is a recording (the
 replay banner names the models and the recording date); at the end of an act the final screen holds for
