@@ -1,6 +1,6 @@
 """Greedy-losslessness checks shared by the engine tests (no tests here): run with the debug hook, the
 target-only reference run and its top-two logit margins, and the two assertions of
-tests/test_engine_greedy.py's definition of lossless."""
+tests/engine/test_engine_greedy.py's definition of lossless."""
 
 from __future__ import annotations
 

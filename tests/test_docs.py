@@ -4,8 +4,8 @@
   page missing from the nav fails the README's test command; the generated option tables
   (scripts/docs_hooks.py) list every option of every command.
 - Every repository file path (``spectui/...``, ``tests/...``, ``benchmarks/...``, ``scripts/...``, ``docs/...``,
-  ``demos/...``, ``themes/...``, ``.ci/...``) and every dotted module path (``spectui.x.y``, a module and then
-  attributes) that README.md, docs/*.md or a docstring in spectui/ names exists.
+  ``demos/...``, ``themes/...``, ``.ci/...``) and every dotted module path (``spectui.`` and names: a module,
+  then attributes) that README.md, docs/*.md or a docstring in spectui/, tests/ or benchmarks/ names exists.
 - Every ``spectui ...`` command line in README.md and docs/*.md uses options its command has.
 - README's exit-status table is spectui/contract/exitcodes.py's.
 """
@@ -41,7 +41,7 @@ FILE_SUFFIXES = {"tcss", "py", "md", "toml", "jsonl", "gz", "json", "cast", "svg
 
 def docstrings() -> list[tuple[Path, str]]:
     out = []
-    for p in sorted((ROOT / "spectui").rglob("*.py")):
+    for p in sorted(p for folder in ("spectui", "tests", "benchmarks") for p in (ROOT / folder).rglob("*.py")):
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 doc = ast.get_docstring(node, clean=False)
