@@ -42,6 +42,9 @@ def _value(p: click.Parameter) -> str:
         return ""
     if isinstance(p.type, click.Choice):
         return "|".join(str(c) for c in p.type.choices)
+    describe = getattr(p.type, "_describe_range", None)  # click's IntRange / FloatRange: "1<=x<=3"
+    if p.metavar is None and describe is not None:
+        return describe()
     return p.metavar or p.type.name.upper()
 
 
@@ -75,14 +78,16 @@ def table(name: str, cmd: click.Command) -> str:
             continue
         spellings = ", ".join(f"`{o}`" for o in list(p.opts) + list(p.secondary_opts))
         value = _value(p)
-        rows.append(f"| {spellings} | {_cell(f'`{value}`') if value else ''} | {_cell(_default(p))} | "
+        value = f"`{' '.join(value.split())}`" if value else ""  # a code span: its pipes are not cell breaks
+        default = f"`{_default(p)}`" if _default(p) else ""
+        rows.append(f"| {spellings} | {value} | {default} | "
                     f"{_cell(getattr(p, 'help', None) or '')} |")
-    usage = "spectui" if name == "spectui" else f"spectui {name}"
+    usage = ("spectui" if name == "spectui" else f"spectui {name}") + " [OPTIONS]"
     if args:
         usage += " " + " ".join(a.make_metavar(click.Context(cmd)) if _metavar_takes_ctx() else a.make_metavar()
                                 for a in args)
     summary = (cmd.help or "").strip().split("\n\n")[0].replace("\n", " ").replace("\b", "").strip()
-    head = f"`{usage} [OPTIONS]`" + (f": {summary}" if summary else "")
+    head = f"`{usage}`" + (f": {summary}" if summary else "")
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
