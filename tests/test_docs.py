@@ -33,7 +33,8 @@ PATH_RE = re.compile(r"(?<![\w./~$-])(?:spectui|tests|benchmarks|scripts|docs|de
 MODULE_RE = re.compile(r"(?<![\w./\"'-])spectui(?:\.[A-Za-z_]\w*)+")
 # Paths the docs name that a fresh checkout does not have: made by a script, git-ignored.
 MADE_BY_SCRIPTS = {"benchmarks/gpu/carry": "benchmarks/gpu/prepare.sh fills it (git-ignored)",
-                   "spectui/themes": "themes/ inside the installed package (pyproject's force-include)"}
+                   "spectui/themes": "themes/ inside the installed package (pyproject's force-include)",
+                   "demos/knee.cast": "demos/record_knee.py -o writes it (docs/batch-knee.md's recipe)"}
 # Dotted names that are not module paths.
 NOT_MODULES = {"spectui.trace": "the trace schema's name (recording/trace.py SCHEMA)"}
 FILE_SUFFIXES = {"tcss", "py", "md", "toml", "jsonl", "gz", "json", "cast", "svg", "png", "yml"}
