@@ -19,6 +19,7 @@ from typing import Any, Callable
 import click
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.exitcodes import FAILED, OK, SignalStop
 from ..recording.trace import TraceWriter
 from ..contract.events import (
@@ -259,7 +260,7 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
                 writer.close()
     why = session.failure()
     if why and not signals.signum:
-        click.echo(f"spectui: attach: {why}", err=True)
+        click.echo(f"spectui: attach: {visible_line(why)}", err=True)
     sys.exit(signals.status(FAILED if why else OK))
 
 
