@@ -483,44 +483,110 @@ def _open_lines(path: str) -> Iterator[bytes]:
     except OSError as exc:
         fh.close()
         raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return _gzip_lines(fh) if magic == _GZIP_MAGIC else _plain_lines(fh)
+    return _gzip_lines(fh, path) if magic == _GZIP_MAGIC else _plain_lines(fh, path)
 
 
-def _plain_lines(fh: IO[bytes]) -> Iterator[bytes]:
-    with fh:
-        yield from fh
+# Limits on what a trace may hold (docs/untrusted-input.md): a trace is a stranger's file. Passing one is
+# one line and exit 2 (TraceLimitError), in bounded memory: the reader never holds more than one line.
+MAX_LINE_BYTES = 16 << 20  # one event's JSON line (a long prompt, an inspector's top-k) stays far below
+MAX_TRACE_BYTES = 8 << 30  # decompressed bytes in all (a million passes is a few hundred MB)
+MAX_LINES = 50_000_000  # lines in all
+MAX_BLANK_LINES = 10_000  # spectui never writes a blank line; a file of newlines is not a trace
+_CHUNK = 1 << 20  # bytes read (or decompressed) at a time
 
 
-def _gzip_lines(fh: IO[bytes]) -> Iterator[bytes]:
-    """Decompress in chunks and split lines ourselves: a stream cut short (the writer was killed after a
-    sync flush) or damaged still yields every line decoded before the cut."""
-    with fh:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        buf = b""
+class TraceLimitError(TraceError):
+    """A trace passed one of the reader's limits (an endless line, a gzip bomb, /dev/zero)."""
+
+
+def _limit(path: str, what: str) -> TraceLimitError:
+    return TraceLimitError(f"{path}: {what}: not a spectui trace this spectui will read "
+                           "(limits: docs/untrusted-input.md)")
+
+
+def _split_lines(path: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines (each with its newline, the last maybe without) from blocks of bytes, within the limits above.
+    A ``_Damage`` among the blocks is passed on after the partial line before it."""
+    pending: list[bytes] = []
+    pending_len = total = n_lines = blanks = 0
+    for data in chunks:
+        if isinstance(data, _Damage):
+            if pending:
+                yield b"".join(pending)
+                pending, pending_len = [], 0
+            yield data
+            return
+        total += len(data)
+        if total > MAX_TRACE_BYTES:
+            raise _limit(path, f"more than {MAX_TRACE_BYTES >> 20} MiB of data")
+        start = 0
         while True:
-            chunk = fh.read(1 << 16)
-            if not chunk:
+            i = data.find(b"\n", start)
+            if i < 0:
                 break
-            try:
-                data = d.decompress(chunk)
-                while d.eof and d.unused_data:  # another gzip member follows
-                    rest = d.unused_data
+            if pending:
+                line = b"".join(pending) + data[start:i + 1]
+                pending, pending_len = [], 0
+            else:
+                line = data[start:i + 1]
+            start = i + 1
+            n_lines += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise _limit(path, f"line {n_lines} is longer than {MAX_LINE_BYTES >> 20} MiB")
+            if n_lines > MAX_LINES:
+                raise _limit(path, f"more than {MAX_LINES} lines")
+            if len(line) < 64 and not line.strip():
+                blanks += 1
+                if blanks > MAX_BLANK_LINES:
+                    raise _limit(path, f"more than {MAX_BLANK_LINES} blank lines")
+            yield line
+        if start < len(data):
+            rest = data[start:] if start else data
+            pending.append(rest)
+            pending_len += len(rest)
+            if pending_len > MAX_LINE_BYTES:
+                raise _limit(path, f"line {n_lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
+    if pending:
+        yield b"".join(pending)
+
+
+def _plain_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
+    with fh:
+        yield from _split_lines(path, iter(lambda: fh.read(_CHUNK), b""))
+
+
+def _gzip_blocks(fh: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed blocks of at most ``_CHUNK`` bytes (a bomb never inflates in one call), then a
+    ``_Damage`` where the compressed stream breaks off or is cut short."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while True:
+        chunk = fh.read(1 << 16)
+        if not chunk:
+            break
+        try:
+            while chunk:
+                data = d.decompress(chunk, _CHUNK)
+                if data:
+                    yield data
+                if d.unconsumed_tail:
+                    chunk = d.unconsumed_tail
+                elif d.eof and d.unused_data:  # another gzip member follows
+                    chunk = d.unused_data
                     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    data += d.decompress(rest)
-            except zlib.error:
-                if buf:
-                    yield buf
-                yield _Damage("damaged compressed data")
-                return
-            buf += data
-            if b"\n" in buf:
-                *complete, buf = buf.split(b"\n")
-                for line in complete:
-                    yield line + b"\n"
-        if buf:
-            yield buf
-        if not d.eof:  # a recording killed mid-run: its gzip stream has no end
-            yield _Damage("compressed data cut short")
+                else:
+                    chunk = b""
+        except zlib.error:
+            yield _Damage("damaged compressed data")
+            return
+    if not d.eof:  # a recording killed mid-run: its gzip stream has no end
+        yield _Damage("compressed data cut short")
+
+
+def _gzip_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
+    """Decompress in bounded blocks and split lines ourselves: a stream cut short (the writer was killed
+    after a sync flush) or damaged still yields every line decoded before the cut."""
+    with fh:
+        yield from _split_lines(path, _gzip_blocks(fh))
 
 
 def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
@@ -528,6 +594,8 @@ def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
         raise TraceError(f"{path}: gzip file with {first}, not a readable trace ({_supported()})")
     if first is None or not first.strip():
         raise TraceError(f"{path}: empty file, not a spectui trace ({_supported()})")
+    if first.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM (what Windows editors add) before the header
+        first = first[3:]
     try:
         header = json.loads(first.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
