@@ -89,10 +89,12 @@ class AttachSession:
         reason, ticks = "stopped", 0
         try:
             # The baseline first (request mode: before the request, so the session window is the request).
-            for ev in self.scraper.scrape_all():
+            # polled (scrape_all): a signal stops it at once, and every scrape ends within --timeout
+            for ev in self.scraper.scrape_all(self.stop):
                 emit(ev)
             for th in threads:
-                th.start()
+                if not self.stop.is_set():
+                    th.start()
             while not self.stop.is_set():
                 if self.duration and self._clock() - self.t0 >= self.duration:
                     reason = "done"  # the deadline (--duration); failure() says whether it went well
@@ -116,9 +118,9 @@ class AttachSession:
             reason = "stopped"
         finally:
             self.stop.set()
-            for th in threads:
-                if th.is_alive():
-                    th.join(timeout=self.timeout + 1)
+            for th in threads:  # a thread blocked in a read is a daemon: its scrape or request ends with
+                if th.is_alive():  # the process (its Deadline); the session's end never waits on a server
+                    th.join(timeout=0.3)
             while not q.empty():  # a request cut short still ends with its RequestEnded
                 item = q.get_nowait()
                 if isinstance(item, RequestEnded):
@@ -167,7 +169,7 @@ class AttachSession:
     def _scrape_worker(self, q: queue.Queue) -> None:
         next_at = time.monotonic() + self.interval
         while not self.stop.wait(max(0.0, next_at - time.monotonic())):
-            for ev in self.scraper.scrape_all():
+            for ev in self.scraper.scrape_all(self.stop):
                 q.put(ev)
             q.put(_TICK)
             next_at = max(next_at + self.interval, time.monotonic())
@@ -185,7 +187,7 @@ class AttachSession:
         request's counts when its slot is released, just after the last chunk), at most ~2 s."""
         req = self.stats.snapshot().request
         for _ in range(20):
-            evs = self.scraper.scrape_all()
+            evs = self.scraper.scrape_all(self.stop)
             for ev in evs:
                 emit(ev)
             first = next((e for e in evs if e.url == self.urls[0]), None)

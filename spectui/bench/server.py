@@ -37,8 +37,10 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from ..attach.metrics import parse as parse_metrics
-from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, openai_model
-from ..attach.scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
+from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, _float, _int, openai_model
+from ..attach.scraper import (
+    USER_AGENT, Deadline, FetchError, base_url, check_scheme, describe_error, http_get, open_url,
+)
 from ..analysis.attach_stats import OK, engine_window, sum_windows
 from ..engine.chat import chat_messages
 from ..contract.errors import SpectuiError
@@ -136,50 +138,60 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
         return RequestEnded(
             t=time.monotonic() - t0, reason=reason, error=error,
             n_tokens=int(n) if isinstance(n, int) else n_chunks,
-            draft_n=int(timings.get("draft_n", -1)), draft_n_accepted=int(timings.get("draft_n_accepted", -1)),
-            prompt_ms=float(timings.get("prompt_ms", -1.0)), predicted_ms=float(timings.get("predicted_ms", -1.0)),
-            predicted_n=int(timings.get("predicted_n", -1)),
+            draft_n=_int(timings.get("draft_n", -1)), draft_n_accepted=_int(timings.get("draft_n_accepted", -1)),
+            prompt_ms=_float(timings.get("prompt_ms", -1.0)), predicted_ms=_float(timings.get("predicted_ms", -1.0)),
+            predicted_n=_int(timings.get("predicted_n", -1)),
         )
 
+    deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
+
+    def why(message: str) -> str:  # a read the deadline cut says so, not "closed early" or "broken"
+        return f"{dep.url}: {deadline.message()} (the whole request)" if deadline.fired else message
+
+    deadline.__enter__()
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - http(s) checked
-    except urllib.error.HTTPError as exc:
-        detail = ""
         try:
-            detail = exc.read().decode("utf-8", "replace")[:160]
-        except OSError:
-            pass
-        yield ended(REQ_ERROR, f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
-        return
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: {describe_error(exc, timeout)}")
-        return
-    except http.client.HTTPException as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: bad HTTP response: {type(exc).__name__}")
-        return
-    try:
-        with resp:
-            stream = JsonStream(resp)
-            for msg in stream:
-                last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
-                for c in msg.get("choices") or []:
-                    text = (c.get("delta") or {}).get("content") or ""
-                    if text:
-                        n_chunks += 1
-                        yield RequestChunk(t=time.monotonic() - t0, text=text, n_tokens=1)
-                    fr = c.get("finish_reason")
-                    if fr:
-                        finish = REQ_LENGTH if fr == "length" else REQ_STOP
-            if not (stream.done or finish):
-                yield ended(REQ_ERROR, f"{dep.url}: {CLOSED_EARLY}")
-                return
-    except StreamError as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: {exc}")
-        return
-    except (OSError, http.client.HTTPException) as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: stream broken: {describe_error(exc, timeout)}")
-        return
-    yield ended(finish or REQ_STOP)
+            resp = open_url(req, deadline)
+        except urllib.error.HTTPError as exc:
+            detail = ""
+            try:
+                detail = exc.read(4096).decode("utf-8", "replace")[:160]
+            except OSError:
+                pass
+            yield ended(REQ_ERROR, f"{dep.url}: {deadline.message()}" if deadline.fired
+                        else f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
+            return
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: {describe_error(exc, timeout)}"))
+            return
+        except http.client.HTTPException as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: bad HTTP response: {type(exc).__name__}"))
+            return
+        try:
+            with resp:
+                stream = JsonStream(resp)
+                for msg in stream:
+                    last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
+                    for c in msg.get("choices") or []:
+                        text = (c.get("delta") or {}).get("content") or ""
+                        if text:
+                            n_chunks += 1
+                            yield RequestChunk(t=time.monotonic() - t0, text=text, n_tokens=1)
+                        fr = c.get("finish_reason")
+                        if fr:
+                            finish = REQ_LENGTH if fr == "length" else REQ_STOP
+                if not (stream.done or finish):
+                    yield ended(REQ_ERROR, why(f"{dep.url}: {CLOSED_EARLY}"))
+                    return
+        except StreamError as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: {exc}"))
+            return
+        except (OSError, http.client.HTTPException) as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: stream broken: {describe_error(exc, timeout)}"))
+            return
+        yield ended(finish or REQ_STOP)
+    finally:
+        deadline.cancel()
 
 
 def request_stats(events: Sequence, window=None) -> StatsSnapshot:
