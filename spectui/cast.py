@@ -32,7 +32,7 @@ from typing import Any, Iterable
 import click
 
 from .views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
-from .contract.text import json_text
+from .contract.text import json_text, visible_line
 from .contract.errors import SpectuiError
 from .contract.exitcodes import Interrupted, SignalStop
 from .contract.events import AttachStarted, Event, PassEvent, RunStarted
@@ -144,7 +144,7 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
         "height": rows,
         "timestamp": int(start.started_at) if start is not None and start.started_at > 0 else 0,
         "duration": round(ends_at, 6),
-        "title": title or cast_title(start),
+        "title": visible_line(title or cast_title(start)),  # a player may show it
         "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
     }
     merged: list[list[Any]] = []

@@ -31,6 +31,7 @@ import os
 import platform
 import queue
 import random
+import re
 import sys
 import tempfile
 import threading
@@ -159,8 +160,14 @@ def make_header(start: RunStarted | AttachStarted | None, extra: dict[str, Any] 
     return header
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    if _SURROGATE.search(s):  # a lone surrogate (a server's or a trace's "\ud800") cannot be UTF-8: \\uXXXX
+        s = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+    return s + "\n"
 
 
 # ------------------------------------------------------------------------------------------ writer
