@@ -248,10 +248,17 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     if not headless:
         sys.exit(_run_tui(session, writer, theme))
     face = HeadlessFace(sys.stdout, as_json)
+    write_error: list[str] = []  # --record on a full disk or /dev/full: one line, the session ends
 
     def sink(ev: Any) -> None:
+        nonlocal writer
         if writer is not None:
-            writer.write(ev)
+            try:
+                writer.write(ev)
+            except SpectuiError as exc:
+                write_error.append(str(exc))
+                writer = None
+                session.stop.set()
         face(ev)
 
     with SignalStop(session.stop.set, second_sigint_raises=False) as signals:
@@ -259,7 +266,13 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
             session.run(sink)
         finally:
             if writer is not None:
-                writer.close()
+                try:
+                    writer.close()
+                except SpectuiError as exc:
+                    write_error.append(str(exc))
+    if write_error:
+        click.echo(f"spectui: error: {visible_line(write_error[0])}", err=True)
+        sys.exit(2)
     why = session.failure()
     if why and not signals.signum:
         click.echo(f"spectui: attach: {visible_line(why)}", err=True)
