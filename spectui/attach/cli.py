@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import click
 
+from ..contract.params import DURATION, SECONDS
 from ..contract.errors import SpectuiError
 from ..contract.text import visible_line
 from ..contract.exitcodes import FAILED, OK, SignalStop
@@ -201,9 +202,9 @@ class AttachSession:
 
 @click.command("attach")
 @click.argument("urls", nargs=-1, required=True)
-@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+@click.option("--interval", type=SECONDS, default=1.0, show_default=True,
               help="seconds between scrapes of /metrics")
-@click.option("--timeout", type=click.FloatRange(min=0.05), default=None,
+@click.option("--timeout", type=SECONDS, default=None,
               help="seconds to wait for one scrape (default 0.8 x interval, 0.2-5 s)")
 @click.option("--headless", is_flag=True, help="no TUI: one line per engine per interval")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text (implies --headless)")
@@ -214,7 +215,7 @@ class AttachSession:
                    "vendored in llama-cpp-python 0.3.36 ignores it (compiled out), vLLM has no such field")
 @click.option("--count", type=click.IntRange(min=0), default=0,
               help="stop after this many intervals (0: until Ctrl+C); exit 1 if a URL never answered")
-@click.option("--duration", type=click.FloatRange(min=0), default=0.0,
+@click.option("--duration", type=DURATION, default=0.0,
               help="stop after this many seconds (0: no deadline); exit 1 if a URL never answered or the -p "
                    "request did not finish")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")

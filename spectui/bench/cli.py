@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from ..contract.params import SECONDS
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
@@ -134,7 +135,7 @@ class _Signals:
               help="benchmark a llama-server / vLLM at URL instead of local models (repeatable)")
 @click.option("--baseline-url", type=str, default=None, help="the same target without speculation (server mode)")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="server mode: requests in flight")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=SECONDS, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
     """Benchmark speculation per workload category: Spec-Bench's table for your pair, machine or deployment."""

@@ -73,6 +73,12 @@ class Deployment:
 
 def probe_deployment(url: str, timeout: float) -> Deployment:
     """What answers at ``url``: its /metrics kind (if any) and model id; SpectuiError when nothing answers."""
+    from ..attach.urls import check_url  # noqa: PLC0415
+
+    try:
+        check_url(url)  # "[::1", credentials, a bad port: one line before any request
+    except SpectuiError as exc:
+        raise SpectuiError(f"--url: {str(exc).removeprefix('attach: ')}") from None
     root = base_url(url)
     try:
         check_scheme(root)

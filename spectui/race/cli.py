@@ -10,6 +10,7 @@ import sys
 import click
 
 from ..contract.errors import SpectuiError
+from ..contract.params import TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
 
 
@@ -33,7 +34,7 @@ from ..contract.exitcodes import Interrupted, signal_name
               help="the speculative run's k (default 4; --b overrides)")
 @click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
               help="the speculative run's drafter (default: model with --draft, else ngram)")
-@click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True)
+@click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True)
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--a", "spec_a", type=str, default=None, metavar="SPEC",
               help='setting A, e.g. "k=0" (default: the target alone); keys k, temp, drafter, seed, p-min')

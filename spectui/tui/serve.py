@@ -43,6 +43,9 @@ def serve_cmd(host: str, port: int, public_url: str | None, title: str | None, c
     from ..contract.errors import fail
 
     try:
+        if not host.strip():  # "" would listen on every interface, IPv4 and IPv6, and say http://:PORT
+            raise SpectuiError("--host is empty: give an address (127.0.0.1; 0.0.0.0 for every interface, "
+                               "then --public-url)")
         cmd = served_command(command)
         try:
             from textual_serve.server import Server
