@@ -33,9 +33,10 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
+from ..attach.metrics import BadCounters
 from ..attach.metrics import parse as parse_metrics
 from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, _float, _int, openai_model
 from ..attach.scraper import (
@@ -69,6 +70,7 @@ class Deployment:
     kind: str  # KIND_LLAMA_SERVER, KIND_VLLM, ... or "" (no /metrics)
     model: str
     metrics: bool  # /metrics answers with Prometheus text
+    problems: list = field(default_factory=list)  # impossible counters seen (named in the report's notes)
 
 
 def probe_deployment(url: str, timeout: float) -> Deployment:
@@ -106,6 +108,10 @@ def _counters(dep: Deployment, timeout: float):
     try:
         text, _, _ = http_get(dep.root + "/metrics", timeout)
         return parse_metrics(text)
+    except BadCounters as exc:  # accepted > drafted, a NaN count: named, its figures left out
+        if str(exc) not in dep.problems:
+            dep.problems.append(str(exc))
+        return None
     except (FetchError, ValueError):
         return None
 
@@ -306,6 +312,9 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
         notes.append(f"--concurrency {concurrency}: /metrics deltas mix requests, so acceptance comes from each "
                      "request's own timings (llama-server) and verify steps are not attributed.")
     kinds = {u: (d.kind or "no /metrics") for u, d in deps.items()}
+    for dep in [*deps.values(), *([base_dep] if base_dep is not None else [])]:
+        for problem in dep.problems:
+            notes.append(f"{dep.url}: /metrics: {problem}: the server-side speculative figures are left out")
     params = {"mode": "server", "urls": urls, "baseline_url": baseline_url, "kinds": kinds, "prompts": ps.source,
               "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
               "system": system, "n_predict": n_predict, "temperatures": temps, "seed": seed, "repeat": repeat,
