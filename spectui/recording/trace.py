@@ -24,6 +24,7 @@ bytes. No Textual import here: this module is part of the core.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import gzip
 import json
@@ -596,6 +597,13 @@ def _gzip_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
         yield from _split_lines(path, _gzip_blocks(fh))
 
 
+class _NonFinite:
+    """What ``json.loads`` makes of NaN / Infinity / -Infinity in a trace (then named and read as 0)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
     if isinstance(first, _Damage):
         raise TraceError(f"{path}: gzip file with {first}, not a readable trace ({_supported()})")
@@ -650,6 +658,7 @@ class TraceReader:
         self.warnings: list[str] = []
         self.n_events = 0
         self.line_no = 1
+        self._warned_fields: set[str] = set()
 
     def __iter__(self) -> "TraceReader":
         return self
@@ -674,7 +683,14 @@ class TraceReader:
             else:
                 problem = ""
                 try:
-                    ev = from_dict(json.loads(line.decode("utf-8")))
+                    if b"NaN" in line or b"Infinity" in line:  # JSON's extensions, never written by spectui
+                        ev = from_dict(self._finite(json.loads(line.decode("utf-8"), parse_constant=_NonFinite)))
+                    else:
+                        ev = from_dict(json.loads(line.decode("utf-8")))
+                    if type(ev) is PassEvent:
+                        t = ev.timing
+                        if t.wall_ms < 0 or t.verify_ms < 0 or t.draft_ms < 0 or t.other_ms < 0 or t.t_end < 0:
+                            ev = self._no_negative_times(ev)
                 except UnicodeDecodeError:
                     problem = "not UTF-8"
                 except EventFormatError as exc:
@@ -709,6 +725,37 @@ class TraceReader:
                 f"(the run was probably killed); {self.n_events} events read"
             )
             raise StopIteration
+
+    def _value_warning(self, field: str, what: str) -> None:
+        """One warning per field name (a trace of NaN times says it once, not once a pass)."""
+        if field in self._warned_fields:
+            return
+        self._warned_fields.add(field)
+        self._warn(f"{self.path}: line {self.line_no}: {field} is {what}; read as 0 (and so wherever "
+                   "it occurs again)")
+
+    def _finite(self, obj: Any, where: str = "") -> Any:
+        """A parsed line with each NaN / Infinity (a _NonFinite) replaced by 0.0 and named in a warning."""
+        if isinstance(obj, _NonFinite):
+            self._value_warning(where or "a value", f"{obj.text} (not a number a run records)")
+            return 0.0
+        if isinstance(obj, dict):
+            kind = obj.get("type") if isinstance(obj.get("type"), str) else ""
+            base = where or {"pass": "PassEvent", "start": "RunStarted", "end": "RunEnded"}.get(kind, kind or "event")
+            return {k: self._finite(v, f"{base}.{k}") for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self._finite(v, where) for v in obj]
+        return obj
+
+    def _no_negative_times(self, ev: PassEvent) -> PassEvent:
+        t = ev.timing
+        fixed = {}
+        for name in ("draft_ms", "verify_ms", "other_ms", "wall_ms", "t_end"):
+            v = getattr(t, name)
+            if v < 0:
+                self._value_warning(f"PassEvent.timing.{name}", f"negative ({v:g}; a time is not)")
+                fixed[name] = 0.0
+        return dataclasses.replace(ev, timing=dataclasses.replace(t, **fixed))
 
     def close(self) -> None:
         close = getattr(self._lines, "close", None)
