@@ -584,7 +584,11 @@ def _gzip_blocks(fh: IO[bytes]) -> Iterator[bytes]:
                 else:
                     chunk = b""
         except zlib.error:
-            yield _Damage("damaged compressed data")
+            rest = len(chunk) + len(fh.read(1 << 16))  # how much of the file lies after the damage
+            if rest > 64:  # a file altered in its middle, not a writer killed at its end
+                yield _Damage(f"damaged compressed data, with at least {rest} bytes of the file after it")
+            else:
+                yield _Damage("damaged compressed data")
             return
     if not d.eof:  # a recording killed mid-run: its gzip stream has no end
         yield _Damage("compressed data cut short")
@@ -678,6 +682,11 @@ class TraceReader:
             self.line_no += 1
             if isinstance(line, _Damage):
                 problem = str(line)
+                if "bytes of the file after it" in problem:  # a broken middle: the rest cannot be decompressed
+                    self.close()
+                    self._lines = iter(())
+                    raise TraceError(f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} "
+                                     "events read before it; gzip cannot resume after damage)")
             elif not line.strip():
                 continue
             else:
