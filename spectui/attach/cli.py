@@ -68,6 +68,7 @@ class AttachSession:
         self.last_error: dict[str, str] = {}
         self.request_end: RequestEnded | None = None
         self.end_reason = ""
+        self.ended_by = ""  # "duration" when --duration ended the session (failure() says which limit)
         self.stats = AttachStats()
         self.t0 = time.monotonic()
         self.scraper = Scraper(urls, timeout=self.timeout, clock=self._clock)
@@ -99,6 +100,7 @@ class AttachSession:
             while not self.stop.is_set():
                 if self.duration and self._clock() - self.t0 >= self.duration:
                     reason = "done"  # the deadline (--duration); failure() says whether it went well
+                    self.ended_by = "duration"
                     break
                 try:
                     item = q.get(timeout=0.2)
@@ -155,7 +157,8 @@ class AttachSession:
             if end is not None and end.reason == REQ_ERROR:
                 return f"the request failed: {end.error}"
             if (end is None or end.reason == REQ_STOPPED) and self.end_reason == "done":
-                return "the request did not finish"
+                by = f"--duration {self.duration:g} s" if self.ended_by == "duration" else f"--count {self.count}"
+                return f"the request did not finish within {by}"
         if self.end_reason != "done":
             return ""
         for url in self.urls:

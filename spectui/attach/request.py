@@ -111,6 +111,7 @@ def _sse_data(resp: Any) -> Iterator[str]:
 
 
 CLOSED_EARLY = "the server closed the stream before the end of the completion"
+NOT_THE_API = "is the URL the server's API, not a web page?"
 
 
 class StreamError(Exception):
@@ -211,6 +212,11 @@ def stream_completion(
             yield ended(REQ_ERROR, deadline.message() if deadline.fired else f"bad HTTP response: {type(exc).__name__}")
             return
         finish = ""
+        ctype = (resp.headers.get("Content-Type") or "").lower()
+        if "html" in ctype:  # a web UI, not the API: say so, not "the server closed the stream"
+            resp.close()
+            yield ended(REQ_ERROR, f"not a completion stream: got an HTML page ({NOT_THE_API})")
+            return
         try:
             with resp:
                 stream = JsonStream(resp)

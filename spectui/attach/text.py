@@ -61,12 +61,15 @@ def session_lines(snap: AttachSnapshot) -> list[str]:
     return out
 
 
-def request_lines(r: RequestView) -> list[str]:
+def request_lines(r: RequestView, session_end: str = "stopped") -> list[str]:
+    """The request's summary; ``session_end``: the session's AttachEnded reason ("done": --count / --duration
+    ended it, so a request cut short was not stopped by the user)."""
     head = f"request to {visible_line(r.url)}: {r.n_tokens} tokens in {r.n_chunks} chunks"
     if r.error:
         head += f"; ended early: {visible_line(r.error)}"
     elif r.reason == "stopped":
-        head += "; stopped by the user"
+        head += ("; cut short: the session ended (--count / --duration)" if session_end == "done"
+                 else "; stopped by the user")
     lines = [head]
     lines.append(f"  client TTFT {secs(r.ttft_s)}  ITL p50/p95 {secs(r.itl_p50_s)}/{secs(r.itl_p95_s)}")
     if r.draft_n >= 0:
@@ -103,6 +106,7 @@ class HeadlessFace:
         self.stats = AttachStats()
         self.last_url = ""
         self.request_mode = False
+        self.session_end = "stopped"
 
     def __call__(self, ev: Any) -> None:
         self.stats.update(ev)
@@ -115,6 +119,7 @@ class HeadlessFace:
             self.out.write(visible(ev.text))  # the server's completion text, controls made visible
             self.out.flush()
         elif isinstance(ev, AttachEnded):
+            self.session_end = ev.reason
             self.finish()
 
     def tick(self) -> None:
@@ -135,7 +140,7 @@ class HeadlessFace:
             return
         if snap.request is not None:
             print("", file=self.out)
-            for line in request_lines(snap.request):
+            for line in request_lines(snap.request, self.session_end):
                 print(visible(line), file=self.out)
         for line in session_lines(snap):
             print(visible(line), file=self.out)

@@ -95,9 +95,11 @@ def probe_deployment(url: str, timeout: float) -> Deployment:
     except (FetchError, ValueError):
         pass
     try:
-        http_get(root + "/v1/models", min(timeout, 10.0))
+        _, models_type, _ = http_get(root + "/v1/models", min(timeout, 10.0))
     except FetchError as exc:
         raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models ({exc})") from None
+    if "html" in models_type.lower():
+        raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models (got an HTML page: a web UI?)")
     return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics)
 
 
