@@ -27,6 +27,13 @@ def served_command(args: tuple[str, ...]) -> str:
     args = tuple(args) or ("demo",)
     if args[0] == "serve":
         raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), not itself")
+    ctx = click.get_current_context(silent=True)
+    group = ctx.parent if ctx is not None else None  # spectui's command group, when serve runs under it
+    if group is not None and isinstance(group.command, click.Group) and not args[0].startswith("-"):
+        known = [c for c in group.command.list_commands(group) if c != "serve"]
+        if args[0] not in known:  # an unknown name would be served (and fail in every browser) until killed
+            raise SpectuiError(f"spectui serve: no such command {args[0]!r} (one of: {', '.join(known)}); "
+                               "serve's own options (--host, --port) go before the command")
     return shlex.join([sys.executable, "-m", "spectui", *args])
 
 
