@@ -182,7 +182,7 @@ def terminal_forbidden(stream: str) -> list[str]:
 def test_tui_replay_stream_and_cast_file(tmp_path_factory, texts):
     """The replay TUI under Textual's run_test (the cast's capture driver records every byte the app
     writes), then the cast file made of it: Textual's own sequences only."""
-    from spectui.cast import frames, render_cast
+    from spectui.commands.cast import frames, render_cast
     from spectui.tui.run.cast_render import capture
 
     events = poisoned(texts, n_passes=3)
