@@ -91,11 +91,19 @@ def parse(text: str) -> ParsedMetrics:
     if kind == KIND_PROMETHEUS:  # some other exporter: shown as "no speculation"
         return ParsedMetrics(kind, (EngineCounters(engine=""),), process_start, len(samples))
     prefix = next(p for p, k in PREFIXES.items() if k == kind)
-    return ParsedMetrics(kind, _engines(prefix, samples), process_start, len(samples))
+    try:
+        engines = _engines(prefix, samples)
+    except BadCounters as exc:
+        exc.kind = kind  # the server is what it says; its counters are what cannot be true
+        raise
+    return ParsedMetrics(kind, engines, process_start, len(samples))
 
 
 class BadCounters(NotPrometheus):
-    """Prometheus text whose speculative decoding counters cannot be true (NaN, negative, accepted > drafted)."""
+    """Prometheus text whose speculative decoding counters cannot be true (NaN, negative, accepted > drafted).
+    ``kind``: the server's kind all the same (llama-server, vLLM, SGLang)."""
+
+    kind = ""
 
 
 def _where(labels: dict[str, str]) -> str:

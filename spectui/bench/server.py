@@ -86,12 +86,14 @@ def probe_deployment(url: str, timeout: float) -> Deployment:
         check_scheme(root)
     except FetchError as exc:
         raise SpectuiError(f"--url {url}: {exc}") from None
-    kind, metrics = "", False
+    kind, metrics, problems = "", False, []
     try:
         text, ctype, _ = http_get(root + "/metrics", min(timeout, 10.0))
         if "html" not in ctype.lower():
             kind = parse_metrics(text).kind
             metrics = True
+    except BadCounters as exc:  # metrics all the same: each scrape is checked again (and named in the notes)
+        kind, metrics, problems = exc.kind, True, [str(exc)]
     except (FetchError, ValueError):
         pass
     try:
@@ -100,7 +102,7 @@ def probe_deployment(url: str, timeout: float) -> Deployment:
         raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models ({exc})") from None
     if "html" in models_type.lower():
         raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models (got an HTML page: a web UI?)")
-    return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics)
+    return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics, problems)
 
 
 def _counters(dep: Deployment, timeout: float):
