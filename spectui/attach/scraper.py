@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+import weakref
 from typing import Callable, Iterator
 
 from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
@@ -35,6 +35,16 @@ MAX_BYTES = 16 * 1024 * 1024  # a /metrics page larger than this is not one
 
 class FetchError(Exception):
     """One line saying why an HTTP request failed."""
+
+
+_LIVE: "weakref.WeakSet[Deadline]" = weakref.WeakSet()  # every exchange under way (abort_all ends them)
+
+
+def abort_all() -> None:
+    """End every HTTP exchange under way now, as if its deadline had come (a signal: the threads still
+    reading return at once, so nothing waits for a server on the way out)."""
+    for d in list(_LIVE):
+        d.fire()
 
 
 class Deadline:
@@ -52,6 +62,7 @@ class Deadline:
         self._timer.daemon = True
 
     def __enter__(self) -> "Deadline":
+        _LIVE.add(self)
         self._timer.start()
         return self
 
@@ -60,6 +71,12 @@ class Deadline:
 
     def cancel(self) -> None:
         self._timer.cancel()
+        _LIVE.discard(self)
+
+    def fire(self) -> None:
+        """The deadline now: every socket of the exchange shut."""
+        self._timer.cancel()
+        self._fire()
 
     def add(self, sock: socket.socket | None) -> None:
         if sock is None:
@@ -218,10 +235,9 @@ class Scraper:
         self.t0 = self._clock()
         self.kinds: dict[str, str] = {u: KIND_UNKNOWN for u in self.urls}
         self.speculation: dict[str, str] = {}
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.urls)), thread_name_prefix="spectui-scrape")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing to release: each scrape runs on its own daemon thread."""
 
     def scrape(self, url: str) -> MetricsScraped:
         root = base_url(url)
@@ -268,15 +284,34 @@ class Scraper:
         """Every URL's scrape, in parallel; each ends within ``timeout`` (http_get's Deadline). The wait
         polls, so the calling thread (the main thread for the baseline) hears a signal at once; once
         ``stop`` is set, a scrape not finished yet is given up ("stopped")."""
-        futures = [self._pool.submit(self.scrape, u) for u in self.urls]
-        pending = set(futures)
+        # One daemon thread per URL, not a pool: an interpreter exit joins a pool's threads, so a signal
+        # would wait for a scrape still running (up to --timeout); a daemon thread ends with the process.
+        results: dict[int, MetricsScraped] = {}
+        lock = threading.Lock()
+        done = threading.Event()
+
+        def one(i: int, url: str) -> None:
+            try:
+                ev = self.scrape(url)
+            except Exception as exc:  # noqa: BLE001 - a scrape never raises: its error is the event's
+                ev = MetricsScraped(url=url, t=self._clock() - self.t0, kind=self.kinds[url],
+                                    error=f"{type(exc).__name__}: {exc}"[:200])
+            with lock:
+                results[i] = ev
+                if len(results) == len(self.urls):
+                    done.set()
+
+        if not self.urls:
+            return []
+        for i, url in enumerate(self.urls):
+            threading.Thread(target=one, args=(i, url), name="spectui-scrape", daemon=True).start()
         give_up = time.monotonic() + self.timeout + 2.0  # http_get ends by then; a last resort
-        while pending and not (stop is not None and stop.is_set()) and time.monotonic() < give_up:
-            _, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+        while not done.wait(0.1) and not (stop is not None and stop.is_set()) and time.monotonic() < give_up:
+            pass
         out = []
-        for url, fut in zip(self.urls, futures):
-            if fut.done():
-                out.append(fut.result())
+        for i, url in enumerate(self.urls):
+            if i in results:
+                out.append(results[i])
             else:
                 why = "stopped" if stop is not None and stop.is_set() else f"timed out after {self.timeout:g} s"
                 out.append(MetricsScraped(url=url, t=self._clock() - self.t0, kind=self.kinds[url], error=why))

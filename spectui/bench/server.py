@@ -40,7 +40,7 @@ from ..attach.metrics import BadCounters
 from ..attach.metrics import parse as parse_metrics
 from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, _float, _int, openai_model
 from ..attach.scraper import (
-    USER_AGENT, Deadline, FetchError, base_url, check_scheme, describe_error, http_get, open_url,
+    USER_AGENT, Deadline, FetchError, abort_all, base_url, check_scheme, describe_error, http_get, open_url,
 )
 from ..analysis.attach_stats import OK, engine_window, sum_windows
 from ..engine.chat import chat_messages
@@ -298,14 +298,18 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
                 res.jobs_done += 1
         else:
             with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="spectui-bench") as pool:
-                for ji, (rows, err) in enumerate(pool.map(one_job, range(len(jobs)))):
-                    if on_job is not None:
-                        on_job(ji, jobs[ji], len(jobs), ps.prompts)
-                    res.rows.extend(rows)
-                    if err and not res.status.startswith("failed"):
-                        res.status, res.stopped_at = f"failed: {err}", _where(jobs, ps, ji)
-                    if not err:
-                        res.jobs_done += 1
+                try:
+                    for ji, (rows, err) in enumerate(pool.map(one_job, range(len(jobs)))):
+                        if on_job is not None:
+                            on_job(ji, jobs[ji], len(jobs), ps.prompts)
+                        res.rows.extend(rows)
+                        if err and not res.status.startswith("failed"):
+                            res.status, res.stopped_at = f"failed: {err}", _where(jobs, ps, ji)
+                        if not err:
+                            res.jobs_done += 1
+                except KeyboardInterrupt:  # a signal: end the requests under way, or the pool's shutdown
+                    abort_all()            # waits for each server (up to --timeout) before the bench stops
+                    raise
     except KeyboardInterrupt:
         res.status, res.stopped_at = "interrupted", _where(jobs, ps, res.jobs_done)
     notes = []

@@ -124,3 +124,20 @@ def test_bench_on_a_drip_ends_with_its_timeout(drip):
     p = spectui("bench", "--url", drip.url, "--limit", "1", "-n", "8", "--timeout", "1")
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and "timed out after 1 s" in err.decode() and time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_a_signal_ends_bench_within_a_second_mid_request(concurrency):
+    srv = FakeServer("slow_stream")  # a chunk a second for a minute
+    try:
+        p = spectui("bench", "--url", srv.url, "--limit", "2", "-n", "64", "--timeout", "120",
+                    "--concurrency", concurrency)
+        time.sleep(4.0)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        took = time.monotonic() - t0
+        assert p.returncode == 143, err
+        assert took < 1.0, took
+    finally:
+        srv.stop()
