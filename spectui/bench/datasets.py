@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 
 BUILTIN = "builtin"
 BUILTIN_PATH = Path(__file__).resolve().parent.parent / "data" / "bench-prompts.jsonl"
@@ -159,7 +160,9 @@ def _record(obj, where: str) -> Prompt:
     if not turns[0].strip():
         raise SpectuiError(f"--prompts: {where}: the first turn is empty")
     sub = obj.get("sub_category") or ""
-    return Prompt(qid, cat.strip(), tuple(turns), str(sub))
+    # a category is a label the table, the notes and the TUI show: one safe line (the turns go to the model as
+    # they are)
+    return Prompt(qid, visible_line(cat.strip()), tuple(turns), visible_line(str(sub)))
 
 
 def _read_jsonl(text: str, where: str) -> tuple[Prompt, ...]:
@@ -197,7 +200,7 @@ def _read_parquet(path: Path) -> tuple[Prompt, ...]:
 
 
 def _read_text(text: str, path: Path) -> tuple[Prompt, ...]:
-    cat = path.stem or "prompts"
+    cat = visible_line(path.stem or "prompts")
     return tuple(
         Prompt(n, cat, (line.strip(),)) for n, line in enumerate(text.splitlines(), 1) if line.strip()
     )

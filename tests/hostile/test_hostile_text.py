@@ -221,10 +221,13 @@ def test_replay_headless_cli_on_a_poisoned_trace(tmp_path):
 
     trace = tmp_path / "esc.jsonl"
     write_trace(trace, poisoned(ATTACKS))
-    for extra in ([], ["--json"]):
+    for extra in ([], ["--json"], ["--explain", "2"], ["--explain", "2:1", "--json"]):
         r = subprocess.run([sys.executable, "-m", "spectui", "replay", str(trace), "--headless", *extra],
                            capture_output=True, timeout=120)
         assert r.returncode == 0, r.stderr
         out = r.stdout.decode("utf-8")
         assert not forbidden_in(out) and not forbidden_in(r.stderr.decode("utf-8"))
-        assert "\\x1b]52;c;" in out or "\\u001b]52;c;" in out  # shown, made visible
+        if "--json" in extra:
+            json.loads(out, parse_constant=lambda c: pytest.fail(f"bare {c}"))
+        if "--explain" not in extra:
+            assert "\\x1b]52;c;" in out or "\\u001b]52;c;" in out  # shown, made visible
