@@ -154,7 +154,7 @@ def stream_completion(
     n_predict: int,
     *,
     draft_max: int = -1,
-    timeout: float = 60.0,
+    timeout: float = 600.0,  # the whole request, its stream included (not per read)
     clock: Callable[[], float] = time.monotonic,
     t0: float | None = None,
     stop: threading.Event | None = None,

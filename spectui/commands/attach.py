@@ -49,7 +49,7 @@ class AttachSession:
         n_predict: int = 128,
         draft_max: int = -1,
         count: int = 0,
-        request_timeout: float = 60.0,
+        request_timeout: float = 600.0,  # -p: the whole request and its stream (q, --count, --duration end it sooner)
         duration: float = 0.0,
     ) -> None:
         self.urls = urls
