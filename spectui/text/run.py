@@ -11,12 +11,12 @@ import json
 import sys
 from typing import IO, Callable, Iterable
 
-from .analysis.costmodel import predict
-from .contract.event_json import to_dict
-from .contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
-from .contract.text import json_text, visible, visible_line
-from .views.placement import placement, placement_text
-from .analysis.stats import RunStats, StatsSnapshot
+from ..analysis.costmodel import predict
+from ..contract.event_json import to_dict
+from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
+from ..contract.text import json_text, visible, visible_line
+from ..views.placement import placement, placement_text
+from ..analysis.stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
     "eog": "end of generation",

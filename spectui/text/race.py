@@ -8,9 +8,9 @@ import dataclasses
 from typing import IO
 
 from ..contract.text import json_text, visible
-from .numbers import ms_or_dash
-from .race_outcome import Outcome
-from .race_timeline import Race
+from ..views.numbers import ms_or_dash
+from ..views.race_outcome import Outcome
+from ..views.race_timeline import Race
 
 
 def clock_text(race: Race) -> str:
