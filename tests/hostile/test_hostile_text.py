@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from spectui.contract import events as ev
 from spectui.contract.text import FORBIDDEN_RE, is_forbidden, json_text, visible, visible_line
-from spectui.headless import consume
+from spectui.text.run import consume
 from spectui.recording.trace import synthetic_run
 
 # the report's attacks: OSC 0 (title), OSC 52 (clipboard), CSI 2J, CSI 6n (DSR), OSC 8, C1 CSI, BS CR BEL, RLO
@@ -112,7 +112,7 @@ def test_headless_replay_text_and_json(texts):
 def test_race_text_and_json(tmp_path_factory, texts):
     from spectui.recording.trace import write_trace
     from spectui.views.race_outcome import outcome
-    from spectui.views.race_text import print_outcome
+    from spectui.text.race import print_outcome
     from spectui.views.race_timeline import Race, load_lane
 
     d = tmp_path_factory.mktemp("race")
@@ -151,7 +151,7 @@ def attach_events(texts: list[str]) -> list:
 @given(st.lists(outside, min_size=1, max_size=6))
 @example(ATTACKS)
 def test_attach_headless_text_and_json(texts):
-    from spectui.attach.text import HeadlessFace
+    from spectui.text.attach import HeadlessFace
 
     for as_json in (False, True):
         buf = io.StringIO()
