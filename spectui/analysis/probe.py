@@ -178,8 +178,14 @@ class ProbeResult:
 
     def machine_probe(self) -> MachineProbe:
         """What a run records of this result (``RunStarted.probe``): the curve and the one-line figures."""
+        from .batch_knee import sibling_curve  # noqa: PLC0415 - the batched curve cached beside this one, if any
+
+        rep = self.report()
+        batched = sibling_curve(self.cache_file, self.key)
+        if batched is not None:
+            rep["batched"] = {"curve": batched}
         return MachineProbe(verify_ms_by_batch=tuple(self.verify_ms_by_batch), summary=self.summary_line(),
-                            report_json=json.dumps(self.report(), sort_keys=True))
+                            report_json=json.dumps(rep, sort_keys=True))
 
     def summary_line(self) -> str:
         """One line of the figures (for a face's panel or a summary)."""

@@ -396,11 +396,13 @@ class LoadedModel:
     """One model plus one llama_context (sequence 0 only) and a reusable batch."""
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
-                 n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None) -> None:
+                 n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
+                 load_mtp: bool = False) -> None:
         L = llama()
         self.path = path
         self.role = role
         params = _model_params(False, use_extra_bufts, n_gpu_layers, use_mmap)
+        params.load_mtp = load_mtp  # the NextN/MTP blocks too (an MTP context on this model needs them)
         self.model = L.llama_model_load_from_file(path.encode(), params)
         if not self.model:
             raise SpectuiError(f"llama.cpp could not load the {role} model {path} (unsupported or corrupt GGUF)")
