@@ -8,7 +8,6 @@ a run or a server that fails keeps the rows done (exit 1)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -20,9 +19,11 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from ..contract.params import SECONDS
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
-from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
+from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
+from ..contract.text import json_text, visible
 from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
 from .common import ModelOptions, load_engine
 from ..bench.aggregate import OVERALL, aggregate
@@ -53,7 +54,7 @@ def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False):
 def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
     """Write a report file atomically (through ``output_path``), or print it for "-"."""
     if path == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(visible(text))  # stdout may be a terminal: a dataset's words, controls made visible
         sys.stdout.flush()
         return
     with output_path(path, kind, inputs, force).atomic_write() as fh:
@@ -143,7 +144,7 @@ class _Signals:
               help="server mode: requests in flight; several (1,2,4,8,16): the knee sweep (docs/batch-knee.md)")
 @click.option("--knee-probe", type=str, default=None,
               help="concurrency sweep: `spectui probe --batched --json` output, for the predicted knee beside it")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=SECONDS, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
     sig = _Signals()
@@ -198,6 +199,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
     ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
     inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft]
+    check_distinct((("--json", json_out), ("--csv", csv_out), ("--markdown", md_out)))  # one file each
     for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
         if p and p != "-":
             output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
@@ -310,13 +312,21 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
                           skipped=skipped, repeats=repeat, notes=notes)
     status = {"status": res.status, "stopped_at": res.stopped_at, "jobs_done": res.jobs_done,
               "jobs_total": res.jobs_total}
-    if json_out:
+    failed_exports: list[str] = []  # one export that fails (a full disk) loses neither the others nor the table
+    def json_doc() -> str:  # strict JSON: a NaN from a server is null
         doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status)}
-        write_text(json_out, json.dumps(doc) + "\n", JSON_KIND, inputs, force)
-    if csv_out:
-        write_text(csv_out, to_csv(res.rows), CSV_KIND, inputs, force)
-    if md_out:
-        write_text(md_out, to_markdown(summaries, has_base), MD_KIND, inputs, force)
+        return json_text(doc, ensure_ascii=True) + "\n"
+
+    for path, make, kind in (
+        (json_out, json_doc, JSON_KIND),
+        (csv_out, lambda: to_csv(res.rows), CSV_KIND),
+        (md_out, lambda: to_markdown(summaries, has_base), MD_KIND),
+    ):
+        if path:
+            try:
+                write_text(path, make(), kind, inputs, force)
+            except SpectuiError as exc:
+                failed_exports.append(str(exc))
     to_stdout = "-" in (json_out, csv_out, md_out)
     console = Console(file=sys.stderr if to_stdout else out,
                       width=_term_width() if (not to_stdout and getattr(out, "isatty", lambda: False)()) else 160)
@@ -326,8 +336,12 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
     elif not any(s.skipped for s in summaries):
         console.print("no runs finished", markup=False)
     for line in report:
-        console.print(line, markup=False, highlight=False)
+        console.print(visible(line), markup=False, highlight=False)  # a server's errors, a dataset's names
     out.flush()
+    for message in failed_exports:
+        click.echo(f"spectui: error: {message}", err=True)
+    if failed_exports:
+        return 2
     if res.status == "interrupted":
         return signals.exit_code if signals is not None else 130
     if res.status.startswith("failed"):

@@ -11,6 +11,7 @@ import sys
 import click
 
 from ..contract.errors import SpectuiError
+from ..contract.params import TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
 from ..contract.draft_length import parse_k
@@ -35,7 +36,7 @@ from . import command
 @click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default=None,
               help="the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)")
 @drafter_option("for the speculative run B (--b overrides)")
-@click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True)
+@click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True)
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--a", "spec_a", type=str, default=None, metavar="SPEC",
               help='setting A, e.g. "k=0" (default: the target alone); keys k, temp, drafter, seed, p-min')

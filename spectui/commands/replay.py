@@ -111,15 +111,15 @@ def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> l
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
                  on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON)."""
-    import json
+    from ..contract.text import json_text, visible
 
     index, token = parse_explain(spec)
     ev = find_pass(path, index, on_warning=on_warning)
     out = out or sys.stdout
     if as_json:
-        out.write(json.dumps(explain_json(ev, token), ensure_ascii=False) + "\n")
+        out.write(json_text(explain_json(ev, token)) + "\n")  # strict; the trace's words with controls as \uXXXX
     else:
-        out.write("\n".join(explain_text(ev, token, width)) + "\n")
+        out.write(visible("\n".join(explain_text(ev, token, width))) + "\n")  # the one rule for outside text
     out.flush()
     return ev
 

@@ -27,6 +27,13 @@ def served_command(args: tuple[str, ...]) -> str:
     args = tuple(args) or ("demo",)
     if args[0] == "serve":
         raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), not itself")
+    ctx = click.get_current_context(silent=True)
+    group = ctx.parent if ctx is not None else None  # spectui's command group, when serve runs under it
+    if group is not None and isinstance(group.command, click.Group) and not args[0].startswith("-"):
+        known = [c for c in group.command.list_commands(group) if c != "serve"]
+        if args[0] not in known:  # an unknown name would be served (and fail in every browser) until killed
+            raise SpectuiError(f"spectui serve: no such command {args[0]!r} (one of: {', '.join(known)}); "
+                               "serve's own options (--host, --port) go before the command")
     return shlex.join([sys.executable, "-m", "spectui", *args])
 
 
@@ -42,6 +49,9 @@ def serve_cmd(host: str, port: int, public_url: str | None, title: str | None, c
     from ..contract.errors import fail
 
     try:
+        if not host.strip():  # "" would listen on every interface, IPv4 and IPv6, and say http://:PORT
+            raise SpectuiError("--host is empty: give an address (127.0.0.1; 0.0.0.0 for every interface, "
+                               "then --public-url)")
         cmd = served_command(command)
         try:
             from textual_serve.server import Server

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .animation import SETTLED
 from ..analysis.costmodel import Prediction, predict
+from ..contract.text import visible_line
 from ..contract.events import ModelInfo, RunStarted, Settings
 from .state import ScreenSnapshot
 
@@ -77,7 +78,7 @@ def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[
 def model_name(info: ModelInfo | None) -> str:
     if info is None:
         return "no draft model"
-    return info.name or os.path.basename(info.path) or "?"
+    return visible_line(info.name or os.path.basename(info.path) or "?")  # a GGUF's words, shown safe
 
 
 def banner_text(start: RunStarted | None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from textual import work
 
+from ..shared.terminal import require_terminal
 from ...contract.control import RunControl
 from ...views.animation import PassClock
 from ...views.race_outcome import outcome
@@ -174,6 +175,7 @@ class RaceApp(PacedFaceApp):
 
 
 def run_race(race: Race, theme: str | None = None, speed: float | str = 1.0) -> int:
+    require_terminal()  # no terminal: one line pointing at --headless, not a hang
     app = RaceApp(race, theme=theme, speed=speed)
     try:
         app.run()

@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Iterator
 from textual import work
 from textual.binding import Binding
 
+from ..shared.terminal import require_terminal
 from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
@@ -229,6 +230,7 @@ def save_trace(path: Path, recorder, events: list[Event]) -> None:
 def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
     """Run the app; its exit status (spectui.contract.exitcodes): 128 + the signal that stopped it (Ctrl+C:
     130), else 1 when a live run failed (RunEnded.error, or an error on the status line), else 0."""
+    require_terminal()  # no terminal: one line pointing at --headless, not a hang
     try:
         app.run()
     finally:
