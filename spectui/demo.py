@@ -143,65 +143,29 @@ def act_reason(act: Act, events) -> str:
             "compute). Watch acceptance by position as the draft length and the temperature change.")
 
 
-def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
-                  reason: str = "", next_act: bool = False, **kw):
-    """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
-    (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
-    from .contract.control import RunControl
-    from .recording.player import ReplayPlayer
-    from .tui.run.app import SpectuiApp
-    from .tui.shared.app import StateChanged
+def looping(base, restart: str, welcome: str, reason: str = "", loop_hold_s: float = LOOP_HOLD_S,
+            next_act: bool = False):
+    """``base`` (a paced face: the run's SpectuiApp or the race's RaceApp), looping: once its player is at
+    the end and at rest the finished screen holds for ``loop_hold_s`` seconds, then ``restart`` (the name of
+    its screen's action that starts over) runs again (``next_act``: the app exits with "next" instead, for
+    the next act). The welcome line and the act's reason are shown when it starts. Written once for both
+    kinds of act: the hold is armed from the paint, which every state change, key and worker end goes
+    through."""
 
-    class DemoApp(SpectuiApp):
+    from textual.binding import Binding
+
+    class Looping(base):
+        BINDINGS = [Binding("w", "why", "why")] if reason else []
         loops = 0
         _hold = None  # the timer holding the finished screen
 
-        def on_mount(self) -> None:  # Textual also runs SpectuiApp.on_mount (handlers follow the MRO)
-            self.notify("spectui demo: a recording of a real run, no model needed (q quits)", timeout=6)
+        def on_mount(self) -> None:  # Textual also runs the base's on_mount (handlers follow the MRO)
+            self.notify(welcome, timeout=6)
             if reason:
-                self.notify(reason, title="why", timeout=max(12.0, loop_hold_s))
+                show_reason(self, reason)
 
-        def _at_rest(self) -> bool:
-            return self.player.at_end and not self.running and not self.control.paused
-
-        def on_state_changed(self, message: StateChanged) -> None:  # also the worker's last word
-            self._arm()
-
-        def settings_changed(self) -> None:  # a key: resuming at the end starts the hold again
-            super().settings_changed()
-            self._arm()
-
-        def _arm(self) -> None:
-            if self._hold is None and self._at_rest():
-                self._hold = self.set_timer(loop_hold_s, self._loop_again)
-
-        def _loop_again(self) -> None:
-            self._hold = None
-            if self._at_rest():
-                self.loops += 1
-                if next_act:
-                    self.exit("next")
-                    return
-                self.run_screen.action_jump_start()
-
-    player = ReplayPlayer(events, speed=speed)
-    return DemoApp(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
-
-
-def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
-                       reason: str = "", next_act: bool = False):
-    """The race app, looping as the replay acts do: once every lane has finished the screen holds for
-    ``loop_hold_s`` seconds, then the race starts over (``next_act``: exits with "next")."""
-    from .tui.race.app import RaceApp
-
-    class DemoRaceApp(RaceApp):
-        loops = 0
-        _hold = None
-
-        def on_mount(self) -> None:
-            self.notify("spectui demo: recordings of real runs, raced on one clock (q quits)", timeout=6)
-            if reason:
-                self.notify(reason, title="why", timeout=max(12.0, loop_hold_s))
+        def action_why(self) -> None:
+            show_reason(self, reason, whole=True)
 
         def _at_rest(self) -> bool:
             return self.player.at_end and not self.running and not self.control.paused
@@ -213,14 +177,60 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
 
         def _loop_again(self) -> None:
             self._hold = None
-            if self._at_rest():
-                self.loops += 1
-                if next_act:
-                    self.exit("next")
-                    return
-                self.race_screen.action_restart()
+            if not self._at_rest():
+                return
+            self.loops += 1
+            if next_act:
+                self.exit("next")
+                return
+            getattr(self.face_screen(), restart)()
 
-    return DemoRaceApp(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
+    Looping.__name__ = Looping.__qualname__ = "Demo" + base.__name__
+    return Looping
+
+
+REASON_S = 8.0  # the act's short "why" note stays this long (a click dismisses it sooner)
+
+
+def reason_headline(reason: str) -> str:
+    """The reason's first sentence (the verdict), for the note an 80x24 screen can spare."""
+    first = reason.split("\n", 1)[0]
+    cut = first.find(". ")
+    return first[:cut + 1] if cut > 0 else first
+
+
+def show_reason(app, reason: str, whole: bool = False) -> None:
+    """The act's reason as a note: its first sentence and a pointer to ``w``, which shows it whole (a click
+    on a note dismisses it)."""
+    if whole:
+        app.notify(reason, title="why", timeout=max(REASON_S, 12.0))
+    else:
+        app.notify(reason_headline(reason) + " (w: why)", title="why", timeout=REASON_S)
+
+
+def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
+                  reason: str = "", next_act: bool = False, **kw):
+    """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
+    (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
+    from .contract.control import RunControl
+    from .recording.player import ReplayPlayer
+    from .tui.run.app import SpectuiApp
+
+    cls = looping(SpectuiApp, "action_jump_start", "spectui demo: a recording of a real run, no model needed "
+                  "(q quits)", reason, loop_hold_s, next_act)
+    player = ReplayPlayer(events, speed=speed)
+    return cls(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
+
+
+def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
+                       reason: str = "", next_act: bool = False):
+    """The race app, looping as the replay acts do: once every lane has finished the screen holds for
+    ``loop_hold_s`` seconds, then the race starts over (``next_act``: exits with "next")."""
+    from .tui.race.app import RaceApp
+
+    cls = looping(RaceApp, "action_restart", "spectui demo: recordings of real runs, raced on one clock (q quits)",
+                  reason, loop_hold_s, next_act)
+    return cls(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
 
 
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})

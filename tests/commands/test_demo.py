@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
@@ -169,3 +170,45 @@ def test_wheel_contains_the_demo_trace(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True, cwd=str(tmp_path),
                        env={**os.environ, "PYTHONPATH": str(site)}, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------------------ in a real terminal (a pty)
+def _demo_in_a_pty(*args, cols=120, rows=36):
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from pty_term import PtyProcess
+
+    return PtyProcess(["demo", *args], cols=cols, rows=rows)
+
+
+def test_demo_act_3_alone_loops_and_q_exits_0():
+    """The race act alone (its looping app through the command's run_app) quits with 0 on q, after looping."""
+    p = _demo_in_a_pty("--act", "3", "--speed", "max")
+    try:
+        p.wait_for("spectui demo: recordings", 60)  # the race act's welcome note
+        p.wait_for("Act 3 - ", 60)  # the act's short reason
+        p.wait_for("FINISH", 60)  # every lane finished: the verdict
+        time.sleep(8)  # the hold (6 s), then the race starts over
+        assert p.proc.poll() is None, p.text()[-2000:]
+        p.send("q")
+        assert p.wait(20) == 0, p.text()[-2000:]
+    finally:
+        p.close()
+
+
+def test_demo_plays_every_act_in_turn_and_starts_over():
+    """Act 1, 2, 3 (the race), then act 1 again: the demo never stops by itself; q then exits 0."""
+    p = _demo_in_a_pty("--speed", "max")
+    try:
+        p.wait_for("Act 1 - ", 60)
+        p.wait_for("Act 2 - ", 60)
+        p.wait_for("spectui demo: recordings", 60)
+        seen = len(p.text())
+        deadline = time.monotonic() + 60
+        while "Act 1 - " not in p.text()[seen:] and time.monotonic() < deadline and p.proc.poll() is None:
+            time.sleep(0.2)
+        assert "Act 1 - " in p.text()[seen:], p.text()[-3000:]
+        assert p.proc.poll() is None
+        p.send("q")
+        assert p.wait(20) == 0
+    finally:
+        p.close()

@@ -35,8 +35,7 @@ from .replay_screen import ReplayScreen
 from .run_screen import RunScreen
 from ...views.state import ScreenSnapshot, ScreenState
 from ..shared.app import FACE_BINDINGS
-from ..shared.lifecycle import exit_status
-from ..shared.paced_app import PacedFaceApp
+from ..shared.paced_app import PacedFaceApp, run_face
 from ...views.view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
@@ -226,14 +225,9 @@ def save_trace(path: Path, recorder, events: list[Event]) -> None:
 
 
 # ---------------------------------------------------------------------- entry points
-def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
-    """Run the app; its exit status (spectui.contract.exitcodes): 128 + the signal that stopped it (Ctrl+C:
-    130), else 1 when a live run failed (RunEnded.error, or an error on the status line), else 0."""
-    try:
-        app.run()
-    finally:
-        app.stop_engine(stop_timeout)
-    return exit_status(app, failed=app.run_failed())
+def run_app(app: PacedFaceApp, stop_timeout: float = 15.0) -> int:
+    """Run a paced face and return its exit status (``spectui.tui.shared.paced_app.run_face``)."""
+    return run_face(app, stop_timeout)
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
