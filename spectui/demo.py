@@ -273,6 +273,9 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                     replay_headless(demo_trace_path(a.number), sys.stdout,
                                     speed=sp if speed != "1" else float("inf"), stop=stop)
             sys.exit(signals.status())
+        from .tui.shared.terminal import require_terminal
+
+        require_terminal("spectui demo")  # one line, exit 2: not a TUI drawn into a pipe, waiting for q
         from .tui.run.app import run_app
         loaded = [(a, load_race_act(a) if a.race else load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
         while True:  # act after act until q (one act: it loops inside its app)

@@ -235,6 +235,10 @@ def run_main(
         check_theme(theme)
     if system is not None and chat is False:
         raise SpectuiError("--system needs the chat template (drop --no-chat)")
+    if not headless:  # before the models load (minutes for a 7B): a TUI needs a terminal to be worth it
+        from .tui.shared.terminal import require_terminal
+
+        require_terminal("spectui")
     control = RunControl(settings)
     # Until the run starts there is nothing to flush: SIGINT/SIGTERM/SIGHUP while the models load (seconds
     # for a 7B) or the probe measures end the command with 128 + N and nothing written (Interrupted, which

@@ -235,6 +235,10 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
 
         check_theme(theme)  # every face refuses an unknown theme (headless too)
+        if not headless:
+            from ..tui.shared.terminal import require_terminal  # noqa: PLC0415 - no Textual
+
+            require_terminal("spectui attach")  # one line, exit 2: not a TUI drawn into a pipe
         if record:
             writer = TraceWriter(record, force=force)  # checked now, opened at AttachStarted
     except SpectuiError as exc:

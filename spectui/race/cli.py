@@ -61,6 +61,10 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
 
             check_theme(theme)
         note = ""
+        if not headless:  # before anything is recorded or read: a TUI drawn into a pipe helps nobody
+            from ..tui.shared.terminal import require_terminal
+
+            require_terminal("spectui race")
         if target is not None:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
