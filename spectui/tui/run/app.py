@@ -158,7 +158,7 @@ class SpectuiApp(PacedFaceApp):
         ended = snap is not None and snap.end is not None
         stats = self.stats_turn(now, urgent=force or ended)
         view = ScreenView(
-            snap=snap, phase=self.clock.phase(now), asked=self.control.settings, run_state=self.run_state(),
+            snap=snap, phase=self.clock.phase(now), asked=self.settings_in_force(snap), run_state=self.run_state(),
             replay=screen.position(), theme=self.theme, prediction=old.prediction,
             prediction_note=old.prediction_note, prediction_error=old.prediction_error, inspect=screen.cursor)
         if stats:
@@ -174,6 +174,14 @@ class SpectuiApp(PacedFaceApp):
             self.painted(now)
             with self.batch_update():
                 screen.show(view, passes=passes, stats=stats or view.auto != old.auto, status=status)
+
+    def settings_in_force(self, snap: ScreenSnapshot | None):
+        """The settings every panel reads: live, what the keys asked (RunControl; the next pass uses them); in
+        a replay, the recording's own at this point of the trace (its latest pass or settings change), not
+        the RunControl's defaults: the replay's keys move through the recording, they do not set k."""
+        if self.player is not None and snap is not None and snap.settings is not None:
+            return snap.settings
+        return self.control.settings
 
     def run_state(self) -> tuple[str, str]:
         snap = self.snap
