@@ -22,12 +22,55 @@ from ..contract.errors import SpectuiError
 DEFAULT_PORT = 8000
 
 
+OWN_OPTIONS = ("--host", "--port", "--public-url", "--title")
+
+
+def own_options(command: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """serve's own options found after COMMAND (``spectui serve demo --port 8001``: the port is serve's, no
+    served command has one), and the command without them. ``--title`` stays with ``cast``, whose option it
+    also is. A value is the next word or follows ``=``; a missing value is a one-line error."""
+    found: dict[str, str] = {}
+    rest: list[str] = []
+    words = list(command)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":  # everything after is the served command's
+            rest += words[i:]
+            break
+        name, eq, value = word.partition("=")
+        if name in OWN_OPTIONS and i > 0 and not (name == "--title" and words[0] == "cast"):
+            if not eq:
+                if i + 1 >= len(words):
+                    raise SpectuiError(f"{name} needs a value: spectui serve {name} VALUE COMMAND ...")
+                value = words[i + 1]
+                i += 1
+            if name in found:
+                raise SpectuiError(f"{name} is given twice: give it once, before the command "
+                                   f"(spectui serve {name} VALUE COMMAND ...)")
+            found[name] = value
+        else:
+            rest.append(word)
+        i += 1
+    return found, tuple(rest)
+
+
 def served_command(args: tuple[str, ...]) -> str:
     """The shell command each browser session runs: this Python's ``-m spectui ARGS`` (quoted)."""
     args = tuple(args) or ("demo",)
     if args[0] == "serve":
         raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), not itself")
     return shlex.join([sys.executable, "-m", "spectui", *args])
+
+
+def _port(value) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        port = 0
+    if not 1 <= port <= 65535:
+        raise SpectuiError(f"--port takes a number from 1 to 65535, not {value!r}")
+    return port
 
 
 @click.command("serve", context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True,
@@ -39,10 +82,23 @@ def served_command(args: tuple[str, ...]) -> str:
 @click.option("--title", default=None, help="the page's title (default: the command)")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve_cmd(host: str, port: int, public_url: str | None, title: str | None, command: tuple[str, ...]) -> None:
-    """Serve a spectui COMMAND (default: demo) to a web browser, e.g. `spectui serve race A.jsonl B.jsonl`."""
+    """Serve a spectui COMMAND (default: demo) to a web browser, e.g. `spectui serve race A.jsonl B.jsonl`.
+
+    serve's own options may stand before or after COMMAND (`spectui serve demo --port 8001`)."""
     from ..contract.errors import fail
 
     try:
+        after, command = own_options(command)
+        ctx = click.get_current_context()
+        given = {"--host": host, "--port": port, "--public-url": public_url, "--title": title}
+        for name, value in after.items():  # serve's options after the command: serve's, unless given twice
+            param = name.lstrip("-").replace("-", "_")
+            if ctx.get_parameter_source(param) is not click.core.ParameterSource.DEFAULT:
+                raise SpectuiError(f"{name} is given twice: give it once, before the command "
+                                   f"(spectui serve {name} VALUE COMMAND ...)")
+            given[name] = value
+        host, public_url, title = given["--host"], given["--public-url"], given["--title"]
+        port = _port(given["--port"])
         cmd = served_command(command)
         try:
             from textual_serve.server import Server
