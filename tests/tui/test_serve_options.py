@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from browser import Chromium, chromium_path, free_port, wait_for_http  # noqa: E402
 
 from spectui.contract.errors import SpectuiError  # noqa: E402
-from spectui.tui.serve import own_options  # noqa: E402
+from spectui.commands.serve import own_options  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

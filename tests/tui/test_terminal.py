@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pty_term import PtyProcess  # noqa: E402
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
-from spectui.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
+from spectui.commands.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
 from spectui.tui.shared.terminal import NEEDS_TERMINAL, require_terminal, terminal_problem  # noqa: E402
 from spectui.contract.errors import SpectuiError  # noqa: E402
 
