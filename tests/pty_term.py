@@ -33,7 +33,7 @@ def _set_size(fd: int, cols: int, rows: int) -> None:
 
 class PtyProcess:
     def __init__(self, args, cols: int = 100, rows: int = 30, env: dict | None = None, ctty: bool = False,
-                 module: str = "spectui") -> None:
+                 module: str = "spectui", argv: list[str] | None = None) -> None:
         self.master, slave = pty.openpty()
         _set_size(slave, cols, rows)
         full_env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color", **(env or {})}
@@ -43,7 +43,8 @@ class PtyProcess:
             if ctty:
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-        self.proc = subprocess.Popen([sys.executable, "-m", module, *map(str, args)], stdin=slave, stdout=slave,
+        argv = argv if argv is not None else [sys.executable, "-m", module, *map(str, args)]
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave,
                                      stderr=slave, cwd=REPO, env=full_env, start_new_session=True,
                                      preexec_fn=take_terminal)
         os.close(slave)
@@ -67,6 +68,11 @@ class PtyProcess:
                 return
             with self._lock:
                 self.out += chunk
+
+    def n_bytes(self) -> int:
+        """Bytes the terminal has received so far."""
+        with self._lock:
+            return len(self.out)
 
     def raw(self) -> str:
         with self._lock:

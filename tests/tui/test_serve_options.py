@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 def test_own_options_after_the_command_are_serves():
     assert own_options(("demo", "--port", "8001")) == ({"--port": "8001"}, ("demo",))
-    assert own_options(("demo", "--act", "3", "--port=9", "--host", "0.0.0.0")) == (
-        {"--port": "9", "--host": "0.0.0.0"}, ("demo", "--act", "3"))
+    assert own_options(("demo", "--act", "3", "--port=9", "--host", "::")) == (
+        {"--port": "9", "--host": "::"}, ("demo", "--act", "3"))
     assert own_options(("race", "a.jsonl", "b.jsonl", "--title", "t")) == ({"--title": "t"}, ("race", "a.jsonl",
                                                                                               "b.jsonl"))
     assert own_options(("cast", "t.jsonl", "--title", "x")) == ({}, ("cast", "t.jsonl", "--title", "x"))  # cast's own
