@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import FAILED, OK, SignalStop
 from ..recording.trace import TraceWriter
@@ -217,6 +219,7 @@ class AttachSession:
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
                prompt: str | None, n_predict: int, draft_max: int, count: int, duration: float, record: str | None,
                force: bool, theme: str | None) -> None:

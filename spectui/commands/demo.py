@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.events import PassEvent, RunStarted
 from ..analysis.stats import RunStats
@@ -235,6 +237,7 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
 
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
 @click.option("--act", type=click.IntRange(1, len(ACTS)), default=None,

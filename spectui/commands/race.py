@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, load_engine, loading_stop
@@ -26,6 +28,7 @@ from .options import model_options
 @click.option("--any-prompt", is_flag=True, help="race traces of different prompts (labelled so)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)

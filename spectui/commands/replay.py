@@ -26,6 +26,8 @@ from typing import Callable, Iterable, Iterator
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, Event, PassEvent
@@ -170,6 +172,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 @click.option("--speed", type=str, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @click.option("--explain", "explain", type=str, default=None, metavar="PASS[:TOKEN]",
               help="print why each token of pass PASS (0 = prefill) was accepted, rejected or chosen, or only "
                    "its TOKEN-th (1-based), then exit; implies --headless; with --json one JSON object")

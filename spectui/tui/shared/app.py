@@ -42,6 +42,18 @@ FACE_BINDINGS = [
 ]
 
 
+def ascii_driver(base):
+    """``base`` (a Textual driver class) writing every frame through ``tui.shared.ascii.to_ascii``."""
+    from .ascii import to_ascii  # noqa: PLC0415
+
+    class AsciiDriver(base):
+        def write(self, data: str) -> None:
+            super().write(to_ascii(data))
+
+    AsciiDriver.__name__ = AsciiDriver.__qualname__ = "Ascii" + base.__name__
+    return AsciiDriver
+
+
 class FaceApp(App):
 
     def __init__(self, theme: str | None = None) -> None:
@@ -56,6 +68,18 @@ class FaceApp(App):
         self._watch = None
 
     # ------------------------------------------------------------------ start and stop
+    def get_driver_class(self):
+        """The platform's driver, writing ASCII only when the ASCII face is wanted (tui.shared.ascii); a
+        driver named in TEXTUAL_DRIVER (textual-serve's web driver: the browser has UTF-8) is left as is."""
+        base = super().get_driver_class()
+        from textual import constants  # noqa: PLC0415
+
+        from .ascii import ascii_wanted  # noqa: PLC0415
+
+        if constants.DRIVER is not None or not ascii_wanted():
+            return base
+        return ascii_driver(base)
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
