@@ -68,6 +68,7 @@ class SpectuiApp(PacedFaceApp):
         self.saved_paths: list[Path] = []
         self.clock = PassClock(freeze_phase)
         self._seen_version = -1
+        self.measuring: str | None = None  # the machine probe's progress while it measures (first run)
 
     @property
     def freeze_phase(self) -> str | None:
@@ -195,6 +196,8 @@ class SpectuiApp(PacedFaceApp):
         if self.control.paused:
             return "PAUSED", "yellow"
         if snap is None or snap.start is None:
+            if self.measuring is not None:
+                return f"MEASURING THIS MACHINE: {self.measuring}", "blue"
             return ("LOADING" if self.running else "IDLE"), "blue"
         return self.run_screen.playing_badge(self.running)
 
@@ -215,6 +218,30 @@ class SpectuiApp(PacedFaceApp):
 
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
+
+    def action_quit(self) -> None:
+        if self.measuring is not None:  # q while the first probe measures: nothing to flush yet, and the
+            self.deadline.arm(0)  # measurement cannot be cut short: the process ends within the deadline
+        super().action_quit()
+
+    def measure_machine(self, measure) -> MachineProbe | None:
+        """From the worker, before the first run: the machine probe (``measure(say, progress)``), its
+        progress on the status line (MEASURING) and what it is for in a note."""
+        def say(msg: str) -> None:
+            self.call_from_thread(self.notify, msg, timeout=8)
+
+        def progress(msg: str) -> None:
+            if self.measuring is None:
+                self.call_from_thread(self.notify, MEASURING_WHY, title="first run of this pair", timeout=20)
+            self.measuring = msg
+            self.wake()
+
+        self.measuring = None
+        try:
+            return measure(say, progress)
+        finally:
+            self.measuring = None
+            self.wake()
 
     def run_failed(self) -> bool:
         """Whether the live run failed (a replay shows a recording: it does not fail with it)."""
@@ -238,16 +265,26 @@ def run_app(app: PacedFaceApp, stop_timeout: float = 15.0) -> int:
     return run_face(app, stop_timeout)
 
 
+MEASURING_WHY = ("measuring this machine's verify cost by batch size for the cost model and auto k (once per "
+                 "model pair and machine, cached; spectui probe explains it)")
+
+
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
-             recorder=None, probe: MachineProbe | None = None, **kwargs) -> int:
+             recorder=None, probe: MachineProbe | None = None, measure=None, **kwargs) -> int:
     """The live TUI over ``engine.run(prompt, control, n_predict, probe)``. Returns the exit code.
 
-    Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C,
-    SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
+    ``measure(say, progress)``: the machine probe, measured (or read from its cache) by the worker once the
+    first screen is up, its progress on the status line, before the first run starts (a restart reuses
+    it); ``probe`` a probe measured already. Stops the engine (control.stop()) and flushes the recorder on
+    every way out (q, Ctrl+C, SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
     """
+    measured: list[MachineProbe | None] = [probe]
+    app: SpectuiApp
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        return engine.run(p, ctl, n_predict, probe=probe, overlap=True)  # keys act between passes, not on one
+        if measure is not None and measured[0] is None and not ctl.stopped:
+            measured[0] = app.measure_machine(measure)
+        return engine.run(p, ctl, n_predict, probe=measured[0], overlap=True)  # keys act between passes
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)
