@@ -96,6 +96,7 @@ class FaceApp(App):
         remove_signals(self._signals)
 
     def run(self, *args, **kwargs):
+        self.deadline.enabled = True  # a process of its own: a stop that cannot finish ends it
         try:
             return super().run(*args, **kwargs)
         finally:

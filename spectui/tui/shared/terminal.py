@@ -118,18 +118,20 @@ class Deadline:
     """Once armed (a stop was asked: a signal, a lost terminal), the process ends within ``grace_s`` even if
     the face cannot finish its stop (Textual's writes block on a terminal that is gone, and its event loop
     with them): ``last_words()`` (stop the run, flush the recording), then ``os._exit(status)``. Cancelled
-    when the face's ``run()`` returns (what follows, closing the models, is the command's as usual)."""
+    when the face's ``run()`` returns (what follows, closing the models, is the command's as usual); armed
+    only while ``enabled`` (the face's ``run()``: an app in a test's ``run_test`` is not a process to end)."""
 
     def __init__(self, last_words: Callable[[], None] | None = None, grace_s: float = 5.0) -> None:
         self.last_words = last_words
         self.grace_s = grace_s
         self.status: int | None = None
+        self.enabled = False  # set while the face runs for real (FaceApp.run): a test's run_test has no exit
         self._cancel = threading.Event()
         self._lock = threading.Lock()
 
     def arm(self, status: int) -> None:
         with self._lock:
-            if self.status is not None or self._cancel.is_set():
+            if not self.enabled or self.status is not None or self._cancel.is_set():
                 return
             self.status = int(status)
         threading.Thread(target=self._expire, name="spectui-stop-deadline", daemon=True).start()
