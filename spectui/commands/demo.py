@@ -17,6 +17,7 @@ a few seconds, then the next act starts (``--act N``: that act alone, looping), 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from importlib import resources
@@ -145,29 +146,38 @@ def act_reason(act: Act, events) -> str:
             "compute). Watch acceptance by position as the draft length and the temperature change.")
 
 
-def looping(base, restart: str, welcome: str, reason: str = "", loop_hold_s: float = LOOP_HOLD_S,
-            next_act: bool = False):
+@functools.lru_cache(maxsize=None)
+def looping(base, restart: str):
     """``base`` (a paced face: the run's SpectuiApp or the race's RaceApp), looping: once its player is at
     the end and at rest the finished screen holds for ``loop_hold_s`` seconds, then ``restart`` (the name of
     its screen's action that starts over) runs again (``next_act``: the app exits with "next" instead, for
     the next act). The welcome line and the act's reason are shown when it starts. Written once for both
     kinds of act: the hold is armed from the paint, which every state change, key and worker end goes
-    through."""
-
+    through. One class per base (made once: a demo running for hours makes an app per act and loop, and
+    Textual keeps what it learns of a class), configured per app by ``demo_setup``."""
     from textual.binding import Binding
 
     class Looping(base):
-        BINDINGS = [Binding("w", "why", "why")] if reason else []
+        BINDINGS = [Binding("w", "why", "why")]
         loops = 0
         _hold = None  # the timer holding the finished screen
+        welcome = ""
+        reason = ""
+        loop_hold_s = LOOP_HOLD_S
+        next_act = False
+
+        def demo_setup(self, welcome: str, reason: str, loop_hold_s: float, next_act: bool):
+            self.welcome, self.reason, self.loop_hold_s, self.next_act = welcome, reason, loop_hold_s, next_act
+            return self
 
         def on_mount(self) -> None:  # Textual also runs the base's on_mount (handlers follow the MRO)
-            self.notify(welcome, timeout=6)
-            if reason:
-                show_reason(self, reason)
+            self.notify(self.welcome, timeout=6)
+            if self.reason:
+                show_reason(self, self.reason)
 
         def action_why(self) -> None:
-            show_reason(self, reason, whole=True)
+            if self.reason:
+                show_reason(self, self.reason, whole=True)
 
         def _at_rest(self) -> bool:
             return self.player.at_end and not self.running and not self.control.paused
@@ -175,14 +185,14 @@ def looping(base, restart: str, welcome: str, reason: str = "", loop_hold_s: flo
         def _paint(self, now: float) -> None:
             super()._paint(now)
             if self._hold is None and self._at_rest():
-                self._hold = self.set_timer(loop_hold_s, self._loop_again)
+                self._hold = self.set_timer(self.loop_hold_s, self._loop_again)
 
         def _loop_again(self) -> None:
             self._hold = None
             if not self._at_rest():
                 return
             self.loops += 1
-            if next_act:
+            if self.next_act:
                 self.exit("next")
                 return
             getattr(self.face_screen(), restart)()
@@ -218,10 +228,11 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
     from ..recording.player import ReplayPlayer
     from ..tui.run.app import SpectuiApp
 
-    cls = looping(SpectuiApp, "action_jump_start", "spectui demo: a recording of a real run, no model needed "
-                  "(q quits)", reason, loop_hold_s, next_act)
+    cls = looping(SpectuiApp, "action_jump_start")
     player = ReplayPlayer(events, speed=speed)
-    return cls(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
+    app = cls(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
+    return app.demo_setup("spectui demo: a recording of a real run, no model needed (q quits)", reason,
+                          loop_hold_s, next_act)
 
 
 def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
@@ -230,9 +241,10 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
     ``loop_hold_s`` seconds, then the race starts over (``next_act``: exits with "next")."""
     from ..tui.race.app import RaceApp
 
-    cls = looping(RaceApp, "action_restart", "spectui demo: recordings of real runs, raced on one clock (q quits)",
-                  reason, loop_hold_s, next_act)
-    return cls(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
+    cls = looping(RaceApp, "action_restart")
+    app = cls(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
+    return app.demo_setup("spectui demo: recordings of real runs, raced on one clock (q quits)", reason,
+                          loop_hold_s, next_act)
 
 
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
@@ -243,7 +255,9 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
 @click.option("--act", type=click.IntRange(1, len(ACTS)), default=None,
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup, 3: the race); default: every "
                    "act in turn")
-def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
+@click.option("--paths", is_flag=True, help="print the bundled recordings' paths (one a line; with --act N, that "
+                                            "act's), e.g. for spectui cast, and exit")
+def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None, paths: bool) -> None:
     """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
     import threading
 
@@ -254,6 +268,10 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
     from ..tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
+        if paths:  # where an installed package keeps them: `spectui cast "$(spectui demo --paths --act 1)"`
+            for a in ([ACTS[act - 1]] if act else ACTS):
+                print("\n".join(race_paths(a) if a.race else [demo_trace_path(a.number)]))
+            return
         sp = parse_speed(speed)
         check_theme(theme)  # every face refuses an unknown theme, --headless too
         acts = [ACTS[act - 1]] if act else list(ACTS)

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
+from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app, race_paths
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.recording.player import load_for_tui
 from spectui.commands.replay import replay_headless
@@ -212,3 +212,50 @@ def test_demo_plays_every_act_in_turn_and_starts_over():
         assert p.wait(20) == 0
     finally:
         p.close()
+
+
+def test_models_are_named_by_metadata_and_file_type():
+    """general.name without a format word the file does not have, then the file's own quantization: the demo's
+    draft is a Q4_K_M GGUF whose general.name says "AWQ" (from the repository it was converted from)."""
+    from spectui.views.view import banner_text
+
+    _, events = load_for_tui(demo_trace_path())
+    text = banner_text(events[0])
+    assert "Qwen2.5 Coder 1.5B Instruct Q4_K_M / Qwen2.5 Coder 0.5B Instruct Q4_K_M" in text, text
+    assert "AWQ" not in text and "GGUF" not in text
+
+
+def test_paths_name_the_installed_recordings_for_cast(tmp_path):
+    """`spectui demo --paths [--act N]`: the bundled recordings where this installation keeps them, so the
+    fallback casts (demos/conference.md) work from an installed package, run from any folder."""
+    env = {**os.environ, "PYTHONPATH": REPO}
+    r = subprocess.run([sys.executable, "-m", "spectui", "demo", "--paths"], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == [demo_trace_path(1), demo_trace_path(2), *race_paths(ACTS[2])]
+    r = subprocess.run([sys.executable, "-m", "spectui", "demo", "--paths", "--act", "3"], capture_output=True,
+                       text=True, cwd=str(tmp_path), env=env, timeout=60)
+    races = r.stdout.split()
+    assert races == race_paths(ACTS[2])
+    out = tmp_path / "race.cast"
+    r = subprocess.run([sys.executable, "-m", "spectui", "cast", "--race", *races, "-o", out, "--cols", "120",
+                        "--rows", "36", "--speed", "8"], capture_output=True, text=True, cwd=str(tmp_path), env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().startswith('{"version": 2')
+
+
+async def test_the_why_note_fits_a_small_screen_and_w_shows_it_whole():
+    """The act's note is its first sentence (a few rows of an 80x24 screen), w shows the whole reason."""
+    from textual.widgets._toast import Toast
+
+    _, events = load_for_tui(demo_trace_path())
+    reason = act_reason(ACTS[0], events)
+    app = make_demo_app(events, speed="0.25", reason=reason)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause(0.5)
+        toasts = list(app.screen.query(Toast))
+        heights = [t.region.height for t in toasts]
+        assert heights and sum(heights) <= 12, heights  # was about half the screen (the whole reason)
+        await pilot.press("w")
+        await pilot.pause(0.3)
+        assert len(list(app.screen.query(Toast))) > len(toasts)
