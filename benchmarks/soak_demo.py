@@ -130,6 +130,9 @@ def main() -> int:
         return 0 if ok else 1
     r = soak_demo(args.minutes, args.speed, args.cols, args.rows)
     end, first = r["rss_end"] / r["rss_first_loop"], r["rss_max"] / r["rss_first_loop"]
+    half = [rss for t, rss in r["samples"] if t >= r["seconds"] / 2]
+    print(f"second half of the run: RSS {min(half) / mib:.1f} to {max(half) / mib:.1f} MiB "
+          f"({max(half) / min(half) - 1:+.1%})")
     print(f"demo at {args.speed}x, {args.cols}x{args.rows}: {r['seconds'] / 60:.1f} min, {r['loops']} loops, exit "
           f"{r['status']}, traceback: {r['traceback']}; RSS after the first loop {r['rss_first_loop'] / mib:.1f} MiB, "
           f"at the end {r['rss_end'] / mib:.1f} MiB ({end:.3f}x), highest {r['rss_max'] / mib:.1f} MiB ({first:.3f}x); "
