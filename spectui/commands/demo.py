@@ -32,6 +32,7 @@ from ..contract.errors import SpectuiError
 from ..contract.events import PassEvent, RunStarted
 from ..analysis.stats import RunStats
 from ..analysis.wording import LOSES, TIES, WINS, outcome
+from . import command
 
 SPEEDUP_TIE = 0.02  # within 2% of the target alone: a tie (run-to-run noise is larger)
 
@@ -247,7 +248,7 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
                           loop_hold_s, next_act)
 
 
-@click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
+@command("demo")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
@@ -258,13 +259,13 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
 @click.option("--paths", is_flag=True, help="print the bundled recordings' paths (one a line; with --act N, that "
                                             "act's), e.g. for spectui cast, and exit")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None, paths: bool) -> None:
-    """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
+    """Real runs on 2 CPU cores; q quits."""
     import threading
 
     from ..contract.errors import fail
     from ..contract.exitcodes import SignalStop
     from ..recording.player import load_for_tui, parse_speed
-    from .replay import replay_headless
+    from ..text.replay import replay_headless
     from ..tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
@@ -283,7 +284,7 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None, pat
                         break
                     if a.race:
                         from ..views.race_outcome import outcome
-                        from ..views.race_text import print_outcome
+                        from ..text.race import print_outcome
 
                         race = load_race_act(a)
                         print(("\n" if i else "") + race_reason(a, race) + "\n", flush=True)

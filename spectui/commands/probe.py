@@ -15,20 +15,20 @@ import click
 
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
-from .options import model_options
+from .options import json_option, model_options
 from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from . import command
 
 
-@click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})
+@command("probe")
 @model_options
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+@json_option("one object (the measurements and what they mean)", tui=False)
 @click.option("--max-batch", type=int, default=DEFAULT_MAX_BATCH, show_default=True,
               help="largest verify batch measured (tokens)")
 @click.option("--repeats", type=int, default=DEFAULT_REPEATS, show_default=True,
               help="measured rounds over every batch size (median)")
 @click.option("--refresh", is_flag=True, help="measure again even when a cached result exists")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
-    """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
     try:
         from .common import loading_stop  # noqa: PLC0415
 
