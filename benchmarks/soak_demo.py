@@ -77,9 +77,11 @@ def soak_demo(minutes: float, speed: str, cols: int, rows: int, sample_s: float 
         p.close()
 
 
-def soak_live(target: str, draft: str | None, n: int, threads: int, sample_s: float = 1.0, say=print) -> dict:
+def soak_live(target: str, draft: str | None, n: int, threads: int, sample_s: float = 1.0, say=print,
+              record: str | None = None) -> dict:
     argv = ["--target", target, *(["--draft", draft] if draft else ["--drafter", "ngram"]), "-p",
-            "Write a long story about a hash map.", "-n", str(n), "-c", "8192", "--no-probe"]
+            "Write a long story about a hash map.", "-n", str(n), "-c", "8192", "--no-probe",
+            *(["--record", record, "--force"] if record else [])]
     if threads:
         argv += ["-t", str(threads)]
     p = PtyProcess(argv, cols=120, rows=36)
@@ -117,13 +119,16 @@ def main() -> int:
     ap.add_argument("--draft")
     ap.add_argument("-n", type=int, default=4000)
     ap.add_argument("-t", "--threads", type=int, default=0)
+    ap.add_argument("--record", default=None, help="--live: record the run to this trace (then the screen keeps "
+                                                   "no event history of its own)")
     args = ap.parse_args()
     mib = 2**20
     load = psutil.getloadavg()[0]
     if args.live:
-        r = soak_live(args.target, args.draft, args.n, args.threads)
+        r = soak_live(args.target, args.draft, args.n, args.threads, record=args.record)
         ratio = r["rss_last_quarter"] / r["rss_first_quarter"]
-        print(f"live run, -n {args.n}: {r['seconds']:.0f} s, {r['passes']} passes, exit {r['status']}; RSS "
+        rec = " --record" if args.record else ""
+        print(f"live run, -n {args.n}{rec}: {r['seconds']:.0f} s, {r['passes']} passes, exit {r['status']}; RSS "
               f"first quarter {r['rss_first_quarter'] / mib:.1f} MiB, last quarter {r['rss_last_quarter'] / mib:.1f} "
               f"MiB ({ratio:.3f}x), highest {r['rss_max'] / mib:.1f} MiB; load {load:.2f}")
         ok = r["status"] == 0 and not r["traceback"] and ratio <= 1 + RSS_TOLERANCE

@@ -77,3 +77,19 @@ async def test_every_panel_reads_the_recordings_settings_at_its_position(tmp_pat
         assert "auto k: off" in text and "current k = 2" not in text
         if "current k = " in text:
             assert "current k = 8" in text
+
+
+def test_a_recorded_live_run_keeps_no_event_history_of_its_own(tmp_path):
+    """With --record the recorder keeps the run (``s`` saves from it): the screen's state keeps only its bounded
+    tails, not every event a second time; without a recorder it keeps them for ``s``."""
+    from spectui.recording.trace import TraceWriter
+
+    def source(ctl, p):
+        return iter(())
+
+    rec = TraceWriter(str(tmp_path / "r.jsonl"))
+    try:
+        assert SpectuiApp(source, RunControl(), recorder=rec).state.keep_events is False
+    finally:
+        rec.close()
+    assert SpectuiApp(source, RunControl()).state.keep_events is True

@@ -62,13 +62,18 @@ class SpectuiApp(PacedFaceApp):
         self.n_predict = n_predict
         self.title = title
         self.save_dir = Path(save_dir) if save_dir else Path.cwd()
-        self.state = ScreenState()
+        self.state = self.new_state()
         self.snap: ScreenSnapshot | None = None
         self.view = ScreenView()
         self.saved_paths: list[Path] = []
         self.clock = PassClock(freeze_phase)
         self._seen_version = -1
         self.measuring: str | None = None  # the machine probe's progress while it measures (first run)
+
+    def new_state(self) -> ScreenState:
+        """The screen's state; it keeps every event for ``s`` (save) unless a recorder keeps its own copy (a
+        live run with --record: the history in memory is then only the screen's bounded tails)."""
+        return ScreenState(keep_events=not hasattr(self.recorder, "save_to"))
 
     @property
     def freeze_phase(self) -> str | None:
@@ -138,7 +143,7 @@ class SpectuiApp(PacedFaceApp):
     def restart_run(self) -> None:
         """Stop the run and start it again from scratch (same prompt and settings)."""
         self.control.stop()
-        self.state = ScreenState()
+        self.state = self.new_state()
         self.clock.reset()
         self.restart_worker()
         self.repaint_all()
