@@ -19,6 +19,8 @@ from typing import Any, Callable
 import click
 
 from ..contract.params import DURATION, SECONDS
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.text import visible_line
 from ..contract.exitcodes import FAILED, OK, SignalStop
@@ -225,6 +227,7 @@ class AttachSession:
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
                prompt: str | None, n_predict: int, draft_max: int, count: int, duration: float, record: str | None,
                force: bool, theme: str | None) -> None:
@@ -241,6 +244,10 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
 
         check_theme(theme)  # every face refuses an unknown theme (headless too)
+        if not headless:
+            from ..tui.shared.terminal import require_terminal  # noqa: PLC0415 - no Textual
+
+            require_terminal("spectui attach")  # one line, exit 2: not a TUI drawn into a pipe
         if record:
             writer = TraceWriter(record, force=force)  # checked now, opened at AttachStarted
     except SpectuiError as exc:

@@ -25,6 +25,8 @@ from typing import Callable
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, PassEvent
@@ -131,6 +133,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 @click.option("--speed", type=str, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @click.option("--explain", "explain", type=str, default=None, metavar="PASS[:TOKEN]",
               help="print why each token of pass PASS (0 = prefill) was accepted, rejected or chosen, or only "
                    "its TOKEN-th (1-based), then exit; implies --headless; with --json one JSON object")
@@ -172,6 +175,9 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
         from ..tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
+        from ..tui.shared.terminal import require_terminal
+
+        require_terminal("spectui replay")  # one line, exit 2: not a TUI drawn into a pipe
         _header, events = load_for_tui(file)
         if is_attach_trace(events):
             from ..tui.attach.app import run_attach_replay

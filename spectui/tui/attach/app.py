@@ -21,7 +21,6 @@ from textual import work
 from textual.css.query import NoMatches
 from textual.timer import Timer
 
-from ..shared.terminal import require_terminal
 from ...contract.errors import SpectuiError
 from ...contract.events import AttachStarted
 from ...recording.player import paced
@@ -162,12 +161,21 @@ class AttachApp(FaceApp):
             self.session.stop.set()
         self.exit()
 
+    def last_words(self) -> None:
+        """Before the deadline ends the process (FaceApp): the session stopped, the recording flushed."""
+        self.stop_session(2.0)
+        flush = getattr(self.recorder, "flush", None)
+        if flush is not None:
+            try:
+                flush()
+            except (OSError, ValueError):
+                pass
+
 
 # ---------------------------------------------------------------------- entry points
 def run_attach_live(session, recorder=None, theme: str | None = None) -> int:
     """The attach TUI over a live AttachSession. Returns the exit code; the recorder is the caller's to close
     (every event, AttachEnded included, has been written when this returns)."""
-    require_terminal()  # no terminal: one line pointing at --headless, not a hang
     app = AttachApp(session=session, request_mode=session.prompt is not None, recorder=recorder, theme=theme)
     try:
         app.run()
@@ -178,7 +186,6 @@ def run_attach_live(session, recorder=None, theme: str | None = None) -> int:
 
 def run_attach_replay(events: list[Any], theme: str | None = None, speed: float = 1.0) -> int:
     """A recorded attach session in the attach TUI, at the recorded pace divided by ``speed``."""
-    require_terminal()  # no terminal: one line pointing at --headless, not a hang
     start = events[0] if events and isinstance(events[0], AttachStarted) else None
     app = AttachApp(events=events, request_mode=bool(start and start.prompt), speed=speed, theme=theme)
     try:
