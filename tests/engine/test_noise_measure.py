@@ -99,9 +99,12 @@ def test_another_model_parts_above_the_noise(make_engine, tiny_target, tiny_draf
 
 # ---------------------------------------------------------------- the real pair (qwen)
 
+HAVE_QWEN = QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()
+
+
 @pytest.mark.parametrize("k", [2, 3])
 @pytest.mark.qwen
-@pytest.mark.skipif(not (QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()), reason=f"Qwen GGUF pair not found in {MODELS}")
+@pytest.mark.skipif(not HAVE_QWEN, reason=f"Qwen GGUF pair not found in {MODELS}")
 @pytest.mark.timeout(3000)
 def test_qwen_noise_and_greedy_partings(make_engine, tmp_path_factory, k):
     """On the Qwen pair (CPU): the noise by k (cached for the module), and a greedy speculative run at k that
