@@ -12,20 +12,11 @@ import click
 
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
-from .options import model_options, run_options
+from .commands.options import model_options, run_options
 
 # name -> "module:attribute" of a click.Command
-SUBCOMMANDS = {
-    "replay": "spectui.replay:replay_cmd",
-    "cast": "spectui.cast:cast_cmd",
-    "demo": "spectui.demo:demo_cmd",
-    "sweep": "spectui.sweep:sweep_cmd",
-    "attach": "spectui.attach.cli:attach_cmd",
-    "probe": "spectui.probe_cli:probe_cmd",
-    "bench": "spectui.bench.cli:bench_cmd",
-    "race": "spectui.race.cli:race_cmd",
-    "serve": "spectui.tui.serve:serve_cmd",
-}
+SUBCOMMANDS = {name: f"spectui.commands.{name}:{name}_cmd" for name in (
+    "replay", "cast", "demo", "sweep", "attach", "probe", "bench", "race", "serve")}
 SUBCOMMAND_HELP = {
     "replay": "Replay a recorded trace in the TUI, or --headless.",
     "cast": "Render a trace to an asciicast v2 file (no terminal needed).",
@@ -77,7 +68,7 @@ def main(ctx: click.Context, **kwargs) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from .run import run_main  # the live/headless run (engine + faces)
+    from .commands.run import run_main  # the live/headless run (engine + faces)
 
     try:
         sys.exit(run_main(**kwargs))

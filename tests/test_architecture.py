@@ -21,12 +21,12 @@ CORE = sorted(
     "spectui." + ".".join(p.relative_to(ROOT / "spectui").with_suffix("").parts).removesuffix(".__init__")
     for layer in CORE_LAYERS for p in (ROOT / "spectui" / layer).rglob("*.py")
 ) + [
-    "spectui.headless", "spectui.cast",
+    "spectui.headless", "spectui.commands.cast",
     "spectui.attach.metrics", "spectui.attach.scraper", "spectui.attach.request", "spectui.attach.text",
-    "spectui.attach.cli",
-    "spectui.race.cli", "spectui.race.spec", "spectui.tui.serve",
+    "spectui.commands.attach",
+    "spectui.commands.race", "spectui.race.spec", "spectui.commands.serve",
     # bench: a command without Textual (rich only; its chat templating and lossless rule are in the layers)
-    "spectui.bench.cli", "spectui.bench.server",
+    "spectui.commands.bench", "spectui.bench.server",
 ]
 
 

@@ -1,7 +1,8 @@
 """``spectui bench``: does speculation pay for *my* workload? Spec-Bench's per-category table for a pair on this
 machine (or for a deployment, ``--url``).
 
-One module per step, each importing only the ones above it:
+One module per step, each importing only the ones above it (the click command is
+``spectui.commands.bench``):
 
     datasets.py   prompt sets: Spec-Bench JSONL, SPEED-Bench Parquet, text, the built-in set; --categories etc.
     plan.py       the settings (drafter x k x temperature, plus the baseline) and the ABBA order of the jobs
@@ -11,5 +12,4 @@ One module per step, each importing only the ones above it:
     render.py     the terminal table and bar chart
     export.py     --csv, --json, --markdown (Spec-Bench's table shape)
     server.py     the same prompts against llama-server / vLLM (--url), rows from what the server says
-    cli.py        the click command (``spectui.bench.cli:bench_cmd``)
 """

@@ -13,7 +13,7 @@ import pytest
 from spectui.contract.events import RunStarted
 from spectui.headless import consume
 from spectui.recording.player import mark_replay, paced
-from spectui.replay import replay_headless
+from spectui.commands.replay import replay_headless
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

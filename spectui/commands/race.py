@@ -1,6 +1,7 @@
 """``spectui race A.jsonl B.jsonl [C.jsonl]``: recorded runs on one clock (TUI, ``--headless [--json]``), or
 ``spectui race --target T [--draft D] -p PROMPT [--a SPEC --b SPEC]``: two settings run one after the other,
-recorded, then raced. Exit statuses as everywhere: 0 done, 1 a run failed, 2 bad usage or input."""
+recorded, then raced; the models load as in every command that loads them (``-hf``/``-hfd``, ``-ngl``, ``-c``,
+``-t``, ...: ``options.model_options``). Exit statuses as everywhere: 0 done, 1 a run failed, 2 bad usage or input."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import click
 
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
+from .common import ModelOptions, load_engine, loading_stop
+from .options import model_options
 
 
 @click.command("race", context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,9 +26,7 @@ from ..contract.exitcodes import Interrupted, signal_name
 @click.option("--any-prompt", is_flag=True, help="race traces of different prompts (labelled so)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
-@click.option("--target", "-m", "--model", "target", type=str, default=None,
-              help="record the race first: the target model (GGUF)")
-@click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None, help="the draft model (GGUF)")
+@model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
 @click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True)
@@ -41,18 +42,17 @@ from ..contract.exitcodes import Interrupted, signal_name
               help='setting B, e.g. "k=4 temp=0.8 drafter=ngram" (default: --draft-max/--drafter/--temp)')
 @click.option("--record-dir", type=click.Path(file_okay=False), default=None,
               help="where the recorded traces go (default: a new temporary folder, named on stderr)")
-@click.option("-t", "--threads", type=int, default=None, help="threads for both runs (default as llama.cpp)")
-@click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True)
 def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start: bool, any_prompt: bool,
-             speed: str, theme: str | None, target: str | None, draft: str | None, prompt: str | None,
-             prompt_file: str | None, n_predict: int, draft_max: int | None, drafter: str | None, temp: float,
-             seed: int, spec_a: str | None, spec_b: str | None, record_dir: str | None, threads: int | None,
-             ctx_size: int) -> None:
+             speed: str, theme: str | None, prompt: str | None, prompt_file: str | None, n_predict: int,
+             draft_max: int | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
+             spec_b: str | None, record_dir: str | None, **model_kwargs) -> None:
     """Race recorded runs (2 or 3 traces) on one clock, or record two settings one after the other and race them."""
     from ..contract.errors import fail
     from ..recording.player import parse_speed
 
+    models = ModelOptions.pop_from(model_kwargs)
     try:
+        recording = models.target is not None or models.hf_repo is not None
         if as_json and not headless:
             raise SpectuiError("--json needs --headless")
         sp = parse_speed(speed)
@@ -61,24 +61,29 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
 
             check_theme(theme)
         note = ""
-        if target is not None:
+        if recording:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
-            from ..run import loading_stop
-            from .record import RunFailed, record_race
-            from .spec import parse_spec, spec_settings
+            from ..race.record import RunFailed, record_race
+            from ..race.spec import parse_spec, spec_settings
 
+            have_draft = models.has_draft
             a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
             default_b = f"k={draft_max if draft_max is not None else 4} temp={temp:g} " \
-                        f"drafter={drafter or ('model' if draft else 'ngram')}"
+                        f"drafter={drafter or ('model' if have_draft else 'ngram')}"
             b = parse_spec(spec_b if spec_b is not None else default_b, "--b")
             for spec in (a, b):  # a bad setting fails before any model loads
-                spec_settings(spec, temp=temp, seed=seed, have_draft=draft is not None)
+                spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft)
             text = _prompt(prompt, prompt_file)
+
+            def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
+                return load_engine(models, use_draft=use_draft, quiet=as_json)
+
             try:
                 with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
-                    paths, note = record_race(target, draft, text, [a, b], n_predict=n_predict, temp=temp,
-                                              seed=seed, record_dir=record_dir, threads=threads, n_ctx=ctx_size,
+                    paths, note = record_race(load, text, [a, b], have_draft=have_draft,
+                                              inputs=[p for p in (models.target, models.draft) if p],
+                                              n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
                                               signals=signals)
             except RunFailed as exc:
                 click.echo(f"spectui: error: {exc}", err=True)
@@ -92,8 +97,9 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
                 click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
                 sys.exit(130)
             traces = tuple(paths)
-        elif any(x is not None for x in (spec_a, spec_b, draft, prompt, prompt_file, record_dir)):
-            raise SpectuiError("--a, --b, --draft, -p and --record-dir record a race: they need --target")
+        elif any(x is not None for x in (spec_a, spec_b, prompt, prompt_file, record_dir)) or models != ModelOptions():
+            raise SpectuiError("--a, --b, the model options (--draft, -hfd, -ngl, ...), -p and --record-dir record a "
+                               "race: they need --target (or -hf)")
         if not traces:
             raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
         from ..views.race_timeline import load_race

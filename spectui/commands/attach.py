@@ -24,10 +24,10 @@ from ..recording.trace import TraceWriter
 from ..contract.events import (
     KIND_LLAMA_SERVER, REQ_ERROR, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target,
 )
-from .request import stream_completion
-from .scraper import Scraper
-from .text import HeadlessFace, window_line
-from .urls import check_urls
+from ..attach.request import stream_completion
+from ..attach.scraper import Scraper
+from ..attach.text import HeadlessFace, window_line
+from ..attach.urls import check_urls
 from ..analysis.attach_stats import AttachStats
 
 _TICK = object()  # one round of scrapes is complete

@@ -17,14 +17,14 @@ from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
-from ..options import model_options
-from ..run import ModelOptions, load_engine, loading_stop, resolve_prompt
-from .aggregate import SweepRun, aggregate
-from .export import CSV_FIELDS, to_csv, to_json
-from .plan import Plan, make_plan, parse_ks, parse_temps
-from .render import render_chart, render_table
-from .report import report_lines, sweep_prediction
-from .runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
+from .options import model_options
+from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
+from ..sweep.aggregate import SweepRun, aggregate
+from ..sweep.export import CSV_FIELDS, to_csv, to_json
+from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
+from ..sweep.render import render_chart, render_table
+from ..sweep.report import report_lines, sweep_prediction
+from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
 
 
 @click.command("sweep", context_settings={"help_option_names": ["-h", "--help"]})

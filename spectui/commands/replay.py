@@ -26,10 +26,10 @@ from typing import Callable, Iterable, Iterator
 
 import click
 
-from .contract.errors import SpectuiError
-from .contract.event_json import to_dict
-from .contract.events import AttachStarted, Event, PassEvent
-from .recording.player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
+from ..contract.errors import SpectuiError
+from ..contract.event_json import to_dict
+from ..contract.events import AttachStarted, Event, PassEvent
+from ..recording.player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
 
 
 def until(events: Iterable[Event], stop) -> Iterator[Event]:
@@ -46,8 +46,8 @@ def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False,
     threading.Event): when set, the replay ends there and the summary of what was shown is printed."""
     import threading
 
-    from .headless import consume
-    from .recording.trace import iter_trace
+    from ..headless import consume
+    from ..recording.trace import iter_trace
 
     stop = stop if stop is not None else threading.Event()
     _header, reader = iter_trace(path, on_warning=on_warning)
@@ -65,7 +65,7 @@ def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False,
 
 def replay_attach_headless(events: Iterable[Event], out, *, as_json: bool = False):
     """An attach trace through the live attach's own headless face; returns its AttachStats."""
-    from .attach.text import HeadlessFace
+    from ..attach.text import HeadlessFace
 
     face = HeadlessFace(out, as_json)
     for ev in events:
@@ -92,7 +92,7 @@ def parse_explain(value: str) -> tuple[int, int | None]:
 def find_pass(path: str | os.PathLike, index: int,
               on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
-    from .recording.trace import iter_trace
+    from ..recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     n = 0
@@ -123,7 +123,7 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
 def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
     explained view of every token (or of token slot ``token`` only)."""
-    from .views.inspector_model import draft_stop_line, explain, slots, view_dict
+    from ..views.inspector_model import draft_stop_line, explain, slots, view_dict
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -137,7 +137,7 @@ def explain_json(ev: PassEvent, token: int | None = None) -> dict:
 
 def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> list[str]:
     """``render_pass`` (every token), or its header and token slot ``token`` alone."""
-    from .views.inspector_model import explain, render_pass, render_view, slots
+    from ..views.inspector_model import explain, render_pass, render_view, slots
 
     _check_token(ev, token, len(slots(ev)))
     lines = render_pass(ev, width)
@@ -178,12 +178,12 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
     """Replay a recorded trace FILE in the TUI, or --headless."""
     import threading
 
-    from .contract.errors import fail
-    from .contract.exitcodes import SignalStop
+    from ..contract.errors import fail
+    from ..contract.exitcodes import SignalStop
 
     try:
         if theme is not None:  # every face refuses an unknown theme, --headless and --explain too
-            from .tui.shared.themes import check_theme
+            from ..tui.shared.themes import check_theme
 
             check_theme(theme)
         if explain is not None:
@@ -211,15 +211,15 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
                         pass
             sys.exit(signals.status())
         sp = parse_speed(speed, default=1.0)
-        from .tui.shared.themes import check_theme
+        from ..tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
         _header, events = load_for_tui(file)
         if is_attach_trace(events):
-            from .tui.attach.app import run_attach_replay
+            from ..tui.attach.app import run_attach_replay
 
             sys.exit(run_attach_replay(events, theme=theme, speed=sp) or 0)
-        from .tui.run.app import run_replay
+        from ..tui.run.app import run_replay
 
         sys.exit(run_replay(events, theme=theme, speed=sp) or 0)
     except SpectuiError as exc:

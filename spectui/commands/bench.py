@@ -22,15 +22,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
-from ..options import model_options
-from ..run import ModelOptions, load_engine
-from .aggregate import OVERALL, aggregate
-from .datasets import BUILTIN, load_prompts, parse_categories, select
-from .export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from .plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
-from .render import render_chart, render_table
-from .report import report_lines
-from .runner import TURNS, BenchResult, Templater, run_bench
+from .options import model_options
+from .common import ModelOptions, load_engine
+from ..bench.aggregate import OVERALL, aggregate
+from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
+from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
+from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
+from ..bench.render import render_chart, render_table
+from ..bench.report import report_lines
+from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
@@ -174,7 +174,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         if p and p != "-":
             output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
     if urls or baseline_url:
-        from .server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
+        from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
 
         if not urls:
             raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
