@@ -29,7 +29,7 @@ from typing import Callable
 
 from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
-from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
+from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, NOISE_PROMPT, BatchNoise, measure_noise
 from .probe import _loadavg, file_identity, machine_key
 
 NOISE_VERSION = 1
@@ -180,6 +180,12 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_
     )
 
 
+def fitting_tokens(engine, n_tokens: int = DEFAULT_TOKENS) -> int:
+    """``n_tokens``, or fewer where the prompt and that many tokens would not fit the context (-c)."""
+    room = int(engine.n_ctx) - len(engine.tokenize(NOISE_PROMPT))
+    return max(0, min(int(n_tokens), room))
+
+
 # ---------------------------------------------------------------- the cache
 
 
@@ -250,6 +256,7 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: i
     """The noise for this engine's target here: from the cache, or measured now and stored. The figures are
     numerics, not times: the machine's load does not change them (it is recorded, not judged)."""
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    n_tokens = fitting_tokens(engine, n_tokens)
     key, digest = cache_key(engine, max_batch, n_tokens)
     path = (directory or cache_dir()) / f"{digest}.json"
     res = None
