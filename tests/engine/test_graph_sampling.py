@@ -7,6 +7,9 @@ float32 tolerance."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -136,3 +139,39 @@ def test_temperature_chain_draws_follow_its_seed(model):
     assert len({tuple(draws(s)) for s in range(6)}) > 1
     with pytest.raises(ValueError):
         G.SamplerChain.at_temperature(0.0)
+
+
+MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
+QWEN_DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
+@pytest.mark.qwen
+@pytest.mark.skipif(not QWEN_DRAFT.is_file(), reason=f"Qwen draft GGUF not found: {QWEN_DRAFT}")
+@pytest.mark.timeout(1200)
+def test_on_the_qwen_draft_with_its_real_vocabulary():
+    """The draft side as the loop would use it: one row per decode on the Qwen 0.5B (151,936 ids): greedy = the
+    argmax of the row a context without the chain computes, bit for bit; at T = 0.8 the probabilities are the
+    temperature softmax of that row within float32 tolerance."""
+    m = M.LoadedModel(str(QWEN_DRAFT), "draft", n_ctx=256, threads=2, use_extra_bufts=True, n_batch=64)
+    try:
+        ids = m.tokenize("def merge_intervals(intervals):")[:8]
+        plain = _one_at_a_time(m, ids)
+        greedy = G.SamplerChain.greedy()
+        assert greedy.attach(m.ctx)
+        for i, t in enumerate(ids):
+            m.decode([t], i, "last")
+            r = G.sampled(m.ctx, 0)
+            assert r.token == int(np.argmax(plain[i])) and np.array_equal(r.logits[: m.n_use], plain[i])
+        greedy.free()
+        m.clear()
+        hot = G.SamplerChain.at_temperature(0.8, seed=1)
+        assert hot.attach(m.ctx)
+        for i, t in enumerate(ids):
+            m.decode([t], i, "last")
+            r = G.sampled(m.ctx, 0)
+            assert len(r.probs) == m.n_vocab == 151936
+            np.testing.assert_allclose(r.probs, _softmax(plain[i], 0.8), rtol=1e-4, atol=1e-9)
+            assert r.probs[r.token] > 0
+        hot.free()
+    finally:
+        m.close()
