@@ -1,6 +1,7 @@
-"""``spectui bench``: the command line. Model options are the live run's (``cli.model_options``); with ``--url``
-the same prompts go to a deployment instead (``server.py``). Prints the table, the chart and the report; writes
-``--json`` / ``--csv`` / ``--markdown`` files ("-": stdout) and ``--record-dir`` traces, every one through
+"""``spectui bench``: the command line. Model options are every command's (``options.model_options``); with
+``--url`` the same prompts go to a deployment instead (``bench.server``). Prints the table, the chart and the
+report; ``--json`` / ``--csv`` / ``--markdown`` print an export on stdout, ``-o FILE`` writes it (the old
+``--json FILE``, one file per export, still works), ``--record-dir`` keeps the traces, every file through
 :func:`output_path`. Ctrl+C / SIGTERM / SIGHUP print and write the partial report (exit 130 / 143 / 129);
 a run or a server that fails keeps the rows done (exit 1)."""
 
@@ -22,15 +23,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
-from .options import model_options
+from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
 from .common import ModelOptions, load_engine
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
 from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
-from ..bench.render import render_chart, render_table
+from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
+from . import command
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
@@ -104,7 +106,7 @@ class _Signals:
         return 128 + int(self.signum)
 
 
-@click.command("bench", context_settings={"help_option_names": ["-h", "--help"]})
+@command("bench")
 @model_options
 @click.option("--prompts", "prompts", type=str, default=BUILTIN, show_default=True,
               help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line) or 'builtin'")
@@ -121,26 +123,33 @@ class _Signals:
               help="comma-separated draft lengths")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
-@click.option("--drafter", type=str, default=None,
-              help="model, ngram or both (comma-separated); default: model with --draft, else ngram")
+@click.option("--drafter", type=str, default=None, metavar="model|ngram|none[,...]",
+              help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per prompt and setting")
-@click.option("--json", "json_out", type=str, default=None, help="write the results as JSON to FILE ('-': stdout)")
-@click.option("--csv", "csv_out", type=str, default=None, help="write one CSV line per run to FILE ('-': stdout)")
-@click.option("--markdown", "md_out", type=str, default=None,
-              help="write Spec-Bench's table as Markdown to FILE ('-': stdout)")
-@click.option("--record-dir", type=str, default=None, help="keep every run's trace in DIR (replayable)")
+@click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="",
+              help="print the results as JSON on stdout (-o FILE writes them)")
+@click.option("--csv", "csv_out", is_flag=False, flag_value="-", default=None, metavar="",
+              help="print one CSV line per run on stdout (-o FILE writes them)")
+@click.option("--markdown", "md_out", is_flag=False, flag_value="-", default=None, metavar="",
+              help="print Spec-Bench's table as Markdown on stdout (-o FILE writes it)")
+@click.option("-o", "--output", "output", type=str, default=None, metavar="FILE",
+              help="write the --json, --csv or --markdown export to FILE (atomically) instead of stdout")
+@record_dir_option("keep every run's trace in DIR (replayable)")
 @click.option("--force", is_flag=True, help="replace existing output files that are not spectui's own")
 @click.option("--url", "urls", type=str, multiple=True,
               help="benchmark a llama-server / vLLM at URL instead of local models (repeatable)")
 @click.option("--baseline-url", type=str, default=None, help="the same target without speculation (server mode)")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="server mode: requests in flight")
+@click.option("--concurrency", type=str, default="1", show_default=True,
+              help="server mode: requests in flight; several (1,2,4,8,16): the knee sweep (docs/batch-knee.md)")
+@click.option("--knee-probe", type=str, default=None,
+              help="concurrency sweep: `spectui probe --batched --json` output, for the predicted knee beside it")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
-    """Benchmark speculation per workload category: Spec-Bench's table for your pair, machine or deployment."""
     sig = _Signals()
     try:
+        _exports_to_files(kwargs)
         with sig:
             code = bench_main(ModelOptions.pop_from(kwargs), signals=sig, **kwargs)
     except SpectuiError as exc:
@@ -150,6 +159,25 @@ def bench_cmd(**kwargs):
                    "nothing written", err=True)
         sys.exit(sig.exit_code)
     sys.exit(code)
+
+
+def _exports_to_files(kwargs: dict) -> None:
+    """``--json`` / ``--csv`` / ``--markdown`` print on stdout, ``-o FILE`` writes the one given (the convention
+    of every command); the old ``--json FILE`` (one file per export) still works, with a one-line note."""
+    output = kwargs.pop("output")
+    given = [(flag, key) for flag, key in (("--json", "json_out"), ("--csv", "csv_out"), ("--markdown", "md_out"))
+             if kwargs[key] is not None]
+    for flag, key in given:
+        if kwargs[key] != "-":
+            deprecated(f"`{flag} FILE`", f"`{flag} -o FILE`")
+    if output is None:
+        return
+    to_stdout = [(flag, key) for flag, key in given if kwargs[key] == "-"]
+    if len(to_stdout) != 1:
+        raise SpectuiError("-o/--output writes one export: give one of --json, --csv or --markdown with it"
+                           if not to_stdout else "-o/--output writes one export; " + " and ".join(
+                               f for f, _ in to_stdout) + " were given")
+    kwargs[to_stdout[0][1]] = output
 
 
 def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
@@ -164,7 +192,8 @@ def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
 def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
                turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
                seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
-               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None) -> int:
+               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
+               knee_probe=None) -> int:
     """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
     out = out or sys.stdout
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
@@ -182,6 +211,15 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
             raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
         if record_dir is not None:
             raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
+        from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
+
+        levels = parse_concurrency(concurrency)
+        if len(levels) > 1 or knee_probe:  # the knee sweep (spectui/bench/concurrency.py)
+            return sweep_main(ps, list(urls), baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed,
+                              system=system, timeout_s=timeout_s, draft_max=draft_max, knee_probe=knee_probe,
+                              json_out=json_out, write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force),
+                              out=out)
+        concurrency = levels[0]
         with _progress() as (progress, task):
             def on_job(i, job, n_jobs, prompts) -> None:
                 progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
@@ -192,9 +230,9 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
                                                  on_job=on_job)
         return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
 
-    if concurrency != 1:
-        raise SpectuiError("--concurrency is for --url (a deployment); local runs go one at a time")
-    ks = parse_ks(draft_max)
+    if str(concurrency) != "1" or knee_probe:
+        raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
+    ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter, models.has_draft)
     settings = make_settings(ks, temps, drafters)

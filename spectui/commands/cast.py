@@ -36,6 +36,7 @@ from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
 from ..contract.outputs import CAST, OutputPath, check_output
+from . import command
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
@@ -263,7 +264,7 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
     return CastInfo(_name(target), cols, rows, n, duration, sum(len(lane.passes) for lane in race.lanes))
 
 
-@click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
+@command("cast")
 @click.argument("files", nargs=-1, type=str, metavar="FILE")
 @click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
 @click.option("--race", "race", is_flag=True, help="race the 2 or 3 trace FILEs on one clock (spectui race)")
@@ -280,8 +281,7 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
 @click.option("--force", is_flag=True, help="let -o replace an existing file that is not an asciicast")
 def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, any_prompt: bool, cols: int,
              rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None, force: bool) -> None:
-    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`.
-    With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
+    """Play it with `asciinema play`. With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
     from ..contract.errors import fail
     from ..recording.player import parse_speed
     from ..recording.player import load_for_tui

@@ -17,18 +17,24 @@ from ..contract.exitcodes import SignalStop
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
-def resolve_prompt(prompt: str | None, prompt_file: str | None) -> str:
+def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
+    """The prompt: -p TEXT, or the text of -f FILE, or DEFAULT_PROMPT. ``needed_by`` (e.g. "a recorded race"):
+    no default, and a prompt that is empty or only spaces is a one-line error."""
     if prompt is not None and prompt_file is not None:
         raise SpectuiError("give either -p/--prompt or --prompt-file, not both")
     if prompt_file is not None:
         p = Path(prompt_file)
         try:
-            return p.read_text(encoding="utf-8")
+            prompt = p.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise SpectuiError(f"prompt file not found: {prompt_file}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SpectuiError(f"cannot read prompt file {prompt_file}: {exc}") from None
-    return prompt if prompt is not None else DEFAULT_PROMPT
+    if needed_by is None:
+        return prompt if prompt is not None else DEFAULT_PROMPT
+    if not prompt or not prompt.strip():
+        raise SpectuiError(f"{needed_by} needs a prompt (-p TEXT or -f FILE)")
+    return prompt
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from ..contract.errors import SpectuiError
 from ..contract.events import PassEvent, RunStarted
 from ..analysis.stats import RunStats
 from ..analysis.wording import LOSES, TIES, WINS, outcome
+from . import command
 
 SPEEDUP_TIE = 0.02  # within 2% of the target alone: a tie (run-to-run noise is larger)
 
@@ -223,7 +224,7 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
     return DemoRaceApp(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
 
 
-@click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
+@command("demo")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
@@ -231,13 +232,13 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup, 3: the race); default: every "
                    "act in turn")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
-    """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
+    """Real runs on 2 CPU cores; q quits."""
     import threading
 
     from ..contract.errors import fail
     from ..contract.exitcodes import SignalStop
     from ..recording.player import load_for_tui, parse_speed
-    from .replay import replay_headless
+    from ..text.replay import replay_headless
     from ..tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
@@ -252,7 +253,7 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                         break
                     if a.race:
                         from ..views.race_outcome import outcome
-                        from ..views.race_text import print_outcome
+                        from ..text.race import print_outcome
 
                         race = load_race_act(a)
                         print(("\n" if i else "") + race_reason(a, race) + "\n", flush=True)

@@ -12,14 +12,16 @@ import click
 
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
-from .common import ModelOptions, load_engine, loading_stop
-from .options import model_options
+from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
+from ..contract.draft_length import parse_k
+from .options import drafter_option, json_option, model_options, record_dir_option
+from . import command
 
 
-@click.command("race", context_settings={"help_option_names": ["-h", "--help"]})
+@command("race")
 @click.argument("traces", nargs=-1, type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print each run's figures, the winner and the margin")
-@click.option("--json", "as_json", is_flag=True, help="with --headless: one JSON object")
+@json_option("one object (each lane's figures, the winner, the margin)")
 @click.option("--from-start", is_flag=True,
               help="start the clock at each run's start, so the time to first token is raced too "
                    "(default: at each run's first token)")
@@ -30,31 +32,28 @@ from .options import model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
 @click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True)
-@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=int, default=None,
-              help="the speculative run's k (default 4; --b overrides)")
-@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
-              help="the speculative run's drafter (default: model with --draft, else ngram)")
+@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default=None,
+              help="the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)")
+@drafter_option("for the speculative run B (--b overrides)")
 @click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True)
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--a", "spec_a", type=str, default=None, metavar="SPEC",
               help='setting A, e.g. "k=0" (default: the target alone); keys k, temp, drafter, seed, p-min')
 @click.option("--b", "spec_b", type=str, default=None, metavar="SPEC",
               help='setting B, e.g. "k=4 temp=0.8 drafter=ngram" (default: --draft-max/--drafter/--temp)')
-@click.option("--record-dir", type=click.Path(file_okay=False), default=None,
-              help="where the recorded traces go (default: a new temporary folder, named on stderr)")
+@record_dir_option("where the recorded traces go (default: a new temporary folder, named on stderr)")
 def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start: bool, any_prompt: bool,
              speed: str, theme: str | None, prompt: str | None, prompt_file: str | None, n_predict: int,
              draft_max: int | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
              spec_b: str | None, record_dir: str | None, **model_kwargs) -> None:
-    """Race recorded runs (2 or 3 traces) on one clock, or record two settings one after the other and race them."""
+    """2 or 3 traces; a recorded race runs its two settings one after the other, never at once."""
     from ..contract.errors import fail
     from ..recording.player import parse_speed
 
     models = ModelOptions.pop_from(model_kwargs)
     try:
         recording = models.target is not None or models.hf_repo is not None
-        if as_json and not headless:
-            raise SpectuiError("--json needs --headless")
+        headless = headless or as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
         sp = parse_speed(speed)
         if not headless:
             from ..tui.shared.themes import check_theme
@@ -69,12 +68,12 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
 
             have_draft = models.has_draft
             a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
-            default_b = f"k={draft_max if draft_max is not None else 4} temp={temp:g} " \
+            default_b = f"k={parse_k(draft_max) if draft_max is not None else 4} temp={temp:g} " \
                         f"drafter={drafter or ('model' if have_draft else 'ngram')}"
             b = parse_spec(spec_b if spec_b is not None else default_b, "--b")
             for spec in (a, b):  # a bad setting fails before any model loads
                 spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft)
-            text = _prompt(prompt, prompt_file)
+            text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
 
             def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
                 return load_engine(models, use_draft=use_draft, quiet=as_json)
@@ -97,9 +96,10 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
                 click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
                 sys.exit(130)
             traces = tuple(paths)
-        elif any(x is not None for x in (spec_a, spec_b, prompt, prompt_file, record_dir)) or models != ModelOptions():
-            raise SpectuiError("--a, --b, the model options (--draft, -hfd, -ngl, ...), -p and --record-dir record a "
-                               "race: they need --target (or -hf)")
+        elif any(x is not None for x in (spec_a, spec_b, prompt, prompt_file, record_dir, draft_max, drafter)) \
+                or models != ModelOptions():
+            raise SpectuiError("--a, --b, -k, --drafter, the model options (--draft, -hfd, -ngl, ...), -p and "
+                               "--record-dir record a race: they need --target (or -hf)")
         if not traces:
             raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
         from ..views.race_timeline import load_race
@@ -108,7 +108,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         race.note = note
         if headless:
             from ..views.race_outcome import outcome
-            from ..views.race_text import print_outcome
+            from ..text.race import print_outcome
 
             try:
                 print_outcome(race, outcome(race), sys.stdout, as_json=as_json)
@@ -124,16 +124,3 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
     except SpectuiError as exc:
         fail(str(exc))
 
-
-def _prompt(prompt: str | None, prompt_file: str | None) -> str:
-    if prompt is not None and prompt_file is not None:
-        raise SpectuiError("give -p or -f, not both")
-    if prompt_file is not None:
-        try:
-            with open(prompt_file, encoding="utf-8") as fh:
-                prompt = fh.read()
-        except OSError as exc:
-            raise SpectuiError(f"cannot read {prompt_file}: {exc.strerror or exc}") from None
-    if not prompt or not prompt.strip():
-        raise SpectuiError("a recorded race needs a prompt (-p TEXT or -f FILE)")
-    return prompt

@@ -12,33 +12,16 @@ import os
 import sys
 
 from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
 from .common import ModelOptions, load_engine, loading_stop, probe_at_load, resolve_prompt
 
 
-def parse_draft_max(value: str | int) -> tuple[int, str | None]:
-    """'5' -> (5, None); 'auto' -> (2, 'cost'); 'schedule' -> (2, 'schedule')."""
-    v = str(value).strip().lower()
-    if v == "auto":
-        return 2, "cost"
-    if v in ("schedule", "heuristic"):
-        return 2, "schedule"
-    try:
-        k = int(v)
-    except ValueError:
-        raise SpectuiError(
-            f"--draft-max must be an integer 0..{DRAFT_MAX_LIMIT}, 'auto' or 'schedule', not {value!r}"
-        ) from None
-    if not 0 <= k <= DRAFT_MAX_LIMIT:
-        raise SpectuiError(f"--draft-max must be between 0 and {DRAFT_MAX_LIMIT}, not {k}")
-    return k, None
-
-
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
                   draft_p_min: float = 0.0, draft_min: int = 0) -> Settings:
-    k, auto = parse_draft_max(draft_max)
+    k, auto = k_setting(parse_k(draft_max))
     if not 0.0 <= temp <= 2.0:
         raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
     if not 0.0 <= draft_p_min <= 1.0:
@@ -106,8 +89,7 @@ def run_main(
     inspect_top = check_inspect_top(inspect_top)
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    if as_json and not headless:
-        raise SpectuiError("--json needs --headless")
+    headless = headless or as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
     if theme is not None:  # every face refuses an unknown theme, headless too; before loading models
         from ..tui.shared.themes import check_theme
 
@@ -172,7 +154,7 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
 def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,
                   signals: SignalStop) -> int:
     """The headless face of a started run (``signals`` stops it cleanly): its exit status."""
-    from ..headless import consume
+    from ..text.run import consume
 
     stats = None
     try:

@@ -44,24 +44,8 @@ from ..contract.errors import SpectuiError
 from ..contract.outputs import TRACE, OutputError, check_output
 from ..contract.event_json import EventFormatError, from_dict, to_dict
 from ..contract.events import (
-    ACCEPTED,
-    BONUS,
-    CORRECTION,
-    DISCARDED,
-    PLAIN,
-    REJECTED,
-    AttachStarted,
-    DraftToken,
-    Event,
-    ModelInfo,
-    PassEvent,
-    RunEnded,
-    RunStarted,
-    Settings,
-    SettingsChanged,
-    TargetToken,
-    Timing,
-    Token,
+    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, AttachStarted, DraftToken, Event, ModelInfo, PassEvent,
+    RunEnded, RunStarted, Settings, SettingsChanged, TargetToken, Timing, Token,
 )
 
 SCHEMA = "spectui.trace"
@@ -295,7 +279,7 @@ class TraceWriter:
                 self._failed = True
                 raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
 
-    __call__ = write  # usable as headless.consume(..., sink=writer)
+    __call__ = write  # usable as spectui.text.run.consume(..., sink=writer)
 
     def _drain_loop(self) -> None:
         """The writer thread (background=True): encode, write and flush each queued event in order."""

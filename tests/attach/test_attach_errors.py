@@ -25,7 +25,7 @@ from spectui.contract import events as aev
 from spectui.commands.attach import attach_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper, base_url
-from spectui.attach.text import HeadlessFace
+from spectui.text.attach import HeadlessFace
 
 LLAMA_LIKE = (
     "# HELP llamacpp:spec_decode_num_drafts_total Speculative: Total speculative decoding verification steps\n"

@@ -17,11 +17,11 @@ from attach_recordings import PROMPT, REQUEST, WATCH, server_args
 from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
 from tmux_pane import needs_tmux, spectui_cmd
 from spectui.commands.attach import AttachSession
-from spectui.attach.text import HeadlessFace
+from spectui.text.attach import HeadlessFace
 from spectui.analysis.attach_stats import AttachStats
 from spectui.contract.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded
 from spectui.recording.player import load_for_tui
-from spectui.commands.replay import replay_headless
+from spectui.text.replay import replay_headless
 from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.attach.acceptance import AttachAcceptance
 from spectui.tui.attach.app import AttachApp

@@ -14,7 +14,7 @@ import pytest
 from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.recording.player import load_for_tui
-from spectui.commands.replay import replay_headless
+from spectui.text.replay import replay_headless
 from spectui.analysis.stats import compute
 from spectui.recording.trace import read_trace
 
@@ -86,7 +86,7 @@ def test_demo_headless_prints_the_recording_summary():
 def _race_act_text(act):
     from spectui.commands.demo import load_race_act, race_reason
     from spectui.views.race_outcome import outcome
-    from spectui.views.race_text import print_outcome
+    from spectui.text.race import print_outcome
 
     race = load_race_act(act)
     out = io.StringIO()

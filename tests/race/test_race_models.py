@@ -72,3 +72,13 @@ def test_model_options_without_a_target_are_refused(args):
     r = spectui("race", "a.jsonl", "b.jsonl", *args)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "need --target" in r.stderr
+
+
+def test_race_reads_its_prompt_as_every_command(tmp_path):
+    """The prompt through the one reader (commands.common.resolve_prompt), which a recorded race needs."""
+    for args, says in ((["-p", "  "], "a recorded race needs a prompt (-p TEXT or -f FILE)"),
+                       ([], "a recorded race needs a prompt"),
+                       (["-p", "x", "-f", tmp_path / "p.txt"], "not both"),
+                       (["-f", tmp_path / "none.txt"], "prompt file not found")):
+        r = spectui("race", "--target", tmp_path / "missing.gguf", *args)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
