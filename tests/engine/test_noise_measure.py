@@ -127,3 +127,13 @@ def test_qwen_noise_and_greedy_partings(make_engine, tmp_path_factory, k):
     c = check(emitted_ids(spec), ref, margins, res.threshold(k))
     print(f"k = {k}: noise {res.threshold(k):.3g}; {c.describe() or 'equal token for token'}")
     assert c.equal, c.describe()
+
+
+def test_not_during_a_run(make_engine, tiny_target):
+    eng = make_engine(tiny_target)
+    run = eng.run("the hash map", RunControl(Settings(draft_max=0, drafter="none")), 8)
+    next(run)  # RunStarted: the run has begun
+    with pytest.raises(SpectuiError, match="between runs"):
+        measure_noise(eng, [2], 8)
+    list(run)
+    assert measure_noise(eng, [2], 8).batches[0].rows == 7
