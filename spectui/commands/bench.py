@@ -37,6 +37,7 @@ from . import command
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
+NOISE_MAX_BATCH = 9  # the kernels' noise is measured for verify batches of 2..9 tokens (k <= 8) at least
 
 
 JSON_KIND = json_report("bench")  # the --json object's first key: "schema": "spectui.bench"
@@ -245,14 +246,17 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         engine = load_engine(models, use_draft="model" in drafters, quiet=True, inspect_top=INSPECT_TOP)
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
-    except KeyboardInterrupt:  # stopped while loading: the --record-dir this bench made goes again
+        load_s = time.perf_counter() - t_load
+        t_noise = time.perf_counter()
+        noise = _noise(engine, settings)  # before any run; stopped or failed here, nothing is written either
+        noise_s = time.perf_counter() - t_noise
+    except BaseException:  # stopped while loading: the --record-dir this bench made goes again
         if engine is not None:
             engine.close()
         if made_dir:
             with contextlib.suppress(OSError):
                 rec.rmdir()  # only an empty folder goes
         raise
-    load_s = time.perf_counter() - t_load
     try:
         templater = _templater(engine, chat, system)
         jobs = make_jobs(len(ps.prompts), settings, repeat)
@@ -264,7 +268,8 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
 
         t0 = time.perf_counter()
         res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
-                                 open_trace if rec is not None else None)
+                                 open_trace if rec is not None else None,
+                                 (lambda s: noise.threshold(s.k)) if noise is not None else None)
         bench_s = time.perf_counter() - t0
     finally:
         engine.close()
@@ -275,9 +280,42 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
         "ctx_size": models.ctx_size, "record_dir": str(rec) if rec is not None else None,
         "timing": {"load_s": load_s, "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
-                   "outside_runs_s": bench_s - res.run_wall_s},
+                   "outside_runs_s": bench_s - res.run_wall_s, "noise_s": noise_s},
+        "noise": noise.report() if noise is not None else None,
     }
+    if noise is not None:
+        params["notes"] = [noise_note(noise)]
     return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
+
+
+def _noise(engine, settings):
+    """The kernels' noise for the target (``analysis.noise``, cached per target and machine), measured before the
+    runs when a speculative setting runs at temperature 0 (its equal-output check needs it); else None."""
+    ks = [s.k for s in settings if not s.is_baseline and s.temperature == 0]
+    if not ks:
+        return None
+    from ..analysis.lossless import UNMEASURED_MARGIN  # noqa: PLC0415
+    from ..analysis.noise import cached_or_measure  # noqa: PLC0415
+
+    max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
+
+    def say(m: str) -> None:
+        print(f"spectui: {m}", file=sys.stderr)
+
+    progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
+                ) if sys.stderr.isatty() else None
+    try:
+        return cached_or_measure(engine, max_batch=max_batch, warn=say, progress=progress)
+    except SpectuiError as exc:  # a context too small to measure in: judged against the unmeasured threshold
+        say(f"warning: the kernels' noise could not be measured ({exc}); equal outputs are "
+            f"judged against {UNMEASURED_MARGIN:g}")
+        return None
+
+
+def noise_note(noise) -> str:
+    """The report's line on the noise the equal-output check was judged against."""
+    src = "cached" if noise.cached else f"measured now in {noise.wall_s:.1f} s"
+    return f"Noise (the near-tie threshold): {noise.summary_line()} ({src}; by k in --json: params.noise)."
 
 
 def _templater(engine, chat, system) -> Templater:
@@ -388,7 +426,8 @@ def _job_text(job, prompts) -> str:
             f"repeat {job.repeat + 1}")
 
 
-def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater, open_trace) -> BenchResult:
+def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater, open_trace,
+                       near_tie=None) -> BenchResult:
     """run_bench with the progress line: prompt i of N, the setting, elapsed and ETA."""
     with _progress() as (progress, task):
         progress.update(task, total=len(jobs))
@@ -397,6 +436,6 @@ def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater,
             progress.update(task, completed=i, description=_job_text(job, prompts))
 
         res = run_bench(engine, prompts, jobs, n_predict, seed, turns=turns, templater=templater,
-                        chat_label=templater.label, open_trace=open_trace, on_job=on_job)
+                        chat_label=templater.label, open_trace=open_trace, on_job=on_job, near_tie=near_tie)
         progress.update(task, completed=res.jobs_done)
     return res
