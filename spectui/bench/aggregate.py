@@ -1,7 +1,7 @@
 """From measured turns to the report's numbers: one :class:`BenchRow` per (prompt, turn, setting, repeat),
 pooled per category and setting into a :class:`Summary` (and overall).
 
-Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spectui.stats.compute`):
+Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spectui.analysis.stats.compute`):
 
 - mean accepted tokens = tokens one verify step yields on average, the bonus/correction token included:
   1 + (accepted drafts) / (passes that drafted), pooled over the category's runs (vLLM's mean acceptance
