@@ -87,6 +87,31 @@ def test_greedy_head_run_is_lossless(spec_dir, kind):
                 assert ins.draft_top[0].prob == pytest.approx(d.prob)
 
 
+@pytest.mark.parametrize("kind", ["eagle3", "mtp"])
+def test_switching_drafters_mid_run_stays_lossless(spec_dir, kind):
+    """The head sees every target decode, whoever drafted: switching to ngram / none and back mid-run (the
+    TUI's `d`) keeps its state in step, and the output stays the target's greedy output; overlapped too."""
+    order = [kind, "ngram", kind, "none", kind]
+
+    def switch(control, ev):
+        if isinstance(ev, PassEvent) and ev.index % 3 == 2:
+            control.update(drafter=order[(ev.index // 3) % len(order)])
+
+    with _engine(spec_dir, kind) as e:
+        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), n_predict=40))
+        evs = _run(e, Settings(draft_max=K, drafter=kind), n_predict=40, on_event=switch)
+        used = {ev.settings.drafter for ev in evs if isinstance(ev, PassEvent)}
+        assert used >= {kind, "ngram", "none"}
+        passes = [ev for ev in evs if isinstance(ev, PassEvent) and not ev.prefill]
+        first_other = next(i for i, ev in enumerate(passes) if ev.settings.drafter != kind)
+        after = [d.verdict for ev in passes[first_other:] if ev.settings.drafter == kind for d in ev.drafts]
+        assert "accepted" in after  # the head, back after others drafted, is accepted again
+        assert _emitted(evs) == ref
+        control = RunControl(Settings(draft_max=K, drafter=kind))
+        over = list(e.run(PROMPT, control, 40, overlap=True))
+        assert _emitted(over) == ref and over[-1].n_accepted > 0
+
+
 @pytest.mark.parametrize("kind, agree, p_min", [
     ("eagle3", True, 0.0), ("eagle3", False, 0.3),  # (the agreeing head is never below 0.99: the random one)
     ("mtp", True, 0.0), ("mtp", True, 0.3)])
