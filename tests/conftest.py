@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tinymodels  # noqa: E402
 import waits  # noqa: E402
 
-pytest_plugins = ["tmux_pane"]  # its pane_factory fixture, for every test file
+pytest_plugins = ["tmux_pane", "run_alone"]  # pane_factory for every test file; `timing` tests alone under xdist
 
 TARGET_SEED = 0
 NOISY_DRAFT_NOISE = 0.1

@@ -7,6 +7,8 @@ short on a loaded one (the fast lane runs in parallel under pytest-xdist, on sha
   /proc/PID/status; elsewhere ``None``, unknown). Python catches SIGINT from its start, but SIGTERM and
   SIGHUP only once spectui's ``SignalStop`` is installed: ``catches(pid, SIGTERM, SIGHUP)`` is the moment
   a signal would be met by the command's own stop rather than by the default disposition.
+- ``await settled(pilot, cond, timeout=30, what="")``: the same for a Textual app under ``run_test``: the
+  app's messages are processed (``pilot.pause``) until ``cond()`` is true (what a key press was to do).
 - ``cpu_seconds(pid)``: the CPU time the process has used so far (its own progress: on a loaded machine a
   command does the same work, later).
 - ``Started``: a ``subprocess.Popen`` whose stdout and stderr go to files, so that a test can read what it
@@ -36,6 +38,15 @@ def wait_until(cond: Callable[[], object], timeout: float = 60.0, what: str = ""
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what or cond}")
         time.sleep(POLL_S)
+
+
+async def settled(pilot, cond: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while not cond():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what or cond}")
+        await pilot.pause(POLL_S)
 
 
 def catches(pid: int, *signals: int) -> bool | None:
