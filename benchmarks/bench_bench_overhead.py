@@ -32,8 +32,8 @@ def main() -> int:
     args = ap.parse_args()
 
     import spectui.engine.models as M
-    from spectui.bench.cli import bench_main
-    from spectui.run import ModelOptions
+    from spectui.commands.bench import bench_main
+    from spectui.commands.common import ModelOptions
 
     tmp = tempfile.TemporaryDirectory()
     target, draft = args.target, args.draft

@@ -187,7 +187,7 @@ CATEGORIES = ("logit reads", "target p (softmax)", "acceptance", "top-N (inspect
 def run_spectui(engine: Engine, k: int, temp: float, n: int, tmp: Path, profiler: Profiler | None = None,
                 overlap: bool = True) -> dict:
     """One run consumed as ``spectui --headless --record`` consumes it: ``run(overlap=True)`` and the trace
-    written on its own thread where a core is spare (spectui.run), statistics on the engine's thread."""
+    written on its own thread where a core is spare (spectui.commands.run), statistics on the engine's thread."""
     models = [engine.target, engine.draft]
     d0 = [m.decode_s for m in models]
     stats = S.RunStats()

@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)
 CHILD = r"""
 import resource, sys, time, io
 t0 = time.perf_counter()
-from spectui.replay import replay_headless
+from spectui.text.replay import replay_headless
 out = open(sys.argv[2], "w")
 stats = replay_headless(sys.argv[1], out, as_json=False)
 out.close()
@@ -34,7 +34,7 @@ print(dt, ru.ru_maxrss, stats.n_passes, stats.n_emitted, ru.ru_utime + ru.ru_sti
 
 BASELINE = r"""
 import resource
-import spectui.replay, spectui.headless, spectui.recording.trace, spectui.analysis.stats
+import spectui.commands.replay, spectui.text.run, spectui.recording.trace, spectui.analysis.stats
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

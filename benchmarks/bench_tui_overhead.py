@@ -1,7 +1,7 @@
 """TUI overhead: decode tokens/s with the TUI attached vs --headless, same settings, alternating.
 
 Each run is its own process, set up as the CLI sets it up: ``headless`` runs the engine in the main
-thread and feeds spectui.headless.consume (what ``--headless`` does); ``tui`` builds the engine on an
+thread and feeds spectui.text.run.consume (what ``--headless`` does); ``tui`` builds the engine on an
 EngineThread (loaded, run and closed on one thread, as ``spectui --target ...`` does) and runs the real
 SpectuiApp under Textual's test driver (headless terminal, full compositor at its 30 Hz refresh).
 Both get a 16-token warm-up run first. The order alternates round by round so machine noise hits both.
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spectui.contract.control import RunControl  # noqa: E402
 from spectui.contract.events import Settings  # noqa: E402
-from spectui.headless import consume  # noqa: E402
+from spectui.text.run import consume  # noqa: E402
 
 MODELS = Path.home() / ".cache" / "spectui" / "models"
 UI_CPU: list[float] = []  # UI thread CPU seconds per wall second, per TUI run

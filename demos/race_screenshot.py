@@ -22,7 +22,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
 from browser import Chromium, free_port, wait_for_http  # noqa: E402
-from spectui.demo import ACTS, load_race_act  # noqa: E402
+from spectui.commands.demo import ACTS, load_race_act  # noqa: E402
 from spectui.contract.outputs import Kind, check_output  # noqa: E402
 from spectui.tui.race.app import RaceApp  # noqa: E402
 

@@ -12,31 +12,11 @@ import click
 
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
-from .options import model_options, run_options
+from .commands import SUMMARIES
+from .commands.options import json_option, model_options, run_options
 
-# name -> "module:attribute" of a click.Command
-SUBCOMMANDS = {
-    "replay": "spectui.replay:replay_cmd",
-    "cast": "spectui.cast:cast_cmd",
-    "demo": "spectui.demo:demo_cmd",
-    "sweep": "spectui.sweep:sweep_cmd",
-    "attach": "spectui.attach.cli:attach_cmd",
-    "probe": "spectui.probe_cli:probe_cmd",
-    "bench": "spectui.bench.cli:bench_cmd",
-    "race": "spectui.race.cli:race_cmd",
-    "serve": "spectui.tui.serve:serve_cmd",
-}
-SUBCOMMAND_HELP = {
-    "replay": "Replay a recorded trace in the TUI, or --headless.",
-    "cast": "Render a trace to an asciicast v2 file (no terminal needed).",
-    "demo": "Replay the bundled demo trace (no model needed).",
-    "sweep": "Run every draft length x temperature and report when speculation pays.",
-    "attach": "Watch a llama-server / vLLM / SGLang deployment's speculative decoding (/metrics, requests).",
-    "probe": "Measure this machine: decode, verify cost by batch size, draft cost, and what they mean.",
-    "bench": "Benchmark a pair (or a deployment) per workload category: Spec-Bench's table on your machine.",
-    "race": "Race recorded runs side by side on one clock (or record two settings, then race them).",
-    "serve": "Serve a spectui screen (default: the demo) to a web browser (textual-serve).",
-}
+# name -> "module:attribute" of a click.Command; each one's summary is written once, in SUMMARIES
+SUBCOMMANDS = {name: f"spectui.commands.{name}:{name}_cmd" for name in SUMMARIES}
 
 
 class LazyGroup(click.Group):
@@ -52,14 +32,14 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx, formatter):  # static: --help must not import the subcommands
         with formatter.section("Commands"):
-            formatter.write_dl(sorted(SUBCOMMAND_HELP.items()))
+            formatter.write_dl(sorted(SUMMARIES.items()))
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @model_options
 @run_options
 @click.option("--headless", is_flag=True, help="no TUI: print the text as it is generated, then a summary")
-@click.option("--json", "as_json", is_flag=True, help="with --headless: print one JSON object instead")
+@json_option("one object (the run's settings, text, passes' summary)")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
@@ -77,7 +57,7 @@ def main(ctx: click.Context, **kwargs) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from .run import run_main  # the live/headless run (engine + faces)
+    from .commands.run import run_main  # the live/headless run (engine + faces)
 
     try:
         sys.exit(run_main(**kwargs))

@@ -56,7 +56,7 @@ def record(out_dir: Path = DATA) -> None:
     from click.testing import CliRunner
     from servers import LlamaServer, free_port, llama_server_binary
 
-    from spectui.attach.cli import attach_cmd
+    from spectui.commands.attach import attach_cmd
 
     binary = llama_server_binary()
     if binary is None:
@@ -93,7 +93,7 @@ CODE_PROMPT = "# Python: a hash map with separate chaining\nclass HashMap:\n    
 async def _shoot(urls: list[str], out: Path, seconds: float, size: tuple[int, int]) -> None:
     import time
 
-    from spectui.attach.cli import AttachSession
+    from spectui.commands.attach import AttachSession
     from spectui.tui.attach.app import AttachApp
 
     app = AttachApp(session=AttachSession(urls, interval=1.0))

@@ -103,7 +103,7 @@ def make_engine():
 
     def make(target, draft=None, *, n_ctx: int = 512, threads: int | None = 1,
              warn: Callable[[str], None] = _silent, **kw) -> Engine:
-        kw.setdefault("draft_policy", PolicyByMode)  # --draft-max auto / schedule, as spectui.run builds it
+        kw.setdefault("draft_policy", PolicyByMode)  # --draft-max auto / schedule, as spectui.commands.common builds it
         engine = Engine(str(target), str(draft) if draft else None, n_ctx=n_ctx, threads=threads, warn=warn, **kw)
         made.append(engine)
         return engine

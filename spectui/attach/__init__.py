@@ -1,7 +1,9 @@
-"""``spectui attach``: watch a serving engine's speculative decoding (llama-server, vLLM, SGLang).
+"""``spectui attach``: what spectui observes of a serving engine's speculative decoding (llama-server, vLLM,
+SGLang).
 
-spectui/events.py (the attach events: observations) -> metrics.py (Prometheus text -> counters) ->
-scraper.py / request.py (HTTP producers) -> window.py (statistics) -> text.py (headless face) -> cli.py
-(``AttachSession``, ``attach_cmd``). Nothing here imports Textual; the TUI face is
-spectui/tui/attach_app.py, which cli.py imports only to open it.
+The attach events (observations) are in ``spectui.contract.events``; here ``metrics.py`` (Prometheus text ->
+counters), ``scraper.py`` and ``request.py`` (the HTTP producers) and ``urls.py`` (the URLs' checks). The
+statistics are ``spectui.analysis.attach_stats``, the headless face ``spectui.text.attach``, the command
+(``AttachSession``, ``attach_cmd``) ``spectui.commands.attach``, the TUI face ``spectui.tui.attach``, which
+the command imports only to open it. Nothing here imports Textual.
 """

@@ -1,7 +1,7 @@
 """What a bench runs: the speculative settings (drafter x k x temperature), the baseline of each temperature,
 and the order of the runs.
 
---draft-max and --temp are parsed by the sweep's parsers (``sweep.plan.parse_ks`` / ``parse_temps``); the
+--draft-max is parsed by the one k parser (``contract.draft_length.parse_ks``), --temp by the sweep's; the
 baseline is the sweep's (drafter "none", k = 0, labelled "target only"). k = 0 in --draft-max is the baseline,
 which always runs, so it is not a speculative setting.
 
@@ -18,7 +18,7 @@ from typing import Sequence
 from ..contract.errors import SpectuiError
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_ks, parse_temps
 
-DRAFTER_CHOICES = ("model", "ngram")
+DRAFTER_CHOICES = ("model", "ngram")  # a setting's drafter; "none" (the target alone) is the baseline
 
 __all__ = [
     "BASELINE", "DRAFTER_CHOICES", "TARGET_ONLY", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
@@ -65,6 +65,9 @@ def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
         d = part.strip().lower()
         if not d:
             continue
+        if d == BASELINE:
+            raise SpectuiError("--drafter none: the bench runs the target alone anyway (the baseline of every "
+                               "setting); give model and/or ngram")
         if d not in DRAFTER_CHOICES:
             raise SpectuiError(f"--drafter takes model and/or ngram (comma-separated), not {part.strip()!r}")
         if d not in out:

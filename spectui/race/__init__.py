@@ -1,8 +1,7 @@
-"""``spectui race``: recorded runs raced on one clock. No Textual in this package.
+"""``spectui race``: recording a race. No Textual in this package.
 
-``timeline`` loads the traces into lanes (labels from their headers, the prompt check) and puts them on one
-race clock played by the replay's own ``ReplayPlayer``; ``outcome`` says who finished first, by how much,
-and whether the tokens are the same; ``spec`` parses the ``--a`` / ``--b`` settings; ``record`` runs two
-settings one after the other and records them; ``text`` is the headless face; ``cli`` the command. The
-Textual face is ``spectui.tui.race``.
+``spec`` parses the ``--a`` / ``--b`` settings; ``record`` runs two settings one after the other on one
+loaded engine and records them. Loading traces into lanes on one race clock is ``spectui.views.race_timeline``,
+who won and by how much ``spectui.views.race_outcome``; the headless face is ``spectui.text.race``, the
+Textual face ``spectui.tui.race``, the command ``spectui.commands.race``.
 """

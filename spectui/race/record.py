@@ -15,10 +15,9 @@ import sys
 import tempfile
 import time
 
-from ..analysis.draft_policy import PolicyByMode
+from typing import Callable
+
 from ..contract.control import RunControl
-from ..engine.loop import Engine  # llama.cpp: this module is imported only when a race is recorded
-from ..engine.models import check_gguf_file
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded
 from ..contract.exitcodes import SignalStop
@@ -51,31 +50,25 @@ def free_name(folder: str, stem: str) -> str:
     return path
 
 
-def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], *, n_predict: int = 128,
-                temp: float = 0.0, seed: int = 0, record_dir: str | None = None, threads: int | None = None,
-                n_ctx: int = 4096, say=_say, header_extra: dict | None = None,
+def record_race(load: Callable[[bool], object], prompt: str, specs: list[dict], *, have_draft: bool,
+                inputs: list[str] = (), n_predict: int = 128, temp: float = 0.0, seed: int = 0,
+                record_dir: str | None = None, say=_say, header_extra: dict | None = None,
                 signals: SignalStop | None = None) -> tuple[list[str], str]:
     """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face).
 
+    ``load(use_draft)`` loads the models (``spectui.commands.common.load_engine``: paths or -hf/-hfd, checked,
+    the draft only when a spec drafts with it) once the settings and the folder are checked; ``have_draft``
+    says whether a draft model was given; ``inputs`` are the model files, which no trace writes over.
     ``signals``, a SignalStop installed by the command with no ``on_stop``: a signal while the models load
     raises Interrupted there (nothing recorded, no folder made); from the warm-up on it stops the run in
     progress cleanly (its trace flushed), and Interrupted is raised once that run has ended."""
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    settings = [spec_settings(s, temp=temp, seed=seed, have_draft=draft is not None) for s in specs]
-    check_gguf_file(target, "target")
-    if draft:
-        check_gguf_file(draft, "draft")
-    if record_dir is not None:
-        folder = record_folder(record_dir)
-    needs_draft = any(s.drafter == "model" for s in settings)
-    inputs = [target] + ([draft] if draft else [])
-
-    def warn(msg: str) -> None:
-        print(f"spectui: warning: {msg.removeprefix('warning: ')}", file=sys.stderr)
-
-    engine = Engine(target, draft if needs_draft else None, n_ctx=n_ctx, threads=threads, warn=warn,
-                    draft_policy=PolicyByMode)  # k=auto / k=schedule, as spectui.run builds it
+    settings = [spec_settings(s, temp=temp, seed=seed, have_draft=have_draft) for s in specs]
+    if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
+        record_folder(record_dir)  # a file in the way: its one-line error before any model loads
+    inputs = list(inputs)
+    engine = load(any(s.drafter == "model" for s in settings))
     if signals is not None:
         try:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading
@@ -92,7 +85,9 @@ def record_race(target: str, draft: str | None, prompt: str, specs: list[dict], 
     try:
         if signals is not None:
             signals.on_stop = lambda: current and current[0].stop()
-        if record_dir is None:  # a new folder once the models are loaded (a stop while loading leaves none)
+        if record_dir is not None:  # made once the models are loaded (bad input or a stop while loading: none)
+            folder = record_folder(record_dir)
+        else:
             folder = tempfile.mkdtemp(prefix="spectui-race-")
             say(f"recording the race's traces in {folder} (--record-dir chooses)")
         for _ in engine.run(prompt, started(RunControl(settings[0])), min(WARMUP_TOKENS, n_predict)):

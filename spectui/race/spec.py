@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
+from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 
@@ -40,13 +41,10 @@ def parse_spec(text: str, name: str = "--b") -> dict:
             raise SpectuiError(f"{name} {text!r}: {key} is given twice")
         try:
             if field == "k":
-                v = value.lower()
-                if v in ("auto", "schedule"):
-                    out[field] = v
-                else:
-                    out[field] = int(v)
-                    if not 0 <= out[field] <= DRAFT_MAX_LIMIT:
-                        raise ValueError
+                try:
+                    out[field] = parse_k(value, "k")  # the one k parser: 0..32, auto, schedule
+                except SpectuiError:
+                    raise ValueError from None
             elif field == "temp":
                 out[field] = float(value)
                 if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
@@ -75,10 +73,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
 
 def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: bool = False) -> Settings:
     """The engine's Settings for a spec; ``temp``, ``seed`` and the drafter default from the command."""
-    k = spec.get("k", 4)
-    auto = k if isinstance(k, str) else None
-    auto = {"auto": "cost"}.get(auto, auto)
-    k = 2 if isinstance(k, str) else k
+    k, auto = k_setting(spec.get("k", 4))
     drafter = spec.get("drafter") or ("model" if have_draft else "ngram")
     if k == 0 and auto is None:
         drafter = "none"

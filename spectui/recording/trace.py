@@ -295,7 +295,7 @@ class TraceWriter:
                 self._failed = True
                 raise TraceError(f"cannot write trace {self.path or '(temporary)'}: {exc.strerror or exc}") from None
 
-    __call__ = write  # usable as headless.consume(..., sink=writer)
+    __call__ = write  # usable as spectui.text.run.consume(..., sink=writer)
 
     def _drain_loop(self) -> None:
         """The writer thread (background=True): encode, write and flush each queued event in order."""

@@ -1,4 +1,5 @@
-"""What a sweep runs: the parsed draft lengths and temperatures, and the order of the runs.
+"""What a sweep runs: the parsed temperatures (draft lengths: ``spectui.contract.draft_length.parse_ks``), and
+the order of the runs.
 
 Order of runs: for each repeat, for each temperature, the baseline (the target alone: drafter "none",
 same prompt, same seed) then each k, so that slow drifts of a shared machine hit all cells alike.
@@ -10,7 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
+from ..contract.control import TEMPERATURE_LIMIT
+from ..contract.draft_length import parse_ks  # noqa: F401 - the one k parser, for sweep and bench
 from ..contract.errors import SpectuiError
 
 BASELINE = "none"  # the baseline's drafter: the target alone
@@ -20,28 +22,6 @@ TARGET_ONLY = "target only"  # how the baseline is labelled in tables, charts, r
 def run_label(drafter: str, k: int) -> str:
     """"target only" for the baseline, else "k=N"."""
     return TARGET_ONLY if drafter == BASELINE else f"k={k}"
-
-
-def parse_ks(value: str) -> list[int]:
-    """"2,5,10" -> [2, 5, 10] (duplicates dropped, order kept)."""
-    out: list[int] = []
-    for part in str(value).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            k = int(part)
-        except ValueError:
-            raise SpectuiError(
-                f"--draft-max takes comma-separated integers 0..{DRAFT_MAX_LIMIT} (e.g. 2,5,10), not {value!r}"
-            ) from None
-        if not 0 <= k <= DRAFT_MAX_LIMIT:
-            raise SpectuiError(f"--draft-max values must be between 0 and {DRAFT_MAX_LIMIT}, not {k}")
-        if k not in out:
-            out.append(k)
-    if not out:
-        raise SpectuiError("--draft-max needs at least one draft length (e.g. 2,5,10)")
-    return out
 
 
 def parse_temps(value: str) -> list[float]:

@@ -2,6 +2,6 @@
 serving engine), ``race/`` (recorded runs on one clock), what they share, ``shared/`` (see
 docs/ARCHITECTURE.md, "Where a new face goes"), and ``serve.py``: any of them in a web browser.
 
-Imported lazily by the commands (spectui.run, spectui.replay, spectui.demo, spectui.attach.cli); nothing
+Imported lazily by the commands (spectui.commands: run, replay, demo, attach...); nothing
 in the layers below imports this package.
 """

@@ -1,4 +1,4 @@
-"""The faces' number formats, one definition for the headless lines (attach/text.py, the race and bench
+"""The faces' number formats, one definition for the headless lines (spectui.text: attach, race, bench
 tables) and the TUI's panels: a share as a percentage, seconds as ms (s past 10 s), a rate, milliseconds; "-"
 when there was nothing to measure."""
 

@@ -3,7 +3,7 @@
 The worker calls ``feed(event)`` (cheap: RunStats.update plus a few appends under a lock); the UI
 pulls ``snapshot()`` when it paints (at most ~8 times a second) and only when ``version`` changed. Every number is a
 field of ``spectui.analysis.stats.StatsSnapshot``; the per-pass series below only shape the sparklines.
-``spectui.cast`` can reuse this to render frames without a terminal.
+``spectui.commands.cast`` can reuse this to render frames without a terminal.
 """
 
 from __future__ import annotations

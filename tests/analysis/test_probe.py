@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from spectui.analysis import draft_policy as autok
-from spectui.probe_cli import probe_cmd
+from spectui.commands.probe import probe_cmd
 from spectui.analysis.probe import (
     ModelFacts,
     ProbeResult,
@@ -302,7 +302,7 @@ def test_python_dash_m_help():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "spectui.probe_cli", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "spectui.commands.probe", "--help"], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], check=False)
     assert out.returncode == 0, out.stderr
     for opt in ("--target", "--draft", "--json", "--max-batch", "--repeats", "--refresh", "-t, --threads"):

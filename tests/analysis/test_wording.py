@@ -207,7 +207,7 @@ def _segment_events(tps_alone: float, tps_lookup: float):
 @SETTINGS
 @given(st.floats(1.0, 100.0), st.floats(1.0, 100.0))
 def test_demo_act_two_says_pays_only_when_it_did(alone, lookup):
-    from spectui.demo import ACTS, SPEEDUP_TIE as TIE, act_reason
+    from spectui.commands.demo import ACTS, SPEEDUP_TIE as TIE, act_reason
     from spectui.analysis.stats import compute
 
     evs = _segment_events(alone, lookup)

@@ -22,10 +22,10 @@ from click.testing import CliRunner
 from servers import SilentServer, StaticServer, free_port
 from spectui.contract import event_json
 from spectui.contract import events as aev
-from spectui.attach.cli import attach_cmd
+from spectui.commands.attach import attach_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper, base_url
-from spectui.attach.text import HeadlessFace
+from spectui.text.attach import HeadlessFace
 
 LLAMA_LIKE = (
     "# HELP llamacpp:spec_decode_num_drafts_total Speculative: Total speculative decoding verification steps\n"
@@ -171,7 +171,7 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
     """Ctrl+C (SIGINT) or SIGTERM: the session summary is printed, exit 128 + N (issue 17: 130, 143), the trace
     ends with AttachEnded."""
     out = tmp_path / "t.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", html.url, "--interval", "0.1", "--headless",
+    proc = subprocess.Popen([sys.executable, "-m", "spectui", "attach", html.url, "--interval", "0.1", "--headless",
                              "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[2])
     try:
@@ -195,7 +195,7 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
 def test_ctrl_c_during_a_hung_request(silent, tmp_path):
     """Request mode against a server that never answers: Ctrl+C ends the request as "stopped"."""
     out = tmp_path / "t.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "spectui.attach", silent.url, "-p", "hi", "--interval", "0.2",
+    proc = subprocess.Popen([sys.executable, "-m", "spectui", "attach", silent.url, "-p", "hi", "--interval", "0.2",
                              "--headless", "--record", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=Path(__file__).resolve().parents[2])
     try:

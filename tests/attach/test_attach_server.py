@@ -28,11 +28,11 @@ from click.testing import CliRunner
 from servers import SKIP_REASON, LlamaServer, llama_server_binary
 from spectui.contract import event_json
 from spectui.contract import events as aev
-from spectui.attach.cli import attach_cmd
-from spectui.replay import replay_cmd
+from spectui.commands.attach import attach_cmd
+from spectui.commands.replay import replay_cmd
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
-from spectui.attach.text import HeadlessFace
+from spectui.text.attach import HeadlessFace
 from spectui.analysis.attach_stats import ERROR, NO_SPEC, OK, RESET, AttachStats
 
 BINARY = llama_server_binary()

@@ -16,12 +16,12 @@ pytest.importorskip("prometheus_client")
 from attach_recordings import PROMPT, REQUEST, WATCH, server_args
 from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
 from tmux_pane import needs_tmux, spectui_cmd
-from spectui.attach.cli import AttachSession
-from spectui.attach.text import HeadlessFace
+from spectui.commands.attach import AttachSession
+from spectui.text.attach import HeadlessFace
 from spectui.analysis.attach_stats import AttachStats
 from spectui.contract.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded
 from spectui.recording.player import load_for_tui
-from spectui.replay import replay_headless
+from spectui.text.replay import replay_headless
 from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.attach.acceptance import AttachAcceptance
 from spectui.tui.attach.app import AttachApp
@@ -187,7 +187,7 @@ def test_cast_of_an_attach_trace(tmp_path):
     """`spectui cast` on an attach trace renders the attach face at the recorded pace."""
     import json
 
-    from spectui.cast import render_cast
+    from spectui.commands.cast import render_cast
 
     out = tmp_path / "a.cast"
     info = render_cast(recorded(WATCH), out, cols=80, rows=24, speed=2.0)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from spectui.bench.aggregate import Range, Summary
 from spectui.bench.plan import BASELINE, Setting
-from spectui.bench.render import table_rows
+from spectui.text.bench import table_rows
 from spectui.bench.report import category_lines
 
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from rich.cells import cell_len
 
-from spectui.cast import LEAD_IN_S, render_cast
+from spectui.commands.cast import LEAD_IN_S, render_cast
 from spectui.contract.events import PassEvent, SettingsChanged
 from spectui.recording.player import mark_replay
 from spectui.recording.trace import synthetic_run, write_trace
@@ -167,11 +167,11 @@ def test_cast_cli(tmp_path):
 
 
 def test_cast_functions_run_without_textual(tmp_path):
-    """spectui.cast plans the frames, checks its arguments and writes the file without ever loading
+    """spectui.commands.cast plans the frames, checks its arguments and writes the file without ever loading
     Textual (only spectui.tui.run.cast_render, which renders, does): run them, then look at sys.modules."""
     code = r"""
 import json, sys
-from spectui.cast import check_cast_args, frames, render_cast, write_asciicast
+from spectui.commands.cast import check_cast_args, frames, render_cast, write_asciicast
 from spectui.contract.errors import SpectuiError
 from spectui.recording.trace import synthetic_run
 evs = list(synthetic_run(6, seed=2))
@@ -208,7 +208,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] == "textual"))
 def test_cast_inspect_holds_the_token_inspector_after_its_pass(tmp_path, make_engine, tiny_target, tiny_draft_noisy):
     """``--inspect PASS[:TOKEN]``: once the pass has settled, the TUI's inspector shows that token (the same
     text as ``spectui.views.inspector_model.render_view``) for HOLD_INSPECT_S seconds, then the replay goes on."""
-    from spectui.cast import HOLD_INSPECT_S, frames, inspect_plan, parse_inspect
+    from spectui.commands.cast import HOLD_INSPECT_S, frames, inspect_plan, parse_inspect
     from spectui.contract.control import RunControl
     from spectui.contract.errors import SpectuiError
     from spectui.contract.events import Settings

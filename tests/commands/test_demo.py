@@ -11,10 +11,10 @@ import zipfile
 
 import pytest
 
-from spectui.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
+from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.recording.player import load_for_tui
-from spectui.replay import replay_headless
+from spectui.text.replay import replay_headless
 from spectui.analysis.stats import compute
 from spectui.recording.trace import read_trace
 
@@ -84,9 +84,9 @@ def test_demo_headless_prints_the_recording_summary():
 
 
 def _race_act_text(act):
-    from spectui.demo import load_race_act, race_reason
+    from spectui.commands.demo import load_race_act, race_reason
     from spectui.views.race_outcome import outcome
-    from spectui.views.race_text import print_outcome
+    from spectui.text.race import print_outcome
 
     race = load_race_act(act)
     out = io.StringIO()
@@ -165,7 +165,7 @@ def test_wheel_contains_the_demo_trace(tmp_path):
     # installed from the wheel (not the source tree), the demo still finds its trace
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = "import spectui.demo as d, sys; p = d.demo_trace_path(); print(p); assert p.startswith(sys.argv[1])"
+    code = "import spectui.commands.demo as d, sys; p = d.demo_trace_path(); print(p); assert p.startswith(sys.argv[1])"
     r = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True, cwd=str(tmp_path),
                        env={**os.environ, "PYTHONPATH": str(site)}, timeout=60)
     assert r.returncode == 0, r.stderr

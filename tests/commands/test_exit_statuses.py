@@ -104,7 +104,7 @@ def test_run_1_model_fails_mid_run(make_engine, tiny_target, tiny_draft_noisy):
     failing llama_decode would): the run ends with RunEnded.error, which is exit status 1 in every face."""
     from spectui.contract.control import RunControl
     from spectui.contract.events import Settings
-    from spectui.headless import consume
+    from spectui.text.run import consume
 
     engine = make_engine(tiny_target, tiny_draft_noisy)
 

@@ -24,7 +24,7 @@ from spectui.contract.events import (
     Target,
 )
 from spectui.views.inspector_model import NO_DATA, explain, render_pass, render_view, slots
-from spectui.replay import replay_cmd
+from spectui.commands.replay import replay_cmd
 from spectui.recording.trace import SCHEMA, TraceWriter, write_trace
 
 EDGES = (0.3, 0.5, 0.7, 0.9)  # the test's own copy of the confidence buckets: <0.3, 0.3-0.5, ..., >=0.9

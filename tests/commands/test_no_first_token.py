@@ -22,13 +22,13 @@ from spectui.bench.aggregate import BenchRow, summarize
 from spectui.bench.datasets import Prompt
 from spectui.bench.export import row_records, to_markdown
 from spectui.bench.plan import Setting
-from spectui.bench.render import table_rows as bench_table_rows
+from spectui.text.bench import table_rows as bench_table_rows
 from spectui.bench.server import request_stats
 from spectui.contract.events import RequestEnded, RunEnded, RunStarted, Settings
-from spectui.headless import measured, summary_text
+from spectui.text.run import measured, summary_text
 from spectui.sweep.aggregate import SweepRun, aggregate
 from spectui.sweep.export import to_csv as sweep_csv
-from spectui.sweep.render import table_rows as sweep_table_rows
+from spectui.text.sweep import table_rows as sweep_table_rows
 from spectui.views.numbers import ms_or_dash
 
 REPO = Path(__file__).resolve().parents[2]

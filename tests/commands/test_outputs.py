@@ -291,7 +291,7 @@ def test_run_that_fails_to_start_leaves_no_trace_and_keeps_the_old_one(tmp_path,
 @pytest.mark.parametrize("flag", ["--json", "--csv"])
 def test_sweep_output_never_writes_over_an_input(inputs, which, flag):
     before = _digest(inputs.values())
-    res = CliRunner().invoke(__import__("spectui.sweep", fromlist=["sweep_cmd"]).sweep_cmd, _sub(
+    res = CliRunner().invoke(__import__("spectui.commands.sweep", fromlist=["sweep_cmd"]).sweep_cmd, _sub(
         "-m", inputs["target"], "-md", inputs["draft"], "-f", inputs["prompt"], "-k", "1", "--temp", "0", "-n", 4,
         "-t", 1, flag, "-o", inputs[which], "--force"))
     assert res.exit_code == 2 and "input" in res.stderr, res.stderr
@@ -301,7 +301,7 @@ def test_sweep_output_never_writes_over_an_input(inputs, which, flag):
 @pytest.mark.parametrize("which", RUN_INPUTS)
 def test_sweep_record_dir_never_writes_over_an_input(inputs, tmp_path, which):
     """The prompt file (or a model) placed where a run's trace would go, under that trace's name."""
-    from spectui.sweep import sweep_cmd
+    from spectui.commands.sweep import sweep_cmd
 
     rec = tmp_path / "rec"
     rec.mkdir()
@@ -316,7 +316,7 @@ def test_sweep_record_dir_never_writes_over_an_input(inputs, tmp_path, which):
 
 
 def test_sweep_outputs_foreign_refused_own_replaced_atomically(inputs, tmp_path):
-    from spectui.sweep import sweep_cmd
+    from spectui.commands.sweep import sweep_cmd
 
     args = ["-m", inputs["target"], "--drafter", "ngram", "-k", "2", "--temp", "0", "-n", 6, "-t", 1, "-p", "a b a b"]
     out = tmp_path / "sweep.json"
@@ -350,7 +350,7 @@ def test_sweep_outputs_foreign_refused_own_replaced_atomically(inputs, tmp_path)
 
 
 def test_cast_output_never_the_trace_and_foreign_refused(inputs, tmp_path):
-    from spectui.cast import cast_cmd
+    from spectui.commands.cast import cast_cmd
 
     trace = inputs["trace"]
     before = trace.read_bytes()
@@ -374,7 +374,7 @@ def test_cast_output_never_the_trace_and_foreign_refused(inputs, tmp_path):
 
 
 def test_cast_that_fails_leaves_the_old_cast_and_no_temporary(inputs, tmp_path):
-    from spectui.cast import cast_cmd
+    from spectui.commands.cast import cast_cmd
 
     out = tmp_path / "x.cast"
     out.write_text('{"version": 2, "width": 80, "height": 24}\n')
@@ -390,7 +390,7 @@ def test_attach_record_foreign_refused_own_replaced(tmp_path):
     pytest.importorskip("prometheus_client")
     from servers import StaticServer
 
-    from spectui.attach.cli import attach_cmd
+    from spectui.commands.attach import attach_cmd
 
     body = ("# TYPE llamacpp:spec_decode_num_drafts_total counter\nllamacpp:spec_decode_num_drafts_total 0\n")
     server = StaticServer(body, "text/plain; version=0.0.4")

@@ -49,7 +49,7 @@ def test_installed_wheel_finds_themes_and_demo(wheel, tmp_path):
     zipfile.ZipFile(wheel).extractall(site)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);\n"
-        "import spectui.tui.shared.themes as t, spectui.demo as d, spectui\n"
+        "import spectui.tui.shared.themes as t, spectui.commands.demo as d, spectui\n"
         "assert spectui.__file__.startswith(sys.argv[1]), spectui.__file__\n"
         "names = t.available_themes()\n"
         "print(sorted(names))\n"

@@ -192,7 +192,7 @@ def test_sweep(slow_model, tmp_path, sig):
 
 def test_bench(slow_model, tmp_path):
     out_json, rec = tmp_path / "bench.json", tmp_path / "traces"
-    proc = start("bench", "--target", slow_model, "-n", 3, "-k", 1, "--limit", 1, "-t", 1, "--json", out_json,
+    proc = start("bench", "--target", slow_model, "-n", 3, "-k", 1, "--limit", 1, "-t", 1, "--json", "-o", out_json,
                  "--record-dir", rec)
     signal_while_loading(proc, slow_model, signal.SIGTERM)
     out, err = finish(proc)

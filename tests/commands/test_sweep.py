@@ -19,13 +19,12 @@ from spectui.sweep import (
     make_plan,
     parse_ks,
     parse_temps,
-    render_chart,
     report_lines,
-    sweep_cmd,
     sweep_prediction,
-    table_rows,
     to_csv,
 )
+from spectui.commands.sweep import sweep_cmd
+from spectui.text.sweep import render_chart, table_rows
 from spectui.contract.errors import SpectuiError
 
 from synthetic_events import make_end, make_pass, make_prefill, make_start

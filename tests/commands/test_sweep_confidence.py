@@ -21,10 +21,10 @@ from spectui.sweep import (
     aggregate,
     confidence_lines,
     report_lines,
-    sweep_cmd,
     to_csv,
     to_json,
 )
+from spectui.commands.sweep import sweep_cmd
 
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 

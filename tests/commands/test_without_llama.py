@@ -35,7 +35,7 @@ def test_demo_replay_and_cast_work_without_llama_cpp(tmp_path):
     demo = spectui_without_llama("demo", "--headless", "--act", "2", tmp=tmp_path)
     assert demo.returncode == 0, demo.stderr
     assert "tokens" in demo.stdout
-    from spectui.demo import demo_trace_path
+    from spectui.commands.demo import demo_trace_path
 
     trace = str(demo_trace_path(2))
     replay = spectui_without_llama("replay", trace, "--headless", tmp=tmp_path)

@@ -4,8 +4,6 @@ try_to_load_from_cache, then resolved by spectui as llama.cpp would choose (no n
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,31 +11,13 @@ from pathlib import Path
 import pytest
 
 import tinymodels
+from hub_cache import hf_env, lay_out
 from spectui.engine import hub
 from spectui.contract.errors import SpectuiError
 
 pytestmark = pytest.mark.slow  # subprocesses with a local hub server
 
 REPO = Path(__file__).resolve().parents[2]
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
-
-def lay_out(cache: Path, repo_id: str, files: dict[str, Path | bytes]) -> None:
-    """Put ``files`` (repo path -> local file or bytes) into a hub cache at ``cache`` as a download would."""
-    from huggingface_hub import file_download as fd
-
-    storage = cache / fd.repo_folder_name(repo_id=repo_id, repo_type="model")
-    fd._cache_commit_hash_for_specific_revision(str(storage), "main", COMMIT)
-    for i, (name, src) in enumerate(files.items()):
-        blob = storage / "blobs" / f"{i:040x}"
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(src, bytes):
-            blob.write_bytes(src)
-        else:
-            shutil.copyfile(src, blob)
-        pointer = Path(fd._get_pointer_path(str(storage), COMMIT, name))
-        pointer.parent.mkdir(parents=True, exist_ok=True)
-        fd._create_symlink(str(blob), str(pointer), new_blob=False)
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +36,6 @@ def hub_cache(tmp_path_factory, tiny_target, tiny_draft_same, tiny_other_vocab):
         "big-Q4_K_M-00001-of-00002.gguf": tiny_target,
     })
     return cache
-
-
-def hf_env(cache: Path, offline: bool = True) -> dict:
-    env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_DISABLE_TELEMETRY="1")
-    env.pop("HF_HUB_OFFLINE", None)
-    if offline:
-        env["HF_HUB_OFFLINE"] = "1"
-    return env
 
 
 def spectui(*args, env) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from race_traces import write_run
-from spectui.cast import LEAD_IN_S, race_paint_times, render_race_cast
+from spectui.commands.cast import LEAD_IN_S, race_paint_times, render_race_cast
 from spectui.views.race_timeline import load_race
 from commands.test_cast import load_cast, screen_at
 

@@ -10,10 +10,10 @@ import os
 import subprocess
 import sys
 
-from spectui.demo import ACTS, RACE_TRACES, load_race_act, make_race_demo_app, race_paths, race_reason
+from spectui.commands.demo import ACTS, RACE_TRACES, load_race_act, make_race_demo_app, race_paths, race_reason
 from spectui.recording.trace import read_trace
 from spectui.views.race_outcome import outcome
-from spectui.views.race_text import print_outcome
+from spectui.text.race import print_outcome
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACT = ACTS[2]
@@ -76,7 +76,7 @@ async def test_race_act_loops_and_hands_on_to_the_next_act():
 
 
 def test_race_act_plays_in_under_a_minute_at_its_default_speed():
-    from spectui.demo import RACE_ACT_S, race_act_speed
+    from spectui.commands.demo import RACE_ACT_S, race_act_speed
 
     race = load_race_act(ACT)
     sp = race_act_speed(race)

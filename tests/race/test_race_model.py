@@ -163,7 +163,7 @@ def test_bad_traces_are_one_line_errors(tmp_path, pair, bad, message):
 
 def test_usage_errors_exit_2(pair):
     for args in (["race", pair[0], "--headless"], ["race", *pair, pair[0], pair[1], "--headless"],
-                 ["race", *pair, "--json"], ["race", *pair, "--speed", "11"]):
+                 ["race", *pair, "--speed", "11"]):
         r = spectui(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1
@@ -185,6 +185,8 @@ def test_headless_text_and_json(pair):
     assert d["lanes"][1]["seconds"] == pytest.approx(1.42)
     assert d["margin_s"] == pytest.approx(0.66)
     assert d["lanes"][1]["ttft_ms"] == pytest.approx(300.0)
+    # --json is JSON on stdout, no TUI, in every command: the same object without --headless
+    assert spectui("race", *pair, "--json", "--from-start").stdout == r.stdout
 
 
 def test_three_lanes(tmp_path, pair):

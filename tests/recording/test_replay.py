@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from spectui.contract.events import RunStarted
-from spectui.headless import consume
+from spectui.text.run import consume
 from spectui.recording.player import mark_replay, paced
-from spectui.replay import replay_headless
+from spectui.text.replay import replay_headless
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -98,8 +98,8 @@ def test_missing_file_and_bad_options(tmp_path):
     assert r.returncode == 2 and "no such file" in r.stderr and r.stderr.count("\n") == 1
     p = tmp_path / "t.jsonl"
     write_trace(p, EVENTS)
-    r = spectui("replay", str(p), "--json")
-    assert r.returncode == 2 and "--json needs --headless" in r.stderr
+    r = spectui("replay", str(p), "--json")  # --json is JSON on stdout, no TUI, in every command
+    assert r.returncode == 0 and r.stdout == spectui("replay", str(p), "--headless", "--json").stdout != ""
     r = spectui("replay", str(p), "--headless", "--speed", "fast")
     assert r.returncode == 2 and "bad replay speed 'fast'" in r.stderr
 

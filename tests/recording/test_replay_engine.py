@@ -101,7 +101,7 @@ def test_settings_changed_mid_run_are_recorded_and_replayed(
 ):
     from spectui.contract.control import RunControl
     from spectui.contract.events import Settings
-    from spectui.replay import replay_headless
+    from spectui.text.replay import replay_headless
     from spectui.recording.trace import TraceWriter
 
     rec = tmp_path / "changes.jsonl"

@@ -1,4 +1,4 @@
-"""The live TUI on a model with a chat template (spectui.run.ChatEngine, the default of the run command): every run
+"""The live TUI on a model with a chat template (spectui.commands.run.ChatEngine, the run command's default): every run
 the screen starts, the restart included, goes through the template, and the trace records it. Real llama.cpp on
 the tiny GGUF written with tests/tinymodels.py's CHAT_TEMPLATE."""
 
@@ -8,7 +8,7 @@ from test_tui_engine import ListRecorder, wait_until
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import RunStarted, Settings
-from spectui.run import ChatEngine
+from spectui.commands.run import ChatEngine
 from spectui.tui.run.app import SpectuiApp
 
 

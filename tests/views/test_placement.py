@@ -8,7 +8,7 @@ import re
 
 from spectui.analysis.stats import RunStats
 from spectui.contract.events import ModelInfo
-from spectui.headless import summary_text
+from spectui.text.run import summary_text
 from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
 from spectui.tui.run.app import SpectuiApp

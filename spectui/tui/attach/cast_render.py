@@ -3,7 +3,7 @@
 Like :mod:`spectui.tui.run.cast_render` for a run: no worker; a simulated clock steps over the recorded
 events (each at its recorded ``t`` divided by the speed, after a short lead-in), feeds them into the app's
 state and paints at most ``FRAME_HZ`` times a simulated second; every terminal write is stamped with the
-simulated time. ``spectui/cast.py`` writes the asciicast file.
+simulated time. ``spectui/commands/cast.py`` writes the asciicast file.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The Textual half of ``spectui cast``: the real SpectuiApp rendered through a capture driver.
 
-``spectui/cast.py`` (no Textual) checks the arguments, plans the frames and writes the asciicast file;
+``spectui/commands/cast.py`` (no Textual) checks the arguments, plans the frames and writes the asciicast file;
 ``capture`` runs the replay app on that plan's simulated clock and returns what the app wrote to the
-"terminal", stamped with the simulated time. It imports nothing from spectui.cast.
+"terminal", stamped with the simulated time. It imports nothing from spectui.commands.cast.
 """
 
 from __future__ import annotations

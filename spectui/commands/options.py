@@ -6,9 +6,10 @@ import click
 
 
 def model_options(f):
-    """Where the models come from and where they run: shared by the live run and the sweep.
+    """Where the models come from and where they run: shared by every command that loads models (run, sweep,
+    bench, probe, race).
 
-    The values reach ``spectui.run.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
+    The values reach ``spectui.commands.common.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
     """
     opts = [
         click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
@@ -45,8 +46,7 @@ def run_options(f):
                      help="draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
         click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True),
         click.option("--seed", "-s", type=int, default=0, show_default=True),
-        click.option("--drafter", type=click.Choice(["model", "ngram", "none"]), default=None,
-                     help="default: model when --draft is given, else ngram"),
+        drafter_option(),
         click.option("--draft-p-min", "--spec-draft-p-min", "draft_p_min", type=float, default=0.0,
                      show_default=True,
                      help="stop drafting in a pass once the draft's confidence (top-10 softmax, as llama.cpp) is "
@@ -65,3 +65,34 @@ def run_options(f):
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+# One convention per flag, the same in every command (docs/conventions.md).
+
+DRAFTERS = ("model", "ngram", "none")  # spectui.contract.events.DRAFTERS: what --drafter names everywhere
+DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); default: model "
+                "when a draft model is given, else ngram")
+
+
+def drafter_option(note: str = ""):
+    """``--drafter`` with the same choices in every command; ``note`` says what this command does with them."""
+    return click.option("--drafter", type=click.Choice(DRAFTERS), default=None,
+                        help=DRAFTER_HELP + (f"; {note}" if note else ""))
+
+
+def record_dir_option(help: str):
+    """``--record-dir DIR``: the same type everywhere; the folder is checked (and made) by
+    ``spectui.contract.outputs.record_folder``, with its one-line errors."""
+    return click.option("--record-dir", type=click.Path(), metavar="DIR", default=None, help=help)
+
+
+def json_option(what: str, tui: bool = True):
+    """``--json``: ``what`` as JSON on stdout instead of the text; where the command has a TUI, none opens
+    (it implies --headless)."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help=f"print {what} as JSON on stdout" + (" (no TUI: implies --headless)" if tui else ""))
+
+
+def deprecated(old: str, new: str) -> None:
+    """The one-line note an old spelling prints on stderr (it keeps working)."""
+    click.echo(f"spectui: note: {old} is deprecated; use {new}", err=True)

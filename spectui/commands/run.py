@@ -10,52 +10,18 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, fields
-from pathlib import Path
 
-from .contract.control import DRAFT_MAX_LIMIT, RunControl
-from .contract.errors import SpectuiError
-from .contract.events import MachineProbe, Settings
-from .contract.exitcodes import OK, SignalStop, for_run_end
-
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
-
-
-def parse_draft_max(value: str | int) -> tuple[int, str | None]:
-    """'5' -> (5, None); 'auto' -> (2, 'cost'); 'schedule' -> (2, 'schedule')."""
-    v = str(value).strip().lower()
-    if v == "auto":
-        return 2, "cost"
-    if v in ("schedule", "heuristic"):
-        return 2, "schedule"
-    try:
-        k = int(v)
-    except ValueError:
-        raise SpectuiError(
-            f"--draft-max must be an integer 0..{DRAFT_MAX_LIMIT}, 'auto' or 'schedule', not {value!r}"
-        ) from None
-    if not 0 <= k <= DRAFT_MAX_LIMIT:
-        raise SpectuiError(f"--draft-max must be between 0 and {DRAFT_MAX_LIMIT}, not {k}")
-    return k, None
-
-
-def resolve_prompt(prompt: str | None, prompt_file: str | None) -> str:
-    if prompt is not None and prompt_file is not None:
-        raise SpectuiError("give either -p/--prompt or --prompt-file, not both")
-    if prompt_file is not None:
-        p = Path(prompt_file)
-        try:
-            return p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SpectuiError(f"prompt file not found: {prompt_file}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpectuiError(f"cannot read prompt file {prompt_file}: {exc}") from None
-    return prompt if prompt is not None else DEFAULT_PROMPT
+from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from ..contract.draft_length import k_setting, parse_k
+from ..contract.errors import SpectuiError
+from ..contract.events import Settings
+from ..contract.exitcodes import OK, SignalStop, for_run_end
+from .common import ModelOptions, load_engine, loading_stop, probe_at_load, resolve_prompt
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
                   draft_p_min: float = 0.0, draft_min: int = 0) -> Settings:
-    k, auto = parse_draft_max(draft_max)
+    k, auto = k_setting(parse_k(draft_max))
     if not 0.0 <= temp <= 2.0:
         raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
     if not 0.0 <= draft_p_min <= 1.0:
@@ -70,110 +36,6 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
                     draft_p_min=float(draft_p_min), draft_min=int(draft_min))
 
 
-@dataclass(frozen=True)
-class ModelOptions:
-    """Where the models come from (paths or Hugging Face repos) and where they run: the options of
-    ``options.model_options``, shared by the live run and the sweep."""
-
-    target: str | None = None
-    draft: str | None = None
-    hf_repo: str | None = None
-    hf_repo_draft: str | None = None
-    hf_file: str | None = None
-    hf_file_draft: str | None = None
-    n_gpu_layers: str | None = None
-    n_gpu_layers_draft: str | None = None
-    ctx_size: int = 4096
-    threads: int | None = None
-    no_repack: bool = False
-
-    @classmethod
-    def pop_from(cls, kwargs: dict) -> "ModelOptions":
-        """Take this class's fields out of a click kwargs dict (the rest stays for the caller)."""
-        names = [f.name for f in fields(cls)]
-        return cls(**{n: kwargs.pop(n) for n in names if n in kwargs})
-
-    @property
-    def has_draft(self) -> bool:
-        return bool(self.draft or self.hf_repo_draft)
-
-
-def loading_stop(on_stop=None) -> SignalStop:
-    """The SignalStop a command installs before its models load (install it with ``with``): SIGINT, SIGTERM
-    and SIGHUP then raise Interrupted at the next Python instruction (after the llama.cpp call in progress; a
-    7B loads for seconds), and the command ends with 128 + N, writing nothing. Inside llama.cpp's log callback
-    the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
-    (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
-    ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
-    from .engine.models import CALLBACK_CODES
-
-    return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
-
-
-def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
-                inspect_top: int = 5):
-    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
-    Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
-    from .engine.models import check_gguf_file
-    from .engine.hub import resolve_models
-
-    target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
-    if not target:
-        raise SpectuiError(
-            "--target PATH (or -hf user/repo) is required; try `spectui demo` for a replay without models"
-        )
-    check_gguf_file(target, "target")  # one-line errors before any progress output
-    if draft:
-        check_gguf_file(draft, "draft")
-
-    def warn(msg: str) -> None:
-        msg = msg.removeprefix("warning: ")
-        print(f"spectui: warning: {msg}", file=sys.stderr)
-
-    if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
-        print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
-
-    def build():
-        from .analysis.draft_policy import PolicyByMode
-        from .engine.loop import Engine
-
-        return Engine(
-            target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
-            n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top, draft_policy=PolicyByMode,
-        )
-
-    if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
-        from .engine.thread import EngineThread
-
-        return EngineThread(build)
-    return build()
-
-
-def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
-    """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
-    model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
-    (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
-    has one."""
-    from .analysis.probe import cached_or_measure
-
-    def say(msg: str) -> None:
-        print(f"spectui: {msg}", file=sys.stderr)
-
-    def measure():
-        inner = getattr(engine, "engine", engine)
-        progress = None
-        if not quiet and sys.stderr.isatty():
-            def progress(m: str) -> None:
-                say(f"measuring this machine (once per model and machine, cached): {m}")
-        return cached_or_measure(inner, warn=say, progress=progress)
-
-    res = engine.call(measure) if hasattr(engine, "call") else measure()
-    if not res.quiet and not quiet:
-        say(res.warning())
-    return res.machine_probe()
-
-
 class ChatEngine:
     """An engine whose runs take the user's text and run it on the target's chat template (one user turn,
     the system message only with --system), as llama-cli does in conversation mode; the template's label is
@@ -185,7 +47,7 @@ class ChatEngine:
         self.system = system
 
     def prompt_text(self, text: str) -> str:
-        from .engine.chat import chat_messages
+        from ..engine.chat import chat_messages
 
         return self.template.render(chat_messages([text], system=self.system))
 
@@ -222,15 +84,14 @@ def run_main(
     text = resolve_prompt(prompt, prompt_file)
     settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft, draft_p_min=draft_p_min,
                              draft_min=draft_min)
-    from .engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
+    from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
 
     inspect_top = check_inspect_top(inspect_top)
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    if as_json and not headless:
-        raise SpectuiError("--json needs --headless")
+    headless = headless or as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
     if theme is not None:  # every face refuses an unknown theme, headless too; before loading models
-        from .tui.shared.themes import check_theme
+        from ..tui.shared.themes import check_theme
 
         check_theme(theme)
     if system is not None and chat is False:
@@ -261,7 +122,7 @@ def run_main(
                 signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
                 return _run_headless(runner, text, control, n_predict, machine, as_json, recorder, signals)
             signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
-            from .tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
+            from ..tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
 
             return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
     finally:
@@ -282,9 +143,9 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
     its own, off the engine's passes."""
     if not record:
         return None
-    from .recording.trace import TraceWriter
+    from ..recording.trace import TraceWriter
 
-    from .engine.cpu import default_threads, spare_core
+    from ..engine.cpu import default_threads, spare_core
 
     spare = spare_core(models.threads or default_threads().threads)
     return TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force, background=spare)
@@ -293,7 +154,7 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
 def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,
                   signals: SignalStop) -> int:
     """The headless face of a started run (``signals`` stops it cleanly): its exit status."""
-    from .headless import consume
+    from ..text.run import consume
 
     stats = None
     try:

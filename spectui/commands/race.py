@@ -1,6 +1,7 @@
 """``spectui race A.jsonl B.jsonl [C.jsonl]``: recorded runs on one clock (TUI, ``--headless [--json]``), or
 ``spectui race --target T [--draft D] -p PROMPT [--a SPEC --b SPEC]``: two settings run one after the other,
-recorded, then raced. Exit statuses as everywhere: 0 done, 1 a run failed, 2 bad usage or input."""
+recorded, then raced; the models load as in every command that loads them (``-hf``/``-hfd``, ``-ngl``, ``-c``,
+``-t``, ...: ``options.model_options``). Exit statuses as everywhere: 0 done, 1 a run failed, 2 bad usage or input."""
 
 from __future__ import annotations
 
@@ -11,74 +12,77 @@ import click
 
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, signal_name
+from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
+from ..contract.draft_length import parse_k
+from .options import drafter_option, json_option, model_options, record_dir_option
+from . import command
 
 
-@click.command("race", context_settings={"help_option_names": ["-h", "--help"]})
+@command("race")
 @click.argument("traces", nargs=-1, type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print each run's figures, the winner and the margin")
-@click.option("--json", "as_json", is_flag=True, help="with --headless: one JSON object")
+@json_option("one object (each lane's figures, the winner, the margin)")
 @click.option("--from-start", is_flag=True,
               help="start the clock at each run's start, so the time to first token is raced too "
                    "(default: at each run's first token)")
 @click.option("--any-prompt", is_flag=True, help="race traces of different prompts (labelled so)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
-@click.option("--target", "-m", "--model", "target", type=str, default=None,
-              help="record the race first: the target model (GGUF)")
-@click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None, help="the draft model (GGUF)")
+@model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
 @click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True)
-@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=int, default=None,
-              help="the speculative run's k (default 4; --b overrides)")
-@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
-              help="the speculative run's drafter (default: model with --draft, else ngram)")
+@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default=None,
+              help="the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)")
+@drafter_option("for the speculative run B (--b overrides)")
 @click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True)
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--a", "spec_a", type=str, default=None, metavar="SPEC",
               help='setting A, e.g. "k=0" (default: the target alone); keys k, temp, drafter, seed, p-min')
 @click.option("--b", "spec_b", type=str, default=None, metavar="SPEC",
               help='setting B, e.g. "k=4 temp=0.8 drafter=ngram" (default: --draft-max/--drafter/--temp)')
-@click.option("--record-dir", type=click.Path(file_okay=False), default=None,
-              help="where the recorded traces go (default: a new temporary folder, named on stderr)")
-@click.option("-t", "--threads", type=int, default=None, help="threads for both runs (default as llama.cpp)")
-@click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True)
+@record_dir_option("where the recorded traces go (default: a new temporary folder, named on stderr)")
 def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start: bool, any_prompt: bool,
-             speed: str, theme: str | None, target: str | None, draft: str | None, prompt: str | None,
-             prompt_file: str | None, n_predict: int, draft_max: int | None, drafter: str | None, temp: float,
-             seed: int, spec_a: str | None, spec_b: str | None, record_dir: str | None, threads: int | None,
-             ctx_size: int) -> None:
-    """Race recorded runs (2 or 3 traces) on one clock, or record two settings one after the other and race them."""
+             speed: str, theme: str | None, prompt: str | None, prompt_file: str | None, n_predict: int,
+             draft_max: int | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
+             spec_b: str | None, record_dir: str | None, **model_kwargs) -> None:
+    """2 or 3 traces; a recorded race runs its two settings one after the other, never at once."""
     from ..contract.errors import fail
     from ..recording.player import parse_speed
 
+    models = ModelOptions.pop_from(model_kwargs)
     try:
-        if as_json and not headless:
-            raise SpectuiError("--json needs --headless")
+        recording = models.target is not None or models.hf_repo is not None
+        headless = headless or as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
         sp = parse_speed(speed)
         if not headless:
             from ..tui.shared.themes import check_theme
 
             check_theme(theme)
         note = ""
-        if target is not None:
+        if recording:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
-            from ..run import loading_stop
-            from .record import RunFailed, record_race
-            from .spec import parse_spec, spec_settings
+            from ..race.record import RunFailed, record_race
+            from ..race.spec import parse_spec, spec_settings
 
+            have_draft = models.has_draft
             a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
-            default_b = f"k={draft_max if draft_max is not None else 4} temp={temp:g} " \
-                        f"drafter={drafter or ('model' if draft else 'ngram')}"
+            default_b = f"k={parse_k(draft_max) if draft_max is not None else 4} temp={temp:g} " \
+                        f"drafter={drafter or ('model' if have_draft else 'ngram')}"
             b = parse_spec(spec_b if spec_b is not None else default_b, "--b")
             for spec in (a, b):  # a bad setting fails before any model loads
-                spec_settings(spec, temp=temp, seed=seed, have_draft=draft is not None)
-            text = _prompt(prompt, prompt_file)
+                spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft)
+            text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
+
+            def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
+                return load_engine(models, use_draft=use_draft, quiet=as_json)
+
             try:
                 with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
-                    paths, note = record_race(target, draft, text, [a, b], n_predict=n_predict, temp=temp,
-                                              seed=seed, record_dir=record_dir, threads=threads, n_ctx=ctx_size,
+                    paths, note = record_race(load, text, [a, b], have_draft=have_draft,
+                                              inputs=[p for p in (models.target, models.draft) if p],
+                                              n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
                                               signals=signals)
             except RunFailed as exc:
                 click.echo(f"spectui: error: {exc}", err=True)
@@ -92,8 +96,10 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
                 click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
                 sys.exit(130)
             traces = tuple(paths)
-        elif any(x is not None for x in (spec_a, spec_b, draft, prompt, prompt_file, record_dir)):
-            raise SpectuiError("--a, --b, --draft, -p and --record-dir record a race: they need --target")
+        elif any(x is not None for x in (spec_a, spec_b, prompt, prompt_file, record_dir, draft_max, drafter)) \
+                or models != ModelOptions():
+            raise SpectuiError("--a, --b, -k, --drafter, the model options (--draft, -hfd, -ngl, ...), -p and "
+                               "--record-dir record a race: they need --target (or -hf)")
         if not traces:
             raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
         from ..views.race_timeline import load_race
@@ -102,7 +108,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         race.note = note
         if headless:
             from ..views.race_outcome import outcome
-            from ..views.race_text import print_outcome
+            from ..text.race import print_outcome
 
             try:
                 print_outcome(race, outcome(race), sys.stdout, as_json=as_json)
@@ -118,16 +124,3 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
     except SpectuiError as exc:
         fail(str(exc))
 
-
-def _prompt(prompt: str | None, prompt_file: str | None) -> str:
-    if prompt is not None and prompt_file is not None:
-        raise SpectuiError("give -p or -f, not both")
-    if prompt_file is not None:
-        try:
-            with open(prompt_file, encoding="utf-8") as fh:
-                prompt = fh.read()
-        except OSError as exc:
-            raise SpectuiError(f"cannot read {prompt_file}: {exc.strerror or exc}") from None
-    if not prompt or not prompt.strip():
-        raise SpectuiError("a recorded race needs a prompt (-p TEXT or -f FILE)")
-    return prompt

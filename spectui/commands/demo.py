@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import click
 
-from .contract.errors import SpectuiError
-from .contract.events import PassEvent, RunStarted
-from .analysis.stats import RunStats
-from .analysis.wording import LOSES, TIES, WINS, outcome
+from ..contract.errors import SpectuiError
+from ..contract.events import PassEvent, RunStarted
+from ..analysis.stats import RunStats
+from ..analysis.wording import LOSES, TIES, WINS, outcome
+from . import command
 
 SPEEDUP_TIE = 0.02  # within 2% of the target alone: a tie (run-to-run noise is larger)
 
@@ -65,7 +66,7 @@ def race_paths(act: Act) -> list[str]:
 
 
 def load_race_act(act: Act):
-    from .views.race_timeline import load_race
+    from ..views.race_timeline import load_race
 
     return load_race(race_paths(act))
 
@@ -73,7 +74,7 @@ def load_race_act(act: Act):
 def race_reason(act: Act, race) -> str:
     """The race act's reason, from its recordings' numbers: who won, by how much, and why (tokens per pass
     against what a pass costs, per lane against the target alone)."""
-    from .views.race_outcome import outcome
+    from ..views.race_outcome import outcome
 
     out = outcome(race)
     lines = [f"Act {act.number} - {act.title}, recorded one after the other on 2 CPU cores. "
@@ -92,7 +93,7 @@ RACE_ACT_S = 40.0  # the race act plays at the first speed that makes it this sh
 def race_act_speed(race) -> float:
     """1x, or the slowest of the replay's speeds at which the race lasts at most ``RACE_ACT_S``: a booth's
     act should not take minutes (the banner shows the speed; the panes keep their recorded proportions)."""
-    from .recording.player import SPEEDS
+    from ..recording.player import SPEEDS
 
     return next((sp for sp in SPEEDS if 1.0 <= sp < float("inf") and race.end_s / sp <= RACE_ACT_S), 8.0)
 
@@ -147,10 +148,10 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
                   reason: str = "", next_act: bool = False, **kw):
     """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
     (``next_act``: exits with "next" instead, for the next act). ``reason`` is shown when it starts."""
-    from .contract.control import RunControl
-    from .recording.player import ReplayPlayer
-    from .tui.run.app import SpectuiApp
-    from .tui.shared.app import StateChanged
+    from ..contract.control import RunControl
+    from ..recording.player import ReplayPlayer
+    from ..tui.run.app import SpectuiApp
+    from ..tui.shared.app import StateChanged
 
     class DemoApp(SpectuiApp):
         loops = 0
@@ -192,7 +193,7 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
                        reason: str = "", next_act: bool = False):
     """The race app, looping as the replay acts do: once every lane has finished the screen holds for
     ``loop_hold_s`` seconds, then the race starts over (``next_act``: exits with "next")."""
-    from .tui.race.app import RaceApp
+    from ..tui.race.app import RaceApp
 
     class DemoRaceApp(RaceApp):
         loops = 0
@@ -223,7 +224,7 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
     return DemoRaceApp(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
 
 
-@click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
+@command("demo")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
@@ -231,14 +232,14 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup, 3: the race); default: every "
                    "act in turn")
 def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
-    """Replay the bundled recordings (real runs on 2 CPU cores) act after act, in a loop; q quits."""
+    """Real runs on 2 CPU cores; q quits."""
     import threading
 
-    from .contract.errors import fail
-    from .contract.exitcodes import SignalStop
-    from .recording.player import load_for_tui, parse_speed
-    from .replay import replay_headless
-    from .tui.shared.themes import check_theme  # no Textual: the theme files only
+    from ..contract.errors import fail
+    from ..contract.exitcodes import SignalStop
+    from ..recording.player import load_for_tui, parse_speed
+    from ..text.replay import replay_headless
+    from ..tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
         sp = parse_speed(speed)
@@ -251,8 +252,8 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                     if stop.is_set():
                         break
                     if a.race:
-                        from .views.race_outcome import outcome
-                        from .views.race_text import print_outcome
+                        from ..views.race_outcome import outcome
+                        from ..text.race import print_outcome
 
                         race = load_race_act(a)
                         print(("\n" if i else "") + race_reason(a, race) + "\n", flush=True)
@@ -263,7 +264,7 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                     replay_headless(demo_trace_path(a.number), sys.stdout,
                                     speed=sp if speed != "1" else float("inf"), stop=stop)
             sys.exit(signals.status())
-        from .tui.run.app import run_app
+        from ..tui.run.app import run_app
         loaded = [(a, load_race_act(a) if a.race else load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
         while True:  # act after act until q (one act: it loops inside its app)
             for a, events in loaded:

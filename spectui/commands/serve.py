@@ -5,9 +5,8 @@ For rooms where the projector hangs off a laptop that has no SSH: ``spectui serv
 ``spectui COMMAND ...`` process whose screen is drawn in the page (xterm.js). Bound to 127.0.0.1 unless
 ``--host`` says otherwise (``--public-url`` then names the address browsers use). Ctrl+C or SIGTERM stop it.
 
-The web face: it sits with the Textual faces (it imports ``textual_serve``, only when it serves), and the
-command line reaches it through ``spectui.cli.SUBCOMMANDS``. Importing it loads no Textual (the command's
-``--help`` and its errors need none).
+It imports ``textual_serve`` only when it serves; importing it loads no Textual (the command's ``--help``
+and its errors need none).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import sys
 import click
 
 from ..contract.errors import SpectuiError
+from . import command
 
 DEFAULT_PORT = 8000
 
@@ -30,8 +30,7 @@ def served_command(args: tuple[str, ...]) -> str:
     return shlex.join([sys.executable, "-m", "spectui", *args])
 
 
-@click.command("serve", context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True,
-                                          "allow_interspersed_args": False})
+@command("serve", ignore_unknown_options=True, allow_interspersed_args=False)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="address to listen on (0.0.0.0: every interface; then give --public-url)")
 @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
@@ -39,7 +38,7 @@ def served_command(args: tuple[str, ...]) -> str:
 @click.option("--title", default=None, help="the page's title (default: the command)")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve_cmd(host: str, port: int, public_url: str | None, title: str | None, command: tuple[str, ...]) -> None:
-    """Serve a spectui COMMAND (default: demo) to a web browser, e.g. `spectui serve race A.jsonl B.jsonl`."""
+    """e.g. `spectui serve race A.jsonl B.jsonl`."""
     from ..contract.errors import fail
 
     try:

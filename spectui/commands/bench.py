@@ -1,6 +1,7 @@
-"""``spectui bench``: the command line. Model options are the live run's (``cli.model_options``); with ``--url``
-the same prompts go to a deployment instead (``server.py``). Prints the table, the chart and the report; writes
-``--json`` / ``--csv`` / ``--markdown`` files ("-": stdout) and ``--record-dir`` traces, every one through
+"""``spectui bench``: the command line. Model options are every command's (``options.model_options``); with
+``--url`` the same prompts go to a deployment instead (``bench.server``). Prints the table, the chart and the
+report; ``--json`` / ``--csv`` / ``--markdown`` print an export on stdout, ``-o FILE`` writes it (the old
+``--json FILE``, one file per export, still works), ``--record-dir`` keeps the traces, every file through
 :func:`output_path`. Ctrl+C / SIGTERM / SIGHUP print and write the partial report (exit 130 / 143 / 129);
 a run or a server that fails keeps the rows done (exit 1)."""
 
@@ -22,15 +23,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
-from ..options import model_options
-from ..run import ModelOptions, load_engine
-from .aggregate import OVERALL, aggregate
-from .datasets import BUILTIN, load_prompts, parse_categories, select
-from .export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from .plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
-from .render import render_chart, render_table
-from .report import report_lines
-from .runner import TURNS, BenchResult, Templater, run_bench
+from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
+from .common import ModelOptions, load_engine
+from ..bench.aggregate import OVERALL, aggregate
+from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
+from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
+from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
+from ..text.bench import render_chart, render_table
+from ..bench.report import report_lines
+from ..bench.runner import TURNS, BenchResult, Templater, run_bench
+from . import command
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
@@ -103,7 +105,7 @@ class _Signals:
         return 128 + int(self.signum)
 
 
-@click.command("bench", context_settings={"help_option_names": ["-h", "--help"]})
+@command("bench")
 @model_options
 @click.option("--prompts", "prompts", type=str, default=BUILTIN, show_default=True,
               help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line) or 'builtin'")
@@ -120,15 +122,19 @@ class _Signals:
               help="comma-separated draft lengths")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
-@click.option("--drafter", type=str, default=None,
-              help="model, ngram or both (comma-separated); default: model with --draft, else ngram")
+@click.option("--drafter", type=str, default=None, metavar="model|ngram|none[,...]",
+              help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per prompt and setting")
-@click.option("--json", "json_out", type=str, default=None, help="write the results as JSON to FILE ('-': stdout)")
-@click.option("--csv", "csv_out", type=str, default=None, help="write one CSV line per run to FILE ('-': stdout)")
-@click.option("--markdown", "md_out", type=str, default=None,
-              help="write Spec-Bench's table as Markdown to FILE ('-': stdout)")
-@click.option("--record-dir", type=str, default=None, help="keep every run's trace in DIR (replayable)")
+@click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="",
+              help="print the results as JSON on stdout (-o FILE writes them)")
+@click.option("--csv", "csv_out", is_flag=False, flag_value="-", default=None, metavar="",
+              help="print one CSV line per run on stdout (-o FILE writes them)")
+@click.option("--markdown", "md_out", is_flag=False, flag_value="-", default=None, metavar="",
+              help="print Spec-Bench's table as Markdown on stdout (-o FILE writes it)")
+@click.option("-o", "--output", "output", type=str, default=None, metavar="FILE",
+              help="write the --json, --csv or --markdown export to FILE (atomically) instead of stdout")
+@record_dir_option("keep every run's trace in DIR (replayable)")
 @click.option("--force", is_flag=True, help="replace existing output files that are not spectui's own")
 @click.option("--url", "urls", type=str, multiple=True,
               help="benchmark a llama-server / vLLM at URL instead of local models (repeatable)")
@@ -137,9 +143,9 @@ class _Signals:
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
-    """Benchmark speculation per workload category: Spec-Bench's table for your pair, machine or deployment."""
     sig = _Signals()
     try:
+        _exports_to_files(kwargs)
         with sig:
             code = bench_main(ModelOptions.pop_from(kwargs), signals=sig, **kwargs)
     except SpectuiError as exc:
@@ -149,6 +155,25 @@ def bench_cmd(**kwargs):
                    "nothing written", err=True)
         sys.exit(sig.exit_code)
     sys.exit(code)
+
+
+def _exports_to_files(kwargs: dict) -> None:
+    """``--json`` / ``--csv`` / ``--markdown`` print on stdout, ``-o FILE`` writes the one given (the convention
+    of every command); the old ``--json FILE`` (one file per export) still works, with a one-line note."""
+    output = kwargs.pop("output")
+    given = [(flag, key) for flag, key in (("--json", "json_out"), ("--csv", "csv_out"), ("--markdown", "md_out"))
+             if kwargs[key] is not None]
+    for flag, key in given:
+        if kwargs[key] != "-":
+            deprecated(f"`{flag} FILE`", f"`{flag} -o FILE`")
+    if output is None:
+        return
+    to_stdout = [(flag, key) for flag, key in given if kwargs[key] == "-"]
+    if len(to_stdout) != 1:
+        raise SpectuiError("-o/--output writes one export: give one of --json, --csv or --markdown with it"
+                           if not to_stdout else "-o/--output writes one export; " + " and ".join(
+                               f for f, _ in to_stdout) + " were given")
+    kwargs[to_stdout[0][1]] = output
 
 
 def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
@@ -173,7 +198,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         if p and p != "-":
             output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
     if urls or baseline_url:
-        from .server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
+        from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
 
         if not urls:
             raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
@@ -193,7 +218,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
 
     if concurrency != 1:
         raise SpectuiError("--concurrency is for --url (a deployment); local runs go one at a time")
-    ks = parse_ks(draft_max)
+    ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter, models.has_draft)
     settings = make_settings(ks, temps, drafters)

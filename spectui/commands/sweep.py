@@ -17,17 +17,18 @@ from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
-from ..options import model_options
-from ..run import ModelOptions, load_engine, loading_stop, resolve_prompt
-from .aggregate import SweepRun, aggregate
-from .export import CSV_FIELDS, to_csv, to_json
-from .plan import Plan, make_plan, parse_ks, parse_temps
-from .render import render_chart, render_table
-from .report import report_lines, sweep_prediction
-from .runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
+from .options import drafter_option, json_option, model_options, record_dir_option
+from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
+from ..sweep.aggregate import SweepRun, aggregate
+from ..sweep.export import CSV_FIELDS, to_csv, to_json
+from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
+from ..text.sweep import render_chart, render_table
+from ..sweep.report import report_lines, sweep_prediction
+from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
+from . import command
 
 
-@click.command("sweep", context_settings={"help_option_names": ["-h", "--help"]})
+@command("sweep")
 @model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
@@ -37,18 +38,17 @@ from .runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, ru
 @click.option("--temp", "--temperature", "temp", type=str, default="0,0.8", show_default=True,
               help="comma-separated temperatures")
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
-@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
-              help="default: model when a draft model is given, else ngram")
+@drafter_option("none is refused: the sweep runs the target alone anyway, the baseline of each temperature")
 @click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per combination (spread)")
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object (all runs and cells)")
+@json_option("one object (every run and cell)", tui=False)
 @click.option("--csv", "as_csv", is_flag=True, help="print CSV, one line per run")
-@click.option("--record-dir", type=str, default=None, help="keep each run's trace here")
+@record_dir_option("keep each run's trace here")
 @click.option("-o", "--output", "output", type=str, default=None,
               help="write the --json or --csv export to FILE (atomically) instead of stdout")
 @click.option("--force", is_flag=True,
               help="let -o / --record-dir replace existing files that are not spectui's of the same kind")
 def sweep_cmd(**kwargs):
-    """Run every draft length x temperature (plus the target alone) and report when speculation pays."""
+    """The target alone is run too, at each temperature: the baseline of every speedup."""
     try:
         code = sweep_main(ModelOptions.pop_from(kwargs), **kwargs)
     except SweepRunFailed as exc:  # the run failed: 1 (spectui.contract.exitcodes), not bad input
@@ -76,7 +76,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     """The whole sweep: check the options, load one engine, run the plan, print. Returns the exit code:
     0, or 128 + N when signal N stopped it (the runs completed by then are still reported and written)."""
     out = out or sys.stdout
-    ks = parse_ks(draft_max)
+    ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     if as_json and as_csv:
         raise SpectuiError("give either --json or --csv, not both")
@@ -86,6 +86,9 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
     if drafter is None:
         drafter = "model" if models.has_draft else "ngram"
+    if drafter == "none":
+        raise SpectuiError("--drafter none: the sweep runs the target alone anyway (the baseline of each "
+                           "temperature); give model or ngram")
     if drafter == "model" and not models.has_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
     text = resolve_prompt(prompt, prompt_file)

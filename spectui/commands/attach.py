@@ -24,11 +24,12 @@ from ..recording.trace import TraceWriter
 from ..contract.events import (
     KIND_LLAMA_SERVER, REQ_ERROR, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target,
 )
-from .request import stream_completion
-from .scraper import Scraper
-from .text import HeadlessFace, window_line
-from .urls import check_urls
+from ..attach.request import stream_completion
+from ..attach.scraper import Scraper
+from ..text.attach import HeadlessFace, window_line
+from ..attach.urls import check_urls
 from ..analysis.attach_stats import AttachStats
+from . import command
 
 _TICK = object()  # one round of scrapes is complete
 _REQUEST_DONE = object()
@@ -196,7 +197,7 @@ class AttachSession:
             time.sleep(0.1)
 
 
-@click.command("attach")
+@command("attach")
 @click.argument("urls", nargs=-1, required=True)
 @click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               help="seconds between scrapes of /metrics")
@@ -220,9 +221,7 @@ class AttachSession:
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
                prompt: str | None, n_predict: int, draft_max: int, count: int, duration: float, record: str | None,
                force: bool, theme: str | None) -> None:
-    """Watch llama-server / vLLM / SGLang speculative decoding through /metrics (and one request).
-
-    \b
+    """\b
     spectui attach http://127.0.0.1:8080                         the TUI (q quits, ? help)
     spectui attach http://127.0.0.1:8080 --headless              every second, per engine
     spectui attach URL1 URL2 --json                               one JSON object per line

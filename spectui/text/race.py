@@ -8,9 +8,9 @@ import dataclasses
 import json
 from typing import IO
 
-from .numbers import ms_or_dash
-from .race_outcome import Outcome
-from .race_timeline import Race
+from ..views.numbers import ms_or_dash
+from ..views.race_outcome import Outcome
+from ..views.race_timeline import Race
 
 
 def clock_text(race: Race) -> str:

@@ -1,8 +1,8 @@
 """`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
-headless summary and the TUI read, imports no face: the command loads models through spectui.run).
+headless summary and the TUI read, imports no face: the command loads models through spectui.commands.common).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
-    python -m spectui.probe_cli ...
+    python -m spectui.commands.probe ...
 """
 
 from __future__ import annotations
@@ -13,24 +13,24 @@ import sys
 
 import click
 
-from .contract.errors import SpectuiError, fail
-from .contract.exitcodes import Interrupted
-from .options import model_options
-from .analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from ..contract.errors import SpectuiError, fail
+from ..contract.exitcodes import Interrupted
+from .options import json_option, model_options
+from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from . import command
 
 
-@click.command("probe", context_settings={"help_option_names": ["-h", "--help"]})
+@command("probe")
 @model_options
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+@json_option("one object (the measurements and what they mean)", tui=False)
 @click.option("--max-batch", type=int, default=DEFAULT_MAX_BATCH, show_default=True,
               help="largest verify batch measured (tokens)")
 @click.option("--repeats", type=int, default=DEFAULT_REPEATS, show_default=True,
               help="measured rounds over every batch size (median)")
 @click.option("--refresh", is_flag=True, help="measure again even when a cached result exists")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
-    """Measure this machine: decode time, verify cost by batch size, draft cost, and what they mean."""
     try:
-        from .run import loading_stop  # noqa: PLC0415
+        from .common import loading_stop  # noqa: PLC0415
 
         with loading_stop() as signals:  # SIGINT/TERM/HUP, loading or measuring: nothing cached, 128 + N
             code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh,
@@ -48,7 +48,7 @@ def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwar
 
 def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
                refresh: bool = False, out=None, signals=None, **model_kwargs) -> int:
-    from .run import ModelOptions, load_engine  # noqa: PLC0415
+    from .common import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
     models = ModelOptions.pop_from(model_kwargs)
@@ -77,5 +77,5 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
     return 0
 
 
-if __name__ == "__main__":  # python -m spectui.probe_cli ...
+if __name__ == "__main__":  # python -m spectui.commands.probe ...
     probe_cmd()  # pylint: disable=no-value-for-parameter

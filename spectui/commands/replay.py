@@ -1,12 +1,13 @@
 """``spectui replay FILE``: a recorded trace fed back to the same faces as a live run.
 
-Headless (``--headless [--json]``), the trace is streamed into :func:`spectui.headless.consume`, the
-very function the live ``--headless`` run uses, so the text, the summary and the JSON are those the
-live run printed. Without ``--headless`` the events go to the TUI (``spectui.tui.run.app.run_replay``),
-marked as a replay of which models and when, at the recorded speed by default.
+Headless (``--headless [--json]``), :func:`spectui.text.replay.replay_headless` streams the trace into
+:func:`spectui.text.run.consume`, the very function the live ``--headless`` run uses, so the text, the
+summary and the JSON are those the live run printed. Without ``--headless`` the events go to the TUI
+(``spectui.tui.run.app.run_replay``), marked as a replay of which models and when, at the recorded speed by
+default.
 
 An attach trace (``spectui attach --record``: its first event is ``AttachStarted``) goes to the attach
-faces instead: headless to :class:`spectui.attach.text.HeadlessFace` (what the live attach printed), the
+faces instead: headless to :class:`spectui.text.attach.HeadlessFace` (what the live attach printed), the
 TUI to ``spectui.tui.attach.app.run_attach_replay``.
 
 ``--explain PASS[:TOKEN]`` (implies ``--headless``) prints one pass's token inspector as text
@@ -18,59 +19,19 @@ inspector's order (its drafts, then the target's own token).
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
-import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable
 
 import click
 
-from .contract.errors import SpectuiError
-from .contract.event_json import to_dict
-from .contract.events import AttachStarted, Event, PassEvent
-from .recording.player import is_attach_trace, load_for_tui, paced, parse_speed, warn_stderr
-
-
-def until(events: Iterable[Event], stop) -> Iterator[Event]:
-    """The events until ``stop`` (a threading.Event) is set: a signal's clean stop of a replay."""
-    for ev in events:
-        if stop.is_set():
-            return
-        yield ev
-
-
-def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False, speed: float = float("inf"),
-                    on_warning: Callable[[str], None] | None = warn_stderr, stop=None):
-    """Stream a trace into the headless face (text + summary, or JSON). Returns its RunStats. ``stop`` (a
-    threading.Event): when set, the replay ends there and the summary of what was shown is printed."""
-    import threading
-
-    from .headless import consume
-    from .recording.trace import iter_trace
-
-    stop = stop if stop is not None else threading.Event()
-    _header, reader = iter_trace(path, on_warning=on_warning)
-    try:
-        first = next(reader, None)
-        events = until(itertools.chain([first] if first is not None else [], reader), stop)
-        sleep = stop.wait if speed != float("inf") else time.sleep
-        if isinstance(first, AttachStarted):
-            return replay_attach_headless(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
-        stats, _ = consume(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
-    finally:
-        reader.close()
-    return stats
-
-
-def replay_attach_headless(events: Iterable[Event], out, *, as_json: bool = False):
-    """An attach trace through the live attach's own headless face; returns its AttachStats."""
-    from .attach.text import HeadlessFace
-
-    face = HeadlessFace(out, as_json)
-    for ev in events:
-        face(ev)
-    return face.stats
+from ..contract.errors import SpectuiError
+from ..contract.event_json import to_dict
+from ..contract.events import AttachStarted, PassEvent
+from ..recording.player import is_attach_trace, load_for_tui, parse_speed, warn_stderr
+from ..text.replay import replay_headless
+from . import command
+from .options import json_option
 
 
 def parse_explain(value: str) -> tuple[int, int | None]:
@@ -92,7 +53,7 @@ def parse_explain(value: str) -> tuple[int, int | None]:
 def find_pass(path: str | os.PathLike, index: int,
               on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
-    from .recording.trace import iter_trace
+    from ..recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
     n = 0
@@ -123,7 +84,7 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
 def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
     explained view of every token (or of token slot ``token`` only)."""
-    from .views.inspector_model import draft_stop_line, explain, slots, view_dict
+    from ..views.inspector_model import draft_stop_line, explain, slots, view_dict
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -137,7 +98,7 @@ def explain_json(ev: PassEvent, token: int | None = None) -> dict:
 
 def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> list[str]:
     """``render_pass`` (every token), or its header and token slot ``token`` alone."""
-    from .views.inspector_model import explain, render_pass, render_view, slots
+    from ..views.inspector_model import explain, render_pass, render_view, slots
 
     _check_token(ev, token, len(slots(ev)))
     lines = render_pass(ev, width)
@@ -163,10 +124,10 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
     return ev
 
 
-@click.command("replay", context_settings={"help_option_names": ["-h", "--help"]})
+@command("replay")
 @click.argument("file", type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print the text and the summary the live run printed")
-@click.option("--json", "as_json", is_flag=True, help="with --headless: the live run's JSON object")
+@json_option("the live run's object")
 @click.option("--speed", type=str, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
@@ -175,15 +136,14 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
                    "its TOKEN-th (1-based), then exit; implies --headless; with --json one JSON object")
 def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, theme: str | None,
                explain: str | None) -> None:
-    """Replay a recorded trace FILE in the TUI, or --headless."""
     import threading
 
-    from .contract.errors import fail
-    from .contract.exitcodes import SignalStop
+    from ..contract.errors import fail
+    from ..contract.exitcodes import SignalStop
 
     try:
         if theme is not None:  # every face refuses an unknown theme, --headless and --explain too
-            from .tui.shared.themes import check_theme
+            from ..tui.shared.themes import check_theme
 
             check_theme(theme)
         if explain is not None:
@@ -196,9 +156,7 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
                 except OSError:
                     pass
             return
-        if as_json and not headless:
-            raise SpectuiError("--json needs --headless")
-        if headless:
+        if headless or as_json:  # --json: JSON on stdout, no TUI (docs/conventions.md)
             sp = parse_speed(speed, default=float("inf"))
             stop = threading.Event()
             with SignalStop(stop.set) as signals:  # SIGINT/TERM/HUP: the summary so far, then 128 + N
@@ -211,15 +169,15 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
                         pass
             sys.exit(signals.status())
         sp = parse_speed(speed, default=1.0)
-        from .tui.shared.themes import check_theme
+        from ..tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
         _header, events = load_for_tui(file)
         if is_attach_trace(events):
-            from .tui.attach.app import run_attach_replay
+            from ..tui.attach.app import run_attach_replay
 
             sys.exit(run_attach_replay(events, theme=theme, speed=sp) or 0)
-        from .tui.run.app import run_replay
+        from ..tui.run.app import run_replay
 
         sys.exit(run_replay(events, theme=theme, speed=sp) or 0)
     except SpectuiError as exc:

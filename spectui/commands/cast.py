@@ -31,11 +31,12 @@ from typing import Any, Iterable
 
 import click
 
-from .views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
-from .contract.errors import SpectuiError
-from .contract.exitcodes import Interrupted, SignalStop
-from .contract.events import AttachStarted, Event, PassEvent, RunStarted
-from .contract.outputs import CAST, OutputPath, check_output
+from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
+from ..contract.errors import SpectuiError
+from ..contract.exitcodes import Interrupted, SignalStop
+from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
+from ..contract.outputs import CAST, OutputPath, check_output
+from . import command
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
 HOLD_END_S = 3.0  # the final screen stays this long before the cast ends
@@ -97,7 +98,7 @@ def inspect_plan(events: list[Event], steps: list[tuple[int, float, str]], index
     """Make room for the inspector after pass ``index`` has settled: the steps after it move ``hold``
     seconds later. Returns (steps, (step, pass index, token slot, hold)); the capture opens the inspector
     after painting that step. Without ``token``: the pass's first rejected draft, else its last token."""
-    from .contract.events import REJECTED
+    from ..contract.events import REJECTED
 
     pos = next((i for i, ev in enumerate(events) if isinstance(ev, PassEvent) and ev.index == index), None)
     ev = events[pos] if pos is not None else None
@@ -125,7 +126,7 @@ def check_cast_args(cols: int, rows: int, speed: float, events: list[Event], nee
 
 
 def cast_title(start: RunStarted | None) -> str:
-    from .views.view import banner_text  # no Textual: the replay banner's text
+    from ..views.view import banner_text  # no Textual: the replay banner's text
 
     return "spectui " + banner_text(start)
 
@@ -182,7 +183,7 @@ def render_cast(
     token inspector on that token after its pass. Returns what was written."""
     evs = list(events)
     if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
-        from .tui.attach.cast_render import capture_attach
+        from ..tui.attach.cast_render import capture_attach
 
         check_cast_args(cols, rows, speed, evs, need_passes=False)
         chunks, end_t = asyncio.run(capture_attach(evs, cols, rows, speed, theme))
@@ -194,7 +195,7 @@ def render_cast(
     held = None
     if inspect is not None:
         steps, held = inspect_plan(evs, steps, *parse_inspect(inspect))
-    from .tui.run.cast_render import capture  # the Textual half: the real app through a capture driver
+    from ..tui.run.cast_render import capture  # the Textual half: the real app through a capture driver
 
     chunks, end_t = asyncio.run(capture(evs, steps, cols, rows, speed, theme, inspect=held))
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
@@ -254,7 +255,7 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
         out_path, CAST, inputs=[lane.path for lane in race.lanes], force=force)
     check_cast_args(cols, rows, speed, [ev for lane in race.lanes for ev in lane.events])
     plan = race_paint_times(race, speed)
-    from .tui.race.race_cast import capture_race  # the Textual half
+    from ..tui.race.race_cast import capture_race  # the Textual half
 
     chunks, end_t = asyncio.run(capture_race(race, plan, cols, rows, speed, theme))
     names = " vs ".join(lane.setting for lane in race.lanes)
@@ -263,7 +264,7 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
     return CastInfo(_name(target), cols, rows, n, duration, sum(len(lane.passes) for lane in race.lanes))
 
 
-@click.command("cast", context_settings={"help_option_names": ["-h", "--help"]})
+@command("cast")
 @click.argument("files", nargs=-1, type=str, metavar="FILE")
 @click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
 @click.option("--race", "race", is_flag=True, help="race the 2 or 3 trace FILEs on one clock (spectui race)")
@@ -280,23 +281,22 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
 @click.option("--force", is_flag=True, help="let -o replace an existing file that is not an asciicast")
 def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, any_prompt: bool, cols: int,
              rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None, force: bool) -> None:
-    """Render a trace FILE to an asciicast v2 file (no terminal needed); play it with `asciinema play`.
-    With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
-    from .contract.errors import fail
-    from .recording.player import parse_speed
-    from .recording.player import load_for_tui
+    """Play it with `asciinema play`. With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
+    from ..contract.errors import fail
+    from ..recording.player import parse_speed
+    from ..recording.player import load_for_tui
 
     try:
         sp = parse_speed(speed)
         if sp == float("inf"):
             raise SpectuiError("a cast needs a finite --speed (0.25..8)")
-        from .tui.shared.themes import check_theme
+        from ..tui.shared.themes import check_theme
 
         check_theme(theme)
         if race:
             if inspect is not None:
                 raise SpectuiError("--inspect is for one trace, not --race")
-            from .views.race_timeline import load_race
+            from ..views.race_timeline import load_race
 
             out = check_output(output, CAST, inputs=list(files), force=force)  # never a trace raced; before any work
             with SignalStop(lambda: _stop_rendering(signals, output)) as signals:

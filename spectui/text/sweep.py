@@ -6,8 +6,8 @@ from typing import Sequence
 
 from rich.table import Table
 
-from .aggregate import Cell
-from .plan import TARGET_ONLY
+from ..sweep.aggregate import Cell
+from ..sweep.plan import TARGET_ONLY
 
 TABLE_COLUMNS = ("k", "temp", "acceptance", "mean acc. len", "tokens/s", "speedup", "ITL p50 ms", "TTFT ms")
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..views.numbers import ms_or_dash
-from .aggregate import OVERALL, Summary
+from ..bench.aggregate import OVERALL, Summary
 
 TABLE_COLUMNS = (
     "category", "setting", "temp", "prompts", "mean acc.\ntokens", "accept", "by\nposition %",

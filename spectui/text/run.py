@@ -11,11 +11,11 @@ import json
 import sys
 from typing import IO, Callable, Iterable
 
-from .analysis.costmodel import predict
-from .contract.event_json import to_dict
-from .contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
-from .views.placement import placement, placement_text
-from .analysis.stats import RunStats, StatsSnapshot
+from ..analysis.costmodel import predict
+from ..contract.event_json import to_dict
+from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
+from ..views.placement import placement, placement_text
+from ..analysis.stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
     "eog": "end of generation",

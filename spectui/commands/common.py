@@ -1,0 +1,141 @@
+"""What every command that loads models shares: where the models come from (``ModelOptions``, the values of
+``options.model_options``), the stop a signal makes while they load (``loading_stop``), loading them
+(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost measured
+at load (``probe_at_load``), and the prompt (``resolve_prompt``). Used by run, sweep, bench, probe and race.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from ..contract.errors import SpectuiError
+from ..contract.events import MachineProbe
+from ..contract.exitcodes import SignalStop
+
+DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
+
+
+def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
+    """The prompt: -p TEXT, or the text of -f FILE, or DEFAULT_PROMPT. ``needed_by`` (e.g. "a recorded race"):
+    no default, and a prompt that is empty or only spaces is a one-line error."""
+    if prompt is not None and prompt_file is not None:
+        raise SpectuiError("give either -p/--prompt or --prompt-file, not both")
+    if prompt_file is not None:
+        p = Path(prompt_file)
+        try:
+            prompt = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SpectuiError(f"prompt file not found: {prompt_file}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpectuiError(f"cannot read prompt file {prompt_file}: {exc}") from None
+    if needed_by is None:
+        return prompt if prompt is not None else DEFAULT_PROMPT
+    if not prompt or not prompt.strip():
+        raise SpectuiError(f"{needed_by} needs a prompt (-p TEXT or -f FILE)")
+    return prompt
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """Where the models come from (paths or Hugging Face repos) and where they run: the options of
+    ``options.model_options``, shared by every command that loads models (run, sweep, bench, probe, race)."""
+
+    target: str | None = None
+    draft: str | None = None
+    hf_repo: str | None = None
+    hf_repo_draft: str | None = None
+    hf_file: str | None = None
+    hf_file_draft: str | None = None
+    n_gpu_layers: str | None = None
+    n_gpu_layers_draft: str | None = None
+    ctx_size: int = 4096
+    threads: int | None = None
+    no_repack: bool = False
+
+    @classmethod
+    def pop_from(cls, kwargs: dict) -> "ModelOptions":
+        """Take this class's fields out of a click kwargs dict (the rest stays for the caller)."""
+        names = [f.name for f in fields(cls)]
+        return cls(**{n: kwargs.pop(n) for n in names if n in kwargs})
+
+    @property
+    def has_draft(self) -> bool:
+        return bool(self.draft or self.hf_repo_draft)
+
+
+def loading_stop(on_stop=None) -> SignalStop:
+    """The SignalStop a command installs before its models load (install it with ``with``): SIGINT, SIGTERM
+    and SIGHUP then raise Interrupted at the next Python instruction (after the llama.cpp call in progress; a
+    7B loads for seconds), and the command ends with 128 + N, writing nothing. Inside llama.cpp's log callback
+    the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
+    (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
+    ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
+    from ..engine.models import CALLBACK_CODES
+
+    return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
+
+
+def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
+                inspect_top: int = 5):
+    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
+    Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
+    from ..engine.models import check_gguf_file
+    from ..engine.hub import resolve_models
+
+    target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
+    if not target:
+        raise SpectuiError(
+            "--target PATH (or -hf user/repo) is required; try `spectui demo` for a replay without models"
+        )
+    check_gguf_file(target, "target")  # one-line errors before any progress output
+    if draft:
+        check_gguf_file(draft, "draft")
+
+    def warn(msg: str) -> None:
+        msg = msg.removeprefix("warning: ")
+        print(f"spectui: warning: {msg}", file=sys.stderr)
+
+    if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
+        print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
+
+    def build():
+        from ..analysis.draft_policy import PolicyByMode
+        from ..engine.loop import Engine
+
+        return Engine(
+            target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
+            n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
+            inspect_top=inspect_top, draft_policy=PolicyByMode,
+        )
+
+    if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
+        from ..engine.thread import EngineThread
+
+        return EngineThread(build)
+    return build()
+
+
+def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
+    """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
+    model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
+    (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
+    has one."""
+    from ..analysis.probe import cached_or_measure
+
+    def say(msg: str) -> None:
+        print(f"spectui: {msg}", file=sys.stderr)
+
+    def measure():
+        inner = getattr(engine, "engine", engine)
+        progress = None
+        if not quiet and sys.stderr.isatty():
+            def progress(m: str) -> None:
+                say(f"measuring this machine (once per model and machine, cached): {m}")
+        return cached_or_measure(inner, warn=say, progress=progress)
+
+    res = engine.call(measure) if hasattr(engine, "call") else measure()
+    if not res.quiet and not quiet:
+        say(res.warning())
+    return res.machine_probe()

@@ -1,0 +1,219 @@
+"""One convention per flag, the same in every command (docs/conventions.md): ``--json`` is JSON on stdout (no
+TUI) and ``-o/--output FILE`` writes an export; ``--record-dir DIR`` has one type and one check; ``--drafter``
+names model, ngram, none everywhere; a draft length or a list of them (``-k 2,4,auto``) is parsed by one
+function. The old spellings a user may have scripted keep working, with a one-line note."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from spectui.cli import SUBCOMMANDS, main
+from spectui.commands import SUMMARIES
+from spectui.commands.options import DRAFTERS
+from spectui.contract.draft_length import k_setting, parse_k, parse_ks
+from spectui.contract.errors import SpectuiError
+from spectui.contract.events import DRAFTERS as EVENT_DRAFTERS
+from spectui.race.spec import parse_spec, spec_settings
+from spectui.recording.trace import write_trace
+
+from synthetic_events import make_end, make_pass, make_prefill, make_start
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spectui(*args, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "spectui", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT)
+
+
+def commands() -> dict[str, click.Command]:
+    """Every command: the group's own (the live run, "run") and each subcommand."""
+    import importlib
+
+    out = {"run": main}
+    for name, spec in SUBCOMMANDS.items():
+        mod, attr = spec.split(":")
+        out[name] = getattr(importlib.import_module(mod), attr)
+    return out
+
+
+def option(cmd: click.Command, flag: str) -> click.Option | None:
+    return next((p for p in cmd.params if isinstance(p, click.Option) and flag in p.opts), None)
+
+
+def one_line_error(r, *needles):
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("spectui: error: "), r.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+@pytest.fixture
+def trace(tmp_path):
+    p = tmp_path / "run.jsonl"
+    write_trace(p, [make_start(), make_prefill(), make_pass(1, 3, 2), make_end(2)])
+    return p
+
+
+# ------------------------------------------------------------------ k: one parser
+
+
+def test_one_k_parser():
+    assert parse_ks("2,4,auto") == [2, 4, "auto"]
+    assert parse_ks(" 0, 3,3 ,schedule,heuristic") == [0, 3, "schedule"]
+    assert parse_k("4") == 4 and parse_k(" AUTO ") == "auto" and parse_k("heuristic") == "schedule"
+    assert [k_setting(k) for k in (0, 7, "auto", "schedule")] == [(0, None), (7, None), (2, "cost"), (2, "schedule")]
+    for bad, says in (("2,x", "comma-separated integers"), ("40", "between 0 and 32"), ("", "at least one"),
+                      ("-1", "between 0 and 32")):
+        with pytest.raises(SpectuiError, match=says):
+            parse_ks(bad)
+    with pytest.raises(SpectuiError, match="fixed draft lengths"):
+        parse_ks("2,auto", modes=False)
+    with pytest.raises(SpectuiError, match="one draft length here"):
+        parse_k("2,4")
+    with pytest.raises(SpectuiError, match="-k takes an integer 0..32, 'auto' or 'schedule', not 'x'"):
+        parse_k("x", "-k")
+
+
+def test_race_specs_read_k_with_the_same_parser():
+    assert parse_spec("k=heuristic")["k"] == "schedule" == parse_k("heuristic")
+    s = spec_settings(parse_spec("k=auto"))
+    assert (s.draft_max, s.auto) == k_setting("auto")
+    with pytest.raises(SpectuiError, match="bad k"):
+        parse_spec("k=two")
+
+
+@pytest.mark.parametrize("cmd, args, says", [
+    ([], ["--draft-max", "x"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'"),
+    ([], ["-k", "40"], "--draft-max values must be between 0 and 32, not 40"),
+    (["sweep"], ["-k", "2,auto"], "--draft-max auto: this command runs fixed draft lengths"),
+    (["sweep"], ["-k", "2,x"], "--draft-max takes comma-separated integers 0..32 (e.g. 2,5,10)"),
+    (["bench"], ["-k", "schedule"], "--draft-max schedule: this command runs fixed draft lengths"),
+    (["race"], ["-k", "x", "-p", "hi"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'"),
+    (["race"], ["--b", "k=99", "-p", "hi"], "bad k '99'"),
+])
+def test_every_command_parses_k_the_same_way_before_loading(tmp_path, cmd, args, says):
+    """A bad k is the one parser's one-line error, exit 2, before any model loads (the target is missing)."""
+    one_line_error(spectui(*cmd, "--target", tmp_path / "missing.gguf", "--headless" if not cmd else "--drafter",
+                           *(["ngram"] if cmd else []), *args), says)
+
+
+def test_race_takes_a_mode_as_its_k(tmp_path):
+    """-k auto is a draft length in the race as in the live run: it reaches the models (missing here)."""
+    r = spectui("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "-k", "auto", "--drafter", "ngram")
+    one_line_error(r, "missing.gguf")
+
+
+# ------------------------------------------------------------------ --json: JSON on stdout, no TUI
+
+
+def test_json_is_json_on_stdout_without_a_tui_everywhere(trace):
+    """--json alone gives what --headless --json gives (the TUI never starts): replay here, race and the live
+    run through the same rule (their tests: tests/race/test_race_model.py, tests/commands/test_cli.py)."""
+    alone, headless = spectui("replay", trace, "--json"), spectui("replay", trace, "--headless", "--json")
+    assert alone.returncode == headless.returncode == 0, alone.stderr
+    assert alone.stdout == headless.stdout and json.loads(alone.stdout)["start"]["run_id"] == "synthetic"
+    for name, cmd in commands().items():
+        opt = option(cmd, "--json")
+        if opt is None:
+            continue
+        assert "stdout" in opt.help or "JSON object per line" in opt.help, (name, opt.help)
+        assert "needs --headless" not in opt.help and "with --headless" not in opt.help, (name, opt.help)
+
+
+def test_dash_o_writes_the_export_wherever_there_is_one():
+    for name in ("sweep", "bench"):
+        cmd = commands()[name]
+        assert option(cmd, "-o") is not None and option(cmd, "--output") is option(cmd, "-o"), name
+        assert option(cmd, "--json").is_flag or option(cmd, "--json").flag_value == "-", name
+
+
+def test_bench_json_to_a_file_the_old_way_still_works_with_a_note(tmp_path):
+    """`bench --json FILE` (scripted before the convention) is still accepted, with a one-line note; it
+    still refuses bad input as before (here the missing target), after the note."""
+    r = spectui("bench", "--target", tmp_path / "missing.gguf", "--json", tmp_path / "b.json", "--limit", 1)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 2, r.stderr
+    assert lines[0] == "spectui: note: `--json FILE` is deprecated; use `--json -o FILE`"
+    assert lines[1].startswith("spectui: error: ") and "missing.gguf" in lines[1]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-o", "x.json"], "give one of --json, --csv or --markdown"),
+    (["--json", "--csv", "-o", "x"], "--json and --csv were given"),
+])
+def test_bench_dash_o_writes_one_export(tmp_path, args, says):
+    one_line_error(spectui("bench", "--target", tmp_path / "missing.gguf", *args), says)
+    assert not (ROOT / "x.json").exists() and not (ROOT / "x").exists()
+
+
+# ------------------------------------------------------------------ --record-dir: one type, one check
+
+
+def test_record_dir_has_one_type_everywhere():
+    found = {name: option(cmd, "--record-dir") for name, cmd in commands().items()}
+    found = {name: o for name, o in found.items() if o is not None}
+    assert sorted(found) == ["bench", "race", "sweep"]
+    for name, o in found.items():
+        assert type(o.type) is click.Path and o.metavar == "DIR", name
+        assert (o.type.file_okay, o.type.dir_okay, o.type.exists) == (True, True, False), name
+
+
+@pytest.mark.parametrize("cmd", [["sweep"], ["bench"], ["race", "-p", "hi"]])
+def test_record_dir_that_is_a_file_is_the_same_one_line_error(tmp_path, cmd):
+    """The folder is checked by one function (contract.outputs.record_folder), before any model loads."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    r = spectui(*cmd, "--target", tmp_path / "missing.gguf", "--drafter", "ngram", "--record-dir", a_file)
+    one_line_error(r, f"--record-dir {a_file} exists and is not a directory")
+
+
+# ------------------------------------------------------------------ --drafter: the same choices
+
+
+def test_drafter_has_the_same_choices_everywhere():
+    assert DRAFTERS == EVENT_DRAFTERS == ("model", "ngram", "none")
+    found = {name: option(cmd, "--drafter") for name, cmd in commands().items()}
+    found = {name: o for name, o in found.items() if o is not None}
+    assert sorted(found) == ["bench", "race", "run", "sweep"]
+    for name, o in found.items():
+        if name == "bench":  # a comma-separated list of them
+            assert o.metavar == "model|ngram|none[,...]"
+        else:
+            assert tuple(o.type.choices) == DRAFTERS, name
+        assert o.help.startswith("model (the draft model), ngram (prompt lookup) or none (the target alone)"), name
+
+
+@pytest.mark.parametrize("cmd, says", [
+    ("sweep", "--drafter none: the sweep runs the target alone anyway"),
+    ("bench", "--drafter none: the bench runs the target alone anyway"),
+])
+def test_a_drafter_a_command_cannot_run_is_one_line(tmp_path, cmd, says):
+    one_line_error(spectui(cmd, "--target", tmp_path / "missing.gguf", "--drafter", "none"), says)
+
+
+def test_the_race_runs_drafter_none(tmp_path):
+    """In a race, drafter none is a setting like any other (B = the target alone): it reaches the models."""
+    one_line_error(spectui("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "--drafter", "none"),
+                   "missing.gguf")
+
+
+def test_every_subcommand_is_covered():
+    assert set(commands()) == {"run", *SUMMARIES}
+
+
+@pytest.mark.slow  # the live run on the tiny models
+def test_the_live_run_json_alone_is_headless(tiny_target):
+    r = spectui("--target", tiny_target, "--json", "-n", 4, "-t", 1, "--drafter", "ngram", "--no-probe", "-p", "a b")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["n_predict"] == 4 and d["start"]["settings"]["drafter"] == "ngram"
