@@ -32,8 +32,9 @@ def one(extra: list[str]) -> tuple[float, float, str, str, int]:
     r = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
     wall, cpu = time.monotonic() - t0, children_cpu() - c0
     load1 = "%.2f" % os.getloadavg()[0]
-    last = (r.stdout.strip().splitlines() or ["(no output)"])[-1]
-    return wall, cpu, f"load {load0} -> {load1}", last, r.returncode
+    lines = r.stdout.strip().splitlines() or ["(no output)"]
+    failed = [ln for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
+    return wall, cpu, f"load {load0} -> {load1}", "; ".join([lines[-1], *failed]), r.returncode
 
 
 def main() -> int:
