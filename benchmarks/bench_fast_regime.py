@@ -26,10 +26,10 @@ time outside both models' llama_decode split by category, exclusive (a category'
 categories called inside it), per pass and as a share of the run's wall time:
 
   logit reads            LoadedModel.logits_rows / logits_last (views over llama.cpp's buffer)
-  target p (softmax)     softmax / log-sum-exp of target rows (_TargetProbs), what acceptance and events read
+  target p (softmax)     softmax / log-sum-exp of target rows (TargetProbs), what acceptance and events read
   acceptance             greedy_verify / speculative_verify (their own work)
-  top-N (inspector)      Engine._inspect with top_ids, margins, candidate texts
-  events                 constructing PassEvent, Timing, Token, DraftToken, Candidate, Inspection; _emit,
+  top-N (inspector)      PassEventMaker._inspect with top_ids, margins, candidate texts
+  events                 constructing PassEvent, Timing, Token, DraftToken, Candidate, Inspection; make,
                          _judged_drafts; token texts
   contention sample      OthersCpu.sample (/proc/stat once per pass)
   draft sampling         the draft side: DraftModelDrafter.propose's own work, softmax, sample, log-sum-exp,
@@ -138,8 +138,10 @@ class Profiler:
         from spectui.engine import cpu
         from spectui.contract import events as E
         from spectui.engine import drafters as D
-        from spectui.engine import loop as L
+        from spectui.engine import eventmaker as EM
+        from spectui.engine import finisher as F
         from spectui.engine import models as M
+        from spectui.engine import passes as P
 
         m = M.LoadedModel
         for name in ("logits_rows", "logits_last", "logits_row", "logits_rows_view"):
@@ -149,18 +151,19 @@ class Profiler:
         self.patch(m, "decode", "batch setup")  # minus llama_decode's own time (see split)
         for name in ("piece", "is_eog"):
             self.patch(m, name, "events")
-        tp = getattr(L, "_TargetProbs", None)
-        if tp is not None:
-            for name in ("__getitem__", "prob", "lse", "probs"):
-                self.patch(tp, name, "target p (softmax)")
+        for name in ("__getitem__", "prob", "lse", "probs"):
+            self.patch(EM.TargetProbs, name, "target p (softmax)")
         for name in ("greedy_verify", "speculative_verify"):
-            self.patch(L, name, "acceptance")
+            self.patch(P, name, "acceptance")
         for name in ("_inspect", "_candidates", "_text"):
-            self.patch(L.Engine, name, "top-N (inspector)")
+            self.patch(EM.PassEventMaker, name, "top-N (inspector)")
         for name in ("top_ids", "top_two_margin"):
-            self.patch(L, name, "top-N (inspector)")
-        for name in ("_judged_drafts", "_emit", "_cut", "_tokens", "_finish", "_submit", "_drain"):
-            self.patch(L.Engine, name, "events")
+            self.patch(EM, name, "top-N (inspector)")
+        for name in ("_judged_drafts", "_tokens", "make"):
+            self.patch(EM.PassEventMaker, name, "events")
+        self.patch(P.PassLoop, "_cut", "events")
+        for name in ("_finish", "submit", "drain"):
+            self.patch(F.Finisher, name, "events")
         for cls in (E.PassEvent, E.Timing, E.Token, E.DraftToken, E.TargetToken, E.Candidate, E.Inspection):
             self.patch(cls, "__init__", "events")
         self.patch(cpu.OthersCpu, "sample", "contention sample")

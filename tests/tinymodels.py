@@ -100,7 +100,8 @@ def _token_types(vocab: list[str]) -> list[int]:
     return types
 
 
-def _weights(seed: int, n_vocab: int, eos_logit: str, out_scale: float) -> dict[str, np.ndarray]:
+def _weights(seed: int, n_vocab: int, eos_logit: str, out_scale: float,
+             n_layer: int = N_LAYER) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     hd = N_EMBD // N_HEAD
 
@@ -117,7 +118,7 @@ def _weights(seed: int, n_vocab: int, eos_logit: str, out_scale: float) -> dict[
     elif eos_logit == "often":
         out[2] = out[3:].mean(axis=0) + 2.0 * out[259 % n_vocab]
     w["output.weight"] = out
-    for i in range(N_LAYER):
+    for i in range(n_layer):
         p = f"blk.{i}."
         w[p + "attn_norm.weight"] = np.ones(N_EMBD, dtype=np.float32)
         w[p + "attn_q.weight"] = mat(N_EMBD, N_EMBD)
@@ -143,19 +144,23 @@ def build_model(
     pad: int = 0,
     add_bos: bool = True,
     chat_template: str | None = None,
+    n_layer: int = N_LAYER,
+    transform=None,
 ) -> Path:
     """Write a tiny llama GGUF to ``path`` and return the path (see the module docstring).
 
     ``pad`` appends that many ``[PAD<id>]`` tokens (type unused) with zero rows in the embedding and
     output matrices, as checkpoints pad their vocabulary (Qwen2.5 7B: 152,064 rows for 151,665 tokens);
     the other weights are those of the unpadded model. ``chat_template`` writes ``tokenizer.chat_template`` (a
-    Jinja chat template, as instruct checkpoints carry; ``CHAT_TEMPLATE`` is a small one)."""
+    Jinja chat template, as instruct checkpoints carry; ``CHAT_TEMPLATE`` is a small one). ``n_layer``: the
+    number of blocks (the first ``N_LAYER`` blocks' weights do not depend on it). ``transform``: a function
+    that edits the weight dict (name -> array) in place before it is written."""
     import gguf  # test-only dependency
 
     path = Path(path)
     vocab = list(vocab) if vocab is not None else default_vocab()
     n_vocab = len(vocab)
-    weights = _weights(seed, n_vocab, eos_logit, out_scale)
+    weights = _weights(seed, n_vocab, eos_logit, out_scale, n_layer)
     if noise:
         nrng = np.random.default_rng(noise_seed)
         for k, v in weights.items():
@@ -168,11 +173,13 @@ def build_model(
         for k in ("token_embd.weight", "output.weight"):
             weights[k] = np.concatenate([weights[k], np.zeros((pad, N_EMBD), dtype=np.float32)])
 
+    if transform is not None:
+        transform(weights)
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name or f"tiny-s{seed}-n{noise:g}")
     w.add_context_length(N_CTX_TRAIN)
     w.add_embedding_length(N_EMBD)
-    w.add_block_count(N_LAYER)
+    w.add_block_count(n_layer)
     w.add_feed_forward_length(N_FF)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_HEAD_KV)

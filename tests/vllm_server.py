@@ -7,8 +7,8 @@ test_bench_vllm.py), on 127.0.0.1, started and stopped by PID.
 - ``vllm_server(folder, extra_args, model_script)``: writes a tiny random Llama in Hugging Face format with
   that virtualenv's transformers (word-level tokenizer, head size 32 as vLLM's CPU attention needs;
   ``model_script`` runs after ``WRITE_MODEL`` with the folder as ``out``: a chat template, say), serves it
-  with n-gram speculation (k = 3) on a free port, waits (bounded) for /health, yields the URL and ends
-  exactly that process (its own session) on the way out.
+  with n-gram speculation (k = 3; ``spec``: another --speculative-config, None: none) on a free port, waits
+  (bounded) for /health, yields the URL and ends exactly that process (its own session) on the way out.
 - ``metrics(url)`` (the /metrics page) and ``series(text, name)`` (a series summed over its labels), read
   without spectui.
 """
@@ -67,7 +67,8 @@ LlamaForCausalLM(cfg).save_pretrained(out, safe_serialization=True)
 
 
 @contextmanager
-def vllm_server(folder: Path, extra_args: Sequence[str] = (), model_script: str = "") -> Iterator[str]:
+def vllm_server(folder: Path, extra_args: Sequence[str] = (), model_script: str = "",
+                spec: dict | None = SPEC) -> Iterator[str]:
     assert VENV is not None, SKIP_REASON
     model = folder / "tiny-llama"
     iomp = (VENV / ".spectui-ok").read_text().strip()
@@ -78,7 +79,7 @@ def vllm_server(folder: Path, extra_args: Sequence[str] = (), model_script: str 
     port = free_port()
     argv = [str(VENV / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
             "--host", HOST, "--port", str(port), "--dtype", "float32", "--max-model-len", "512",
-            "--max-num-seqs", "4", "--speculative-config", json.dumps(SPEC), *extra_args]
+            "--max-num-seqs", "4", *(["--speculative-config", json.dumps(spec)] if spec else []), *extra_args]
     log_path = folder / "vllm.log"
     log = open(log_path, "ab")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,

@@ -169,6 +169,24 @@ def leviathan(a: float, k: int) -> float:
     return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
+def break_even_acceptance(ratio: float, k: int) -> float | None:
+    """Leviathan's inverse: the constant per-draft acceptance a with leviathan(a, k) == ratio, i.e. what a
+    k-draft pass costing ``ratio`` target decodes needs to break even. 0 when ratio <= 1 (any accepted draft
+    pays), None when even a = 1 (k + 1 tokens) is not enough."""
+    if ratio <= 1.0:
+        return 0.0
+    if ratio > k + 1:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if leviathan(mid, k) < ratio:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def conditional_rates(position_counts: Sequence[tuple[int, int]]) -> tuple[list[float], list[float]]:
     """From (drafted, accepted) per position (vLLM counting) to conditional rates and their weights.
 
@@ -194,46 +212,38 @@ def conditional_rates(position_counts: Sequence[tuple[int, int]]) -> tuple[list[
     return rates, weights
 
 
-def _hold_tail(
-    values: Sequence[float], weights: Sequence[float], n: int, empty: float
-) -> tuple[list[float], list[bool], float, int]:
-    """``values`` extended to n positions: beyond the deepest measured one, the weighted mean of the last
-    ``TAIL_POSITIONS`` (``empty`` when nothing is measured). Returns (values, measured flags, tail, depth)."""
-    measured = list(values[:n])
-    flags = [True] * len(measured)
-    if len(measured) >= n or not values:
-        return measured + [empty] * (n - len(measured)), flags + [False] * (n - len(flags)), empty, len(values)
-    tail_v = list(values[-TAIL_POSITIONS:])
+# what fill() says of each kind of per-position rate: (the value with nothing measured, measured everywhere,
+# nothing measured, held beyond the deepest measured position)
+_FILL_WORDS = {
+    "acceptance": (0.0, "acceptance measured at all positions 1..{n}",
+                   "no drafts measured yet: acceptance assumed 0",
+                   "acceptance measured at positions 1..{d}; beyond {d} the per-draft rate is held at {tail:.0%}"),
+    "continuation": (1.0, "drafting continuation measured at all positions 1..{n}",
+                     "no drafting measured yet: every pass assumed to draft the k asked for",
+                     "drafting continuation measured at positions 1..{d}; beyond {d} it is held at {tail:.0%}"),
+}
+
+
+def fill(kind: str, rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
+    """Extend measured per-position rates to n positions (see the module docstring): ``kind`` "acceptance"
+    (conditional acceptance a_i; nothing measured: 0) or "continuation" (drafting continuation c_i, clamped to
+    [0, 1]; nothing measured: 1). Beyond the deepest measured position: the sample-weighted mean of the last
+    ``TAIL_POSITIONS``. Returns (the n rates, which were measured, a note that says so)."""
+    empty, everywhere, nothing, held = _FILL_WORDS[kind]
+    values = [min(1.0, max(0.0, float(c))) for c in rates] if kind == "continuation" else list(rates)
+    d = len(values)
+    out = values[:n]
+    flags = [True] * len(out) + [False] * (n - len(out))
+    if d >= n:
+        return out, flags, everywhere.format(n=n)
+    if not d:
+        return out + [empty] * n, flags, nothing
+    tail_v = values[-TAIL_POSITIONS:]
     tail_w = list(weights[-TAIL_POSITIONS:])
     wsum = sum(tail_w)
     tail = sum(v * w for v, w in zip(tail_v, tail_w)) / wsum if wsum > 0 else tail_v[-1]
-    return measured + [tail] * (n - len(measured)), flags + [False] * (n - len(flags)), tail, len(values)
-
-
-def fill_rates(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
-    """Extend measured conditional rates to n positions (see the module docstring)."""
-    out, flags, tail, d = _hold_tail(rates, weights, n, 0.0)
-    if d >= n:
-        return out, flags, f"acceptance measured at all positions 1..{n}"
-    if not d:
-        return out, flags, "no drafts measured yet: acceptance assumed 0"
-    k = min(TAIL_POSITIONS, d)
-    return out, flags, (f"acceptance measured at positions 1..{d}; beyond {d} the per-draft rate is held at "
-                        f"{tail:.0%} (weighted mean of the last {k} measured positions)")
-
-
-def fill_continue(rates: Sequence[float], weights: Sequence[float], n: int) -> tuple[list[float], list[bool], str]:
-    """Extend measured continuation rates c_i to n positions: beyond the deepest measured position the
-    sample-weighted mean of the last ``TAIL_POSITIONS`` (weights: passes asked); nothing measured: 1."""
-    clamped = [min(1.0, max(0.0, float(c))) for c in rates]
-    out, flags, tail, d = _hold_tail(clamped, weights, n, 1.0)
-    if d >= n:
-        return out, flags, f"drafting continuation measured at all positions 1..{n}"
-    if not d:
-        return out, flags, "no drafting measured yet: every pass assumed to draft the k asked for"
-    k = min(TAIL_POSITIONS, d)
-    return out, flags, (f"drafting continuation measured at positions 1..{d}; beyond {d} it is held at {tail:.0%} "
-                        f"(weighted mean of the last {k} measured positions)")
+    note = held.format(d=d, tail=tail) + f" (weighted mean of the last {min(TAIL_POSITIONS, d)} measured positions)"
+    return out + [tail] * (n - d), flags, note
 
 
 def continuation_rates(stats: Sequence) -> tuple[list[float], list[float]]:
@@ -388,13 +398,13 @@ def predict_from(
     """
     if k_max < 0:
         raise ValueError("k_max must be >= 0")
-    a, a_meas, a_note = fill_rates(rates, rate_weights, k_max)
+    a, a_meas, a_note = fill("acceptance", rates, rate_weights, k_max)
     v, v_src, v_note = verify_sources(verify_points, k_max, curve)
     v_meas = [src == SRC_RUN for src in v_src]
     d = max(0.0, float(draft_ms_per_token))
     other = max(0.0, float(other_ms_per_pass))
     cw = continue_weights if continue_weights is not None else [1.0] * len(continue_rates or ())
-    c, c_meas, c_note = fill_continue(continue_rates or (), cw, k_max)
+    c, c_meas, c_note = fill("continuation", continue_rates or (), cw, k_max)
     reach: list[float] = []  # prod a_j: accepted given drafted (vLLM's per-position rate)
     yield_reach: list[float] = []  # prod c_j * a_j: drafted and accepted
     r = ry = 1.0
@@ -422,32 +432,17 @@ def predict_from(
     # ties go to the shorter draft (less work, same speed)
     best = max(range(k_max + 1), key=lambda k: (round(tps[k], 9), -k)) if ready else 0
     pred = Prediction(
-        k_max=k_max,
-        tps_by_k=tuple(tps),
-        tokens_per_pass_by_k=tuple(tpp),
-        ms_per_pass_by_k=tuple(ms),
-        speedup_by_k=tuple(speed),
-        verify_ms_by_k=tuple(v),
-        verify_measured_by_k=tuple(v_meas),
-        verify_note=v_note,
-        acceptance_by_position=tuple(a),
-        reach_by_position=tuple(reach),
-        acceptance_measured_by_position=tuple(a_meas),
-        acceptance_note=a_note,
-        draft_ms_per_token=d,
-        target_decode_ms=v[0],
-        other_ms_per_pass=other,
-        best_k=best,
-        current_k=current_k,
-        advice="",
-        ready=ready,
-        draft_ms_fixed=fixed,
-        verify_source_by_k=tuple(v_src),
-        drafted_per_pass_by_k=tuple(drafted),
-        verify_ms_expected_by_k=tuple(v_exp),
-        continue_by_position=tuple(c),
-        continue_measured_by_position=tuple(c_meas),
+        k_max=k_max, current_k=current_k, best_k=best, ready=ready, advice="",
+        # by k
+        tps_by_k=tuple(tps), tokens_per_pass_by_k=tuple(tpp), ms_per_pass_by_k=tuple(ms), speedup_by_k=tuple(speed),
+        verify_ms_by_k=tuple(v), verify_measured_by_k=tuple(v_meas), verify_source_by_k=tuple(v_src),
+        verify_ms_expected_by_k=tuple(v_exp), drafted_per_pass_by_k=tuple(drafted), verify_note=v_note,
+        # by draft position
+        acceptance_by_position=tuple(a), reach_by_position=tuple(reach), acceptance_measured_by_position=tuple(a_meas),
+        acceptance_note=a_note, continue_by_position=tuple(c), continue_measured_by_position=tuple(c_meas),
         continue_note=c_note,
+        # costs
+        draft_ms_per_token=d, draft_ms_fixed=fixed, target_decode_ms=v[0], other_ms_per_pass=other,
         draft_stop_cause=draft_stop_cause,
     )
     return _with_advice(pred, bool(rates))

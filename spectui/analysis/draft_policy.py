@@ -288,17 +288,18 @@ class CostPolicy:
         self.prev_k = asked
 
     # ------------------------------------------------------------ model
+    def _measured(self, counts):
+        """The measured prefix of per-position counts: up to the first with too few trials or unseen for more
+        than STALE_PASSES decode passes."""
+        for p in counts:
+            if p.trials < MIN_WEIGHT or self.n_decode_passes - p.last_pass > STALE_PASSES:
+                return
+            yield p
+
     def continue_rates(self) -> tuple[list[float], list[float]]:
         """Drafting continuation per measured position (prefix), with the prior of 1, and their weights."""
-        rates: list[float] = []
-        weights: list[float] = []
-        for p in self.continuation:
-            stale = self.n_decode_passes - p.last_pass > STALE_PASSES
-            if p.trials < MIN_WEIGHT or stale:
-                break
-            rates.append((p.hits + PRIOR_WEIGHT) / (p.trials + PRIOR_WEIGHT))
-            weights.append(p.trials)
-        return rates, weights
+        measured = list(self._measured(self.continuation))
+        return [(p.hits + PRIOR_WEIGHT) / (p.trials + PRIOR_WEIGHT) for p in measured], [p.trials for p in measured]
 
     def rates(self, optimism: float = 0.0) -> tuple[list[float], list[float]]:
         """Conditional acceptance per measured position (prefix), with the prior, and their weights.
@@ -306,10 +307,7 @@ class CostPolicy:
         ``optimism`` > 0 adds that many standard errors (an upper confidence bound)."""
         rates: list[float] = []
         weights: list[float] = []
-        for p in self.positions:
-            stale = self.n_decode_passes - p.last_pass > STALE_PASSES
-            if p.trials < MIN_WEIGHT or stale:
-                break
+        for p in self._measured(self.positions):
             n = p.trials + PRIOR_WEIGHT
             r = (p.hits + PRIOR_RATE * PRIOR_WEIGHT) / n
             if optimism:

@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from ..contract.events import MachineProbe
+from ..contract.events import MachineProbe, ModelInfo
+from .costmodel import break_even_acceptance
 
 PROBE_VERSION = 1
 DEFAULT_MAX_BATCH = 16
@@ -68,15 +69,22 @@ class ProbeCacheError(SpectuiError):
 # ---------------------------------------------------------------- the result
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    path: str
-    name: str = ""
-    size_bytes: int = 0
-    quantization: str = ""
-    n_params: int = 0
-    backend: str = "CPU"
-    n_gpu_layers: int = 0
+# What a probe result keeps of each model (``contract.events.ModelInfo``): its cache file and --json report
+# hold these fields only, the model's identity and where its layers ran.
+PROBE_MODEL_FIELDS = ("path", "name", "size_bytes", "quantization", "n_params", "backend", "n_gpu_layers")
+
+
+def _model_dict(m: ModelInfo | None) -> dict | None:
+    return None if m is None else {f: getattr(m, f) for f in PROBE_MODEL_FIELDS}
+
+
+def _model_from(d: dict) -> ModelInfo:
+    if not isinstance(d, dict):
+        raise TypeError("a model is not an object")
+    extra = sorted(set(d) - set(PROBE_MODEL_FIELDS))
+    if extra:
+        raise TypeError(f"unexpected model fields {', '.join(extra)}")
+    return ModelInfo(**d)
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,8 @@ class ProbeVerdict:
 
 @dataclass(frozen=True)
 class ProbeResult:
-    target: ModelFacts
-    draft: ModelFacts | None
+    target: ModelInfo  # PROBE_MODEL_FIELDS only
+    draft: ModelInfo | None
     threads: int
     machine: dict
     decode_ms: float  # target, one token (= verify of a batch of 1)
@@ -178,8 +186,14 @@ class ProbeResult:
 
     def machine_probe(self) -> MachineProbe:
         """What a run records of this result (``RunStarted.probe``): the curve and the one-line figures."""
+        from .batch_knee import sibling_curve  # noqa: PLC0415 - the batched curve cached beside this one, if any
+
+        rep = self.report()
+        batched = sibling_curve(self.cache_file, self.key)
+        if batched is not None:
+            rep["batched"] = {"curve": batched}
         return MachineProbe(verify_ms_by_batch=tuple(self.verify_ms_by_batch), summary=self.summary_line(),
-                            report_json=json.dumps(self.report(), sort_keys=True))
+                            report_json=json.dumps(rep, sort_keys=True))
 
     def summary_line(self) -> str:
         """One line of the figures (for a face's panel or a summary)."""
@@ -194,6 +208,7 @@ class ProbeResult:
     # ---- JSON form
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["target"], d["draft"] = _model_dict(self.target), _model_dict(self.draft)
         d["loadavg"] = list(self.loadavg)
         d["verify_ms_by_batch"] = list(self.verify_ms_by_batch)
         d["spread_by_batch"] = list(self.spread_by_batch)
@@ -227,8 +242,8 @@ class ProbeResult:
                 raise TypeError("not an object")
             if d.get("version") != PROBE_VERSION:
                 raise ValueError(f"version {d.get('version')!r}, expected {PROBE_VERSION}")
-            target = ModelFacts(**d["target"])
-            draft = ModelFacts(**d["draft"]) if d.get("draft") is not None else None
+            target = _model_from(d["target"])
+            draft = _model_from(d["draft"]) if d.get("draft") is not None else None
             verify = tuple(float(x) for x in d["verify_ms_by_batch"])
             if not verify or any(not (x > 0) for x in verify):
                 raise ValueError("verify times must be positive")
@@ -256,26 +271,6 @@ class ProbeResult:
 # ---------------------------------------------------------------- what the figures mean
 
 
-def _expected_tokens(a: float, k: int) -> float:
-    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
-
-
-def acceptance_needed(need_tokens: float, k: int) -> float | None:
-    """The constant per-draft acceptance a with (1 - a^(k+1)) / (1 - a) = need_tokens (None: > k + 1)."""
-    if need_tokens <= 1.0:
-        return 0.0
-    if need_tokens > k + 1:
-        return None
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _expected_tokens(mid, k) < need_tokens:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
 def analyse(r: ProbeResult) -> ProbeVerdict:
     """The verdict from the figures: break-even acceptance by k, the best case, what limits verification."""
     from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
@@ -286,7 +281,7 @@ def analyse(r: ProbeResult) -> ProbeVerdict:
     speed = {k: (k + 1) / cost[k] for k in cost if cost[k] > 0}
     best_k = max(speed, key=lambda k: (round(speed[k], 9), -k)) if speed else 0
     best = speed.get(best_k, 0.0)
-    need_a = {k: acceptance_needed(cost[k], k) for k in cost}
+    need_a = {k: break_even_acceptance(cost[k], k) for k in cost}
     possible = {k: a for k, a in need_a.items() if a is not None}
     k_min = min(possible, key=lambda k: (possible[k], k)) if possible else 0
     a_min = possible.get(k_min)
@@ -352,10 +347,10 @@ def _loadavg() -> tuple[float, float, float]:
         return (0.0, 0.0, 0.0)
 
 
-def _facts(info) -> ModelFacts:
-    return ModelFacts(path=info.path, name=info.name, size_bytes=int(info.size_bytes), quantization=info.quantization,
-                      n_params=int(info.n_params), backend=info.backend or "CPU",
-                      n_gpu_layers=int(info.n_gpu_layers))
+def _facts(info: ModelInfo) -> ModelInfo:
+    """What the probe keeps of a loaded model (PROBE_MODEL_FIELDS)."""
+    return ModelInfo(path=info.path, name=info.name, size_bytes=int(info.size_bytes), quantization=info.quantization,
+                     n_params=int(info.n_params), backend=info.backend or "CPU", n_gpu_layers=int(info.n_gpu_layers))
 
 
 def _draft_decode_ms(engine, token: int) -> float:
@@ -582,7 +577,7 @@ def render(r: ProbeResult) -> str:
     src = f"cached, measured {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.measured_at))}" if r.cached else (
         f"measured now in {r.wall_s:.1f} s")
     out.append(f"spectui probe: {t.name or os.path.basename(t.path)} ({t.quantization}, "
-               f"{t.size_bytes / 1e9:.2f} GB) on {r.machine.get('cpu') or 'this machine'}, {t.backend}, "
+               f"{t.size_bytes / 1e9:.2f} GB) on {r.machine.get('cpu') or 'this machine'}, {t.backend or 'CPU'}, "
                f"{r.threads} threads ({src}; median of {r.repeats} rounds at {r.context_tokens} tokens of context)")
     out.append(f"target decode, 1 token: {r.decode_ms:.2f} ms ({1000 / r.decode_ms:.1f} tokens/s); weights read "
                f"at up to {r.bandwidth_gb_s:.1f} GB/s (file bytes / decode time: an upper-bound estimate)")

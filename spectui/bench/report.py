@@ -6,34 +6,18 @@ contention, skipped prompts, and where a stopped bench stopped.
 Break-even: a speculative decode step costs ``ratio`` = (its mean pass time) / (the target-only mean pass time)
 of the same category, measured in these runs, so it pays when it yields more than ``ratio`` tokens per step
 (speedup ~ tokens per step / ratio). With a constant per-draft acceptance a, a k-draft step yields
-(1 - a^(k+1)) / (1 - a) tokens (Leviathan et al.; ``costmodel.leviathan``): ``break_even_acceptance`` solves it
-for a (None when even a = 1, k + 1 tokens, is not enough).
+(1 - a^(k+1)) / (1 - a) tokens (Leviathan et al.; ``costmodel.leviathan``): ``costmodel.break_even_acceptance``
+solves it for a (None when even a = 1, k + 1 tokens, is not enough).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..analysis.costmodel import leviathan
+from ..analysis.costmodel import break_even_acceptance
 from ..analysis.lossless import LOSSLESS_MARGIN
 from .aggregate import OVERALL, Summary
 from .plan import TARGET_ONLY
-
-
-def break_even_acceptance(ratio: float, k: int) -> float | None:
-    """The per-draft acceptance a with leviathan(a, k) == ratio: 0 when ratio <= 1, None when ratio > k + 1."""
-    if ratio <= 1.0:
-        return 0.0
-    if k <= 0 or ratio > k + 1:
-        return None
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if leviathan(mid, k) < ratio:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 def verdict(speedup: float) -> str:

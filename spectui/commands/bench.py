@@ -139,7 +139,10 @@ class _Signals:
 @click.option("--url", "urls", type=str, multiple=True,
               help="benchmark a llama-server / vLLM at URL instead of local models (repeatable)")
 @click.option("--baseline-url", type=str, default=None, help="the same target without speculation (server mode)")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="server mode: requests in flight")
+@click.option("--concurrency", type=str, default="1", show_default=True,
+              help="server mode: requests in flight; several (1,2,4,8,16): the knee sweep (docs/batch-knee.md)")
+@click.option("--knee-probe", type=str, default=None,
+              help="concurrency sweep: `spectui probe --batched --json` output, for the predicted knee beside it")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
@@ -188,7 +191,8 @@ def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
 def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
                turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
                seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
-               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None) -> int:
+               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
+               knee_probe=None) -> int:
     """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
     out = out or sys.stdout
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
@@ -206,6 +210,15 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
             raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
         if record_dir is not None:
             raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
+        from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
+
+        levels = parse_concurrency(concurrency)
+        if len(levels) > 1 or knee_probe:  # the knee sweep (spectui/bench/concurrency.py)
+            return sweep_main(ps, list(urls), baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed,
+                              system=system, timeout_s=timeout_s, draft_max=draft_max, knee_probe=knee_probe,
+                              json_out=json_out, write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force),
+                              out=out)
+        concurrency = levels[0]
         with _progress() as (progress, task):
             def on_job(i, job, n_jobs, prompts) -> None:
                 progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
@@ -216,8 +229,8 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
                                                  on_job=on_job)
         return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
 
-    if concurrency != 1:
-        raise SpectuiError("--concurrency is for --url (a deployment); local runs go one at a time")
+    if str(concurrency) != "1" or knee_probe:
+        raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter, models.has_draft)

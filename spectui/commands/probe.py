@@ -28,6 +28,15 @@ from . import command
 @click.option("--repeats", type=int, default=DEFAULT_REPEATS, show_default=True,
               help="measured rounds over every batch size (median)")
 @click.option("--refresh", is_flag=True, help="measure again even when a cached result exists")
+@click.option("--batched", is_flag=True, help="also the batched cost curve and where speculation stops paying "
+              "(docs/batch-knee.md)")
+@click.option("--batch-seqs", type=int, default=32, show_default=True, help="--batched: most sequences in one step")
+@click.option("--batch-ks", type=str, default="1,2,4", show_default=True, help="--batched: draft lengths")
+@click.option("--acceptance", type=float, default=None, help="--batched: per-draft acceptance to predict with")
+@click.option("--acceptance-from", type=str, default=None,
+              help="--batched: the acceptance measured in a trace or a `spectui bench --json` report")
+@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
+              help="--batched: draft model (default with --draft) or prompt lookup (free drafts)")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     try:
         from .common import loading_stop  # noqa: PLC0415
@@ -47,10 +56,13 @@ def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwar
 
 
 def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-               refresh: bool = False, out=None, signals=None, **model_kwargs) -> int:
+               refresh: bool = False, out=None, signals=None, batched: bool = False, batch_seqs: int = 32,
+               batch_ks: str = "1,2,4", acceptance: float | None = None, acceptance_from: str | None = None,
+               drafter: str | None = None, **model_kwargs) -> int:
     from .common import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
+    knee = _knee_args(batched, batch_seqs, batch_ks, acceptance, acceptance_from, drafter)
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:
         raise TypeError(f"probe_main: unknown options {sorted(model_kwargs)}")
@@ -65,16 +77,58 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
         tty = sys.stderr.isatty() and not as_json
         res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
                                 progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)
+        if knee is not None:
+            from ..analysis import batch_knee as bk  # noqa: PLC0415
+
+            curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
+                                         refresh=refresh)
+            pred = bk.predict(curve, knee["a"], knee["drafter"], knee["src"]) if knee["a"] is not None else None
     finally:
         engine.close()
     if as_json:
-        out.write(json.dumps(res.report()) + "\n")
+        rep = res.report()
+        if knee is not None:
+            rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None}
+        out.write(json.dumps(rep) + "\n")
     else:
         out.write(render(res) + "\n")
+        if knee is not None:
+            out.write("\n" + bk.render(curve, pred) + "\n")
     w = res.warning()
     if w and as_json:
         print(f"spectui: {w}", file=sys.stderr)
     return 0
+
+
+def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict | None:
+    """--batched's options, checked before any model loads (docs/batch-knee.md)."""
+    if not batched:
+        if acceptance is not None or acceptance_from or drafter:
+            raise SpectuiError("--acceptance / --acceptance-from / --drafter are for --batched")
+        return None
+    from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
+    from ..engine.batch_probe import check_ks  # noqa: PLC0415
+
+    try:
+        k_list = check_ks(x for x in ks.split(",") if x.strip())
+    except ValueError:
+        raise SpectuiError(f"--batch-ks must be comma-separated draft lengths, not {ks!r}") from None
+    if seqs < 1:
+        raise SpectuiError(f"--batch-seqs must be at least 1, not {seqs}")
+    if acceptance is not None and acceptance_from:
+        raise SpectuiError("give --acceptance or --acceptance-from, not both")
+    src = "given" if acceptance is not None else ""
+    if acceptance is not None and not 0.0 <= acceptance <= 1.0:
+        raise SpectuiError(f"--acceptance must be between 0 and 1, not {acceptance}")
+    if acceptance_from:
+        if acceptance_from.endswith(".json"):
+            acceptance, src = acceptance_from_json(acceptance_from)
+        else:
+            from ..recording.trace import read_trace  # noqa: PLC0415
+
+            tr = read_trace(acceptance_from)
+            acceptance, src = acceptance_from_events(tr.events, f"trace {acceptance_from}")
+    return {"seqs": seqs, "ks": k_list, "a": acceptance, "src": src, "drafter": drafter}
 
 
 if __name__ == "__main__":  # python -m spectui.commands.probe ...

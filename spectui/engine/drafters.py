@@ -170,13 +170,9 @@ class DraftModelDrafter(Drafter):
         self.model.decode_chunked(prompt, 0)
         self.n_past = len(prompt)
 
-    def propose(self, tokens, k, temperature, rng) -> Proposal:
+    def _catch_up(self, tokens) -> None:
+        """Decode, as one batch, every accepted token the draft KV does not hold yet."""
         m = self.model
-        self._decoded_drafts = 0
-        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
-        k = lim.k
-        if k <= 0:
-            return Proposal()
         pending = tokens[self.n_past :]
         if not pending:  # cannot happen in the loop (the last token is never decoded yet); be safe
             m.rollback(len(tokens) - 1)
@@ -184,6 +180,15 @@ class DraftModelDrafter(Drafter):
             pending = tokens[-1:]
         m.decode_chunked(pending, self.n_past)
         self.n_past = len(tokens)
+
+    def propose(self, tokens, k, temperature, rng) -> Proposal:
+        m = self.model
+        self._decoded_drafts = 0
+        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
+        k = lim.k
+        if k <= 0:
+            return Proposal()
+        self._catch_up(tokens)
         ids: list[int] = []
         q_probs: list[float] = []
         q_rows: list[np.ndarray] | None = [] if temperature > 0 else None

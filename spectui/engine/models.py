@@ -391,16 +391,38 @@ def _seq_rm_fn(L):
     return fn
 
 
+def _context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs):
+    """llama_context_params for one sequence of n_ctx cells."""
+    cp = L.llama_context_default_params()
+    cp.n_ctx = n_ctx
+    cp.n_batch = n_batch
+    cp.n_ubatch = n_ubatch
+    cp.n_seq_max = 1
+    cp.n_threads = threads
+    cp.n_threads_batch = threads
+    if any(_is_lavapipe(d) for d in offload_devs):
+        # Mesa's lavapipe (22.3) dereferences a destroyed buffer's resource when a command buffer binds a
+        # descriptor set that still names it in a binding the pipeline does not use (legal Vulkan: ggml-vulkan
+        # writes only a pipeline's own bindings into sets shared by all pipelines). ggml-vulkan destroys and
+        # regrows its flash-attention split-k buffer mid-graph whenever a batch needs a bigger one; once that
+        # freed memory is reused (a pipeline compiled later), the device thread segfaults. Without flash
+        # attention the buffers ggml-vulkan regrows sit only in bindings 0 and 1, which every pipeline writes
+        # (README: "The Vulkan path"). Every other device keeps llama.cpp's default (auto).
+        cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
+    return cp
+
 
 class LoadedModel:
     """One model plus one llama_context (sequence 0 only) and a reusable batch."""
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
-                 n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None) -> None:
+                 n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
+                 load_mtp: bool = False) -> None:
         L = llama()
         self.path = path
         self.role = role
         params = _model_params(False, use_extra_bufts, n_gpu_layers, use_mmap)
+        params.load_mtp = load_mtp  # the NextN/MTP blocks too (an MTP context on this model needs them)
         self.model = L.llama_model_load_from_file(path.encode(), params)
         if not self.model:
             raise SpectuiError(f"llama.cpp could not load the {role} model {path} (unsupported or corrupt GGUF)")
@@ -409,23 +431,8 @@ class LoadedModel:
         # (n_ubatch x n_vocab floats: 311 MB at 512 x 151,936). Verify batches are at most 33 tokens, so
         # a small n_ubatch costs nothing there; a long prompt is evaluated in more, smaller pieces.
         self.n_ubatch = max(1, min(n_ubatch or self.n_batch, self.n_batch))
-        cp = L.llama_context_default_params()
-        cp.n_ctx = n_ctx
-        cp.n_batch = self.n_batch
-        cp.n_ubatch = self.n_ubatch
-        cp.n_seq_max = 1
-        cp.n_threads = threads
-        cp.n_threads_batch = threads
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
-        if any(_is_lavapipe(d) for d in offload_devs):
-            # Mesa's lavapipe (22.3) dereferences a destroyed buffer's resource when a command buffer binds a
-            # descriptor set that still names it in a binding the pipeline does not use (legal Vulkan: ggml-vulkan
-            # writes only a pipeline's own bindings into sets shared by all pipelines). ggml-vulkan destroys and
-            # regrows its flash-attention split-k buffer mid-graph whenever a batch needs a bigger one; once that
-            # freed memory is reused (a pipeline compiled later), the device thread segfaults. Without flash
-            # attention the buffers ggml-vulkan regrows sit only in bindings 0 and 1, which every pipeline writes
-            # (README: "The Vulkan path"). Every other device keeps llama.cpp's default (auto).
-            cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
+        cp = _context_params(L, n_ctx, self.n_batch, self.n_ubatch, threads, offload_devs)
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
             L.llama_model_free(self.model)

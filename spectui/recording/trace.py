@@ -44,24 +44,8 @@ from ..contract.errors import SpectuiError
 from ..contract.outputs import TRACE, OutputError, check_output
 from ..contract.event_json import EventFormatError, from_dict, to_dict
 from ..contract.events import (
-    ACCEPTED,
-    BONUS,
-    CORRECTION,
-    DISCARDED,
-    PLAIN,
-    REJECTED,
-    AttachStarted,
-    DraftToken,
-    Event,
-    ModelInfo,
-    PassEvent,
-    RunEnded,
-    RunStarted,
-    Settings,
-    SettingsChanged,
-    TargetToken,
-    Timing,
-    Token,
+    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, AttachStarted, DraftToken, Event, ModelInfo, PassEvent,
+    RunEnded, RunStarted, Settings, SettingsChanged, TargetToken, Timing, Token,
 )
 
 SCHEMA = "spectui.trace"

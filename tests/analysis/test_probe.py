@@ -15,10 +15,10 @@ from click.testing import CliRunner
 
 from spectui.analysis import draft_policy as autok
 from spectui.commands.probe import probe_cmd
+from spectui.analysis.costmodel import break_even_acceptance
+from spectui.contract.events import ModelInfo
 from spectui.analysis.probe import (
-    ModelFacts,
     ProbeResult,
-    acceptance_needed,
     analyse,
     cache_key,
     cache_path,
@@ -183,8 +183,8 @@ def test_json_and_text_commands(tiny_target, tiny_draft_noisy, tmp_path):
 
 def _hand(decode, ratios, draft_ms=None, others=0.0) -> ProbeResult:
     return ProbeResult(
-        target=ModelFacts(path="/m/t.gguf", name="t", size_bytes=1_100_000_000), threads=2, machine={"cpu": "x"},
-        draft=ModelFacts(path="/m/d.gguf") if draft_ms is not None else None, decode_ms=decode,
+        target=ModelInfo(path="/m/t.gguf", name="t", size_bytes=1_100_000_000), threads=2, machine={"cpu": "x"},
+        draft=ModelInfo(path="/m/d.gguf") if draft_ms is not None else None, decode_ms=decode,
         verify_ms_by_batch=tuple(decode * r for r in ratios), draft_decode_ms=draft_ms or 0.0, repeats=3,
         loadavg=(0.5, 0.5, 0.5), others_cpu=others,
     )
@@ -210,7 +210,7 @@ def test_verdict_the_issue_figures_kernels_and_no_pay():
                                 "1.70/2.15/2.54/4.36/5.27 decodes, draft c = 0.60")
     # without a draft model (prompt lookup: free drafts) the same curve pays when acceptance is high
     v0 = analyse(_hand(26.0, QWEN_RATIOS))
-    needs = {k: acceptance_needed(QWEN_RATIOS[k], k) for k in range(1, 16)}
+    needs = {k: break_even_acceptance(QWEN_RATIOS[k], k) for k in range(1, 16)}
     assert needs[1] == pytest.approx(0.70) and needs[2] < needs[1]  # a + a^2 = 1.15: a = 0.68
     k_best = min(needs, key=lambda k: needs[k])
     assert v0.pays_in_practice and v0.min_acceptance_k == k_best and v0.min_acceptance == pytest.approx(needs[k_best])
@@ -234,10 +234,10 @@ def test_verdict_compute_bound_and_acceptance_needed():
     v = analyse(_hand(10.0, [float(b) for b in range(1, 17)], draft_ms=1.0))
     assert v.limit == "compute" and v.best_case_k == 0 and v.min_acceptance is None
     assert "no k breaks even" in v.sentence
-    assert acceptance_needed(1.0, 2) == 0.0
-    assert acceptance_needed(3.01, 2) is None
-    assert acceptance_needed(3.0, 2) == pytest.approx(1.0)
-    assert acceptance_needed(1.5, 1) == pytest.approx(0.5)
+    assert break_even_acceptance(1.0, 2) == 0.0
+    assert break_even_acceptance(3.01, 2) is None
+    assert break_even_acceptance(3.0, 2) == pytest.approx(1.0)
+    assert break_even_acceptance(1.5, 1) == pytest.approx(0.5)
 
 
 def test_chart_plain_text_against_the_flat_line():

@@ -227,14 +227,15 @@ def test_demo_act_two_says_pays_only_when_it_did(alone, lookup):
 
 @st.composite
 def probe_results(draw):
-    from spectui.analysis.probe import ModelFacts, ProbeResult
+    from spectui.analysis.probe import ProbeResult
+    from spectui.contract.events import ModelInfo
 
     n = draw(st.integers(2, 16))
     decode = draw(st.floats(1.0, 200.0))
     ratios = [1.0] + [draw(st.floats(0.5, 3.0 * b)) for b in range(2, n + 1)]
     has_draft = draw(st.booleans())
-    return ProbeResult(target=ModelFacts("t.gguf", size_bytes=10**9),
-                       draft=ModelFacts("d.gguf", size_bytes=10**8) if has_draft else None, threads=2, machine={},
+    return ProbeResult(target=ModelInfo("t.gguf", size_bytes=10**9),
+                       draft=ModelInfo("d.gguf", size_bytes=10**8) if has_draft else None, threads=2, machine={},
                        decode_ms=decode, verify_ms_by_batch=tuple(decode * r for r in ratios),
                        draft_decode_ms=decode * draw(st.floats(0.0, 1.5)) if has_draft else 0.0)
 

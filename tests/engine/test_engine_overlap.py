@@ -13,6 +13,7 @@ import pytest
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
 from spectui.engine.cpu import spare_core
+from spectui.engine.eventmaker import PassEventMaker
 
 PROMPT = "the hash map handles collisions by chaining entries"
 LOOKUP_PROMPT = "a b c d a b c d a b c d a b c"
@@ -86,7 +87,7 @@ def test_overlap_really_moves_the_finishing_off_the_loop(engine):
     on seeing pass N applies from pass N + 2 (inline: N + 1, as tests/engine/test_engine_greedy.py pins), and
     the events are made on the finishing thread."""
     made_on = set()
-    real = type(engine)._finish
+    real = PassEventMaker.make
 
     def spy(self, w):
         made_on.add(threading.current_thread().name)
@@ -96,14 +97,14 @@ def test_overlap_really_moves_the_finishing_off_the_loop(engine):
         if ev.index == 3:
             control.update(draft_max=1)
 
-    type(engine)._finish = spy
+    PassEventMaker.make = spy
     try:
         inline = run(engine, Settings(draft_max=3, drafter="model"), 30, on_pass=on_pass)
         inline_threads = set(made_on)
         made_on.clear()
         over = run(engine, Settings(draft_max=3, drafter="model"), 30, overlap=True, on_pass=on_pass)
     finally:
-        type(engine)._finish = real
+        PassEventMaker.make = real
     assert inline_threads == {threading.current_thread().name}
     assert made_on and all(name.startswith("spectui-finish") for name in made_on)
     change = [e for e in inline if isinstance(e, SettingsChanged)]
@@ -121,17 +122,17 @@ def test_auto_k_finishes_on_the_loop(engine, auto):
     """Under automatic k the policy reads pass N before it chooses pass N + 1's k, so even with overlap asked
     for, every pass is finished on the loop's own thread and reaches the consumer before the next pass."""
     made_on = set()
-    real = type(engine)._finish
+    real = PassEventMaker.make
 
     def spy(self, w):
         made_on.add(threading.current_thread().name)
         return real(self, w)
 
-    type(engine)._finish = spy
+    PassEventMaker.make = spy
     try:
         events = run(engine, Settings(draft_max=2, drafter="model", auto=auto), 24, overlap=True)
     finally:
-        type(engine)._finish = real
+        PassEventMaker.make = real
     assert made_on == {threading.current_thread().name}
     assert isinstance(events[-1], RunEnded) and events[-1].reason == "n_predict"
 
@@ -175,17 +176,17 @@ def test_a_paused_consumer_sees_every_decided_pass(engine):
 def test_without_a_spare_core_overlap_is_inline(make_engine, tiny_target, tiny_draft_noisy):
     made_on = set()
     with make_engine(tiny_target, tiny_draft_noisy, spare_core=False) as e:
-        real = type(e)._finish
+        real = PassEventMaker.make
 
         def spy(self, w):
             made_on.add(threading.current_thread().name)
             return real(self, w)
 
-        type(e)._finish = spy
+        PassEventMaker.make = spy
         try:
             run(e, Settings(draft_max=3, drafter="model"), 12, overlap=True)
         finally:
-            type(e)._finish = real
+            PassEventMaker.make = real
     assert made_on == {threading.current_thread().name}
 
 

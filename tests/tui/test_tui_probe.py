@@ -8,7 +8,7 @@ from dataclasses import replace
 from spectui.analysis import probe
 from spectui.contract.control import RunControl
 from spectui.analysis.costmodel import predict
-from spectui.contract.events import Settings
+from spectui.contract.events import ModelInfo, Settings
 from spectui.tui.run.app import SpectuiApp
 from spectui.views.animation import VERDICT
 from spectui.tui.run.prediction_panel import PredictionPanel
@@ -20,11 +20,11 @@ RATIOS = (1.0, 1.57, 2.01, 1.78, 2.30, 2.94, 3.86, 3.70, 4.22, 4.48, 4.87, 4.53,
 def probe_for(start):
     t = start.target
     res = probe.ProbeResult(
-        target=probe.ModelFacts(path=t.path, name=t.name, size_bytes=t.size_bytes, n_gpu_layers=t.n_gpu_layers),
+        target=ModelInfo(path=t.path, name=t.name, size_bytes=t.size_bytes, n_gpu_layers=t.n_gpu_layers),
         threads=start.threads, machine={"cpu": "x"}, decode_ms=84.2,
         verify_ms_by_batch=tuple(84.2 * r for r in RATIOS), draft_decode_ms=36.0, repeats=5,
         loadavg=(0.1, 0.1, 0.1), others_cpu=0.0,
-        draft=probe.ModelFacts(path="/m/d.gguf"),
+        draft=ModelInfo(path="/m/d.gguf"),
     )
     return res
 

@@ -54,4 +54,26 @@ class PredictionPanel(Panel):
         if figures and height >= 4:
             out.append("\n")
             out.append(figures, st["dim"])
+        for ln in (_knee_lines(view) if height >= 6 else []):  # the batched knee (docs/batch-knee.md)
+            out.append("\n")
+            out.append(ln if len(ln) <= width else ln[: max(0, width - 1)] + "\u2026", st["dim"])
         return out
+
+
+def _knee_lines(view) -> list[str]:
+    """Where speculation stops paying as the batch grows, for the run on screen: the probed batched curve recorded
+    with the run (``spectui probe --batched`` cached) and the run's own acceptance at its k."""
+    from ...analysis.batch_knee import acceptance_from_tokens_per_pass, panel_lines  # noqa: PLC0415
+
+    snap = view.snap
+    probe = snap.start.probe if snap is not None and snap.start is not None else None
+    if probe is None or '"batched"' not in (probe.report_json or ""):
+        return []
+    s = snap.stats
+    k = snap.start.settings.draft_max if snap.start.settings is not None else 0
+    if s.passes_drafted <= 0 or k < 1:
+        return []
+    import json  # noqa: PLC0415
+
+    a = acceptance_from_tokens_per_pass(1.0 + s.n_accepted / s.passes_drafted, k)
+    return panel_lines(json.loads(probe.report_json), a)

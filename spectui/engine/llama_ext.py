@@ -1,0 +1,253 @@
+"""Where llama-cpp-python's bindings stop: the llama.cpp calls that EAGLE-3 and MTP drafting need, through ctypes.
+
+llama.cpp's reference drivers (common/speculative.cpp: common_speculative_impl_draft_eagle3 / _draft_mtp) use
+staging calls declared in src/llama-ext.h, which is C++ (no ``extern "C"``): libllama.so exports them under
+their mangled names (``nm -D libllama.so``: ``_Z26llama_set_embeddings_nextnP13llama_contextbb``...). The
+bindings of llama-cpp-python 0.3.36 declare none of them; they do declare ``llama_model_n_layer_nextn``, the
+``llama_batch_ext_*`` calls, ``llama_process``, and the ``load_mtp`` / ``ctx_type`` / ``ctx_other`` fields of
+the parameter structs. Mangled names and signatures belong to one llama.cpp, so ``ext()`` refuses, in one
+line, any llama-cpp-python other than the version spectui pins.
+
+``ext()`` returns an ``Ext`` whose methods take the bindings' model/context pointers:
+
+- ``target_layer_ids(model)``: an EAGLE-3 head's target layer ids (llama_model_target_layer_ids / _n);
+- ``n_layer_nextn(model)``: the NextN/MTP blocks a model has (block_count - n_layer);
+- ``set_embeddings_nextn(ctx, on, masked)``, ``get_embeddings_nextn(ctx)``, ``get_embeddings_nextn_ith(ctx, i)``:
+  the pre-norm hidden state after the last block (a target's) or of the head (a draft's);
+- ``set_embeddings_layer_inp(ctx, layer, on)``, ``get_embeddings_layer_inp(ctx, layer)``: the input of a block;
+- ``set_nextn_layer_offset(ctx, k)``: which NextN block an MTP context runs (chained heads);
+- ``get_ctx_other(ctx)``;
+- ``batch_ext_*`` / ``process``: the bindings' own extended-batch calls, re-exported.
+
+Embedding getters return an address (int, 0 for none); ``rows(addr, n_rows, n_embd)`` makes a numpy view.
+No UI imports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..contract.errors import SpectuiError
+from .models import llama
+
+PINNED_LLAMA_CPP_PYTHON = "0.3.36"  # pyproject.toml: llama-cpp-python==0.3.36 (a test checks they agree)
+
+PROCESS_ENCODE, PROCESS_DECODE = 0, 1  # enum llama_process_type
+CONTEXT_TYPE_DEFAULT, CONTEXT_TYPE_MTP = 0, 1  # enum llama_context_type
+
+_vp, _i32, _u32, _b = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint32, ctypes.c_bool
+
+# name -> (mangled name in llama-cpp-python 0.3.36's libllama.so, restype, argtypes)
+_STAGING = {
+    "llama_model_target_layer_ids": ("_Z28llama_model_target_layer_idsPK11llama_model",
+                                     ctypes.POINTER(ctypes.c_int32), [_vp]),
+    "llama_model_target_layer_ids_n": ("_Z30llama_model_target_layer_ids_nPK11llama_model", _u32, [_vp]),
+    "llama_set_embeddings_nextn": ("_Z26llama_set_embeddings_nextnP13llama_contextbb", None, [_vp, _b, _b]),
+    "llama_set_nextn_layer_offset": ("_Z28llama_set_nextn_layer_offsetP13llama_contexti", None, [_vp, _i32]),
+    "llama_get_embeddings_nextn": ("_Z26llama_get_embeddings_nextnP13llama_context", _vp, [_vp]),
+    "llama_get_embeddings_nextn_ith": ("_Z30llama_get_embeddings_nextn_ithP13llama_contexti", _vp, [_vp, _i32]),
+    "llama_set_embeddings_layer_inp": ("_Z30llama_set_embeddings_layer_inpP13llama_contextjb", None,
+                                       [_vp, _u32, _b]),
+    "llama_get_embeddings_layer_inp": ("_Z30llama_get_embeddings_layer_inpP13llama_contextj", _vp, [_vp, _u32]),
+    "llama_get_ctx_other": ("_Z19llama_get_ctx_otherP13llama_context", _vp, [_vp]),
+}
+# C symbols the bindings already declare (checked present, used through the bindings)
+_BOUND = ("llama_model_n_layer_nextn", "llama_model_n_embd_out", "llama_batch_ext_init", "llama_batch_ext_free",
+          "llama_batch_ext_clear", "llama_batch_ext_add_token", "llama_batch_ext_add_embd",
+          "llama_batch_ext_set_embd_state", "llama_batch_ext_set_embd_token", "llama_batch_ext_set_output_logits",
+          "llama_batch_ext_set_output_embd", "llama_batch_ext_set_pos", "llama_process")
+
+_ext: "Ext | None" = None
+
+
+def _addr(p) -> int:
+    return p if isinstance(p, int) else (ctypes.cast(p, ctypes.c_void_p).value or 0)
+
+
+def check_version(version: str | None) -> None:
+    """One line, exit 2, unless ``version`` is the llama-cpp-python spectui pins."""
+    if version != PINNED_LLAMA_CPP_PYTHON:
+        raise SpectuiError(
+            f"EAGLE-3 and MTP drafting call llama.cpp functions the bindings do not declare, by the names "
+            f"llama-cpp-python {PINNED_LLAMA_CPP_PYTHON} exports; this is llama-cpp-python {version or 'unknown'}"
+            f": install llama-cpp-python=={PINNED_LLAMA_CPP_PYTHON} (bash scripts/install.sh --live)")
+
+
+def _fn(lib, c_name: str, mangled: str, restype, argtypes):
+    for name in (c_name, mangled):  # a later llama.cpp may export them as C
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            continue
+        f.restype, f.argtypes = restype, argtypes
+        return f
+    return None
+
+
+@dataclass
+class Ext:
+    """The staging calls, typed (see the module docstring)."""
+
+    L: object  # the llama_cpp module
+    fns: dict
+    layers_on: set = field(default_factory=set)  # (context address, layer): llama.cpp aborts on any other
+
+    def target_layer_ids(self, model) -> list[int]:
+        n = int(self.fns["llama_model_target_layer_ids_n"](model))
+        if n == 0:
+            return []
+        p = self.fns["llama_model_target_layer_ids"](model)
+        return [int(p[i]) for i in range(n)] if p else []
+
+    def n_layer_nextn(self, model) -> int:
+        return int(self.L.llama_model_n_layer_nextn(model))
+
+    def n_embd_out(self, model) -> int:
+        return int(self.L.llama_model_n_embd_out(model))
+
+    def set_embeddings_nextn(self, ctx, on: bool, masked: bool) -> None:
+        self.fns["llama_set_embeddings_nextn"](ctx, bool(on), bool(masked))
+
+    def set_nextn_layer_offset(self, ctx, offset: int) -> None:
+        self.fns["llama_set_nextn_layer_offset"](ctx, int(offset))
+
+    def get_embeddings_nextn(self, ctx) -> int:
+        return self.fns["llama_get_embeddings_nextn"](ctx) or 0
+
+    def get_embeddings_nextn_ith(self, ctx, i: int) -> int:
+        return self.fns["llama_get_embeddings_nextn_ith"](ctx, int(i)) or 0
+
+    def set_embeddings_layer_inp(self, ctx, layer: int, on: bool) -> None:
+        self.fns["llama_set_embeddings_layer_inp"](ctx, int(layer), bool(on))
+        (self.layers_on.add if on else self.layers_on.discard)((_addr(ctx), int(layer)))
+
+    def get_embeddings_layer_inp(self, ctx, layer: int) -> int:
+        """The rows of the last decode; only for a layer set on (llama.cpp's GGML_ASSERT would end the process)."""
+        if (_addr(ctx), int(layer)) not in self.layers_on:
+            raise RuntimeError(f"the input of layer {layer} is not extracted on this context")
+        return self.fns["llama_get_embeddings_layer_inp"](ctx, int(layer)) or 0
+
+    def get_ctx_other(self, ctx) -> int:
+        return self.fns["llama_get_ctx_other"](ctx) or 0
+
+    @staticmethod
+    def rows(addr: int, n_rows: int, n_embd: int) -> np.ndarray:
+        """A float32 (n_rows, n_embd) view of llama.cpp's buffer at ``addr`` (valid until its next decode)."""
+        if not addr:
+            raise RuntimeError("llama.cpp returned no embeddings (extraction not enabled for this batch?)")
+        buf = (ctypes.c_float * (n_rows * n_embd)).from_address(addr)
+        return np.frombuffer(buf, dtype=np.float32).reshape(n_rows, n_embd)
+
+    def __getattr__(self, name: str):  # batch_ext_* and process: the bindings' own
+        if name.startswith("batch_ext_") or name == "process":
+            return getattr(self.L, "llama_" + name)
+        raise AttributeError(name)
+
+
+def ext() -> Ext:
+    """The staging calls of the loaded libllama, after the version check (SpectuiError: one line)."""
+    global _ext
+    if _ext is None:
+        L = llama()
+        check_version(getattr(L, "__version__", None))
+        lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+        if lib is None:
+            raise SpectuiError("the llama_cpp bindings expose no libllama handle (llama_cpp.llama_cpp._lib)")
+        fns = {}
+        missing = []
+        for name, (mangled, res, args) in _STAGING.items():
+            f = _fn(lib, name, mangled, res, args)
+            if f is None:
+                missing.append(name)
+            fns[name] = f
+        missing += [n for n in _BOUND if not hasattr(L, n)]
+        if missing:
+            raise SpectuiError(
+                f"this libllama does not export {', '.join(missing)} (llama-cpp-python "
+                f"{getattr(L, '__version__', '?')} built without them?): reinstall llama-cpp-python=="
+                f"{PINNED_LLAMA_CPP_PYTHON}")
+        _ext = Ext(L=L, fns=fns)
+    return _ext
+
+
+class ExtBatch:
+    """A ``llama_batch_ext`` for one sequence (seq 0) of one context: entries of (token, position, embedding)
+    as common_batch builds them (common/common.cpp: get_sub_batch), and ``run`` = llama_process. The float
+    rows handed in are kept alive until the next ``clear``."""
+
+    def __init__(self, ctx, n_embd: int, role: str) -> None:
+        self.L = llama()
+        self.ctx, self.n_embd, self.role = ctx, n_embd, role
+        self.batch = self.L.llama_batch_ext_init(ctx)
+        if not self.batch:
+            raise SpectuiError(f"llama.cpp could not make an extended batch for the {role}")
+        self._keep: list = []
+        self.n = 0
+        self.n_runs = 0
+
+    def clear(self) -> None:
+        self.L.llama_batch_ext_clear(self.batch)
+        self._keep = []
+        self.n = 0
+
+    def _embd(self, row: np.ndarray, width: int):
+        row = np.ascontiguousarray(row, dtype=np.float32)
+        if row.shape != (width,):
+            raise ValueError(f"embedding row of shape {row.shape}, expected ({width},)")
+        self._keep.append(row)
+        return self.L.llama_embd(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, width)
+
+    def _pos(self, idx: int, pos: int) -> None:
+        p = ctypes.c_int32(int(pos))
+        self.L.llama_batch_ext_set_pos(self.batch, idx, ctypes.byref(p))
+
+    def add(self, token: int, pos: int, row: np.ndarray, output: bool) -> int:
+        """A token with an embedding beside it (llama_batch_ext_set_embd_token): EAGLE-3's (token, g) and
+        MTP's (token, h) pairs."""
+        idx = self.L.llama_batch_ext_add_token(self.batch, 0, int(token))
+        if idx < 0:
+            raise RuntimeError(f"llama_batch_ext_add_token failed on the {self.role} ({idx})")
+        self._pos(idx, pos)
+        if not self.L.llama_batch_ext_set_embd_token(self.batch, idx, self._embd(row, self.n_embd)):
+            raise RuntimeError(f"llama_batch_ext_set_embd_token failed on the {self.role}")
+        if output:
+            self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
+        self.n += 1
+        return idx
+
+    def add_embd(self, row: np.ndarray, pos: int, width: int, output: bool = True) -> int:
+        """An embedding without a token (EAGLE-3's encoder input: the fused target features)."""
+        idx = self.L.llama_batch_ext_add_embd(self.batch, 0, self._embd(row, width))
+        if idx < 0:
+            raise RuntimeError(f"llama_batch_ext_add_embd failed on the {self.role} ({idx})")
+        self._pos(idx, pos)
+        if output:
+            self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
+        self.n += 1
+        return idx
+
+    def run(self, kind: int = PROCESS_DECODE) -> None:
+        rc = self.L.llama_process(self.ctx, kind, self.batch)
+        if rc != 0:
+            raise RuntimeError(f"llama_process on the {self.role} failed (code {rc})")
+        self.n_runs += 1
+
+    def free(self) -> None:
+        if self.batch:
+            self.L.llama_batch_ext_free(self.batch)
+            self.batch = None
+
+
+def top_candidate(ctx, i: int, n_vocab: int, top_k: int = 10) -> tuple[int, float]:
+    """The reference drafters' choice at temperature 0 (a top-k 10 sampler, common/speculative.cpp): the best
+    token of output row ``i`` and its probability in the softmax over the ``top_k`` best logits."""
+    L = llama()
+    row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, int(i)), shape=(n_vocab,))
+    k = min(top_k, n_vocab)
+    top = np.argpartition(-row, k - 1)[:k]
+    best = int(top[np.argmax(row[top])])
+    z = row[top].astype(np.float64)
+    return best, float(1.0 / np.exp(z - z.max()).sum())
