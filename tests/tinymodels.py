@@ -222,7 +222,10 @@ def _locked(lock: Path):
 
 
 def shared_model(folder: str | Path, filename: str, **kwargs) -> Path:
-    """``build_model(folder/<key>/filename, **kwargs)``, built at most once per folder (see the module docstring)."""
+    """``build_model(folder/<key>/filename, **kwargs)``, built at most once per folder (see the module docstring).
+    The key is the arguments' repr: a callable (``transform``) has none that holds across processes."""
+    if any(callable(v) for v in kwargs.values()):
+        raise TypeError("shared_model: a callable argument has no stable key; call build_model")
     spec = repr(sorted(kwargs.items())).encode() + Path(__file__).read_bytes()
     where = Path(folder) / hashlib.sha256(spec).hexdigest()[:16]
     where.mkdir(parents=True, exist_ok=True)
