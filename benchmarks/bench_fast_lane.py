@@ -1,7 +1,7 @@
 """The fast lane, serially and under pytest-xdist, side by side in one run: wall time, the CPU time of
 pytest and every process it started (reaped children), and the load average around each run.
 
-    .venv/bin/python benchmarks/bench_fast_lane.py [--workers 4] [--only-parallel] [-- PYTEST ARGS]
+    .venv/bin/python benchmarks/bench_fast_lane.py [--workers auto|N] [--only-parallel] [-- PYTEST ARGS]
 
 Runs ``python -m pytest -m "not slow" -q -p no:cacheprovider`` from the repository, then the same with
 ``-n WORKERS``, and prints one line per run and the ratio of their wall times. Both runs must pass. On a
@@ -39,13 +39,13 @@ def one(extra: list[str]) -> tuple[float, float, str, str, int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--workers", default="auto", help="pytest-xdist's -n (auto: one worker per core)")
     ap.add_argument("--only-parallel", action="store_true", help="skip the serial run")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     a = ap.parse_args()
     print(f"{os.cpu_count()} CPUs; {sys.executable}")
     runs = []
-    for label, extra in ([] if a.only_parallel else [("serial", [])]) + [(f"-n {a.workers}", ["-n", str(a.workers)])]:
+    for label, extra in ([] if a.only_parallel else [("serial", [])]) + [(f"-n {a.workers}", ["-n", a.workers])]:
         wall, cpu, load, last, rc = one(extra + a.pytest_args)
         runs.append(wall)
         print(f"{label:>8}: {wall:6.1f} s wall, {cpu:6.1f} s CPU, {load}, exit {rc}: {last}", flush=True)

@@ -17,7 +17,8 @@ Engines (real llama.cpp on those models):
 - ``noisy_engine``: ``make_engine(tiny_target, tiny_draft_noisy)``, one per test module.
 
 Processes: a ``waits.Started`` process a test left running (a wait that timed out) is killed after the test.
-The fast lane is ``pytest -m "not slow" -n 4`` (pytest-xdist); see ``pytest_collection_modifyitems`` below.
+The fast lane is ``pytest -m "not slow" -n auto`` (pytest-xdist: one worker per core); what it leaves out:
+``pytest_collection_modifyitems`` below.
 """
 
 from __future__ import annotations
