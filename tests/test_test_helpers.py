@@ -68,7 +68,8 @@ def test_a_started_process_is_signalled_once_its_handler_is_in():
     proc = Started([sys.executable, "-c", _HANDLER])
     wait_until(lambda: "before" in proc.printed(), what="the first line")
     wait_until(proc.stopped_by_its_handler, what="the handlers")
-    assert catches(proc.pid, signal.SIGTERM, signal.SIGHUP) and cpu_seconds(proc.pid) > 0
+    assert catches(proc.pid, signal.SIGTERM, signal.SIGHUP) and not catches(proc.pid, signal.SIGUSR1)
+    wait_until(lambda: cpu_seconds(proc.pid) > 0, what="its CPU time (clock ticks)")
     wait_until(lambda: "ready" in proc.printed(), what="the second line")
     out, err = proc.stop_with(signal.SIGTERM)
     assert proc.returncode == 143 and out == "before\nready\n" and err == ""
