@@ -1,4 +1,4 @@
-"""A verify batch of 16 tokens against one of 1 token, side by side (the claim tests/test_probe.py made
+"""A verify batch of 16 tokens against one of 1 token, side by side (the claim tests/analysis/test_probe.py made
 as a timed assertion, "16 tokens cost more than 1", which a busy machine broke: it lives here now).
 
 One loaded target; rounds alternate the two sizes in ABBA order (1, 16, 16, 1, ...) so a drift of the

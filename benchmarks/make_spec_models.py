@@ -55,7 +55,7 @@ MTP_NEXTN_LAYERS = 1
 
 
 def _tokenizer(w, vocab: list[str]) -> None:
-    """The tiny models' tokenizer metadata (as tests/tinymodels.build_model writes it)."""
+    """The tiny models' tokenizer metadata (as build_model in tests/tinymodels.py writes it)."""
     w.add_tokenizer_model("llama")
     w.add_token_list(vocab)
     w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(vocab) - 259)])

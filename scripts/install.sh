@@ -8,7 +8,8 @@
 # (a live run then says in one line how to add it).
 # usage: bash scripts/install.sh [--live] [--test]
 #   --live  llama-cpp-python too (the spectui[live] extra): live runs, sweep, probe
-#   --test  the test dependencies, tmux (for the tmux test) and chromium (for the browser test); implies --live
+#   --test  the test dependencies, tmux (for the tmux test), chromium (for the browser test) and OpenSSH (for the
+#           SSH test); implies --live
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -30,6 +31,14 @@ if [[ ${#extras[@]} -gt 0 ]] && ! command -v chromium >/dev/null 2>&1 && command
   (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; }) \
     || echo "install.sh: could not install chromium; the browser test will be skipped" >&2
+fi
+# a private sshd and the real client for tests/tui/test_ssh.py (ssh -tt ... spectui demo): Debian's OpenSSH
+if [[ ${#extras[@]} -gt 0 ]] && ! { command -v sshd >/dev/null 2>&1 || [[ -x /usr/sbin/sshd ]]; } \
+    && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null 2>&1 \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client >/dev/null 2>&1; }) \
+    || echo "install.sh: could not install OpenSSH; the SSH test will be skipped" >&2
 fi
 [[ -x .venv/bin/python ]] || "$py" -m venv .venv
 if [[ $live == 1 ]]; then

@@ -10,6 +10,8 @@ import importlib
 import sys
 import click
 
+from .tui.shared.ascii import ascii_option
+
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
 from .commands import SUMMARIES
@@ -43,6 +45,7 @@ class LazyGroup(click.Group):
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write the run's trace (JSON Lines)")
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @click.option("--no-probe", is_flag=True,
               help="skip measuring this machine's verify cost at load (used by auto k and the TUI's prediction)")
 @click.version_option(package_name="spectui")

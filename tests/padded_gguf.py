@@ -2,7 +2,7 @@
 against 151,936): ``[PAD<id>]`` tokens of type unused appended to the token list, and zero rows appended
 to the embedding and output matrices. Written with the ``gguf`` package (the same copy loop as its
 ``gguf_new_metadata`` script). A quantized row of zero bytes has scale 0, so it dequantizes to zeros.
-No tests here: tests/test_qwen_padded.py uses it.
+No tests here: tests/engine/test_qwen_padded.py uses it.
 """
 
 from __future__ import annotations

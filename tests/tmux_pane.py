@@ -1,4 +1,4 @@
-"""One tmux pane helper for the real-terminal tests (tests/test_tmux.py, tests/test_replay_tui.py).
+"""One tmux pane helper for the real-terminal tests (tests/tui/test_tmux.py, tests/tui/test_replay_tui.py).
 
 ``Pane`` starts a command in a detached tmux server of its own; the command waits for a start flag
 until ``remain-on-exit`` is set, so its last screen stays readable, and the pane's shell writes the

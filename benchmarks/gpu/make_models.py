@@ -3,7 +3,7 @@
 Made on the GPU machine itself (nothing can be downloaded there, and 15 GB cannot travel): llama
 architecture, f16 weights, the shapes of the released checkpoints (7B: embedding 3584, 28 blocks, 28/4 heads,
 FFN 18944, 152,064 rows; 0.5B: 896, 24 blocks, 14/2 heads, FFN 4864, 151,936 rows) and a synthetic
-SentencePiece-style vocabulary of 151,936 tokens (benchmarks/fastpair.synthetic_tokenizer: the Qwen file
+SentencePiece-style vocabulary of 151,936 tokens (benchmarks/fastpair.py synthetic_tokenizer: the Qwen file
 is not on that machine; only the size of a row matters for the loop's cost).
 
 So that drafts are accepted part of the time, both models share one embedding-to-output map: the 0.5B's

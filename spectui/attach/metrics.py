@@ -91,7 +91,25 @@ def parse(text: str) -> ParsedMetrics:
     if kind == KIND_PROMETHEUS:  # some other exporter: shown as "no speculation"
         return ParsedMetrics(kind, (EngineCounters(engine=""),), process_start, len(samples))
     prefix = next(p for p, k in PREFIXES.items() if k == kind)
-    return ParsedMetrics(kind, _engines(prefix, samples), process_start, len(samples))
+    try:
+        engines = _engines(prefix, samples)
+    except BadCounters as exc:
+        exc.kind = kind  # the server is what it says; its counters are what cannot be true
+        raise
+    return ParsedMetrics(kind, engines, process_start, len(samples))
+
+
+class BadCounters(NotPrometheus):
+    """Prometheus text whose speculative decoding counters cannot be true (NaN, negative, accepted > drafted).
+    ``kind``: the server's kind all the same (llama-server, vLLM, SGLang)."""
+
+    kind = ""
+
+
+def _where(labels: dict[str, str]) -> str:
+    """``{engine="0"}`` for a message (label values are a server's words: shown through the one text rule)."""
+    keep = {k: v for k, v in labels.items() if k in ("engine", "dp_rank", "position")}
+    return "{" + ",".join(f'{k}="{v[:40]}"' for k, v in keep.items()) + "}" if keep else ""
 
 
 def _engine_key(labels: dict[str, str]) -> str:
@@ -107,10 +125,18 @@ def _engines(prefix: str, samples: list) -> tuple[EngineCounters, ...]:
             e["model"] = labels["model_name"]
         return e
 
+    counts = set(DRAFTS + DRAFT_TOKENS + ACCEPTED + PER_POS + EMITTED_V0)  # the speculative counters
     for s in samples:
-        if not s.name.startswith(prefix) or not math.isfinite(s.value):  # NaN / Inf: as if absent
+        if not s.name.startswith(prefix):
             continue
         name = s.name[len(prefix):]
+        if name in counts and not (math.isfinite(s.value) and s.value >= 0):
+            # a speculative count is finite and not negative: NaN, Inf or -5 is named, never "no speculation"
+            # (other NaN / Inf values, a gauge or the tokens generated, read as absent, below)
+            raise BadCounters(f"impossible counter: {s.name}{_where(s.labels)} = {s.value:g} "
+                              "(a count is a finite number, not negative)")
+        if not math.isfinite(s.value):  # a NaN / Inf gauge or histogram part: as if absent
+            continue
         e = slot(s.labels)
         if name in PER_POS and "position" in s.labels:
             try:
@@ -167,6 +193,9 @@ def _counters(key: str, e: dict) -> EngineCounters:
         if emitted >= 0:
             drafts, derived = max(emitted - accepted, 0.0), True
     accept_length = _first(v, ACCEPT_LENGTH)
+    if draft_tokens >= 0 and accepted > draft_tokens:
+        raise BadCounters(f"impossible counters{_where({'engine': key} if key else {})}: {accepted:g} accepted "
+                          f"tokens > {draft_tokens:g} drafted tokens")
     return EngineCounters(
         engine=key,
         model=e["model"],

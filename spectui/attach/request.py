@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import threading
 import time
 import urllib.error
@@ -33,7 +34,7 @@ from ..contract.events import (
     RequestEnded,
     RequestStarted,
 )
-from .scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
+from .scraper import USER_AGENT, Deadline, FetchError, base_url, check_scheme, describe_error, http_get, open_url
 
 API_COMPLETION = "completion"
 API_OPENAI = "openai"
@@ -74,11 +75,23 @@ def build_request(kind: str, prompt: str, n_predict: int, draft_max: int, model:
     return API_OPENAI, "/v1/completions", body
 
 
+# Limits on a streamed completion (docs/untrusted-input.md): past one, the request ends with that one line.
+MAX_SSE_LINE_BYTES = 1 << 20  # one line of the event stream (a chunk's JSON)
+MAX_STREAM_BYTES = 256 << 20  # the whole stream
+MAX_STREAM_EVENTS = 1_000_000  # data: payloads
+
+
 def _sse_data(resp: Any) -> Iterator[str]:
-    """The ``data:`` payloads of a server-sent event stream, one per event."""
+    """The ``data:`` payloads of a server-sent event stream, one per event, within the limits above."""
     data: list[str] = []
+    total = events = 0
     while True:
-        raw = resp.readline()
+        raw = resp.readline(MAX_SSE_LINE_BYTES + 1)
+        if len(raw) > MAX_SSE_LINE_BYTES:
+            raise StreamError(f"a stream line longer than {MAX_SSE_LINE_BYTES >> 20} MiB: not a completion stream")
+        total += len(raw)
+        if total > MAX_STREAM_BYTES:
+            raise StreamError(f"a stream longer than {MAX_STREAM_BYTES >> 20} MiB: not a completion stream")
         if not raw:
             if data:
                 yield "\n".join(data)
@@ -86,6 +99,9 @@ def _sse_data(resp: Any) -> Iterator[str]:
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         if not line:
             if data:
+                events += 1
+                if events > MAX_STREAM_EVENTS:
+                    raise StreamError(f"more than {MAX_STREAM_EVENTS} events in one stream")
                 yield "\n".join(data)
                 data = []
         elif line.startswith("data:"):
@@ -95,6 +111,7 @@ def _sse_data(resp: Any) -> Iterator[str]:
 
 
 CLOSED_EARLY = "the server closed the stream before the end of the completion"
+NOT_THE_API = "is the URL the server's API, not a web page?"
 
 
 class StreamError(Exception):
@@ -137,7 +154,7 @@ def stream_completion(
     n_predict: int,
     *,
     draft_max: int = -1,
-    timeout: float = 60.0,
+    timeout: float = 600.0,  # the whole request, its stream included (not per read)
     clock: Callable[[], float] = time.monotonic,
     t0: float | None = None,
     stop: threading.Event | None = None,
@@ -166,12 +183,12 @@ def stream_completion(
             reason=reason,
             error=error,
             n_tokens=server_n if isinstance(server_n, int) and server_n >= 0 and not error else n_tokens,
-            draft_n=int(timings.get("draft_n", spec.get("num_draft_tokens", -1))),
-            draft_n_accepted=int(timings.get("draft_n_accepted", spec.get("num_accepted_draft_tokens", -1))),
-            spec_steps=int(spec.get("num_spec_steps", -1)),
-            prompt_ms=float(timings.get("prompt_ms", -1.0)),
-            predicted_ms=float(timings.get("predicted_ms", -1.0)),
-            predicted_n=int(timings.get("predicted_n", -1)),
+            draft_n=_int(timings.get("draft_n", spec.get("num_draft_tokens", -1))),
+            draft_n_accepted=_int(timings.get("draft_n_accepted", spec.get("num_accepted_draft_tokens", -1))),
+            spec_steps=_int(spec.get("num_spec_steps", -1)),
+            prompt_ms=_float(timings.get("prompt_ms", -1.0)),
+            predicted_ms=_float(timings.get("predicted_ms", -1.0)),
+            predicted_n=_int(timings.get("predicted_n", -1)),
         )
 
     try:
@@ -179,55 +196,83 @@ def stream_completion(
     except FetchError as exc:
         yield ended(REQ_ERROR, str(exc))
         return
+    deadline = Deadline(timeout)  # the whole request and its stream, not per read
+
+    def why(message: str) -> str:  # a read the deadline cut says so, not "closed early" or "broken"
+        return f"{deadline.message()} (the whole request)" if deadline.fired else message
+
+    deadline.__enter__()
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - http(s) checked
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        yield ended(REQ_ERROR, describe_error(exc, timeout))
-        return
-    except http.client.HTTPException as exc:
-        yield ended(REQ_ERROR, f"bad HTTP response: {type(exc).__name__}")
-        return
-    finish = ""
-    try:
-        with resp:
-            stream = JsonStream(resp)
-            for msg in stream:
-                if stop is not None and stop.is_set():
-                    yield ended(REQ_STOPPED)
+        try:
+            resp = open_url(req, deadline)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            yield ended(REQ_ERROR, deadline.message() if deadline.fired else describe_error(exc, timeout))
+            return
+        except http.client.HTTPException as exc:
+            yield ended(REQ_ERROR, deadline.message() if deadline.fired else f"bad HTTP response: {type(exc).__name__}")
+            return
+        finish = ""
+        ctype = (resp.headers.get("Content-Type") or "").lower()
+        if "html" in ctype:  # a web UI, not the API: say so, not "the server closed the stream"
+            resp.close()
+            yield ended(REQ_ERROR, f"not a completion stream: got an HTML page ({NOT_THE_API})")
+            return
+        try:
+            with resp:
+                stream = JsonStream(resp)
+                for msg in stream:
+                    if stop is not None and stop.is_set():
+                        yield ended(REQ_STOPPED)
+                        return
+                    now = clock() - t0
+                    text, n, finish_now = _chunk_text(msg, api)
+                    predicted = msg.get("tokens_predicted")
+                    if isinstance(predicted, int) and api == API_COMPLETION:
+                        # llama-server holds back tokens (an incomplete UTF-8 character, a possible stop
+                        # string) and sends them in one later chunk whose `tokens` lists only the last:
+                        # its running count tokens_predicted is what says how many arrived.
+                        n = max(predicted - n_tokens, 0)
+                    finish = finish_now or finish
+                    last.update({k: v for k, v in msg.items()
+                                 if k in ("timings", "metrics", "usage", "tokens_predicted")})
+                    if text or n:
+                        n_tokens += n
+                        timings = msg.get("timings") or {}
+                        yield RequestChunk(
+                            t=now,
+                            text=text,
+                            n_tokens=n,
+                            draft_n=_int(timings.get("draft_n", -1)) if timings else -1,
+                            draft_n_accepted=_int(timings.get("draft_n_accepted", -1)) if timings else -1,
+                        )
+                    if api == API_COMPLETION and msg.get("stop"):
+                        finish = REQ_LENGTH if msg.get("stop_type") == "limit" else REQ_STOP
+                        break
+                if not (stream.done or finish):  # the stream ended without its last chunk: the server went away
+                    yield ended(REQ_ERROR, why(CLOSED_EARLY))
                     return
-                now = clock() - t0
-                text, n, finish_now = _chunk_text(msg, api)
-                predicted = msg.get("tokens_predicted")
-                if isinstance(predicted, int) and api == API_COMPLETION:
-                    # llama-server holds back tokens (an incomplete UTF-8 character, a possible stop
-                    # string) and sends them in one later chunk whose `tokens` lists only the last:
-                    # its running count tokens_predicted is what says how many arrived.
-                    n = max(predicted - n_tokens, 0)
-                finish = finish_now or finish
-                last.update({k: v for k, v in msg.items() if k in ("timings", "metrics", "usage", "tokens_predicted")})
-                if text or n:
-                    n_tokens += n
-                    timings = msg.get("timings") or {}
-                    yield RequestChunk(
-                        t=now,
-                        text=text,
-                        n_tokens=n,
-                        draft_n=int(timings.get("draft_n", -1)) if timings else -1,
-                        draft_n_accepted=int(timings.get("draft_n_accepted", -1)) if timings else -1,
-                    )
-                if api == API_COMPLETION and msg.get("stop"):
-                    finish = REQ_LENGTH if msg.get("stop_type") == "limit" else REQ_STOP
-                    break
-            if not (stream.done or finish):  # the stream ended without its last chunk: the server went away
-                yield ended(REQ_ERROR, CLOSED_EARLY)
-                return
-    except StreamError as exc:
-        yield ended(REQ_ERROR, str(exc))
-        return
-    except (OSError, http.client.HTTPException) as exc:
-        yield ended(REQ_ERROR, f"stream broken: {describe_error(exc, timeout)}")
-        return
-    yield ended(REQ_LENGTH if finish == REQ_LENGTH else REQ_STOP)
+        except StreamError as exc:
+            yield ended(REQ_ERROR, why(str(exc)))
+            return
+        except (OSError, http.client.HTTPException) as exc:
+            yield ended(REQ_ERROR, why(f"stream broken: {describe_error(exc, timeout)}"))
+            return
+        yield ended(REQ_LENGTH if finish == REQ_LENGTH else REQ_STOP)
+    finally:
+        deadline.cancel()
+
+
+def _int(v: Any, default: int = -1) -> int:
+    """A server's count as an int; anything else (NaN, Inf, a string, a negative) is ``default`` (absent)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return default
+    return int(v)
+
+
+def _float(v: Any, default: float = -1.0) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return default
+    return float(v)
 
 
 def _chunk_text(msg: dict, api: str) -> tuple[str, int, str]:

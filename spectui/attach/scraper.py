@@ -13,15 +13,17 @@ server runs without speculation, whose counters then stay at zero; /props is no 
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
+import math
 import socket
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+import weakref
 from typing import Callable, Iterator
 
 from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
@@ -33,6 +35,119 @@ MAX_BYTES = 16 * 1024 * 1024  # a /metrics page larger than this is not one
 
 class FetchError(Exception):
     """One line saying why an HTTP request failed."""
+
+
+_LIVE: "weakref.WeakSet[Deadline]" = weakref.WeakSet()  # every exchange under way (abort_all ends them)
+
+
+def abort_all() -> None:
+    """End every HTTP exchange under way now, as if its deadline had come (a signal: the threads still
+    reading return at once, so nothing waits for a server on the way out)."""
+    for d in list(_LIVE):
+        d.fire()
+
+
+class Deadline:
+    """One limit for a whole HTTP exchange (connecting, the headers, every read of the body or the stream),
+    not per read: urllib's own timeout is per ``recv``, so a server that drips a byte at a time would never
+    time out. When the time is up every socket of the exchange is shut down, which wakes a read blocked in
+    any thread; ``fired`` then says the error is the deadline's. ``with Deadline(s):`` starts and cancels it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, seconds), self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "Deadline":
+        _LIVE.add(self)
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+        _LIVE.discard(self)
+
+    def fire(self) -> None:
+        """The deadline now: every socket of the exchange shut."""
+        self._timer.cancel()
+        self._fire()
+
+    def add(self, sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        with self._lock:
+            self._socks.append(sock)
+            fired = self.fired
+        if fired:
+            _shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            socks = list(self._socks)
+        for sock in socks:
+            _shut(sock)
+
+    def message(self) -> str:
+        return f"timed out after {self.seconds:g} s"
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class _DeadlineHTTP(http.client.HTTPConnection):
+    def __init__(self, *args, deadline: Deadline, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self._deadline.add(self.sock)
+
+
+class _DeadlineHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args, deadline: Deadline, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self._deadline.add(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req):
+        return self.do_open(functools.partial(_DeadlineHTTP, deadline=self._deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def https_open(self, req):
+        return self.do_open(functools.partial(_DeadlineHTTPS, deadline=self._deadline), req,
+                            context=self._context)
+
+
+def open_url(req: urllib.request.Request, deadline: Deadline):
+    """urlopen, every connection it makes (redirects too) held to ``deadline`` as a whole."""
+    opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline))
+    return opener.open(req, timeout=max(0.01, deadline.seconds))
 
 
 def base_url(url: str) -> str:
@@ -67,7 +182,11 @@ def describe_error(exc: BaseException, timeout: float) -> str:
                 detail = body.strip().splitlines()[0] if body.strip() else ""
         except OSError:
             pass
-        return f"HTTP {exc.code} {exc.reason}" + (f": {detail[:160]}" if detail else "")
+        reason = (str(exc.reason).strip().splitlines() or [""])[0]  # urllib's redirect loop says it in 3 lines
+        if 300 <= exc.code < 400:
+            reason = "redirect loop" if "infinite loop" in reason else f"redirect ({reason})"
+            detail = ""
+        return f"HTTP {exc.code} {reason}" + (f": {detail[:160]}" if detail else "")
     reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
     if isinstance(reason, ConnectionRefusedError):
         return "connection refused (nothing listens there)"
@@ -84,17 +203,25 @@ def describe_error(exc: BaseException, timeout: float) -> str:
 
 
 def http_get(url: str, timeout: float) -> tuple[str, str, dict[str, str]]:
-    """GET -> (body text, content type, headers). Raises FetchError with one line."""
+    """GET -> (body text, content type, headers), all of it within ``timeout`` seconds (not per read) and
+    at most MAX_BYTES. Raises FetchError with one line."""
     check_scheme(url)
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise FetchError(f"a timeout of {timeout!r} s is not a positive number of seconds")
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "text/plain, */*"})  # noqa: S310 - http(s) checked
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) checked
-            body = resp.read(MAX_BYTES + 1)
-            headers = {k.lower(): v for k, v in resp.headers.items()}
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise FetchError(describe_error(exc, timeout)) from None
-    except http.client.HTTPException as exc:  # BadStatusLine, IncompleteRead...
-        raise FetchError(f"bad HTTP response: {type(exc).__name__}: {str(exc)[:120]}") from None
+    with Deadline(timeout) as deadline:  # describe_error reads an error's body: inside the deadline too
+        try:
+            with open_url(req, deadline) as resp:
+                body = resp.read(MAX_BYTES + 1)
+                headers = {k.lower(): v for k, v in resp.headers.items()}
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise FetchError(deadline.message() if deadline.fired else describe_error(exc, timeout)) from None
+        except http.client.HTTPException as exc:  # BadStatusLine, IncompleteRead...
+            if deadline.fired:
+                raise FetchError(deadline.message()) from None
+            raise FetchError(f"bad HTTP response: {type(exc).__name__}: {str(exc)[:120]}") from None
+        if deadline.fired:  # the body was cut by the deadline
+            raise FetchError(deadline.message())
     if len(body) > MAX_BYTES:
         raise FetchError(f"response larger than {MAX_BYTES // 2**20} MiB: not a /metrics page")
     return body.decode("utf-8", "replace"), headers.get("content-type", ""), headers
@@ -108,10 +235,9 @@ class Scraper:
         self.t0 = self._clock()
         self.kinds: dict[str, str] = {u: KIND_UNKNOWN for u in self.urls}
         self.speculation: dict[str, str] = {}
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.urls)), thread_name_prefix="spectui-scrape")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing to release: each scrape runs on its own daemon thread."""
 
     def scrape(self, url: str) -> MetricsScraped:
         root = base_url(url)
@@ -154,15 +280,49 @@ class Scraper:
             return ""
         return "on" if any(flags) else "none"
 
-    def scrape_all(self) -> list[MetricsScraped]:
-        return list(self._pool.map(self.scrape, self.urls))
+    def scrape_all(self, stop: threading.Event | None = None) -> list[MetricsScraped]:
+        """Every URL's scrape, in parallel; each ends within ``timeout`` (http_get's Deadline). The wait
+        polls, so the calling thread (the main thread for the baseline) hears a signal at once; once
+        ``stop`` is set, a scrape not finished yet is given up ("stopped")."""
+        # One daemon thread per URL, not a pool: an interpreter exit joins a pool's threads, so a signal
+        # would wait for a scrape still running (up to --timeout); a daemon thread ends with the process.
+        results: dict[int, MetricsScraped] = {}
+        lock = threading.Lock()
+        done = threading.Event()
+
+        def one(i: int, url: str) -> None:
+            try:
+                ev = self.scrape(url)
+            except Exception as exc:  # noqa: BLE001 - a scrape never raises: its error is the event's
+                ev = MetricsScraped(url=url, t=self._clock() - self.t0, kind=self.kinds[url],
+                                    error=f"{type(exc).__name__}: {exc}"[:200])
+            with lock:
+                results[i] = ev
+                if len(results) == len(self.urls):
+                    done.set()
+
+        if not self.urls:
+            return []
+        for i, url in enumerate(self.urls):
+            threading.Thread(target=one, args=(i, url), name="spectui-scrape", daemon=True).start()
+        give_up = time.monotonic() + self.timeout + 2.0  # http_get ends by then; a last resort
+        while not done.wait(0.1) and not (stop is not None and stop.is_set()) and time.monotonic() < give_up:
+            pass
+        out = []
+        for i, url in enumerate(self.urls):
+            if i in results:
+                out.append(results[i])
+            else:
+                why = "stopped" if stop is not None and stop.is_set() else f"timed out after {self.timeout:g} s"
+                out.append(MetricsScraped(url=url, t=self._clock() - self.t0, kind=self.kinds[url], error=why))
+        return out
 
 
 def scrape_loop(scraper: Scraper, interval: float, stop: threading.Event) -> Iterator[MetricsScraped]:
     """Scrape every ``interval`` seconds (on a fixed grid: a slow scrape does not shift the next one)."""
     next_at = time.monotonic()
     while not stop.is_set():
-        yield from scraper.scrape_all()
+        yield from scraper.scrape_all(stop)
         next_at += interval
         delay = next_at - time.monotonic()
         if delay < 0:  # fell behind (slow servers): start again from now

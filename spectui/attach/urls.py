@@ -16,9 +16,20 @@ from ..contract.errors import SpectuiError
 _HOST_NAME = re.compile(r"^[A-Za-z0-9._-]+$")  # a DNS name or an IPv4 address (IPv6 goes in brackets)
 
 
+def redact(url: str) -> str:
+    """``url`` with any user name and password written as ``***`` (a URL's credentials are never printed)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    return (scheme + sep if sep else "") + netloc + slash + path
+
+
 def check_url(text: str) -> str:
-    raw = text if isinstance(text, str) else str(text)
-    url = raw.strip()
+    raw = redact(text if isinstance(text, str) else str(text))
+    url = (text if isinstance(text, str) else str(text)).strip()
     if not url:
         raise SpectuiError("attach: an empty URL; give http://HOST:PORT (e.g. http://127.0.0.1:8080)")
     if any(ch.isspace() for ch in url):
@@ -27,7 +38,16 @@ def check_url(text: str) -> str:
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", url):  # "htp:/x": a scheme with a missing slash
             raise SpectuiError(f"attach: {raw!r} is not a URL: expected SCHEME://HOST (http:// or https://)")
         url = "http://" + url
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - "[::1" and a bad port raise here
+    except ValueError as exc:
+        if "port" not in str(exc).lower():
+            raise SpectuiError(f"attach: {raw!r} is not a URL ({exc})") from None
+        parts = urllib.parse.urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise SpectuiError(f"attach: {raw!r}: a URL with a user name or password; attach sends no credentials "
+                           "(give http://HOST:PORT)")
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise SpectuiError(f"attach: {raw!r}: scheme {parts.scheme!r} is not http or https")

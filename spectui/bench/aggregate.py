@@ -1,7 +1,7 @@
 """From measured turns to the report's numbers: one :class:`BenchRow` per (prompt, turn, setting, repeat),
 pooled per category and setting into a :class:`Summary` (and overall).
 
-Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spectui.stats.compute`):
+Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spectui.analysis.stats.compute`):
 
 - mean accepted tokens = tokens one verify step yields on average, the bonus/correction token included:
   1 + (accepted drafts) / (passes that drafted), pooled over the category's runs (vLLM's mean acceptance
@@ -12,8 +12,10 @@ Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spe
 - speedup = mean speculative tokens/s / mean baseline tokens/s (Spec-Bench's definition), baseline of the same
   temperature over the same prompts; its spread (min / median / max) is over each run's own ratio to the
   baseline run of the same prompt, turn, temperature and repeat.
-- equal outputs (temperature 0 only): a speculative run's tokens equal its baseline's up to the baseline's
-  first near tie (:mod:`spectui.lossless`, the rule the tests use).
+- equal outputs (temperature 0 only): a speculative run's tokens equal its baseline's, or part from them at a
+  near tie: a step whose baseline top-two margin is within the kernels' noise measured for this target and
+  machine at the run's k (:mod:`spectui.analysis.lossless` and :mod:`spectui.analysis.noise`, the rule the
+  tests use); a parting above the noise is a real inequality (``Summary.unequal``).
 - contended: other processes took this run's cores (``StatsSnapshot.contended_passes`` > 0).
 """
 
@@ -23,7 +25,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..analysis.lossless import GreedyCheck, check
+from ..analysis.lossless import UNMEASURED_MARGIN, GreedyCheck, check
 from ..analysis.stats import StatsSnapshot, pooled_rates
 from .datasets import Prompt
 from .plan import Setting
@@ -47,6 +49,8 @@ class BenchRow:
     trace: str = ""
     skipped: str = ""  # why this turn was not run ("" when it ran)
     source: str = "engine"  # "engine" or the server URL it came from
+    near_tie: float | None = None  # the near-tie threshold (measured noise at this k; None: not measured)
+    pieces: tuple[str, ...] = ()  # the text of each emitted token (where outputs part, the report names them)
 
     @property
     def category(self) -> str:
@@ -106,8 +110,10 @@ class Summary:
     equal: int = 0
     contended: int = 0  # runs with contention
     skipped: int = 0  # turns not run (did not fit the context)
-    unequal: tuple[str, ...] = field(default_factory=tuple)  # "q<id> turn <t> rep <r>: step <i>" per unequal run
+    unequal: tuple[str, ...] = field(default_factory=tuple)  # per run parted above the noise: where, at what margin
     source: str = "engine"  # "engine" or "server"
+    near_ties: tuple[str, ...] = field(default_factory=tuple)  # per run parted at a near tie: where, at what margin
+    noise: float = -1.0  # the near-tie threshold its runs were judged against (-1: none compared or not measured)
 
     @property
     def label(self) -> str:
@@ -136,7 +142,22 @@ def greedy_check(row: BenchRow, base: BenchRow | None) -> GreedyCheck | None:
         return None
     if base is None or base.margins is None:
         return None
-    return check(row.token_ids, base.token_ids, base.margins)
+    return check(row.token_ids, base.token_ids, base.margins,
+                 row.near_tie if row.near_tie is not None else UNMEASURED_MARGIN)
+
+
+def _piece(row: BenchRow, i: int) -> str:
+    """Token i's text, quoted with its control characters escaped (it comes from the model's vocabulary)."""
+    return repr(row.pieces[i]) if 0 <= i < len(row.pieces) else "?"
+
+
+def parting(row: BenchRow, base: BenchRow, c: GreedyCheck) -> str:
+    """Where a run parts from its baseline, the two tokens, and the margin against the noise."""
+    i = c.first_difference
+    m = "unknown" if c.margin is None else f"{c.margin:.3g}"
+    rel = "within" if c.equal else "above"
+    return (f"q{row.prompt.question_id} turn {row.turn + 1} rep {row.repeat + 1}: parts at token {i + 1} "
+            f"({_piece(base, i)} / {_piece(row, i)}), baseline margin {m} {rel} the noise {c.threshold:.3g}")
 
 
 def comparable(rows: Sequence[BenchRow]) -> dict[int, GreedyCheck]:
@@ -178,10 +199,9 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
     n_pass = sum(r.stats.n_passes for r in ran)
     emitted_decode = sum(max(0, r.stats.n_emitted - 1) for r in ran)
     cs = [(r, checks[id(r)]) for r in ran if id(r) in checks]
-    unequal = tuple(
-        f"q{r.prompt.question_id} turn {r.turn + 1} rep {r.repeat + 1}: first difference at token "
-        f"{c.first_difference + 1}" for r, c in cs if not c.equal
-    )
+    unequal = tuple(parting(r, base[r.unit], c) for r, c in cs if not c.equal)
+    near_ties = tuple(parting(r, base[r.unit], c) for r, c in cs if c.at_near_tie)
+    measured = [c.threshold for r, c in cs if r.near_tie is not None]
     return Summary(
         category=category,
         setting=setting,
@@ -208,6 +228,8 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
         skipped=sum(1 for r in mine if r.stats is None),
         unequal=unequal,
         source="engine" if all(r.source == "engine" for r in mine) else "server",
+        near_ties=near_ties,
+        noise=max(measured) if measured else -1.0,
     )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 
 BUILTIN = "builtin"
 BUILTIN_PATH = Path(__file__).resolve().parent.parent / "data" / "bench-prompts.jsonl"
@@ -66,6 +67,43 @@ class PromptSet:
         return len(self.prompts)
 
 
+# Limits on a prompt file (docs/untrusted-input.md): a dataset is a stranger's file. Past one: one line, exit 2.
+MAX_PROMPT_FILE_BYTES = 32 << 20  # Spec-Bench's question.jsonl is about 0.5 MB
+MAX_PROMPT_LINE_BYTES = 1 << 20  # one JSON record or one text prompt
+MAX_PROMPTS = 100_000
+
+
+def _read_bounded(path: Path, spec: str) -> bytes:
+    """At most MAX_PROMPT_FILE_BYTES of the file (a device or a pipe too: /dev/zero is refused, not read)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PROMPT_FILE_BYTES + 1)
+    except OSError as exc:
+        raise SpectuiError(f"--prompts: cannot read {spec}: {exc.strerror or exc}") from None
+    if len(data) > MAX_PROMPT_FILE_BYTES:
+        raise SpectuiError(f"--prompts: {spec} is larger than {MAX_PROMPT_FILE_BYTES >> 20} MiB: not a prompt set "
+                           "spectui reads (limits: docs/untrusted-input.md)")
+    return data
+
+
+def _check_count(prompts: tuple, spec: str) -> tuple:
+    if len(prompts) > MAX_PROMPTS:
+        raise SpectuiError(f"--prompts: {spec} holds more than {MAX_PROMPTS} prompts (limits: docs/untrusted-input.md)")
+    return prompts
+
+
+def _check_lines(text: str, spec: str) -> None:
+    if len(text) <= MAX_PROMPT_LINE_BYTES:
+        return
+    for n, line in enumerate(text.split("\n"), 1):
+        if len(line) > MAX_PROMPT_LINE_BYTES:
+            raise SpectuiError(f"--prompts: {spec} line {n} is longer than {MAX_PROMPT_LINE_BYTES >> 20} MiB "
+                               "(limits: docs/untrusted-input.md)")
+        if n > MAX_PROMPTS * 10:
+            raise SpectuiError(f"--prompts: {spec} has more than {MAX_PROMPTS * 10} lines "
+                               "(limits: docs/untrusted-input.md)")
+
+
 def load_prompts(spec: str = BUILTIN) -> PromptSet:
     """Read a prompt set: ``builtin`` or a file in one of the three formats (detected from its bytes)."""
     if spec == BUILTIN:
@@ -75,12 +113,9 @@ def load_prompts(spec: str = BUILTIN) -> PromptSet:
         raise SpectuiError(f"--prompts: file not found: {spec} (or use --prompts builtin)")
     if path.is_dir():
         raise SpectuiError(f"--prompts: {spec} is a directory, not a prompt file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SpectuiError(f"--prompts: cannot read {spec}: {exc.strerror or exc}") from None
+    data = _read_bounded(path, spec)
     if data[:4] == PARQUET_MAGIC:
-        prompts = _read_parquet(path)
+        prompts = _check_count(_read_parquet(path), spec)
         fmt = FORMAT_PARQUET
     else:
         if path.suffix.lower() == ".parquet":
@@ -91,12 +126,13 @@ def load_prompts(spec: str = BUILTIN) -> PromptSet:
             raise SpectuiError(
                 f"--prompts: {spec} is neither Spec-Bench JSONL, SPEED-Bench Parquet nor UTF-8 text"
             ) from None
+        _check_lines(text, spec)
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
         if first.startswith("{") or path.suffix.lower() in (".jsonl", ".json"):
-            prompts = _read_jsonl(text, spec)
+            prompts = _check_count(_read_jsonl(text, spec), spec)
             fmt = FORMAT_JSONL
         else:
-            prompts = _read_text(text, path)
+            prompts = _check_count(_read_text(text, path), spec)
             fmt = FORMAT_TEXT
     if not prompts:
         raise SpectuiError(f"--prompts: {spec} holds no prompts")
@@ -124,7 +160,9 @@ def _record(obj, where: str) -> Prompt:
     if not turns[0].strip():
         raise SpectuiError(f"--prompts: {where}: the first turn is empty")
     sub = obj.get("sub_category") or ""
-    return Prompt(qid, cat.strip(), tuple(turns), str(sub))
+    # a category is a label the table, the notes and the TUI show: one safe line (the turns go to the model as
+    # they are)
+    return Prompt(qid, visible_line(cat.strip()), tuple(turns), visible_line(str(sub)))
 
 
 def _read_jsonl(text: str, where: str) -> tuple[Prompt, ...]:
@@ -162,7 +200,7 @@ def _read_parquet(path: Path) -> tuple[Prompt, ...]:
 
 
 def _read_text(text: str, path: Path) -> tuple[Prompt, ...]:
-    cat = path.stem or "prompts"
+    cat = visible_line(path.stem or "prompts")
     return tuple(
         Prompt(n, cat, (line.strip(),)) for n, line in enumerate(text.splitlines(), 1) if line.strip()
     )

@@ -3,6 +3,12 @@ step costs on this machine against a target-only step, hence the tokens per step
 acceptance at that k - needed to break even, against what the category got), equal outputs at temperature 0,
 contention, skipped prompts, and where a stopped bench stopped.
 
+Equal outputs: a speculative run at temperature 0 equals its baseline when its tokens are the baseline's, or
+part from them at a near tie, a step whose baseline top-two margin is within the kernels' noise (a verify
+batch of k + 1 tokens against one-token decodes, measured for the target on this machine:
+``analysis.noise``). The report says where each run parts, the two tokens, and the margin against that
+noise; a parting above the noise is a real inequality, reported as unequal.
+
 Break-even: a speculative decode step costs ``ratio`` = (its mean pass time) / (the target-only mean pass time)
 of the same category, measured in these runs, so it pays when it yields more than ``ratio`` tokens per step
 (speedup ~ tokens per step / ratio). With a constant per-draft acceptance a, a k-draft step yields
@@ -15,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..analysis.costmodel import break_even_acceptance
-from ..analysis.lossless import LOSSLESS_MARGIN
+from ..analysis.lossless import UNMEASURED_MARGIN
 from .aggregate import OVERALL, Summary
 from .plan import TARGET_ONLY
 
@@ -94,6 +100,37 @@ def category_lines(summaries: Sequence[Summary], has_baseline: bool = True) -> l
     return lines
 
 
+def _noise_text(s: Summary) -> str:
+    if s.noise < 0:
+        return f"{s.label} not measured ({UNMEASURED_MARGIN:g} assumed)"
+    return f"{s.label} {s.noise:.3g}" + (" (bit-identical)" if s.noise == 0 else "")
+
+
+def equality_lines(overall: Sequence[Summary]) -> list[str]:
+    """Equal outputs at temperature 0 (the "overall" summaries of the speculative settings): how many runs equal
+    their baseline, token for token or up to a parting at a near tie, against what noise; where each run parts
+    and at what margin; and the runs that part above the noise (unequal: speculation changed the output)."""
+    judged = [s for s in overall if s.compared]
+    compared = sum(s.compared for s in judged)
+    equal = sum(s.equal for s in judged)
+    near = sum(len(s.near_ties) for s in judged)
+    line = (f"Equal outputs (temp 0): {equal} of {compared} speculative runs equal their baseline: {equal - near} "
+            f"token for token, {near} up to a parting at a near tie (a step whose baseline top-two margin is within "
+            f"the kernels' noise at that k, measured: the largest change a verify batch of k + 1 tokens made to a "
+            f"logit's gap to the top token, against one-token decodes; in logits, "
+            + ", ".join(_noise_text(s) for s in judged) + ")")
+    lines = [line + "."]
+    ties = [f"{s.label}: " + "; ".join(s.near_ties) for s in judged if s.near_ties]
+    if ties:
+        lines.append("Parted at a near tie (numerics, not speculation) - " + " | ".join(ties) + ".")
+    bad = [f"{s.label}: " + "; ".join(s.unequal) for s in judged if s.unequal]
+    if bad:
+        n_bad = sum(len(s.unequal) for s in judged)
+        lines.append(f"Unequal: {n_bad} run{'s' if n_bad != 1 else ''} parted from the baseline at a margin above "
+                     f"the noise, a real inequality - " + " | ".join(bad) + ".")
+    return lines
+
+
 def report_lines(summaries: Sequence[Summary], *, has_baseline: bool = True, status: str = "done",
                  stopped_at: str = "", skipped: Sequence[tuple[str, str]] = (), repeats: int = 1,
                  notes: Sequence[str] = ()) -> list[str]:
@@ -102,12 +139,7 @@ def report_lines(summaries: Sequence[Summary], *, has_baseline: bool = True, sta
     overall = [s for s in summaries if s.category == OVERALL and not s.setting.is_baseline]
     compared = sum(s.compared for s in overall)
     if compared:
-        equal = sum(s.equal for s in overall)
-        line = (f"Equal outputs (temp 0): {equal} of {compared} speculative runs equal their baseline's tokens up "
-                f"to its first near tie (top-two logit margin < {LOSSLESS_MARGIN:g})")
-        bad = [f"{s.label}: " + "; ".join(s.unequal) for s in overall if s.unequal]
-        line += "." if not bad else "; unequal - " + " | ".join(bad) + "."
-        lines.append(line)
+        lines.extend(equality_lines(overall))
     contended = sum(s.contended for s in summaries if s.category == OVERALL)
     if contended:
         lines.append(f"Contention: {contended} runs ran while other processes took their cores (\"cont.\" in the "

@@ -94,8 +94,11 @@ def run_bench(
     open_trace: Callable[[str, dict], object] | None = None,
     on_job: Callable[[int, Job], None] | None = None,
     on_event: Callable[[object], None] | None = None,
+    near_tie: Callable[[Setting], float] | None = None,
 ) -> BenchResult:
-    """Run the jobs; see the module docstring. ``open_trace(name, header_extra)`` returns a TraceWriter."""
+    """Run the jobs; see the module docstring. ``open_trace(name, header_extra)`` returns a TraceWriter.
+    ``near_tie(setting)``: the near-tie threshold of a speculative temperature-0 setting (the kernels' noise
+    measured at its k, ``analysis.noise.NoiseResult.threshold``), kept in its rows for the lossless check."""
     templater = templater or (lambda t, a: raw_prompt(t, a))
     res = BenchResult(jobs_total=len(jobs))
     n_ctx = engine.n_ctx
@@ -173,8 +176,10 @@ def run_bench(
                 if s.is_baseline and s.temperature == 0:
                     m = margins_of(events)
                     margins = tuple(m) if m is not None else None
+                pieces = tuple(tk.text for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
+                tie = near_tie(s) if near_tie is not None and not s.is_baseline and s.temperature == 0 else None
                 res.rows.append(BenchRow(p, t, s, job.repeat, compute(events), ids, out_text, margins,
-                                         n_tok, trace))
+                                         n_tok, trace, near_tie=tie, pieces=pieces))
                 answers.append(out_text)
         except KeyboardInterrupt:
             res.status = "interrupted"

@@ -33,12 +33,15 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
+from ..attach.metrics import BadCounters
 from ..attach.metrics import parse as parse_metrics
-from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, openai_model
-from ..attach.scraper import USER_AGENT, FetchError, base_url, check_scheme, describe_error, http_get
+from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, _float, _int, openai_model
+from ..attach.scraper import (
+    USER_AGENT, Deadline, FetchError, abort_all, base_url, check_scheme, describe_error, http_get, open_url,
+)
 from ..analysis.attach_stats import OK, engine_window, sum_windows
 from ..engine.chat import chat_messages
 from ..contract.errors import SpectuiError
@@ -67,28 +70,39 @@ class Deployment:
     kind: str  # KIND_LLAMA_SERVER, KIND_VLLM, ... or "" (no /metrics)
     model: str
     metrics: bool  # /metrics answers with Prometheus text
+    problems: list = field(default_factory=list)  # impossible counters seen (named in the report's notes)
 
 
 def probe_deployment(url: str, timeout: float) -> Deployment:
     """What answers at ``url``: its /metrics kind (if any) and model id; SpectuiError when nothing answers."""
+    from ..attach.urls import check_url  # noqa: PLC0415
+
+    try:
+        check_url(url)  # "[::1", credentials, a bad port: one line before any request
+    except SpectuiError as exc:
+        raise SpectuiError(f"--url: {str(exc).removeprefix('attach: ')}") from None
     root = base_url(url)
     try:
         check_scheme(root)
     except FetchError as exc:
         raise SpectuiError(f"--url {url}: {exc}") from None
-    kind, metrics = "", False
+    kind, metrics, problems = "", False, []
     try:
         text, ctype, _ = http_get(root + "/metrics", min(timeout, 10.0))
         if "html" not in ctype.lower():
             kind = parse_metrics(text).kind
             metrics = True
+    except BadCounters as exc:  # metrics all the same: each scrape is checked again (and named in the notes)
+        kind, metrics, problems = exc.kind, True, [str(exc)]
     except (FetchError, ValueError):
         pass
     try:
-        http_get(root + "/v1/models", min(timeout, 10.0))
+        _, models_type, _ = http_get(root + "/v1/models", min(timeout, 10.0))
     except FetchError as exc:
         raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models ({exc})") from None
-    return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics)
+    if "html" in models_type.lower():
+        raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models (got an HTML page: a web UI?)")
+    return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics, problems)
 
 
 def _counters(dep: Deployment, timeout: float):
@@ -98,6 +112,10 @@ def _counters(dep: Deployment, timeout: float):
     try:
         text, _, _ = http_get(dep.root + "/metrics", timeout)
         return parse_metrics(text)
+    except BadCounters as exc:  # accepted > drafted, a NaN count: named, its figures left out
+        if str(exc) not in dep.problems:
+            dep.problems.append(str(exc))
+        return None
     except (FetchError, ValueError):
         return None
 
@@ -136,50 +154,60 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
         return RequestEnded(
             t=time.monotonic() - t0, reason=reason, error=error,
             n_tokens=int(n) if isinstance(n, int) else n_chunks,
-            draft_n=int(timings.get("draft_n", -1)), draft_n_accepted=int(timings.get("draft_n_accepted", -1)),
-            prompt_ms=float(timings.get("prompt_ms", -1.0)), predicted_ms=float(timings.get("predicted_ms", -1.0)),
-            predicted_n=int(timings.get("predicted_n", -1)),
+            draft_n=_int(timings.get("draft_n", -1)), draft_n_accepted=_int(timings.get("draft_n_accepted", -1)),
+            prompt_ms=_float(timings.get("prompt_ms", -1.0)), predicted_ms=_float(timings.get("predicted_ms", -1.0)),
+            predicted_n=_int(timings.get("predicted_n", -1)),
         )
 
+    deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
+
+    def why(message: str) -> str:  # a read the deadline cut says so, not "closed early" or "broken"
+        return f"{dep.url}: {deadline.message()} (the whole request)" if deadline.fired else message
+
+    deadline.__enter__()
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - http(s) checked
-    except urllib.error.HTTPError as exc:
-        detail = ""
         try:
-            detail = exc.read().decode("utf-8", "replace")[:160]
-        except OSError:
-            pass
-        yield ended(REQ_ERROR, f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
-        return
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: {describe_error(exc, timeout)}")
-        return
-    except http.client.HTTPException as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: bad HTTP response: {type(exc).__name__}")
-        return
-    try:
-        with resp:
-            stream = JsonStream(resp)
-            for msg in stream:
-                last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
-                for c in msg.get("choices") or []:
-                    text = (c.get("delta") or {}).get("content") or ""
-                    if text:
-                        n_chunks += 1
-                        yield RequestChunk(t=time.monotonic() - t0, text=text, n_tokens=1)
-                    fr = c.get("finish_reason")
-                    if fr:
-                        finish = REQ_LENGTH if fr == "length" else REQ_STOP
-            if not (stream.done or finish):
-                yield ended(REQ_ERROR, f"{dep.url}: {CLOSED_EARLY}")
-                return
-    except StreamError as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: {exc}")
-        return
-    except (OSError, http.client.HTTPException) as exc:
-        yield ended(REQ_ERROR, f"{dep.url}: stream broken: {describe_error(exc, timeout)}")
-        return
-    yield ended(finish or REQ_STOP)
+            resp = open_url(req, deadline)
+        except urllib.error.HTTPError as exc:
+            detail = ""
+            try:
+                detail = exc.read(4096).decode("utf-8", "replace")[:160]
+            except OSError:
+                pass
+            yield ended(REQ_ERROR, f"{dep.url}: {deadline.message()}" if deadline.fired
+                        else f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
+            return
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: {describe_error(exc, timeout)}"))
+            return
+        except http.client.HTTPException as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: bad HTTP response: {type(exc).__name__}"))
+            return
+        try:
+            with resp:
+                stream = JsonStream(resp)
+                for msg in stream:
+                    last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
+                    for c in msg.get("choices") or []:
+                        text = (c.get("delta") or {}).get("content") or ""
+                        if text:
+                            n_chunks += 1
+                            yield RequestChunk(t=time.monotonic() - t0, text=text, n_tokens=1)
+                        fr = c.get("finish_reason")
+                        if fr:
+                            finish = REQ_LENGTH if fr == "length" else REQ_STOP
+                if not (stream.done or finish):
+                    yield ended(REQ_ERROR, why(f"{dep.url}: {CLOSED_EARLY}"))
+                    return
+        except StreamError as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: {exc}"))
+            return
+        except (OSError, http.client.HTTPException) as exc:
+            yield ended(REQ_ERROR, why(f"{dep.url}: stream broken: {describe_error(exc, timeout)}"))
+            return
+        yield ended(finish or REQ_STOP)
+    finally:
+        deadline.cancel()
 
 
 def request_stats(events: Sequence, window=None) -> StatsSnapshot:
@@ -270,14 +298,18 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
                 res.jobs_done += 1
         else:
             with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="spectui-bench") as pool:
-                for ji, (rows, err) in enumerate(pool.map(one_job, range(len(jobs)))):
-                    if on_job is not None:
-                        on_job(ji, jobs[ji], len(jobs), ps.prompts)
-                    res.rows.extend(rows)
-                    if err and not res.status.startswith("failed"):
-                        res.status, res.stopped_at = f"failed: {err}", _where(jobs, ps, ji)
-                    if not err:
-                        res.jobs_done += 1
+                try:
+                    for ji, (rows, err) in enumerate(pool.map(one_job, range(len(jobs)))):
+                        if on_job is not None:
+                            on_job(ji, jobs[ji], len(jobs), ps.prompts)
+                        res.rows.extend(rows)
+                        if err and not res.status.startswith("failed"):
+                            res.status, res.stopped_at = f"failed: {err}", _where(jobs, ps, ji)
+                        if not err:
+                            res.jobs_done += 1
+                except KeyboardInterrupt:  # a signal: end the requests under way, or the pool's shutdown
+                    abort_all()            # waits for each server (up to --timeout) before the bench stops
+                    raise
     except KeyboardInterrupt:
         res.status, res.stopped_at = "interrupted", _where(jobs, ps, res.jobs_done)
     notes = []
@@ -288,6 +320,9 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
         notes.append(f"--concurrency {concurrency}: /metrics deltas mix requests, so acceptance comes from each "
                      "request's own timings (llama-server) and verify steps are not attributed.")
     kinds = {u: (d.kind or "no /metrics") for u, d in deps.items()}
+    for dep in [*deps.values(), *([base_dep] if base_dep is not None else [])]:
+        for problem in dep.problems:
+            notes.append(f"{dep.url}: /metrics: {problem}: the server-side speculative figures are left out")
     params = {"mode": "server", "urls": urls, "baseline_url": baseline_url, "kinds": kinds, "prompts": ps.source,
               "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
               "system": system, "n_predict": n_predict, "temperatures": temps, "seed": seed, "repeat": repeat,

@@ -18,7 +18,11 @@ from typing import Any, Callable
 
 import click
 
+from ..contract.params import DURATION, SECONDS
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.exitcodes import FAILED, OK, SignalStop
 from ..recording.trace import TraceWriter
 from ..contract.events import (
@@ -48,7 +52,7 @@ class AttachSession:
         n_predict: int = 128,
         draft_max: int = -1,
         count: int = 0,
-        request_timeout: float = 60.0,
+        request_timeout: float = 600.0,  # -p: the whole request and its stream (q, --count, --duration end it sooner)
         duration: float = 0.0,
     ) -> None:
         self.urls = urls
@@ -67,6 +71,7 @@ class AttachSession:
         self.last_error: dict[str, str] = {}
         self.request_end: RequestEnded | None = None
         self.end_reason = ""
+        self.ended_by = ""  # "duration" when --duration ended the session (failure() says which limit)
         self.stats = AttachStats()
         self.t0 = time.monotonic()
         self.scraper = Scraper(urls, timeout=self.timeout, clock=self._clock)
@@ -89,13 +94,16 @@ class AttachSession:
         reason, ticks = "stopped", 0
         try:
             # The baseline first (request mode: before the request, so the session window is the request).
-            for ev in self.scraper.scrape_all():
+            # polled (scrape_all): a signal stops it at once, and every scrape ends within --timeout
+            for ev in self.scraper.scrape_all(self.stop):
                 emit(ev)
             for th in threads:
-                th.start()
+                if not self.stop.is_set():
+                    th.start()
             while not self.stop.is_set():
                 if self.duration and self._clock() - self.t0 >= self.duration:
                     reason = "done"  # the deadline (--duration); failure() says whether it went well
+                    self.ended_by = "duration"
                     break
                 try:
                     item = q.get(timeout=0.2)
@@ -116,9 +124,9 @@ class AttachSession:
             reason = "stopped"
         finally:
             self.stop.set()
-            for th in threads:
-                if th.is_alive():
-                    th.join(timeout=self.timeout + 1)
+            for th in threads:  # a thread blocked in a read is a daemon: its scrape or request ends with
+                if th.is_alive():  # the process (its Deadline); the session's end never waits on a server
+                    th.join(timeout=0.3)
             while not q.empty():  # a request cut short still ends with its RequestEnded
                 item = q.get_nowait()
                 if isinstance(item, RequestEnded):
@@ -152,7 +160,8 @@ class AttachSession:
             if end is not None and end.reason == REQ_ERROR:
                 return f"the request failed: {end.error}"
             if (end is None or end.reason == REQ_STOPPED) and self.end_reason == "done":
-                return "the request did not finish"
+                by = f"--duration {self.duration:g} s" if self.ended_by == "duration" else f"--count {self.count}"
+                return f"the request did not finish within {by}"
         if self.end_reason != "done":
             return ""
         for url in self.urls:
@@ -167,7 +176,7 @@ class AttachSession:
     def _scrape_worker(self, q: queue.Queue) -> None:
         next_at = time.monotonic() + self.interval
         while not self.stop.wait(max(0.0, next_at - time.monotonic())):
-            for ev in self.scraper.scrape_all():
+            for ev in self.scraper.scrape_all(self.stop):
                 q.put(ev)
             q.put(_TICK)
             next_at = max(next_at + self.interval, time.monotonic())
@@ -185,7 +194,7 @@ class AttachSession:
         request's counts when its slot is released, just after the last chunk), at most ~2 s."""
         req = self.stats.snapshot().request
         for _ in range(20):
-            evs = self.scraper.scrape_all()
+            evs = self.scraper.scrape_all(self.stop)
             for ev in evs:
                 emit(ev)
             first = next((e for e in evs if e.url == self.urls[0]), None)
@@ -199,9 +208,9 @@ class AttachSession:
 
 @command("attach")
 @click.argument("urls", nargs=-1, required=True)
-@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+@click.option("--interval", type=SECONDS, default=1.0, show_default=True,
               help="seconds between scrapes of /metrics")
-@click.option("--timeout", type=click.FloatRange(min=0.05), default=None,
+@click.option("--timeout", type=SECONDS, default=None,
               help="seconds to wait for one scrape (default 0.8 x interval, 0.2-5 s)")
 @click.option("--headless", is_flag=True, help="no TUI: one line per engine per interval")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text (implies --headless)")
@@ -212,12 +221,13 @@ class AttachSession:
                    "vendored in llama-cpp-python 0.3.36 ignores it (compiled out), vLLM has no such field")
 @click.option("--count", type=click.IntRange(min=0), default=0,
               help="stop after this many intervals (0: until Ctrl+C); exit 1 if a URL never answered")
-@click.option("--duration", type=click.FloatRange(min=0), default=0.0,
+@click.option("--duration", type=DURATION, default=0.0,
               help="stop after this many seconds (0: no deadline); exit 1 if a URL never answered or the -p "
                    "request did not finish")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, help="write what attach saw as a trace")
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
                prompt: str | None, n_predict: int, draft_max: int, count: int, duration: float, record: str | None,
                force: bool, theme: str | None) -> None:
@@ -234,6 +244,10 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
 
         check_theme(theme)  # every face refuses an unknown theme (headless too)
+        if not headless:
+            from ..tui.shared.terminal import require_terminal  # noqa: PLC0415 - no Textual
+
+            require_terminal("spectui attach")  # one line, exit 2: not a TUI drawn into a pipe
         if record:
             writer = TraceWriter(record, force=force)  # checked now, opened at AttachStarted
     except SpectuiError as exc:
@@ -244,10 +258,17 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     if not headless:
         sys.exit(_run_tui(session, writer, theme))
     face = HeadlessFace(sys.stdout, as_json)
+    write_error: list[str] = []  # --record on a full disk or /dev/full: one line, the session ends
 
     def sink(ev: Any) -> None:
+        nonlocal writer
         if writer is not None:
-            writer.write(ev)
+            try:
+                writer.write(ev)
+            except SpectuiError as exc:
+                write_error.append(str(exc))
+                writer = None
+                session.stop.set()
         face(ev)
 
     with SignalStop(session.stop.set, second_sigint_raises=False) as signals:
@@ -255,10 +276,16 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
             session.run(sink)
         finally:
             if writer is not None:
-                writer.close()
+                try:
+                    writer.close()
+                except SpectuiError as exc:
+                    write_error.append(str(exc))
+    if write_error:
+        click.echo(f"spectui: error: {visible_line(write_error[0])}", err=True)
+        sys.exit(2)
     why = session.failure()
     if why and not signals.signum:
-        click.echo(f"spectui: attach: {why}", err=True)
+        click.echo(f"spectui: attach: {visible_line(why)}", err=True)
     sys.exit(signals.status(FAILED if why else OK))
 
 

@@ -8,7 +8,6 @@ a run or a server that fails keeps the rows done (exit 1)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -20,9 +19,11 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from ..contract.params import SECONDS
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
-from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder, text_report
+from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
+from ..contract.text import json_text, visible
 from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
 from .common import ModelOptions, load_engine
 from ..bench.aggregate import OVERALL, aggregate
@@ -36,6 +37,7 @@ from . import command
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
+NOISE_MAX_BATCH = 9  # the kernels' noise is measured for verify batches of 2..9 tokens (k <= 8) at least
 
 
 JSON_KIND = json_report("bench")  # the --json object's first key: "schema": "spectui.bench"
@@ -53,7 +55,7 @@ def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False):
 def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
     """Write a report file atomically (through ``output_path``), or print it for "-"."""
     if path == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(visible(text))  # stdout may be a terminal: a dataset's words, controls made visible
         sys.stdout.flush()
         return
     with output_path(path, kind, inputs, force).atomic_write() as fh:
@@ -143,7 +145,7 @@ class _Signals:
               help="server mode: requests in flight; several (1,2,4,8,16): the knee sweep (docs/batch-knee.md)")
 @click.option("--knee-probe", type=str, default=None,
               help="concurrency sweep: `spectui probe --batched --json` output, for the predicted knee beside it")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=SECONDS, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
     sig = _Signals()
@@ -198,6 +200,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
     ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
     inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft]
+    check_distinct((("--json", json_out), ("--csv", csv_out), ("--markdown", md_out)))  # one file each
     for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
         if p and p != "-":
             output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
@@ -243,14 +246,17 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         engine = load_engine(models, use_draft="model" in drafters, quiet=True, inspect_top=INSPECT_TOP)
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
-    except KeyboardInterrupt:  # stopped while loading: the --record-dir this bench made goes again
+        load_s = time.perf_counter() - t_load
+        t_noise = time.perf_counter()
+        noise = _noise(engine, settings)  # before any run; stopped or failed here, nothing is written either
+        noise_s = time.perf_counter() - t_noise
+    except BaseException:  # stopped while loading: the --record-dir this bench made goes again
         if engine is not None:
             engine.close()
         if made_dir:
             with contextlib.suppress(OSError):
                 rec.rmdir()  # only an empty folder goes
         raise
-    load_s = time.perf_counter() - t_load
     try:
         templater = _templater(engine, chat, system)
         jobs = make_jobs(len(ps.prompts), settings, repeat)
@@ -262,7 +268,8 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
 
         t0 = time.perf_counter()
         res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
-                                 open_trace if rec is not None else None)
+                                 open_trace if rec is not None else None,
+                                 (lambda s: noise.threshold(s.k)) if noise is not None else None)
         bench_s = time.perf_counter() - t0
     finally:
         engine.close()
@@ -273,9 +280,42 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
         "ctx_size": models.ctx_size, "record_dir": str(rec) if rec is not None else None,
         "timing": {"load_s": load_s, "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
-                   "outside_runs_s": bench_s - res.run_wall_s},
+                   "outside_runs_s": bench_s - res.run_wall_s, "noise_s": noise_s},
+        "noise": noise.report() if noise is not None else None,
     }
+    if noise is not None:
+        params["notes"] = [noise_note(noise)]
     return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
+
+
+def _noise(engine, settings):
+    """The kernels' noise for the target (``analysis.noise``, cached per target and machine), measured before the
+    runs when a speculative setting runs at temperature 0 (its equal-output check needs it); else None."""
+    ks = [s.k for s in settings if not s.is_baseline and s.temperature == 0]
+    if not ks:
+        return None
+    from ..analysis.lossless import UNMEASURED_MARGIN  # noqa: PLC0415
+    from ..analysis.noise import cached_or_measure  # noqa: PLC0415
+
+    max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
+
+    def say(m: str) -> None:
+        print(f"spectui: {m}", file=sys.stderr)
+
+    progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
+                ) if sys.stderr.isatty() else None
+    try:
+        return cached_or_measure(engine, max_batch=max_batch, warn=say, progress=progress)
+    except SpectuiError as exc:  # a context too small to measure in: judged against the unmeasured threshold
+        say(f"warning: the kernels' noise could not be measured ({exc}); equal outputs are "
+            f"judged against {UNMEASURED_MARGIN:g}")
+        return None
+
+
+def noise_note(noise) -> str:
+    """The report's line on the noise the equal-output check was judged against."""
+    src = "cached" if noise.cached else f"measured now in {noise.wall_s:.1f} s"
+    return f"Noise (the near-tie threshold): {noise.summary_line()} ({src}; by k in --json: params.noise)."
 
 
 def _templater(engine, chat, system) -> Templater:
@@ -310,13 +350,21 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
                           skipped=skipped, repeats=repeat, notes=notes)
     status = {"status": res.status, "stopped_at": res.stopped_at, "jobs_done": res.jobs_done,
               "jobs_total": res.jobs_total}
-    if json_out:
+    failed_exports: list[str] = []  # one export that fails (a full disk) loses neither the others nor the table
+    def json_doc() -> str:  # strict JSON: a NaN from a server is null
         doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status)}
-        write_text(json_out, json.dumps(doc) + "\n", JSON_KIND, inputs, force)
-    if csv_out:
-        write_text(csv_out, to_csv(res.rows), CSV_KIND, inputs, force)
-    if md_out:
-        write_text(md_out, to_markdown(summaries, has_base), MD_KIND, inputs, force)
+        return json_text(doc, ensure_ascii=True) + "\n"
+
+    for path, make, kind in (
+        (json_out, json_doc, JSON_KIND),
+        (csv_out, lambda: to_csv(res.rows), CSV_KIND),
+        (md_out, lambda: to_markdown(summaries, has_base), MD_KIND),
+    ):
+        if path:
+            try:
+                write_text(path, make(), kind, inputs, force)
+            except SpectuiError as exc:
+                failed_exports.append(str(exc))
     to_stdout = "-" in (json_out, csv_out, md_out)
     console = Console(file=sys.stderr if to_stdout else out,
                       width=_term_width() if (not to_stdout and getattr(out, "isatty", lambda: False)()) else 160)
@@ -326,8 +374,12 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
     elif not any(s.skipped for s in summaries):
         console.print("no runs finished", markup=False)
     for line in report:
-        console.print(line, markup=False, highlight=False)
+        console.print(visible(line), markup=False, highlight=False)  # a server's errors, a dataset's names
     out.flush()
+    for message in failed_exports:
+        click.echo(f"spectui: error: {message}", err=True)
+    if failed_exports:
+        return 2
     if res.status == "interrupted":
         return signals.exit_code if signals is not None else 130
     if res.status.startswith("failed"):
@@ -374,7 +426,8 @@ def _job_text(job, prompts) -> str:
             f"repeat {job.repeat + 1}")
 
 
-def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater, open_trace) -> BenchResult:
+def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater, open_trace,
+                       near_tie=None) -> BenchResult:
     """run_bench with the progress line: prompt i of N, the setting, elapsed and ETA."""
     with _progress() as (progress, task):
         progress.update(task, total=len(jobs))
@@ -383,6 +436,6 @@ def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater,
             progress.update(task, completed=i, description=_job_text(job, prompts))
 
         res = run_bench(engine, prompts, jobs, n_predict, seed, turns=turns, templater=templater,
-                        chat_label=templater.label, open_trace=open_trace, on_job=on_job)
+                        chat_label=templater.label, open_trace=open_trace, on_job=on_job, near_tie=near_tie)
         progress.update(task, completed=res.jobs_done)
     return res

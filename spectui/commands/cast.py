@@ -32,6 +32,7 @@ from typing import Any, Iterable
 import click
 
 from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
+from ..contract.text import json_text, visible_line
 from ..contract.errors import SpectuiError
 from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
@@ -134,7 +135,7 @@ def cast_title(start: RunStarted | None) -> str:
 def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
                     end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
     """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2, atomically (through
-    spectui.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
+    spectui.contract.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
     ``end_t``. Returns ("o" events written, duration)."""
     target = out if isinstance(out, OutputPath) else check_output(out, CAST)
     ends_at = end_t + HOLD_END_S
@@ -144,7 +145,7 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
         "height": rows,
         "timestamp": int(start.started_at) if start is not None and start.started_at > 0 else 0,
         "duration": round(ends_at, 6),
-        "title": title or cast_title(start),
+        "title": visible_line(title or cast_title(start)),  # a player may show it
         "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
     }
     merged: list[list[Any]] = []
@@ -156,7 +157,7 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
     _WRITING.append(True)
     try:
         with target.atomic_write("w") as fh:
-            fh.write(json.dumps(header, ensure_ascii=False) + "\n")
+            fh.write(json_text(header) + "\n")  # the title holds a trace's words
             fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
             for t, data in merged:
                 fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")

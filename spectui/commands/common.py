@@ -117,20 +117,23 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     return build()
 
 
-def probe_at_load(engine, quiet: bool = False) -> MachineProbe:
+def probe_at_load(engine, quiet: bool = False, say=None, progress=None) -> MachineProbe:
     """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
     model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
     (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
-    has one."""
+    has one. ``say`` and ``progress`` take its messages (default: stderr; the TUI shows them in its screen,
+    where it measures after the first screen is up)."""
     from ..analysis.probe import cached_or_measure
 
-    def say(msg: str) -> None:
-        print(f"spectui: {msg}", file=sys.stderr)
+    if say is None:
+        def say(msg: str) -> None:
+            print(f"spectui: {msg}", file=sys.stderr)
+    shown = progress
 
     def measure():
         inner = getattr(engine, "engine", engine)
-        progress = None
-        if not quiet and sys.stderr.isatty():
+        progress = shown
+        if progress is None and not quiet and sys.stderr.isatty():
             def progress(m: str) -> None:
                 say(f"measuring this machine (once per model and machine, cached): {m}")
         return cached_or_measure(inner, warn=say, progress=progress)

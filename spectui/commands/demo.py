@@ -1,7 +1,7 @@
 """``spectui demo``: the bundled recordings replayed in the TUI, act after act, looping until quit. No
 model needed.
 
-Two acts, each a real run on this project's 2-core CPU, each with its reason on screen:
+Three acts, each real runs recorded on a 2-core CPU, each with its reason on screen:
 
 1. ``spectui/data/demo-trace.jsonl.gz`` (``demos/record_demo.py``): the Qwen2.5-Coder 1.5B target with
    its 0.5B draft, acceptance changing with k and temperature; here speculation loses, and the act
@@ -9,6 +9,8 @@ Two acts, each a real run on this project's 2-core CPU, each with its reason on 
 2. ``spectui/data/demo-act2.jsonl.gz`` (``demos/record_act2.py``): the best regime this CPU allows
    (``benchmarks/bench_regimes.py``): the target alone, then prompt lookup at k = 3 on an editing task,
    where drafts cost nothing; the act says what it bought, from the recording's own numbers.
+3. ``spectui/data/race-*.jsonl.gz`` (``demos/record_race.py``): the race of the target alone, prompt
+   lookup and the draft model on one clock (``spectui.views.race_timeline``).
 
 They are package data, so a plain ``pip install .`` finds them. The screen says it is a recording (the
 replay banner names the models and the recording date); at the end of an act the final screen holds for
@@ -17,6 +19,7 @@ a few seconds, then the next act starts (``--act N``: that act alone, looping), 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from importlib import resources
@@ -24,6 +27,8 @@ from importlib import resources
 from dataclasses import dataclass
 
 import click
+
+from ..tui.shared.ascii import ascii_option
 
 from ..contract.errors import SpectuiError
 from ..contract.events import PassEvent, RunStarted
@@ -144,6 +149,80 @@ def act_reason(act: Act, events) -> str:
             "compute). Watch acceptance by position as the draft length and the temperature change.")
 
 
+@functools.lru_cache(maxsize=None)
+def looping(base, restart: str):
+    """``base`` (a paced face: the run's SpectuiApp or the race's RaceApp), looping: once its player is at
+    the end and at rest the finished screen holds for ``loop_hold_s`` seconds, then ``restart`` (the name of
+    its screen's action that starts over) runs again (``next_act``: the app exits with "next" instead, for
+    the next act). The welcome line and the act's reason are shown when it starts. Written once for both
+    kinds of act: the hold is armed from the paint, which every state change, key and worker end goes
+    through. One class per base (made once: a demo running for hours makes an app per act and loop, and
+    Textual keeps what it learns of a class), configured per app by ``demo_setup``."""
+    from textual.binding import Binding
+
+    class Looping(base):
+        BINDINGS = [Binding("w", "why", "why")]
+        loops = 0
+        _hold = None  # the timer holding the finished screen
+        welcome = ""
+        reason = ""
+        loop_hold_s = LOOP_HOLD_S
+        next_act = False
+
+        def demo_setup(self, welcome: str, reason: str, loop_hold_s: float, next_act: bool):
+            self.welcome, self.reason, self.loop_hold_s, self.next_act = welcome, reason, loop_hold_s, next_act
+            return self
+
+        def on_mount(self) -> None:  # Textual also runs the base's on_mount (handlers follow the MRO)
+            self.notify(self.welcome, timeout=6)
+            if self.reason:
+                show_reason(self, self.reason)
+
+        def action_why(self) -> None:
+            if self.reason:
+                show_reason(self, self.reason, whole=True)
+
+        def _at_rest(self) -> bool:
+            return self.player.at_end and not self.running and not self.control.paused
+
+        def _paint(self, now: float) -> None:
+            super()._paint(now)
+            if self._hold is None and self._at_rest():
+                self._hold = self.set_timer(self.loop_hold_s, self._loop_again)
+
+        def _loop_again(self) -> None:
+            self._hold = None
+            if not self._at_rest():
+                return
+            self.loops += 1
+            if self.next_act:
+                self.exit("next")
+                return
+            getattr(self.face_screen(), restart)()
+
+    Looping.__name__ = Looping.__qualname__ = "Demo" + base.__name__
+    return Looping
+
+
+REASON_S = 8.0  # the act's short "why" note stays this long (a click dismisses it sooner)
+
+
+def reason_headline(reason: str) -> str:
+    """The reason's first sentence (the verdict), for the note an 80x24 screen can spare."""
+    first = reason.split("\n", 1)[0]
+    cut = first.find(". ")
+    return first[:cut + 1] if cut > 0 else first
+
+
+def show_reason(app, reason: str, whole: bool = False) -> None:
+    """The act's reason as a note: its first sentence and a pointer to ``w``, which shows it whole (a click
+    on a note dismisses it)."""
+    if whole:
+        app.notify(reason, title="why", timeout=max(REASON_S, 12.0))
+    else:
+        app.notify(reason_headline(reason) + " (w: why)", title="why", timeout=REASON_S)
+
+
 def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
                   reason: str = "", next_act: bool = False, **kw):
     """The replay app, looping: at the end it holds for ``loop_hold_s`` seconds, then jumps to the start
@@ -151,42 +230,12 @@ def make_demo_app(events, theme: str | None = None, speed: float = 1.0, loop_hol
     from ..contract.control import RunControl
     from ..recording.player import ReplayPlayer
     from ..tui.run.app import SpectuiApp
-    from ..tui.shared.app import StateChanged
 
-    class DemoApp(SpectuiApp):
-        loops = 0
-        _hold = None  # the timer holding the finished screen
-
-        def on_mount(self) -> None:  # Textual also runs SpectuiApp.on_mount (handlers follow the MRO)
-            self.notify("spectui demo: a recording of a real run, no model needed (q quits)", timeout=6)
-            if reason:
-                self.notify(reason, title="why", timeout=max(12.0, loop_hold_s))
-
-        def _at_rest(self) -> bool:
-            return self.player.at_end and not self.running and not self.control.paused
-
-        def on_state_changed(self, message: StateChanged) -> None:  # also the worker's last word
-            self._arm()
-
-        def settings_changed(self) -> None:  # a key: resuming at the end starts the hold again
-            super().settings_changed()
-            self._arm()
-
-        def _arm(self) -> None:
-            if self._hold is None and self._at_rest():
-                self._hold = self.set_timer(loop_hold_s, self._loop_again)
-
-        def _loop_again(self) -> None:
-            self._hold = None
-            if self._at_rest():
-                self.loops += 1
-                if next_act:
-                    self.exit("next")
-                    return
-                self.run_screen.action_jump_start()
-
+    cls = looping(SpectuiApp, "action_jump_start")
     player = ReplayPlayer(events, speed=speed)
-    return DemoApp(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
+    app = cls(None, RunControl(), theme=theme, replay=player, title="spectui demo (recording)", **kw)
+    return app.demo_setup("spectui demo: a recording of a real run, no model needed (q quits)", reason,
+                          loop_hold_s, next_act)
 
 
 def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_hold_s: float = LOOP_HOLD_S,
@@ -195,43 +244,23 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
     ``loop_hold_s`` seconds, then the race starts over (``next_act``: exits with "next")."""
     from ..tui.race.app import RaceApp
 
-    class DemoRaceApp(RaceApp):
-        loops = 0
-        _hold = None
-
-        def on_mount(self) -> None:
-            self.notify("spectui demo: recordings of real runs, raced on one clock (q quits)", timeout=6)
-            if reason:
-                self.notify(reason, title="why", timeout=max(12.0, loop_hold_s))
-
-        def _at_rest(self) -> bool:
-            return self.player.at_end and not self.running and not self.control.paused
-
-        def _paint(self, now: float) -> None:
-            super()._paint(now)
-            if self._hold is None and self._at_rest():
-                self._hold = self.set_timer(loop_hold_s, self._loop_again)
-
-        def _loop_again(self) -> None:
-            self._hold = None
-            if self._at_rest():
-                self.loops += 1
-                if next_act:
-                    self.exit("next")
-                    return
-                self.race_screen.action_restart()
-
-    return DemoRaceApp(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
+    cls = looping(RaceApp, "action_restart")
+    app = cls(race, theme=theme, speed=speed, title="spectui demo (race of recordings)")
+    return app.demo_setup("spectui demo: recordings of real runs, raced on one clock (q quits)", reason,
+                          loop_hold_s, next_act)
 
 
 @command("demo")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
 @click.option("--act", type=click.IntRange(1, len(ACTS)), default=None,
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup, 3: the race); default: every "
                    "act in turn")
-def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> None:
+@click.option("--paths", is_flag=True, help="print the bundled recordings' paths (one a line; with --act N, that "
+                                            "act's), e.g. for spectui cast, and exit")
+def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None, paths: bool) -> None:
     """Real runs on 2 CPU cores; q quits."""
     import threading
 
@@ -242,6 +271,10 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
     from ..tui.shared.themes import check_theme  # no Textual: the theme files only
 
     try:
+        if paths:  # where an installed package keeps them: `spectui cast "$(spectui demo --paths --act 1)"`
+            for a in ([ACTS[act - 1]] if act else ACTS):
+                print("\n".join(race_paths(a) if a.race else [demo_trace_path(a.number)]))
+            return
         sp = parse_speed(speed)
         check_theme(theme)  # every face refuses an unknown theme, --headless too
         acts = [ACTS[act - 1]] if act else list(ACTS)
@@ -264,6 +297,9 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None) -> 
                     replay_headless(demo_trace_path(a.number), sys.stdout,
                                     speed=sp if speed != "1" else float("inf"), stop=stop)
             sys.exit(signals.status())
+        from ..tui.shared.terminal import require_terminal
+
+        require_terminal("spectui demo")  # one line, exit 2: not a TUI drawn into a pipe, waiting for q
         from ..tui.run.app import run_app
         loaded = [(a, load_race_act(a) if a.race else load_for_tui(demo_trace_path(a.number))[1]) for a in acts]
         while True:  # act after act until q (one act: it loops inside its app)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..contract.params import PROBABILITY, TEMPERATURE
+
 
 def model_options(f):
     """Where the models come from and where they run: shared by every command that loads models (run, sweep,
@@ -44,10 +46,10 @@ def run_options(f):
         click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True),
         click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
                      help="draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
-        click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True),
+        click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True),
         click.option("--seed", "-s", type=int, default=0, show_default=True),
         drafter_option(),
-        click.option("--draft-p-min", "--spec-draft-p-min", "draft_p_min", type=float, default=0.0,
+        click.option("--draft-p-min", "--spec-draft-p-min", "draft_p_min", type=PROBABILITY, default=0.0,
                      show_default=True,
                      help="stop drafting in a pass once the draft's confidence (top-10 softmax, as llama.cpp) is "
                           "below P (0 = off)"),

@@ -10,7 +10,10 @@ import sys
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
+from ..contract.params import TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, load_engine, loading_stop, resolve_prompt
 from ..contract.draft_length import parse_k
@@ -28,6 +31,7 @@ from . import command
 @click.option("--any-prompt", is_flag=True, help="race traces of different prompts (labelled so)")
 @click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
@@ -35,7 +39,7 @@ from . import command
 @click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default=None,
               help="the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)")
 @drafter_option("for the speculative run B (--b overrides)")
-@click.option("--temp", "--temperature", "temp", type=float, default=0.0, show_default=True)
+@click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True)
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--a", "spec_a", type=str, default=None, metavar="SPEC",
               help='setting A, e.g. "k=0" (default: the target alone); keys k, temp, drafter, seed, p-min')
@@ -60,6 +64,10 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
 
             check_theme(theme)
         note = ""
+        if not headless:  # before anything is recorded or read: a TUI drawn into a pipe helps nobody
+            from ..tui.shared.terminal import require_terminal
+
+            require_terminal("spectui race")
         if recording:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")

@@ -25,6 +25,8 @@ from typing import Callable
 
 import click
 
+from ..tui.shared.ascii import ascii_option
+
 from ..contract.errors import SpectuiError
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, PassEvent
@@ -111,15 +113,15 @@ def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> l
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
                  on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
     """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON)."""
-    import json
+    from ..contract.text import json_text, visible
 
     index, token = parse_explain(spec)
     ev = find_pass(path, index, on_warning=on_warning)
     out = out or sys.stdout
     if as_json:
-        out.write(json.dumps(explain_json(ev, token), ensure_ascii=False) + "\n")
+        out.write(json_text(explain_json(ev, token)) + "\n")  # strict; the trace's words with controls as \uXXXX
     else:
-        out.write("\n".join(explain_text(ev, token, width)) + "\n")
+        out.write(visible("\n".join(explain_text(ev, token, width))) + "\n")  # the one rule for outside text
     out.flush()
     return ev
 
@@ -131,6 +133,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 @click.option("--speed", type=str, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
+@ascii_option
 @click.option("--explain", "explain", type=str, default=None, metavar="PASS[:TOKEN]",
               help="print why each token of pass PASS (0 = prefill) was accepted, rejected or chosen, or only "
                    "its TOKEN-th (1-based), then exit; implies --headless; with --json one JSON object")
@@ -172,6 +175,9 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
         from ..tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
+        from ..tui.shared.terminal import require_terminal
+
+        require_terminal("spectui replay")  # one line, exit 2: not a TUI drawn into a pipe
         _header, events = load_for_tui(file)
         if is_attach_trace(events):
             from ..tui.attach.app import run_attach_replay

@@ -76,7 +76,7 @@ def run_main(
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
     inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
 ) -> int:
-    """The run; returns its exit status (spectui.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
+    """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
     prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
     models = ModelOptions.pop_from(model_kwargs)
     if model_kwargs:
@@ -96,6 +96,10 @@ def run_main(
         check_theme(theme)
     if system is not None and chat is False:
         raise SpectuiError("--system needs the chat template (drop --no-chat)")
+    if not headless:  # before the models load (minutes for a 7B): a TUI needs a terminal to be worth it
+        from ..tui.shared.terminal import require_terminal
+
+        require_terminal("spectui")
     control = RunControl(settings)
     # Until the run starts there is nothing to flush: SIGINT/SIGTERM/SIGHUP while the models load (seconds
     # for a 7B) or the probe measures end the command with 128 + N and nothing written (Interrupted, which
@@ -116,7 +120,7 @@ def run_main(
             runner = chat_engine(engine, chat, system)
             # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
             machine = None
-            if not no_probe and (settings.auto == "cost" or not headless):
+            if headless and not no_probe and settings.auto == "cost":
                 machine = probe_at_load(engine, quiet=as_json)
             if headless:
                 signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
@@ -124,7 +128,11 @@ def run_main(
             signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
             from ..tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
 
-            return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, probe=machine)
+            # the TUI measures the machine after its first screen is up, and shows it measuring (a first run
+            # of a pair on a slow machine measures for a minute; the screen says what and why)
+            measure = None if no_probe else (
+                lambda say, progress: probe_at_load(engine, say=say, progress=progress))
+            return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, measure=measure)
     finally:
         if recorder is not None:
             recorder.close()

@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..contract.text import visible
 from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
@@ -167,7 +168,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         console.print(render_chart(cells), markup=False, highlight=False)
         console.print()
         for line in report:
-            console.print(line, markup=False, highlight=False)
+            console.print(visible(line), markup=False, highlight=False)  # model names from GGUF metadata
     out.flush()
     return signals.status()
 

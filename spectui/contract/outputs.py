@@ -1,6 +1,6 @@
 """Every file spectui writes goes through here: nothing an output does may destroy a file.
 
-The rules (README, "Output files"):
+The rules (docs/exit-statuses.md, "Output files"):
 
 1. An output path is checked **before any work** (:func:`check_output`): its directory exists and is
    writable, the path is not a directory, and it is **never one of the run's inputs** (model files, the
@@ -29,7 +29,7 @@ How a command uses it (the bench and race commands call the same two functions):
 Kinds: :data:`TRACE`, :data:`CAST`, :data:`PROBE_CACHE`, :func:`json_report` (a JSON object whose first
 key is ``"schema": "spectui.<name>"``), :func:`csv_report` (the exact header row spectui writes),
 :func:`text_report` (a first line spectui writes, e.g. an HTML comment at the top of a markdown report).
-Errors are :class:`OutputError` (a :class:`~spectui.errors.SpectuiError`: one line, exit status 2).
+Errors are :class:`OutputError` (a :class:`~spectui.contract.errors.SpectuiError`: one line, exit status 2).
 Only the standard library and spectui's errors are imported here.
 """
 
@@ -146,6 +146,12 @@ class OutputPath:
     inputs: tuple[str, ...] = ()
     force: bool = False
     stream: bool = False  # an existing device or pipe (/dev/null, a FIFO): written in place, never renamed onto
+    target: str = ""  # a symlink's real path (a regular file, or none yet): written through it, the link kept
+
+    @property
+    def real(self) -> str:
+        """The path the bytes go to: the symlink's real path, else the path itself."""
+        return self.target or self.path
 
     def with_inputs(self, more: Iterable[str | os.PathLike | None]) -> "OutputPath":
         """The same output, checked against more inputs (e.g. model files resolved after the first check)."""
@@ -160,14 +166,18 @@ class OutputPath:
         """A temporary file in the path's directory; ``os.replace``-d onto the path when the block ends
         without an exception, removed otherwise (the old file, if any, is untouched then)."""
         self.recheck()
-        directory = os.path.dirname(os.path.abspath(self.path))
+        real = self.real
+        directory = os.path.dirname(os.path.abspath(real))
         binary = "b" in mode
         if self.stream:
-            with open(self.path, "wb" if binary else "w", **({} if binary else {"encoding": encoding})) as fh:
-                yield fh
+            try:  # /dev/full, a closed pipe: one line, not a traceback
+                with open(self.path, "wb" if binary else "w", **({} if binary else {"encoding": encoding})) as fh:
+                    yield fh
+            except OSError as exc:
+                raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
             return
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", suffix=".part", dir=directory)
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".part", dir=directory)
         except OSError as exc:
             raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
         try:
@@ -175,8 +185,8 @@ class OutputPath:
                 yield fh
                 fh.flush()
                 os.fsync(fh.fileno())
-            _keep_mode(self.path, tmp)
-            os.replace(tmp, self.path)
+            _keep_mode(real, tmp)
+            os.replace(tmp, real)  # a symlink's real file, never the link itself
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -194,9 +204,10 @@ class OutputPath:
                 return open(self.path, "wb"), (lambda: None)
             except OSError as exc:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
-        directory = os.path.dirname(os.path.abspath(self.path))
+        real = self.real
+        directory = os.path.dirname(os.path.abspath(real))
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", suffix=".part", dir=directory)
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".part", dir=directory)
         except OSError as exc:
             raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
         fh = os.fdopen(fd, "wb")
@@ -207,8 +218,8 @@ class OutputPath:
                 return
             done.append(True)
             try:
-                _keep_mode(self.path, tmp)
-                os.replace(tmp, self.path)
+                _keep_mode(real, tmp)
+                os.replace(tmp, real)  # a symlink's real file, never the link itself
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
@@ -242,6 +253,16 @@ def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.
         raise _refuse(kind, p, "it is a directory")
     if os.path.exists(p) and not os.path.isfile(p):  # a device or a pipe: written in place, nothing replaced
         return OutputPath(p, kind, ins, force, stream=True)
+    if os.path.islink(p):
+        # A symlink (/dev/stdout -> /proc/self/fd/1 -> a redirect's file, a link to a report): what it names
+        # is checked and written, through its real path; the link itself is never replaced.
+        real = os.path.realpath(p)
+        if os.path.isdir(real):
+            raise _refuse(kind, p, f"it links to a directory ({real})")
+        checked = check_output(real, kind, ins, force)
+        if checked.stream:
+            return OutputPath(p, kind, ins, force, stream=True)
+        return OutputPath(p, kind, ins, force, target=real)
     directory = os.path.dirname(os.path.abspath(p))
     if not os.path.isdir(directory):
         raise _refuse(kind, p, f"directory {directory} does not exist")
@@ -258,6 +279,22 @@ def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.
     return OutputPath(p, kind, ins, force)
 
 
+def check_distinct(outputs: Iterable[tuple[str, str | os.PathLike | None]]) -> None:
+    """The export paths of one command, checked against each other before any work: two options that name
+    one file (the same path, a link to it, a hard link) are one line (``--json and --csv both name X``).
+    ``outputs``: (option, path) pairs; None, "" and "-" (stdout) are skipped."""
+    seen: list[tuple[str, str]] = []
+    for option, path in outputs:
+        if not path or os.fspath(path) == "-":
+            continue
+        p = os.fspath(path)
+        for other_option, other in seen:
+            if _same_file(p, other) or os.path.abspath(p) == os.path.abspath(other):
+                reason = f"{other_option} and {option} both name {p}: give each export its own file"
+                raise OutputError(reason, reason)
+        seen.append((option, p))
+
+
 def atomic_write(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.PathLike | None] = (),
                  force: bool = False, mode: str = "w", encoding: str | None = "utf-8"):
     """``check_output(...).atomic_write(mode)``: for a command that has nothing to do between the check
@@ -271,7 +308,8 @@ def open_trace(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | Non
     return check_output(path, TRACE, inputs, force).open_trace()
 
 
-__all__ = ["CAST", "PROBE_CACHE", "TRACE", "Kind", "OutputError", "OutputPath", "atomic_write", "check_output",
+__all__ = ["CAST", "PROBE_CACHE", "TRACE", "Kind", "OutputError", "OutputPath", "atomic_write", "check_distinct",
+           "check_output",
            "csv_report", "json_report", "open_trace", "text_report"]
 
 

@@ -24,6 +24,7 @@ import time
 from typing import Callable, Iterable, Iterator
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
 from .trace import iter_trace
 
@@ -83,7 +84,7 @@ def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] 
 
 
 def warn_stderr(message: str) -> None:
-    print(f"spectui: warning: {message}", file=sys.stderr)
+    print(f"spectui: warning: {visible_line(message)}", file=sys.stderr)
 
 
 def mark_replay(events: Iterable[Event]) -> Iterator[Event]:

@@ -17,13 +17,14 @@ draft's stop reason, --draft-p-min in the settings); version-1 and -2 traces rea
 The writer flushes after every event, so a run killed with SIGKILL leaves every complete pass
 readable; the reader turns a truncated or damaged *tail* (one line or several, no intact event after
 them) into one warning, not an error. The writer creates its file at the first event, through
-spectui.outputs (never over an input, nor over a file that is not a trace unless forced). Files
+spectui.contract.outputs (never over an input, nor over a file that is not a trace unless forced). Files
 ending in ``.gz`` are gzip-compressed (the bundled demo trace); the reader detects gzip by its magic
 bytes. No Textual import here: this module is part of the core.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import gzip
 import json
@@ -31,6 +32,7 @@ import os
 import platform
 import queue
 import random
+import re
 import sys
 import tempfile
 import threading
@@ -143,8 +145,14 @@ def make_header(start: RunStarted | AttachStarted | None, extra: dict[str, Any] 
     return header
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    if _SURROGATE.search(s):  # a lone surrogate (a server's or a trace's "\ud800") cannot be UTF-8: \\uXXXX
+        s = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+    return s + "\n"
 
 
 # ------------------------------------------------------------------------------------------ writer
@@ -186,7 +194,7 @@ class TraceWriter:
         self._closed = False
         self._failed = False
         # checked now (never an input; an existing file only if it is a trace, or --force), opened at the
-        # first event (spectui.outputs): a run that fails before it leaves no file behind
+        # first event (spectui.contract.outputs): a run that fails before it leaves no file behind
         try:
             self._output = check_output(self.path, TRACE, inputs, force) if self.path is not None else None
         except OutputError as exc:
@@ -322,7 +330,7 @@ class TraceWriter:
         self._out.flush()  # GzipFile.flush() emits a sync flush: everything so far is decodable
         if self._out is not self._raw:
             self._raw.flush()
-        if self._commit is not None:  # the first flush: the new trace takes the path (spectui.outputs)
+        if self._commit is not None:  # the first flush: the new trace takes the path (spectui.contract.outputs)
             commit, self._commit = self._commit, None
             commit()
 
@@ -334,7 +342,7 @@ class TraceWriter:
 
     def save_to(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (),
                 force: bool = False) -> int:
-        """Write everything recorded so far to ``path`` (atomically, through spectui.outputs: never over an
+        """Write everything recorded so far to ``path`` (atomically, through spectui.contract.outputs: never over an
         input or a file that is not a trace; gzip if it ends in .gz).
 
         Returns the number of events saved. The recording itself goes on.
@@ -467,44 +475,121 @@ def _open_lines(path: str) -> Iterator[bytes]:
     except OSError as exc:
         fh.close()
         raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return _gzip_lines(fh) if magic == _GZIP_MAGIC else _plain_lines(fh)
+    return _gzip_lines(fh, path) if magic == _GZIP_MAGIC else _plain_lines(fh, path)
 
 
-def _plain_lines(fh: IO[bytes]) -> Iterator[bytes]:
-    with fh:
-        yield from fh
+# Limits on what a trace may hold (docs/untrusted-input.md): a trace is a stranger's file. Passing one is
+# one line and exit 2 (TraceLimitError), in bounded memory: the reader never holds more than one line.
+MAX_LINE_BYTES = 16 << 20  # one event's JSON line (a long prompt, an inspector's top-k) stays far below
+MAX_TRACE_BYTES = 8 << 30  # decompressed bytes in all (a million passes is a few hundred MB)
+MAX_LINES = 50_000_000  # lines in all
+MAX_BLANK_LINES = 10_000  # spectui never writes a blank line; a file of newlines is not a trace
+_CHUNK = 1 << 20  # bytes read (or decompressed) at a time
 
 
-def _gzip_lines(fh: IO[bytes]) -> Iterator[bytes]:
-    """Decompress in chunks and split lines ourselves: a stream cut short (the writer was killed after a
-    sync flush) or damaged still yields every line decoded before the cut."""
-    with fh:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        buf = b""
+class TraceLimitError(TraceError):
+    """A trace passed one of the reader's limits (an endless line, a gzip bomb, /dev/zero)."""
+
+
+def _limit(path: str, what: str) -> TraceLimitError:
+    return TraceLimitError(f"{path}: {what}: not a spectui trace this spectui will read "
+                           "(limits: docs/untrusted-input.md)")
+
+
+def _split_lines(path: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines (each with its newline, the last maybe without) from blocks of bytes, within the limits above.
+    A ``_Damage`` among the blocks is passed on after the partial line before it."""
+    pending: list[bytes] = []
+    pending_len = total = n_lines = blanks = 0
+    for data in chunks:
+        if isinstance(data, _Damage):
+            if pending:
+                yield b"".join(pending)
+                pending, pending_len = [], 0
+            yield data
+            return
+        total += len(data)
+        if total > MAX_TRACE_BYTES:
+            raise _limit(path, f"more than {MAX_TRACE_BYTES >> 20} MiB of data")
+        start = 0
         while True:
-            chunk = fh.read(1 << 16)
-            if not chunk:
+            i = data.find(b"\n", start)
+            if i < 0:
                 break
-            try:
-                data = d.decompress(chunk)
-                while d.eof and d.unused_data:  # another gzip member follows
-                    rest = d.unused_data
+            if pending:
+                line = b"".join(pending) + data[start:i + 1]
+                pending, pending_len = [], 0
+            else:
+                line = data[start:i + 1]
+            start = i + 1
+            n_lines += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise _limit(path, f"line {n_lines} is longer than {MAX_LINE_BYTES >> 20} MiB")
+            if n_lines > MAX_LINES:
+                raise _limit(path, f"more than {MAX_LINES} lines")
+            if len(line) < 64 and not line.strip():
+                blanks += 1
+                if blanks > MAX_BLANK_LINES:
+                    raise _limit(path, f"more than {MAX_BLANK_LINES} blank lines")
+            yield line
+        if start < len(data):
+            rest = data[start:] if start else data
+            pending.append(rest)
+            pending_len += len(rest)
+            if pending_len > MAX_LINE_BYTES:
+                raise _limit(path, f"line {n_lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
+    if pending:
+        yield b"".join(pending)
+
+
+def _plain_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
+    with fh:
+        yield from _split_lines(path, iter(lambda: fh.read(_CHUNK), b""))
+
+
+def _gzip_blocks(fh: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed blocks of at most ``_CHUNK`` bytes (a bomb never inflates in one call), then a
+    ``_Damage`` where the compressed stream breaks off or is cut short."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while True:
+        chunk = fh.read(1 << 16)
+        if not chunk:
+            break
+        try:
+            while chunk:
+                data = d.decompress(chunk, _CHUNK)
+                if data:
+                    yield data
+                if d.unconsumed_tail:
+                    chunk = d.unconsumed_tail
+                elif d.eof and d.unused_data:  # another gzip member follows
+                    chunk = d.unused_data
                     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    data += d.decompress(rest)
-            except zlib.error:
-                if buf:
-                    yield buf
+                else:
+                    chunk = b""
+        except zlib.error:
+            rest = len(chunk) + len(fh.read(1 << 16))  # how much of the file lies after the damage
+            if rest > 64:  # a file altered in its middle, not a writer killed at its end
+                yield _Damage(f"damaged compressed data, with at least {rest} bytes of the file after it")
+            else:
                 yield _Damage("damaged compressed data")
-                return
-            buf += data
-            if b"\n" in buf:
-                *complete, buf = buf.split(b"\n")
-                for line in complete:
-                    yield line + b"\n"
-        if buf:
-            yield buf
-        if not d.eof:  # a recording killed mid-run: its gzip stream has no end
-            yield _Damage("compressed data cut short")
+            return
+    if not d.eof:  # a recording killed mid-run: its gzip stream has no end
+        yield _Damage("compressed data cut short")
+
+
+def _gzip_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
+    """Decompress in bounded blocks and split lines ourselves: a stream cut short (the writer was killed
+    after a sync flush) or damaged still yields every line decoded before the cut."""
+    with fh:
+        yield from _split_lines(path, _gzip_blocks(fh))
+
+
+class _NonFinite:
+    """What ``json.loads`` makes of NaN / Infinity / -Infinity in a trace (then named and read as 0)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
@@ -512,6 +597,8 @@ def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
         raise TraceError(f"{path}: gzip file with {first}, not a readable trace ({_supported()})")
     if first is None or not first.strip():
         raise TraceError(f"{path}: empty file, not a spectui trace ({_supported()})")
+    if first.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM (what Windows editors add) before the header
+        first = first[3:]
     try:
         header = json.loads(first.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -559,6 +646,7 @@ class TraceReader:
         self.warnings: list[str] = []
         self.n_events = 0
         self.line_no = 1
+        self._warned_fields: set[str] = set()
 
     def __iter__(self) -> "TraceReader":
         return self
@@ -578,12 +666,24 @@ class TraceReader:
             self.line_no += 1
             if isinstance(line, _Damage):
                 problem = str(line)
+                if "bytes of the file after it" in problem:  # a broken middle: the rest cannot be decompressed
+                    self.close()
+                    self._lines = iter(())
+                    raise TraceError(f"{self.path}: line {self.line_no}: {problem} (damaged trace, {self.n_events} "
+                                     "events read before it; gzip cannot resume after damage)")
             elif not line.strip():
                 continue
             else:
                 problem = ""
                 try:
-                    ev = from_dict(json.loads(line.decode("utf-8")))
+                    if b"NaN" in line or b"Infinity" in line:  # JSON's extensions, never written by spectui
+                        ev = from_dict(self._finite(json.loads(line.decode("utf-8"), parse_constant=_NonFinite)))
+                    else:
+                        ev = from_dict(json.loads(line.decode("utf-8")))
+                    if type(ev) is PassEvent:
+                        t = ev.timing
+                        if t.wall_ms < 0 or t.verify_ms < 0 or t.draft_ms < 0 or t.other_ms < 0 or t.t_end < 0:
+                            ev = self._no_negative_times(ev)
                 except UnicodeDecodeError:
                     problem = "not UTF-8"
                 except EventFormatError as exc:
@@ -618,6 +718,37 @@ class TraceReader:
                 f"(the run was probably killed); {self.n_events} events read"
             )
             raise StopIteration
+
+    def _value_warning(self, field: str, what: str) -> None:
+        """One warning per field name (a trace of NaN times says it once, not once a pass)."""
+        if field in self._warned_fields:
+            return
+        self._warned_fields.add(field)
+        self._warn(f"{self.path}: line {self.line_no}: {field} is {what}; read as 0 (and so wherever "
+                   "it occurs again)")
+
+    def _finite(self, obj: Any, where: str = "") -> Any:
+        """A parsed line with each NaN / Infinity (a _NonFinite) replaced by 0.0 and named in a warning."""
+        if isinstance(obj, _NonFinite):
+            self._value_warning(where or "a value", f"{obj.text} (not a number a run records)")
+            return 0.0
+        if isinstance(obj, dict):
+            kind = obj.get("type") if isinstance(obj.get("type"), str) else ""
+            base = where or {"pass": "PassEvent", "start": "RunStarted", "end": "RunEnded"}.get(kind, kind or "event")
+            return {k: self._finite(v, f"{base}.{k}") for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self._finite(v, where) for v in obj]
+        return obj
+
+    def _no_negative_times(self, ev: PassEvent) -> PassEvent:
+        t = ev.timing
+        fixed = {}
+        for name in ("draft_ms", "verify_ms", "other_ms", "wall_ms", "t_end"):
+            v = getattr(t, name)
+            if v < 0:
+                self._value_warning(f"PassEvent.timing.{name}", f"negative ({v:g}; a time is not)")
+                fixed[name] = 0.0
+        return dataclasses.replace(ev, timing=dataclasses.replace(t, **fixed))
 
     def close(self) -> None:
         close = getattr(self._lines, "close", None)

@@ -38,7 +38,7 @@ def confidence_lines(cells: Sequence[Cell], repeats: int = 1) -> list[str]:
 
 
 def acceptance_change(a: Cell, b: Cell) -> str:
-    """How acceptance moved from cell ``a`` to cell ``b``, worded from the two rates (spectui.wording): a change
+    """How acceptance moved from cell ``a`` to cell ``b``, worded from the two rates (analysis.wording): a change
     counts when it exceeds the standard error of the difference and one printed point; "the deeper drafts
     are mostly rejected" only when b's drafts beyond a's k were accepted less than half the time."""
     tol = max(0.01, math.hypot(a.acceptance_se(), b.acceptance_se()))

@@ -49,7 +49,7 @@ def run_sweep(
 ) -> list[SweepRun]:
     """Run the plan on one loaded engine; each run's statistics come from its own events. ``on_control``
     sees each run's RunControl (a signal handler stops the current run through it); a stopped run raises
-    SweepInterrupted with the runs completed before it. Traces go through spectui.outputs (``inputs``,
+    SweepInterrupted with the runs completed before it. Traces go through spectui.contract.outputs (``inputs``,
     ``force``: see check_output)."""
     runs: list[SweepRun] = []
     for i, p in enumerate(plan):

@@ -1,11 +1,12 @@
-"""Headless face of attach: windows and requests as text lines or JSON objects (numbers from window.py)."""
+"""Headless face of attach: windows and requests as text lines or JSON objects (numbers from
+spectui.analysis.attach_stats)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import IO, Any
 
+from ..contract.text import json_text, visible, visible_line
 from ..contract.events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
 from ..views.numbers import pct, rate, secs
 from ..analysis.attach_stats import (
@@ -15,10 +16,10 @@ from ..analysis.attach_stats import (
 
 def window_line(w: Window) -> str:
     """One engine's window in one line."""
-    who = "all engines" if w.url == "*" else w.label
-    kind = f" [{w.kind}]" if w.kind else ""
+    who = "all engines" if w.url == "*" else visible_line(w.label)  # a server's label values
+    kind = f" [{visible_line(w.kind)}]" if w.kind else ""
     if w.status == ERROR:
-        return f"{who}{kind}: {w.error}"
+        return f"{who}{kind}: {visible_line(w.error)}"  # may quote what the server sent
     if w.status in (BASELINE, RESET):
         what = "baseline (first scrape)"
         if w.status == RESET:
@@ -61,12 +62,15 @@ def session_lines(snap: AttachSnapshot) -> list[str]:
     return out
 
 
-def request_lines(r: RequestView) -> list[str]:
-    head = f"request to {r.url}: {r.n_tokens} tokens in {r.n_chunks} chunks"
+def request_lines(r: RequestView, session_end: str = "stopped") -> list[str]:
+    """The request's summary; ``session_end``: the session's AttachEnded reason ("done": --count / --duration
+    ended it, so a request cut short was not stopped by the user)."""
+    head = f"request to {visible_line(r.url)}: {r.n_tokens} tokens in {r.n_chunks} chunks"
     if r.error:
-        head += f"; ended early: {r.error}"
+        head += f"; ended early: {visible_line(r.error)}"
     elif r.reason == "stopped":
-        head += "; stopped by the user"
+        head += ("; cut short: the session ended (--count / --duration)" if session_end == "done"
+                 else "; stopped by the user")
     lines = [head]
     lines.append(f"  client TTFT {secs(r.ttft_s)}  ITL p50/p95 {secs(r.itl_p50_s)}/{secs(r.itl_p95_s)}")
     if r.draft_n >= 0:
@@ -88,7 +92,7 @@ def snapshot_json(snap: AttachSnapshot, what: str = "interval") -> str:
         obj["sum"] = snap.session_sum.to_dict() if snap.session_sum else None
     elif what == "request" and snap.request is not None:
         obj["request"] = snap.request.to_dict()
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    return json_text(obj)  # strict JSON; a server's words with their controls as \\uXXXX
 
 
 class HeadlessFace:
@@ -103,6 +107,7 @@ class HeadlessFace:
         self.stats = AttachStats()
         self.last_url = ""
         self.request_mode = False
+        self.session_end = "stopped"
 
     def __call__(self, ev: Any) -> None:
         self.stats.update(ev)
@@ -112,9 +117,10 @@ class HeadlessFace:
         elif isinstance(ev, MetricsScraped) and ev.url == self.last_url:
             self.tick()
         elif isinstance(ev, RequestChunk) and not self.as_json:
-            self.out.write(ev.text)
+            self.out.write(visible(ev.text))  # the server's completion text, controls made visible
             self.out.flush()
         elif isinstance(ev, AttachEnded):
+            self.session_end = ev.reason
             self.finish()
 
     def tick(self) -> None:
@@ -123,7 +129,7 @@ class HeadlessFace:
             print(snapshot_json(snap, "interval"), file=self.out, flush=True)
         elif not self.request_mode:
             for line in interval_lines(snap):
-                print(line, file=self.out)
+                print(visible(line), file=self.out)
             self.out.flush()
 
     def finish(self) -> None:
@@ -135,10 +141,10 @@ class HeadlessFace:
             return
         if snap.request is not None:
             print("", file=self.out)
-            for line in request_lines(snap.request):
-                print(line, file=self.out)
+            for line in request_lines(snap.request, self.session_end):
+                print(visible(line), file=self.out)
         for line in session_lines(snap):
-            print(line, file=self.out)
+            print(visible(line), file=self.out)
         self.out.flush()
 
 

@@ -5,9 +5,9 @@ traces alone: nothing is replayed in real time. No Textual."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import IO
 
+from ..contract.text import json_text, visible
 from ..views.numbers import ms_or_dash
 from ..views.race_outcome import Outcome
 from ..views.race_timeline import Race
@@ -63,7 +63,7 @@ def outcome_dict(race: Race, out: Outcome) -> dict:
 
 def print_outcome(race: Race, out: Outcome, fh: IO[str], as_json: bool = False) -> None:
     if as_json:
-        fh.write(json.dumps(outcome_dict(race, out), ensure_ascii=False) + "\n")
+        fh.write(json_text(outcome_dict(race, out)) + "\n")
     else:
-        fh.write("\n".join(outcome_lines(race, out)) + "\n")
+        fh.write(visible("\n".join(outcome_lines(race, out))) + "\n")  # the traces' words, controls visible
     fh.flush()

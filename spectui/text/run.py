@@ -14,6 +14,7 @@ from typing import IO, Callable, Iterable
 from ..analysis.costmodel import predict
 from ..contract.event_json import to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
+from ..contract.text import json_text, visible, visible_line
 from ..views.placement import placement, placement_text
 from ..analysis.stats import RunStats, StatsSnapshot
 
@@ -50,12 +51,12 @@ def consume(
         if not as_json and isinstance(ev, PassEvent):
             text = "".join(t.text for t in ev.emitted)
             if text:
-                out.write(text)
+                out.write(visible(text))  # text from the model or a trace: never a control sequence
                 out.flush()
     if as_json:
-        out.write(json.dumps(summary_dict(stats, kept), ensure_ascii=False) + "\n")
+        out.write(json_text(summary_dict(stats, kept)) + "\n")  # strict JSON, no control character
     else:
-        out.write("\n\n" + summary_text(stats) + "\n")
+        out.write("\n\n" + visible(summary_text(stats)) + "\n")
     out.flush()
     return stats, kept
 
@@ -187,7 +188,7 @@ def _stop_line(stats: RunStats) -> str:
     snap, end = stats.snapshot(), stats.end
     reason = STOP_REASONS.get(snap.stop_reason, snap.stop_reason or "unfinished (trace ends early)")
     if end is not None and end.error:
-        reason += f": {end.error}"
+        reason += f": {visible_line(end.error)}"
     return f"stopped                {reason}"
 
 
@@ -206,7 +207,7 @@ def summary_text(stats: RunStats) -> str:
         for role, info in (("target", start.target), ("draft ", start.draft)):
             where = placement_text(info, start.threads) if info is not None else ""
             if where:
-                lines.append(f"{role} {info.name or info.path}: {where}")
+                lines.append(f"{role} {visible_line(info.name or info.path)}: {where}")
         if snap.n_emitted == 0 or snap.ttft_ms is None:  # no pass ran: no time (never "901 tokens in 0.000 s")
             lines.append(f"prompt  {start.prompt_tokens:4d} tokens, not evaluated: the run ended before its first pass")
         else:

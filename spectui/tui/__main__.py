@@ -22,8 +22,10 @@ from ..views.sample import sample_events
 @click.option("--speed", default="1")
 def main(trace: str | None, theme: str | None, speed: str) -> None:
     from .run.app import run_replay
+    from .shared.terminal import require_terminal
 
     try:
+        require_terminal("python -m spectui.tui")
         events = load_for_tui(trace)[1] if trace else sample_events()
         sys.exit(run_replay(events, theme=theme, speed=speed))
     except SpectuiError as exc:

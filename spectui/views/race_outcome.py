@@ -1,4 +1,4 @@
-"""A race's outcome from the traces alone: per lane the run's figures (``spectui.stats``, the definitions
+"""A race's outcome from the traces alone: per lane the run's figures (``spectui.analysis.stats``, the definitions
 every face uses), who finished first and by how much, and whether the lanes emitted the same tokens or
 where they part. No Textual.
 """
@@ -20,7 +20,7 @@ class LaneResult:
     path: str
     tokens: int  # emitted, the prefill's token included
     seconds: float  # race time to the last token (decode time; with from_start: from the run's start)
-    tokens_per_second: float  # decode tokens/s (spectui.stats)
+    tokens_per_second: float  # decode tokens/s (spectui.analysis.stats)
     ttft_ms: float | None  # None: the lane's run had no first token
     acceptance_rate: float
     mean_acceptance_length: float

@@ -7,7 +7,7 @@ An event's race time is its trace time (``Timing.t_end``, ``SettingsChanged.t``)
 without a time (RunStarted, RunEnded) takes the time of the lane's event before it (RunStarted: 0).
 
 ``Race.merged`` is every lane's events in race-time order, and ``Race.player()`` plays it with the replay's
-own clock (``spectui.player.ReplayPlayer``: pause, step, speed, seek): it is handed copies whose times are
+own clock (``spectui.recording.player.ReplayPlayer``: pause, step, speed, seek): it is handed copies whose times are
 race times, led by a start gun at race time 0, and ``Race.locate(i)`` says which lane's which event the
 player's position ``i`` is. ``Race.due(t)`` is the pure rule the player follows: how many of each lane's
 events are due at race time ``t``.
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.events import AttachStarted, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 from ..recording.player import ReplayPlayer
 from ..recording.trace import iter_trace
@@ -32,7 +33,7 @@ MAX_LANES = len(LANE_NAMES)
 
 
 def _warn(message: str) -> None:
-    print(f"spectui: warning: {message}", file=sys.stderr)
+    print(f"spectui: warning: {visible_line(message)}", file=sys.stderr)
 
 
 def event_time(ev: Event) -> float | None:
@@ -164,7 +165,9 @@ def make_lane(name: str, path: str, header: dict, events: list[Event], from_star
     start = next((ev for ev in events if isinstance(ev, RunStarted)), None)
     return Lane(
         name=name, path=path, header=header, events=tuple(events), t0=t0, times=tuple(times),
-        setting=setting_text(start), models=models_text(start), machine=machine_text(header),
+        # the labels are made of the trace's words (model names, the machine): shown with controls visible
+        setting=visible_line(setting_text(start)), models=visible_line(models_text(start)),
+        machine=visible_line(machine_text(header)),
         changed_settings=any(isinstance(ev, SettingsChanged) for ev in events),
         truncated=not any(isinstance(ev, RunEnded) for ev in events),
     )

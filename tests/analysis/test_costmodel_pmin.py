@@ -1,6 +1,6 @@
 """Cost model and auto k with drafting that stops early (--draft-p-min, short n-gram matches): a pass asked
 for k drafts L <= k tokens, L distributed by the continuation rates c_i; the prediction weighs drafting and
-verify time by that distribution (see spectui/costmodel.py's definitions). Synthetic events, then one run of
+verify time by that distribution (see spectui/analysis/costmodel.py's definitions). Synthetic events, then one run of
 the real engine on the tiny models."""
 
 from __future__ import annotations

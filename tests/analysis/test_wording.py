@@ -1,5 +1,5 @@
 """Every sentence spectui prints from data is computed from that data: random statistics through every
-sentence builder (the sweep report, the cost model's advice, the demo's act reasons, spectui.wording itself),
+sentence builder (the sweep report, the cost model's advice, the demo's act reasons, spectui.analysis.wording itself),
 and each claim checked against the numbers the sentence cites."""
 
 from __future__ import annotations

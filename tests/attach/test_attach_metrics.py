@@ -5,7 +5,7 @@ TYPE / value lines, ``llamacpp:`` prefix, the per-position series only once a dr
 vLLM text is produced by prometheus_client itself (what vLLM uses) from counters declared as
 vllm/v1/spec_decode/metrics.py declares them (two engines through the ``engine`` label), and by the
 v0 names; SGLang by its gauge. No mock stands in for an engine: the real llama-server is in
-tests/test_attach_server.py.
+tests/attach/test_attach_server.py.
 """
 
 from __future__ import annotations

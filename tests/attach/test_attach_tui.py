@@ -1,4 +1,4 @@
-"""The attach face in the TUI (spectui/tui/attach_app.py): Pilot tests fed the attach sessions recorded from
+"""The attach face in the TUI (spectui/tui/attach/app.py): Pilot tests fed the attach sessions recorded from
 the real llama-server (tests/data/attach-*.jsonl, made by tests/attach_recordings.py), snapshots at 80x24
 and 120x40, and one test that drives the TUI against a live llama-server on 127.0.0.1 (skipped with the
 reason when the binary is absent). Every number on screen is checked against AttachStats, the statistics

@@ -7,11 +7,12 @@ import io
 import os
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
 
-from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app
+from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app, race_paths
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.recording.player import load_for_tui
 from spectui.text.replay import replay_headless
@@ -169,3 +170,92 @@ def test_wheel_contains_the_demo_trace(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True, cwd=str(tmp_path),
                        env={**os.environ, "PYTHONPATH": str(site)}, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------------------ in a real terminal (a pty)
+def _demo_in_a_pty(*args, cols=120, rows=36):
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from pty_term import PtyProcess
+
+    return PtyProcess(["demo", *args], cols=cols, rows=rows)
+
+
+def test_demo_act_3_alone_loops_and_q_exits_0():
+    """The race act alone (its looping app through the command's run_app) quits with 0 on q, after looping."""
+    p = _demo_in_a_pty("--act", "3", "--speed", "max")
+    try:
+        p.wait_for("spectui demo: recordings", 60)  # the race act's welcome note
+        p.wait_for("Act 3 - ", 60)  # the act's short reason
+        p.wait_for("FINISH", 60)  # every lane finished: the verdict
+        time.sleep(8)  # the hold (6 s), then the race starts over
+        assert p.proc.poll() is None, p.text()[-2000:]
+        p.send("q")
+        assert p.wait(20) == 0, p.text()[-2000:]
+    finally:
+        p.close()
+
+
+def test_demo_plays_every_act_in_turn_and_starts_over():
+    """Act 1, 2, 3 (the race), then act 1 again: the demo never stops by itself; q then exits 0."""
+    p = _demo_in_a_pty("--speed", "max")
+    try:
+        p.wait_for("Act 1 - ", 60)
+        p.wait_for("Act 2 - ", 60)
+        p.wait_for("spectui demo: recordings", 60)
+        seen = len(p.text())
+        deadline = time.monotonic() + 60
+        while "Act 1 - " not in p.text()[seen:] and time.monotonic() < deadline and p.proc.poll() is None:
+            time.sleep(0.2)
+        assert "Act 1 - " in p.text()[seen:], p.text()[-3000:]
+        assert p.proc.poll() is None
+        p.send("q")
+        assert p.wait(20) == 0
+    finally:
+        p.close()
+
+
+def test_models_are_named_by_metadata_and_file_type():
+    """general.name without a format word the file does not have, then the file's own quantization: the demo's
+    draft is a Q4_K_M GGUF whose general.name says "AWQ" (from the repository it was converted from)."""
+    from spectui.views.view import banner_text
+
+    _, events = load_for_tui(demo_trace_path())
+    text = banner_text(events[0])
+    assert "Qwen2.5 Coder 1.5B Instruct Q4_K_M / Qwen2.5 Coder 0.5B Instruct Q4_K_M" in text, text
+    assert "AWQ" not in text and "GGUF" not in text
+
+
+def test_paths_name_the_installed_recordings_for_cast(tmp_path):
+    """`spectui demo --paths [--act N]`: the bundled recordings where this installation keeps them, so the
+    fallback casts (demos/conference.md) work from an installed package, run from any folder."""
+    env = {**os.environ, "PYTHONPATH": REPO}
+    r = subprocess.run([sys.executable, "-m", "spectui", "demo", "--paths"], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == [demo_trace_path(1), demo_trace_path(2), *race_paths(ACTS[2])]
+    r = subprocess.run([sys.executable, "-m", "spectui", "demo", "--paths", "--act", "3"], capture_output=True,
+                       text=True, cwd=str(tmp_path), env=env, timeout=60)
+    races = r.stdout.split()
+    assert races == race_paths(ACTS[2])
+    out = tmp_path / "race.cast"
+    r = subprocess.run([sys.executable, "-m", "spectui", "cast", "--race", *races, "-o", out, "--cols", "120",
+                        "--rows", "36", "--speed", "8"], capture_output=True, text=True, cwd=str(tmp_path), env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().startswith('{"version": 2')
+
+
+async def test_the_why_note_fits_a_small_screen_and_w_shows_it_whole():
+    """The act's note is its first sentence (a few rows of an 80x24 screen), w shows the whole reason."""
+    from textual.widgets._toast import Toast
+
+    _, events = load_for_tui(demo_trace_path())
+    reason = act_reason(ACTS[0], events)
+    app = make_demo_app(events, speed="0.25", reason=reason)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause(0.5)
+        toasts = list(app.screen.query(Toast))
+        heights = [t.region.height for t in toasts]
+        assert heights and sum(heights) <= 12, heights  # was about half the screen (the whole reason)
+        await pilot.press("w")
+        await pilot.pause(0.3)
+        assert len(list(app.screen.query(Toast))) > len(toasts)

@@ -1,4 +1,4 @@
-"""No output ever destroys a file (spectui.outputs): every writing command against every input it reads,
+"""No output ever destroys a file (spectui.contract.outputs): every writing command against every input it reads,
 a foreign file refused without --force, a file of its own kind replaced (atomically where the format
 allows), kill -9 mid-trace still readable, a failing start leaves no file. Real llama.cpp on the tiny models,
 real files the tests write; no mocks."""

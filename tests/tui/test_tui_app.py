@@ -1,7 +1,7 @@
 """Pilot tests: every key changes the run's settings (RunControl, what the engine reads) and the screen.
 
 The app is fed the fixed sample events by a source that then idles like a live run until stopped;
-tests/test_tui_engine.py drives the real engine.
+tests/tui/test_tui_engine.py drives the real engine.
 """
 
 from __future__ import annotations

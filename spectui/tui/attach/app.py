@@ -161,6 +161,16 @@ class AttachApp(FaceApp):
             self.session.stop.set()
         self.exit()
 
+    def last_words(self) -> None:
+        """Before the deadline ends the process (FaceApp): the session stopped, the recording flushed."""
+        self.stop_session(2.0)
+        flush = getattr(self.recorder, "flush", None)
+        if flush is not None:
+            try:
+                flush()
+            except (OSError, ValueError):
+                pass
+
 
 # ---------------------------------------------------------------------- entry points
 def run_attach_live(session, recorder=None, theme: str | None = None) -> int:

@@ -2,7 +2,7 @@
 
 The clock is the replay's: one ``ReplayPlayer`` plays the race's merged events (``Race.player_events``:
 race times, a start gun at 0), and a worker thread feeds each event to its lane's ``ScreenState`` (the
-run face's state, so every figure is ``spectui.stats``') and posts one wake-up message unless one is
+run face's state, so every figure is ``spectui.analysis.stats``') and posts one wake-up message unless one is
 waiting. The UI paints as the run face does (``spectui.tui.shared.paced_app``: the worker's bookkeeping,
 the pace rules, the themes, the signals and the help key are written there once): a lane's new passes at
 most ``FRAME_HZ`` times a second, the newest pass's next animation phase on a one-shot timer per lane, the
@@ -25,8 +25,7 @@ from ...views.race_view import LaneView, RaceView
 from ...views.state import ScreenSnapshot, ScreenState
 from ...views.view import ScreenView
 from ..shared.app import FACE_BINDINGS
-from ..shared.lifecycle import exit_status
-from ..shared.paced_app import PacedFaceApp
+from ..shared.paced_app import PacedFaceApp, run_face
 from .help_screen import RaceHelpScreen
 from .screen import RaceScreen
 
@@ -168,15 +167,6 @@ class RaceApp(PacedFaceApp):
             with self.batch_update():
                 screen.show(view, passes=passes, headers=stats or force or new_end, race=race_changed)
 
-    def stop_engine(self, timeout: float = 15.0) -> bool:
-        """Stop the replay worker (``run_race`` calls this on every way out)."""
-        return self.stop_worker(timeout)
-
 
 def run_race(race: Race, theme: str | None = None, speed: float | str = 1.0) -> int:
-    app = RaceApp(race, theme=theme, speed=speed)
-    try:
-        app.run()
-    finally:
-        app.stop_engine()
-    return exit_status(app)  # 0, or 128 + the signal (Ctrl+C, SIGTERM, SIGHUP)
+    return run_face(RaceApp(race, theme=theme, speed=speed))  # 0, or 128 + the signal (Ctrl+C, SIGTERM, SIGHUP)

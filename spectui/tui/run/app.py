@@ -35,8 +35,7 @@ from .replay_screen import ReplayScreen
 from .run_screen import RunScreen
 from ...views.state import ScreenSnapshot, ScreenState
 from ..shared.app import FACE_BINDINGS
-from ..shared.lifecycle import exit_status
-from ..shared.paced_app import PacedFaceApp
+from ..shared.paced_app import PacedFaceApp, run_face
 from ...views.view import ScreenView, prediction_for
 
 DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
@@ -63,12 +62,18 @@ class SpectuiApp(PacedFaceApp):
         self.n_predict = n_predict
         self.title = title
         self.save_dir = Path(save_dir) if save_dir else Path.cwd()
-        self.state = ScreenState()
+        self.state = self.new_state()
         self.snap: ScreenSnapshot | None = None
         self.view = ScreenView()
         self.saved_paths: list[Path] = []
         self.clock = PassClock(freeze_phase)
         self._seen_version = -1
+        self.measuring: str | None = None  # the machine probe's progress while it measures (first run)
+
+    def new_state(self) -> ScreenState:
+        """The screen's state; it keeps every event for ``s`` (save) unless a recorder keeps its own copy (a
+        live run with --record: the history in memory is then only the screen's bounded tails)."""
+        return ScreenState(keep_events=not hasattr(self.recorder, "save_to"))
 
     @property
     def freeze_phase(self) -> str | None:
@@ -138,7 +143,7 @@ class SpectuiApp(PacedFaceApp):
     def restart_run(self) -> None:
         """Stop the run and start it again from scratch (same prompt and settings)."""
         self.control.stop()
-        self.state = ScreenState()
+        self.state = self.new_state()
         self.clock.reset()
         self.restart_worker()
         self.repaint_all()
@@ -159,7 +164,7 @@ class SpectuiApp(PacedFaceApp):
         ended = snap is not None and snap.end is not None
         stats = self.stats_turn(now, urgent=force or ended)
         view = ScreenView(
-            snap=snap, phase=self.clock.phase(now), asked=self.control.settings, run_state=self.run_state(),
+            snap=snap, phase=self.clock.phase(now), asked=self.settings_in_force(snap), run_state=self.run_state(),
             replay=screen.position(), theme=self.theme, prediction=old.prediction,
             prediction_note=old.prediction_note, prediction_error=old.prediction_error, inspect=screen.cursor)
         if stats:
@@ -176,6 +181,14 @@ class SpectuiApp(PacedFaceApp):
             with self.batch_update():
                 screen.show(view, passes=passes, stats=stats or view.auto != old.auto, status=status)
 
+    def settings_in_force(self, snap: ScreenSnapshot | None):
+        """The settings every panel reads: live, what the keys asked (RunControl; the next pass uses them); in
+        a replay, the recording's own at this point of the trace (its latest pass or settings change), not
+        the RunControl's defaults: the replay's keys move through the recording, they do not set k."""
+        if self.player is not None and snap is not None and snap.settings is not None:
+            return snap.settings
+        return self.control.settings
+
     def run_state(self) -> tuple[str, str]:
         snap = self.snap
         if snap is not None and snap.error:
@@ -188,6 +201,8 @@ class SpectuiApp(PacedFaceApp):
         if self.control.paused:
             return "PAUSED", "yellow"
         if snap is None or snap.start is None:
+            if self.measuring is not None:
+                return f"MEASURING THIS MACHINE: {self.measuring}", "blue"
             return ("LOADING" if self.running else "IDLE"), "blue"
         return self.run_screen.playing_badge(self.running)
 
@@ -209,6 +224,30 @@ class SpectuiApp(PacedFaceApp):
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
 
+    def action_quit(self) -> None:
+        if self.measuring is not None:  # q while the first probe measures: nothing to flush yet, and the
+            self.deadline.arm(0)  # measurement cannot be cut short: the process ends within the deadline
+        super().action_quit()
+
+    def measure_machine(self, measure) -> MachineProbe | None:
+        """From the worker, before the first run: the machine probe (``measure(say, progress)``), its
+        progress on the status line (MEASURING) and what it is for in a note."""
+        def say(msg: str) -> None:
+            self.call_from_thread(self.notify, msg, timeout=8)
+
+        def progress(msg: str) -> None:
+            if self.measuring is None:
+                self.call_from_thread(self.notify, MEASURING_WHY, title="first run of this pair", timeout=20)
+            self.measuring = msg
+            self.wake()
+
+        self.measuring = None
+        try:
+            return measure(say, progress)
+        finally:
+            self.measuring = None
+            self.wake()
+
     def run_failed(self) -> bool:
         """Whether the live run failed (a replay shows a recording: it does not fail with it)."""
         if self.player is not None:
@@ -226,26 +265,31 @@ def save_trace(path: Path, recorder, events: list[Event]) -> None:
 
 
 # ---------------------------------------------------------------------- entry points
-def run_app(app: SpectuiApp, stop_timeout: float = 15.0) -> int:
-    """Run the app; its exit status (spectui.contract.exitcodes): 128 + the signal that stopped it (Ctrl+C:
-    130), else 1 when a live run failed (RunEnded.error, or an error on the status line), else 0."""
-    try:
-        app.run()
-    finally:
-        app.stop_engine(stop_timeout)
-    return exit_status(app, failed=app.run_failed())
+def run_app(app: PacedFaceApp, stop_timeout: float = 15.0) -> int:
+    """Run a paced face and return its exit status (``spectui.tui.shared.paced_app.run_face``)."""
+    return run_face(app, stop_timeout)
+
+
+MEASURING_WHY = ("measuring this machine's verify cost by batch size for the cost model and auto k (once per "
+                 "model pair and machine, cached; spectui probe explains it)")
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
-             recorder=None, probe: MachineProbe | None = None, **kwargs) -> int:
+             recorder=None, probe: MachineProbe | None = None, measure=None, **kwargs) -> int:
     """The live TUI over ``engine.run(prompt, control, n_predict, probe)``. Returns the exit code.
 
-    Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C,
-    SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
+    ``measure(say, progress)``: the machine probe, measured (or read from its cache) by the worker once the
+    first screen is up, its progress on the status line, before the first run starts (a restart reuses
+    it); ``probe`` a probe measured already. Stops the engine (control.stop()) and flushes the recorder on
+    every way out (q, Ctrl+C, SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
     """
+    measured: list[MachineProbe | None] = [probe]
+    app: SpectuiApp
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        return engine.run(p, ctl, n_predict, probe=probe, overlap=True)  # keys act between passes, not on one
+        if measure is not None and measured[0] is None and not ctl.stopped:
+            measured[0] = app.measure_machine(measure)
+        return engine.run(p, ctl, n_predict, probe=measured[0], overlap=True)  # keys act between passes
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)

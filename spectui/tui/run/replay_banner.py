@@ -8,6 +8,7 @@ from textual.widget import Widget
 
 from ...contract.events import RunStarted
 from ...views.view import ScreenView, banner_text
+from ..shared.visible_text import visible_rich
 
 
 class ReplayBanner(Widget):
@@ -24,6 +25,6 @@ class ReplayBanner(Widget):
             self.refresh()
 
     def render(self) -> Text:
-        t = Text(" " + banner_text(self.start) + "  ·  space pause  ←/→ step  home/end  </> speed")
+        t = visible_rich(Text(" " + banner_text(self.start) + "  ·  space pause  ←/→ step  home/end  </> speed"))
         t.truncate(max(1, self.content_size.width), overflow="ellipsis")
         return t

@@ -20,8 +20,13 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from .lifecycle import install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals, theme_order
+from .lifecycle import (install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals,
+                        theme_order, watch_terminal)
+from .terminal import Deadline
 from .themes import VARIABLE_DEFAULTS, check_theme
+
+
+STOP_GRACE_S = 5.0  # a stop asked of a face ends the process within this many seconds, whatever blocks it
 
 
 class StateChanged(Message):
@@ -37,26 +42,72 @@ FACE_BINDINGS = [
 ]
 
 
+def ascii_driver(base):
+    """``base`` (a Textual driver class) writing every frame through ``tui.shared.ascii.to_ascii``."""
+    from .ascii import to_ascii  # noqa: PLC0415
+
+    class AsciiDriver(base):
+        def write(self, data: str) -> None:
+            super().write(to_ascii(data))
+
+    AsciiDriver.__name__ = AsciiDriver.__qualname__ = "Ascii" + base.__name__
+    return AsciiDriver
+
+
 class FaceApp(App):
 
     def __init__(self, theme: str | None = None) -> None:
         self.theme_name = check_theme(theme)  # SpectuiError for an unknown name, before any screen
         super().__init__()
         self._wake_posted = False  # a StateChanged is on its way (set by the worker, cleared by a paint)
-        self._signals: list[int] = []
+        self._signals: dict[int, object] = {}
+        self.stop_signal: int | None = None  # the signal (or SIGHUP for a lost terminal) that stopped it
+        # a stop asked (a signal, a lost terminal) ends the process within this even if Textual cannot
+        # finish it; cancelled when run() returns
+        self.deadline = Deadline(self.last_words, grace_s=STOP_GRACE_S)
+        self._watch = None
 
     # ------------------------------------------------------------------ start and stop
+    def get_driver_class(self):
+        """The platform's driver, writing ASCII only when the ASCII face is wanted (tui.shared.ascii); a
+        driver named in TEXTUAL_DRIVER (textual-serve's web driver: the browser has UTF-8) is left as is."""
+        base = super().get_driver_class()
+        from textual import constants  # noqa: PLC0415
+
+        from .ascii import ascii_wanted  # noqa: PLC0415
+
+        if constants.DRIVER is not None or not ascii_wanted():
+            return base
+        return ascii_driver(base)
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
     def on_mount(self) -> None:
         register_themes(self, self.theme_name)
         self._signals = install_quit_signals(self)
+        self._watch = watch_terminal(self)
         self.start_face()
 
     def on_unmount(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
         self.stop_face()
         remove_signals(self._signals)
+
+    def run(self, *args, **kwargs):
+        self.deadline.enabled = True  # a process of its own: a stop that cannot finish ends it
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            self.deadline.cancel()  # the app is done: what is left is the command's
+
+    def last_words(self) -> None:
+        """What the deadline does before it ends the process: stop the worker and flush the recording (the
+        faces with an engine or a recorder: ``stop_engine``)."""
+        stop = getattr(self, "stop_engine", None)
+        if stop is not None:
+            stop(2.0)
 
     def start_face(self) -> None:  # pragma: no cover - every face has one
         raise NotImplementedError

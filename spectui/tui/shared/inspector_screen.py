@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from ...views.inspector_model import InspectorView
 from ...views.inspector import HINT, inspector_text
+from .visible_text import visible_rich
 
 Step = Callable[[int, int], "InspectorView | None"]  # (dx, dy) -> the view at the moved cursor
 
@@ -63,7 +64,7 @@ class InspectorScreen(ModalScreen[None]):
 
     def show_view(self, view: InspectorView) -> None:
         self.view = view
-        self.query_one("#inspector-text", Static).update(self.text())
+        self.query_one("#inspector-text", Static).update(visible_rich(self.text()))  # a trace's words
 
     def action_step(self, dx: int, dy: int) -> None:
         if self.step is None:

@@ -21,6 +21,7 @@ from textual.css.query import NoMatches
 from ...contract.control import RunControl
 from ...views.animation import PassClock
 from .app import FaceApp, StateChanged
+from .lifecycle import exit_status
 from .screen import FaceScreen
 
 FRAME_HZ = 4  # at most this many paints a second for new passes: as often as the eye can follow
@@ -81,6 +82,15 @@ class PacedFaceApp(FaceApp):
     def action_quit(self) -> None:
         self.control.stop()
         self.exit()
+
+    def run_failed(self) -> bool:
+        """Whether a live run failed (its exit status is then 1). A replayed recording never fails with it:
+        the faces that only replay (the race, the demo's acts) keep this answer."""
+        return False
+
+    def stop_engine(self, timeout: float = 15.0) -> bool:
+        """Stop the worker (``run_app`` calls this on every way out). True if it stopped."""
+        return self.stop_worker(timeout)
 
     # ------------------------------------------------------------------ the worker's bookkeeping
     def worker_starts(self) -> None:
@@ -176,3 +186,14 @@ class PacedFaceApp(FaceApp):
         """Count a paint (the face calls this as it hands the screen a new view)."""
         self.paints += 1
         self._last_paint = now
+
+
+def run_face(app: PacedFaceApp, stop_timeout: float = 15.0) -> int:
+    """Run a paced face (the run's SpectuiApp, the race's RaceApp, the demo's looping acts); stop its worker
+    on every way out; its exit status (spectui.contract.exitcodes): 128 + the signal that stopped it (Ctrl+C:
+    130), else 1 when a live run failed (RunEnded.error, or an error on the status line), else 0."""
+    try:
+        app.run()
+    finally:
+        app.stop_engine(stop_timeout)
+    return exit_status(app, failed=app.run_failed())

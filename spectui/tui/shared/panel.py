@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from ...views.state import ScreenSnapshot
 from .themes import VARIABLE_DEFAULTS
+from .visible_text import visible_rich
 from ...views.view import ScreenView
 
 GLYPH = {
@@ -193,6 +194,7 @@ class Panel(KeepLines, Widget):
         console = self.app.console
         if base is None:
             base = self.base_style
+        line = visible_rich(line)  # outside text (a trace's names, a server's labels) never as controls
         # Text.render leaves a line's own style out when it has no spans: apply it here
         style = base + console.get_style(line.style) if line.style else base
         return Strip(Segment.apply_style(line.render(console), style)).adjust_cell_length(width, base)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from .visible_text import visible_rich
+
 
 class TextLine(Widget):
     """One line of text made from a view by ``text_of(view)``; repainted only when the text changes, cut
@@ -26,6 +28,6 @@ class TextLine(Widget):
             self.refresh()
 
     def render(self) -> Text:
-        t = self.text.copy()
+        t = visible_rich(self.text.copy())  # an error or a reason from outside: controls made visible
         t.truncate(max(1, self.content_size.width), overflow="ellipsis")
         return t
