@@ -6,17 +6,24 @@
 - ``tiny_other_vocab``: same shapes, one token text different (id 300) => vocabulary mismatch.
 - ``tiny_eog_target``: a target whose end-of-sequence row is large, so greedy runs end on it.
 - ``tiny_chat_target``: ``tiny_target``'s weights with a chat template (``tinymodels.CHAT_TEMPLATE``).
-All are ``pathlib.Path`` objects; ``tinymodels.build_model`` builds more.
+All are ``pathlib.Path`` objects, built once per test run: one folder (``tiny_dir``) for the whole run, shared
+by every pytest-xdist worker (``tinymodels.shared_model``: a file lock, an atomic rename). ``tiny_model(filename,
+**build_model_kwargs)`` gets any other model the same way; ``tinymodels.build_model`` builds one where a test says.
 
 Engines (real llama.cpp on those models):
 - ``make_engine(target, draft=None, n_ctx=512, threads=1, warn=<silent>, **kw)``: the one place tests build
   an ``Engine``; every engine it made is closed when the test module ends (``with make_engine(...)``
   closes one earlier).
 - ``noisy_engine``: ``make_engine(tiny_target, tiny_draft_noisy)``, one per test module.
+
+Processes: a ``waits.Started`` process a test left running (a wait that timed out) is killed after the test.
+The fast lane is ``pytest -m "not slow" -n auto`` (pytest-xdist: one worker per core); what it leaves out:
+``pytest_collection_modifyitems`` below.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -26,8 +33,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tinymodels  # noqa: E402
+import waits  # noqa: E402
 
-pytest_plugins = ["tmux_pane"]  # its pane_factory fixture, for every test file
+pytest_plugins = ["tmux_pane", "run_alone"]  # pane_factory for every test file; `timing` tests alone under xdist
 
 TARGET_SEED = 0
 NOISY_DRAFT_NOISE = 0.1
@@ -35,42 +43,52 @@ NOISY_DRAFT_NOISE = 0.1
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("tinymodels")
+    """One folder per test run: under pytest-xdist each worker's basetemp is a subfolder of the run's."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return run / "tinymodels"
 
 
 @pytest.fixture(scope="session")
-def tiny_target(tiny_dir) -> Path:
-    return tinymodels.build_model(tiny_dir / "target.gguf", seed=TARGET_SEED, name="tiny-target")
+def tiny_model(tiny_dir) -> Callable[..., Path]:
+    """``tiny_model(filename, **build_model_kwargs) -> Path``: built once per run (``tinymodels.shared_model``)."""
+    return lambda filename, **kw: tinymodels.shared_model(tiny_dir, filename, **kw)
 
 
 @pytest.fixture(scope="session")
-def tiny_draft_same(tiny_dir) -> Path:
-    return tinymodels.build_model(tiny_dir / "draft-same.gguf", seed=TARGET_SEED, name="tiny-draft-same")
+def tiny_target(tiny_model) -> Path:
+    return tiny_model("target.gguf", seed=TARGET_SEED, name="tiny-target")
 
 
 @pytest.fixture(scope="session")
-def tiny_draft_noisy(tiny_dir) -> Path:
-    return tinymodels.build_model(
-        tiny_dir / "draft-noisy.gguf", seed=TARGET_SEED, noise=NOISY_DRAFT_NOISE, name="tiny-draft-noisy"
-    )
+def tiny_draft_same(tiny_model) -> Path:
+    return tiny_model("draft-same.gguf", seed=TARGET_SEED, name="tiny-draft-same")
 
 
 @pytest.fixture(scope="session")
-def tiny_other_vocab(tiny_dir) -> Path:
-    return tinymodels.build_model(
-        tiny_dir / "other-vocab.gguf", seed=TARGET_SEED, vocab=tinymodels.other_vocab(), name="tiny-other-vocab"
-    )
+def tiny_draft_noisy(tiny_model) -> Path:
+    return tiny_model("draft-noisy.gguf", seed=TARGET_SEED, noise=NOISY_DRAFT_NOISE, name="tiny-draft-noisy")
 
 
 @pytest.fixture(scope="session")
-def tiny_eog_target(tiny_dir) -> Path:
-    return tinymodels.build_model(tiny_dir / "eog-target.gguf", seed=TARGET_SEED, eos_logit="often", name="tiny-eog")
+def tiny_other_vocab(tiny_model) -> Path:
+    return tiny_model("other-vocab.gguf", seed=TARGET_SEED, vocab=tinymodels.other_vocab(), name="tiny-other-vocab")
 
 
 @pytest.fixture(scope="session")
-def tiny_chat_target(tiny_dir) -> Path:
-    return tinymodels.build_model(tiny_dir / "chat-target.gguf", seed=TARGET_SEED, name="tiny-chat",
-                                  chat_template=tinymodels.CHAT_TEMPLATE)
+def tiny_eog_target(tiny_model) -> Path:
+    return tiny_model("eog-target.gguf", seed=TARGET_SEED, eos_logit="often", name="tiny-eog")
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_target(tiny_model) -> Path:
+    return tiny_model("chat-target.gguf", seed=TARGET_SEED, name="tiny-chat", chat_template=tinymodels.CHAT_TEMPLATE)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left():
+    yield
+    waits.kill_left_running()
 
 
 def _silent(message: str) -> None:

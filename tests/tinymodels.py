@@ -14,10 +14,19 @@ pieces). About 0.2-0.5 MB; llama.cpp loads and decodes it in milliseconds.
 - ``eos_logit``: ``"never"`` gives end-of-sequence an all-zero output row (logit exactly 0, so it is
   practically never the argmax and rarely sampled - good for tests that need length); ``"often"`` gives
   it a large row so greedy runs end on it within a few dozen tokens (for the stop-reason test).
+
+``shared_model(folder, filename, **build_model_kwargs)``: the same model, built once into ``folder`` (the
+fixtures of tests/conftest.py pass one folder for a whole test run, shared by every pytest-xdist worker):
+under ``folder/<key>/filename``, where the key hashes the arguments and this file's source, so that two
+different models never share a path. The first process to ask builds it under a file lock and renames it into
+place whole; the others wait for the lock and find it there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -194,4 +203,36 @@ def build_model(
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    return path
+
+
+@contextlib.contextmanager
+def _locked(lock: Path):
+    with open(lock, "a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: the atomic rename alone keeps the file whole; a model may be built twice
+            yield
+            return
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def shared_model(folder: str | Path, filename: str, **kwargs) -> Path:
+    """``build_model(folder/<key>/filename, **kwargs)``, built at most once per folder (see the module docstring).
+    The key is the arguments' repr: a callable (``transform``) has none that holds across processes."""
+    if any(callable(v) for v in kwargs.values()):
+        raise TypeError("shared_model: a callable argument has no stable key; call build_model")
+    spec = repr(sorted(kwargs.items())).encode() + Path(__file__).read_bytes()
+    where = Path(folder) / hashlib.sha256(spec).hexdigest()[:16]
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / filename
+    with _locked(where / (filename + ".lock")):
+        if not path.exists():
+            part = where / f".{filename}.{os.getpid()}.part"
+            build_model(part, **kwargs)
+            os.replace(part, path)
     return path

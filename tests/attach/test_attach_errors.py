@@ -20,6 +20,7 @@ pytest.importorskip("prometheus_client")
 from click.testing import CliRunner
 
 from servers import SilentServer, StaticServer, free_port
+from waits import catches, wait_until
 from spectui.contract import event_json
 from spectui.contract import events as aev
 from spectui.commands.attach import attach_cmd
@@ -178,7 +179,7 @@ def test_signal_stops_cleanly(html, tmp_path, sig):
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 200):
             time.sleep(0.1)
-        time.sleep(0.3)
+        wait_until(lambda: catches(proc.pid, signal.SIGTERM, signal.SIGHUP) is not False, what="its SignalStop")
         proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=20)
     finally:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from servers import SilentServer, StaticServer, free_port
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
+from waits import Started, wait_until
 
 from spectui.contract.exitcodes import FAILED, OK, SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, USAGE, for_run_end
 from spectui.recording.trace import read_trace, synthetic_run, write_trace
@@ -22,6 +23,10 @@ from spectui.recording.trace import read_trace, synthetic_run, write_trace
 REPO = Path(__file__).resolve().parents[2]
 SIGNALS = [(signal.SIGINT, SIGINT_STATUS), (signal.SIGTERM, SIGTERM_STATUS), (signal.SIGHUP, SIGHUP_STATUS)]
 SIG_IDS = ["INT-130", "TERM-143", "HUP-129"]
+# CPU seconds a command has used once it is into its work (its signal handlers are in at about 0.1 s; a whole
+# probe on the tiny model, imports and loading included, takes about 0.45 s; a cast of 3000 passes renders for
+# over 40 s and a probe of 400 repeats measures for over 20 s)
+RENDERING_CPU_S, MEASURING_CPU_S = 0.5, 0.6
 LLAMA_LIKE = ("# TYPE llamacpp:spec_decode_num_drafts_total counter\n"
               "llamacpp:spec_decode_num_drafts_total 0\n")
 
@@ -31,28 +36,13 @@ def spectui(*args, module: str = "spectui", timeout: float = 120, env=None) -> s
                           cwd=REPO, timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def start(*args, module: str = "spectui", env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", module, *[str(a) for a in args]], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, **(env or {})})
+def start(*args, module: str = "spectui", env=None) -> Started:
+    return Started([sys.executable, "-m", module, *[str(a) for a in args]], cwd=REPO,
+                   env={**os.environ, **(env or {})})
 
 
-def wait_until(cond, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def stop_with(proc: subprocess.Popen, sig: int, timeout: float = 60) -> tuple[str, str]:
-    proc.send_signal(sig)
-    try:
-        return proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+def stop_with(proc: Started, sig: int, timeout: float = 60) -> tuple[str, str]:
+    return proc.stop_with(sig, timeout)
 
 
 def one_error_line(stderr: str) -> str:
@@ -192,7 +182,7 @@ def test_replay_0_and_2(trace, tmp_path):
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_replay_headless_signals_print_the_summary_so_far(trace, sig, status):
     proc = start("replay", trace, "--headless", "--speed", "0.25")
-    time.sleep(2.5)
+    wait_until(lambda: proc.stopped_by_its_handler() and proc.printed(), what="the replay's first text")
     out, err = stop_with(proc, sig)
     assert proc.returncode == status, err
     assert "n_predict" in out and "Traceback" not in err
@@ -219,7 +209,7 @@ def test_cast_signals_write_nothing(tmp_path, sig, status):
     write_trace(big, list(synthetic_run(3000)))
     out = tmp_path / "x.cast"
     proc = start("cast", big, "-o", out, "--speed", 8)
-    time.sleep(4)
+    wait_until(lambda: proc.stopped_by_its_handler(cpu_s=RENDERING_CPU_S), what="the cast rendering")
     _, err = stop_with(proc, sig)
     assert proc.returncode == status, err
     assert "not written" in err and not out.exists()
@@ -239,7 +229,9 @@ def test_demo_0_and_2():
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_demo_headless_signals(sig, status):
     proc = start("demo", "--headless", "--act", 1, "--speed", "0.25")
-    time.sleep(3)
+    wait_until(lambda: proc.stopped_by_its_handler() and proc.printed(), what="the act's reason")
+    reason = len(proc.printed())
+    wait_until(lambda: len(proc.printed()) > reason, what="the act's first text")
     out, err = stop_with(proc, sig)
     assert proc.returncode == status, err
     assert "n_predict" in out  # the act's summary so far
@@ -288,7 +280,7 @@ def test_probe_0_and_2(tiny_target, tmp_path):
 def test_probe_signals_cache_nothing(tiny_target, tmp_path, sig, status):
     proc = start("probe", "-m", tiny_target, "--max-batch", 64, "--repeats", 400, "-t", 1,
                  env={"XDG_CACHE_HOME": str(tmp_path)})
-    time.sleep(4)
+    wait_until(lambda: proc.stopped_by_its_handler(cpu_s=MEASURING_CPU_S), what="the probe measuring")
     _, err = stop_with(proc, sig)
     assert proc.returncode == status, err
     assert "nothing cached" in err
@@ -377,7 +369,8 @@ def test_attach_signals(good, tmp_path, sig, status):
     rec = tmp_path / "a.jsonl"
     proc = start("attach", good.url, "--interval", 0.1, "--headless", "--record", rec)
     wait_until(lambda: rec.exists() and rec.stat().st_size > 200, what="the attach trace")
-    time.sleep(0.3)
+    wait_until(lambda: proc.stopped_by_its_handler() and
+               sum(ln.startswith("t=") for ln in proc.printed().splitlines()) >= 2, what="two scrapes printed")
     out, err = stop_with(proc, sig)
     assert proc.returncode == status, err
     assert "since start" in out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import tinymodels
+from waits import settled
 
 from spectui.engine.pair import same_file_warning, size_warning
 from spectui.recording.trace import TraceError, read_trace, synthetic_run, write_trace
@@ -110,36 +111,36 @@ async def test_help_at_80x24_scrolls_to_its_end_and_gives_the_keys_back():
 
     app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
+        await settled(pilot, lambda: app.player.at_end and not app.running, what="the replay played")
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert isinstance(app.screen, HelpScreen)
         scroll = app.screen.query_one(VerticalScroll)
         assert scroll.max_scroll_y > 0  # more text than fits at 80x24
         assert app.screen.focused is scroll  # the keys scroll it at once
         await pilot.press("end")
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)
         assert scroll.scroll_y == scroll.max_scroll_y
         await pilot.press("home")
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: scroll.scroll_y == 0)
         assert scroll.scroll_y == 0
         for _ in range(3):
             await pilot.press("down")
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: scroll.scroll_y > 0)
         assert scroll.scroll_y > 0
         await pilot.press("pagedown")
-        await pilot.pause(0.2)
+        await pilot.pause()
         text = str(app.screen.query_one("#help-text").render())
         assert "escape / q / ? closes this screen" in text  # the whole text is there to scroll to
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: not isinstance(app.screen, HelpScreen))
         assert not isinstance(app.screen, HelpScreen)
         theme = app.theme
         await pilot.press("c")  # a key of the run screen works again
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: app.theme != theme)
         assert app.theme != theme
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await settled(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("q")  # q closes the help, it does not quit the app
         await pilot.pause(0.2)
         assert not isinstance(app.screen, HelpScreen) and app.is_running

@@ -219,6 +219,7 @@ def test_an_abandoned_overlapped_run_leaves_nothing_running(make_engine, tiny_ta
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["inline", "overlapped"])
+@pytest.mark.timing  # wall times between passes
 def test_pass_times_cover_the_work_on_the_loops_path(engine, overlap):
     """Accounting, not speed: inline, a pass's wall time includes making its event (the inspector's top-N,
     the texts), so the passes' wall times add up to nearly all the time between the first and the last pass's

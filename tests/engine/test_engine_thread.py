@@ -12,7 +12,7 @@ from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
 
 def test_all_llama_calls_on_the_engine_thread_and_same_events(make_engine, tiny_target, tiny_draft_noisy):
     seen_threads = set()
-    et = EngineThread(lambda: make_engine(tiny_target, tiny_draft_noisy, threads=None))
+    et = EngineThread(lambda: make_engine(tiny_target, tiny_draft_noisy))
     try:
         et.engine.debug_hook = lambda info: seen_threads.add(threading.get_ident())
         settings = Settings(draft_max=3, temperature=0.0, drafter="model")
@@ -36,7 +36,7 @@ def test_load_errors_reach_the_caller(make_engine, tmp_path):
 
 
 def test_stop_from_another_thread_ends_the_run(make_engine, tiny_target):
-    et = EngineThread(lambda: make_engine(tiny_target, n_ctx=4096, threads=None))
+    et = EngineThread(lambda: make_engine(tiny_target, n_ctx=4096))
     try:
         control = RunControl(Settings(draft_max=0, drafter="none"))
         events = []

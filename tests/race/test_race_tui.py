@@ -36,6 +36,7 @@ async def wait_until(cond, timeout=15.0):
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.timing  # a race at 1x on the wall clock
 async def test_each_pane_finishes_at_its_traces_decode_time(pair):
     race = load_race(list(pair))
     app = RaceApp(race, speed=1)
@@ -69,6 +70,7 @@ async def test_a_trace_raced_against_itself_is_a_tie_on_screen(pair):
         assert "FINISH  a tie (A and B: 1.20 s)" in app.race_screen.finish.render().plain
 
 
+@pytest.mark.timing  # a race at 1x on the wall clock
 async def test_pause_step_speed_and_restart_move_the_one_clock(pair):
     race = load_race(list(pair))
     app = RaceApp(race, speed=1)
@@ -133,6 +135,7 @@ async def test_tab_and_the_inspector_in_either_pane(pair):
         assert screen.cursor is None
 
 
+@pytest.mark.timing  # a race at 1x on the wall clock
 async def test_paints_follow_the_replay_pace(pair):
     """At 1x a lane's passes are painted at most FRAME_HZ times a second (plus animation phases), and a
     finished race paints nothing more."""

@@ -300,6 +300,7 @@ async def test_contention_shows_a_badge_and_a_bar_only_while_it_lasts(monkeypatc
         await pilot.press("q")
 
 
+@pytest.mark.timing  # no paint in an idle second
 async def test_paints_follow_the_passes_not_a_clock():
     """No frame while nothing changes (the app used to tick 30 times a second); a burst of passes is
     painted a few times, not once per pass."""
