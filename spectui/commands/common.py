@@ -64,6 +64,16 @@ class ModelOptions:
     def has_draft(self) -> bool:
         return bool(self.draft or self.hf_repo_draft)
 
+    def check_local_files(self) -> None:
+        """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
+        (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
+        from ..engine.models import check_gguf_file
+
+        if self.target:
+            check_gguf_file(self.target, "target")
+        if self.draft:
+            check_gguf_file(self.draft, "draft")
+
 
 def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
     """--drafter as given, or, when it is not and a local draft file is, the kind its metadata says (as llama.cpp

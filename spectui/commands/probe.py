@@ -15,7 +15,8 @@ import click
 
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
-from .options import json_option, model_options
+from .options import drafter_option, json_option, model_options
+from ..contract.params import Finite
 from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 from . import command
 
@@ -32,11 +33,11 @@ from . import command
               "(docs/batch-knee.md)")
 @click.option("--batch-seqs", type=int, default=32, show_default=True, help="--batched: most sequences in one step")
 @click.option("--batch-ks", type=str, default="1,2,4", show_default=True, help="--batched: draft lengths")
-@click.option("--acceptance", type=float, default=None, help="--batched: per-draft acceptance to predict with")
+@click.option("--acceptance", type=Finite(), default=None,
+              help="--batched: per-draft acceptance to predict with")
 @click.option("--acceptance-from", type=str, default=None,
               help="--batched: the acceptance measured in a trace or a `spectui bench --json` report")
-@click.option("--drafter", type=click.Choice(["model", "ngram"]), default=None,
-              help="--batched: draft model (default with --draft) or prompt lookup (free drafts)")
+@drafter_option("with --batched: model (the default with --draft) or ngram (free drafts)")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     try:
         from .common import loading_stop  # noqa: PLC0415
@@ -106,6 +107,9 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         if acceptance is not None or acceptance_from or drafter:
             raise SpectuiError("--acceptance / --acceptance-from / --drafter are for --batched")
         return None
+    if drafter not in (None, "model", "ngram"):
+        raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "
+                           "(model or ngram)")
     from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
     from ..engine.batch_probe import check_ks  # noqa: PLC0415
 

@@ -64,10 +64,13 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
 
             check_theme(theme)
         note = ""
-        if not headless:  # before anything is recorded or read: a TUI drawn into a pipe helps nobody
-            from ..tui.shared.terminal import require_terminal
 
-            require_terminal("spectui race")
+        def need_terminal() -> None:  # after the options are checked, before anything is recorded or read
+            if not headless:  # a TUI drawn into a pipe helps nobody
+                from ..tui.shared.terminal import require_terminal
+
+                require_terminal("spectui race")
+
         if recording:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
@@ -83,6 +86,12 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             for spec in (a, b):  # a bad setting fails before any model loads
                 spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft)
             text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
+            if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
+                from ..contract.outputs import record_folder
+
+                record_folder(record_dir)  # a file in the way: its one-line error first
+            models.check_local_files()
+            need_terminal()
 
             def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
                 return load_engine(models, use_draft=use_draft, quiet=as_json)
@@ -111,6 +120,7 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
                                "--record-dir record a race: they need --target (or -hf)")
         if not traces:
             raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
+        need_terminal()
         from ..views.race_timeline import load_race
 
         race = load_race(list(traces), from_start=from_start, any_prompt=any_prompt)

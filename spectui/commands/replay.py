@@ -175,10 +175,10 @@ def replay_cmd(file: str, headless: bool, as_json: bool, speed: str | None, them
         from ..tui.shared.themes import check_theme
 
         check_theme(theme)  # an unknown theme fails before reading a long trace
+        _header, events = load_for_tui(file)  # a bad trace is the first thing to say
         from ..tui.shared.terminal import require_terminal
 
         require_terminal("spectui replay")  # one line, exit 2: not a TUI drawn into a pipe
-        _header, events = load_for_tui(file)
         if is_attach_trace(events):
             from ..tui.attach.app import run_attach_replay
 

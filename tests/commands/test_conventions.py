@@ -184,7 +184,7 @@ def test_drafter_has_the_same_choices_everywhere():
     assert DRAFTERS == EVENT_DRAFTERS == ("model", "ngram", "none", "eagle3", "mtp")
     found = {name: option(cmd, "--drafter") for name, cmd in commands().items()}
     found = {name: o for name, o in found.items() if o is not None}
-    assert sorted(found) == ["bench", "race", "run", "sweep"]
+    assert sorted(found) == ["bench", "probe", "race", "run", "sweep"]
     for name, o in found.items():
         if name == "bench":  # a comma-separated list of them
             assert o.metavar == "model|ngram|none[,...]"
