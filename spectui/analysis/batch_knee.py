@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..contract.errors import SpectuiError
-from .costmodel import leviathan
+from .costmodel import break_even_acceptance, leviathan
+from .cachefile import read_entry
 
 BATCH_VERSION = 1
 DRAFTER_MODEL = "model"
@@ -250,21 +251,12 @@ def predict(curve: BatchCurve, acceptance: float, drafter: str | None = None, so
 
 
 def acceptance_from_tokens_per_pass(tokens_per_pass: float, k: int) -> float:
-    """The constant per-draft rate a with leviathan(a, k) = tokens_per_pass (bisection over the one formula)."""
+    """The constant per-draft rate a with leviathan(a, k) = tokens_per_pass (the one inverse, costmodel's)."""
     if k < 1:
         raise SpectuiError("an acceptance needs a draft length of at least 1")
-    if tokens_per_pass <= 1.0:
-        return 0.0
-    if tokens_per_pass >= k + 1:
+    if tokens_per_pass >= k + 1:  # every draft accepted (the bisection would stop just short of 1)
         return 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if leviathan(mid, k) < tokens_per_pass:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return break_even_acceptance(tokens_per_pass, k)  # 0 at <= 1 token a pass
 
 
 def acceptance_from_events(events, label: str) -> tuple[float, str]:
@@ -367,24 +359,10 @@ def batched_cache_key(engine, max_seqs: int, ks, repeats: int) -> tuple[dict, st
 
 
 def load_cached(path: Path, key: dict) -> BatchCurve | None:
-    try:
-        if path.stat().st_size > 4 * 1024 * 1024:
-            raise BatchCacheError("larger than 4 MiB")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    result = read_entry(path, key, BatchCacheError)
+    if result is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BatchCacheError(f"cannot read it ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BatchCacheError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict) or "result" not in data or "key" not in data:
-        raise BatchCacheError("missing 'key' or 'result'")
-    if data["key"] != key:
-        return None
-    return replace(BatchCurve.from_dict(data["result"]), cached=True, cache_file=str(path))
-
+    return replace(BatchCurve.from_dict(result), cached=True, cache_file=str(path))
 
 def store(curve: BatchCurve, key: dict, path: Path, models=()) -> BatchCurve:
     from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415

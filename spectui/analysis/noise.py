@@ -31,6 +31,7 @@ from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
 from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, NOISE_PROMPT, BatchNoise, measure_noise
 from .probe import _loadavg, file_identity, machine_key
+from .cachefile import read_entry
 
 NOISE_VERSION = 1
 NOISE_CACHE = Kind("noise cache", lambda head: True, owned_dir=True)
@@ -214,22 +215,10 @@ def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAUL
 def load_cached(path: Path, key: dict) -> NoiseResult | None:
     """The cached result at ``path`` for ``key``; None when absent or another key's. Raises NoiseCacheError
     when the file is corrupt."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    result = read_entry(path, key, NoiseCacheError)
+    if result is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NoiseCacheError(f"cannot read it ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise NoiseCacheError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict) or "result" not in data or "key" not in data:
-        raise NoiseCacheError("missing 'key' or 'result'")
-    if data["key"] != key:
-        return None
-    return replace(NoiseResult.from_dict(data["result"]), cached=True, cache_file=str(path))
-
+    return replace(NoiseResult.from_dict(result), cached=True, cache_file=str(path))
 
 def store(result: NoiseResult, key: dict, path: Path) -> NoiseResult:
     """Write the result atomically; returns it with its cache file named (a cache that cannot be written is

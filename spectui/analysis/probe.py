@@ -48,6 +48,7 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.events import MachineProbe, ModelInfo
 from .costmodel import break_even_acceptance
+from .cachefile import read_entry
 
 PROBE_VERSION = 1
 DEFAULT_MAX_BATCH = 16
@@ -477,23 +478,10 @@ def cache_path(digest: str, directory: Path | None = None) -> Path:
 def load_cached(path: Path, key: dict) -> ProbeResult | None:
     """The cached result at ``path`` for ``key``; None when absent or for another key. Raises
     ProbeCacheError when the file is corrupt."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    result = read_entry(path, key, ProbeCacheError)
+    if result is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeCacheError(f"cannot read it ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProbeCacheError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict) or "result" not in data or "key" not in data:
-        raise ProbeCacheError("missing 'key' or 'result'")
-    if data["key"] != key:
-        return None
-    res = ProbeResult.from_dict(data["result"])
-    return _with(res, cached=True, cache_file=str(path))
-
+    return _with(ProbeResult.from_dict(result), cached=True, cache_file=str(path))
 
 def store(result: ProbeResult, key: dict, path: Path) -> ProbeResult:
     """Write the result (atomically); returns it with its cache file named. A cache that cannot be

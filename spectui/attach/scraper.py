@@ -105,7 +105,9 @@ def _shut(sock: socket.socket) -> None:
         pass
 
 
-class _DeadlineHTTP(http.client.HTTPConnection):
+class _DeadlineConnection:
+    """A connection whose socket the deadline shuts when time is up (mixed into HTTP and HTTPS)."""
+
     def __init__(self, *args, deadline: Deadline, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
@@ -115,14 +117,12 @@ class _DeadlineHTTP(http.client.HTTPConnection):
         self._deadline.add(self.sock)
 
 
-class _DeadlineHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args, deadline: Deadline, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
+class _DeadlineHTTP(_DeadlineConnection, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.add(self.sock)
+
+class _DeadlineHTTPS(_DeadlineConnection, http.client.HTTPSConnection):
+    pass
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
