@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch, ext, top_candidate
+from .llama_ext import HeadContext, CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch, ext, top_candidate
 from .models import llama
 
 TOP_K = 10  # the reference drafts with a top-k 10 sampler: p is the softmax over the 10 best logits
@@ -38,7 +38,7 @@ class DraftStep:
     p: float  # the reference's candidate probability (softmax over the TOP_K best logits)
 
 
-class Eagle3Head:
+class Eagle3Head(HeadContext):
     """An ``eagle3`` draft model and its context, drafting for one target context."""
 
     def __init__(self, path: str, model_tgt, ctx_tgt, n_ctx: int, threads: int = 1, n_ubatch: int = 512) -> None:
@@ -179,20 +179,3 @@ class Eagle3Head:
         i_g = min(int(n_accepted), rows - 1)
         self.pending_pos = self.verify_pos_first + i_g
         self.pending_g = self.verify_g[i_g].copy()
-
-    def rollback(self, p0: int) -> None:
-        """Drop the head's KV at positions >= p0, with the target's (the server rolls both back after a verify:
-        slot.mem.seq_rm(pos_next) in tools/server/server-context.cpp)."""
-        llama().llama_memory_seq_rm(self.mem, 0, int(p0), -1)
-
-    def close(self) -> None:
-        L = llama()
-        if getattr(self, "batch", None) is not None:
-            self.batch.free()
-            self.batch = None
-        if getattr(self, "ctx", None):
-            L.llama_free(self.ctx)
-            self.ctx = None
-        if getattr(self, "model", None):
-            L.llama_model_free(self.model)
-            self.model = None

@@ -251,3 +251,30 @@ def top_candidate(ctx, i: int, n_vocab: int, top_k: int = 10) -> tuple[int, floa
     best = int(top[np.argmax(row[top])])
     z = row[top].astype(np.float64)
     return best, float(1.0 / np.exp(z - z.max()).sum())
+
+
+class HeadContext:
+    """What a drafting head's own llama.cpp context shares, EAGLE-3's and MTP's alike: ``ctx``, its memory
+    ``mem`` and an ``ExtBatch`` ``batch``; an EAGLE-3 head also owns its ``model`` (MTP's is the target's)."""
+
+    ctx = None
+    mem = None
+    batch = None
+    model = None
+
+    def rollback(self, p0: int) -> None:
+        """Drop the head's KV at positions >= p0, with the target's (the server rolls both back after a verify:
+        slot.mem.seq_rm(pos_next) in tools/server/server-context.cpp)."""
+        llama().llama_memory_seq_rm(self.mem, 0, int(p0), -1)
+
+    def close(self) -> None:
+        L = llama()
+        if self.batch is not None:
+            self.batch.free()
+            self.batch = None
+        if self.ctx:
+            L.llama_free(self.ctx)
+            self.ctx = None
+        if self.model:
+            L.llama_model_free(self.model)
+            self.model = None

@@ -24,11 +24,11 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from .eagle3 import TOP_K, DraftStep
-from .llama_ext import CONTEXT_TYPE_MTP, PROCESS_DECODE, ExtBatch, ext, top_candidate
+from .llama_ext import HeadContext, CONTEXT_TYPE_MTP, PROCESS_DECODE, ExtBatch, ext, top_candidate
 from .models import llama
 
 
-class MtpHead:
+class MtpHead(HeadContext):
     """An MTP context on the target's own model, drafting for the target context ``ctx_tgt``."""
 
     def __init__(self, model_tgt, ctx_tgt, n_ctx: int, threads: int = 1, n_ubatch: int = 512,
@@ -107,17 +107,3 @@ class MtpHead:
         rows = len(self.verify_h)
         if rows > 0:
             self.pending_h = self.verify_h[min(int(n_accepted), rows - 1)].copy()
-
-    def rollback(self, p0: int) -> None:
-        """Drop the head's KV at positions >= p0, with the target's (the server rolls both back after a verify:
-        slot.mem.seq_rm(pos_next) in tools/server/server-context.cpp)."""
-        llama().llama_memory_seq_rm(self.mem, 0, int(p0), -1)
-
-    def close(self) -> None:
-        L = llama()
-        if getattr(self, "batch", None) is not None:
-            self.batch.free()
-            self.batch = None
-        if getattr(self, "ctx", None):
-            L.llama_free(self.ctx)
-            self.ctx = None
