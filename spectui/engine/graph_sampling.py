@@ -194,13 +194,7 @@ def context_with_sampler(model: M.LoadedModel, chain: SamplerChain, n_ctx: int =
     (0: n_batch). llama.cpp's default is 1: a context made without it (``LoadedModel``'s) can sample in the
     graph only for decodes with one output row (a draft step), and fails (-1) on a verify of k + 1 rows."""
     L = M.llama()
-    cp = L.llama_context_default_params()
-    cp.n_ctx = n_ctx
-    cp.n_batch = n_batch
-    cp.n_ubatch = n_batch
-    cp.n_seq_max = 1
-    cp.n_threads = threads
-    cp.n_threads_batch = threads
+    cp = M._context_params(L, n_ctx, n_batch, n_batch, threads, ())  # as LoadedModel's, on the CPU
     cp.n_outputs_max_per_seq = int(n_outputs_max_per_seq)
     conf = (L.llama_sampler_seq_config * 1)()
     conf[0].seq_id = 0
