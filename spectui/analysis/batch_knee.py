@@ -103,11 +103,9 @@ class BatchCurve:
 
     @property
     def quiet(self) -> bool:
-        from .probe import QUIET_LOAD_MARGIN, QUIET_OTHERS_CORES  # noqa: PLC0415 - probe's own thresholds
+        from .probe import quiet_machine  # noqa: PLC0415 - probe's own thresholds
 
-        if self.others_cpu >= 0:
-            return self.others_cpu <= QUIET_OTHERS_CORES
-        return self.loadavg[0] <= self.threads + QUIET_LOAD_MARGIN
+        return quiet_machine(self.others_cpu, self.loadavg, self.threads)
 
     # ---- JSON
     def to_dict(self) -> dict:

@@ -88,6 +88,14 @@ def _model_from(d: dict) -> ModelInfo:
     return ModelInfo(**d)
 
 
+
+def quiet_machine(others_cpu: float, loadavg, threads: int) -> bool:
+    """Whether a measurement ran quiet: other processes' CPU (cores) when it was sampled (>= 0), else the
+    load average against the threads the measurement used."""
+    if others_cpu >= 0:
+        return others_cpu <= QUIET_OTHERS_CORES
+    return loadavg[0] <= threads + QUIET_LOAD_MARGIN
+
 @dataclass(frozen=True)
 class ProbeVerdict:
     """What the figures mean for speculation (computed from a ProbeResult)."""
@@ -164,9 +172,7 @@ class ProbeResult:
 
     @property
     def quiet(self) -> bool:
-        if self.others_cpu >= 0:
-            return self.others_cpu <= QUIET_OTHERS_CORES
-        return self.loadavg[0] <= self.threads + QUIET_LOAD_MARGIN
+        return quiet_machine(self.others_cpu, self.loadavg, self.threads)
 
     def load_line(self) -> str:
         others = f"{self.others_cpu:.1f} cores busy with other processes" if self.others_cpu >= 0 else (
