@@ -105,21 +105,9 @@ class Engine:
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
-        if self.draft is not None:  # the same file twice, a swapped pair, a draft not much smaller (pair.py)
-            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
-            if msg:  # one warning that names it (the same file is not also "not much smaller")
-                self.warn(msg)
+        self._warn_pair(tpath, dpath)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
-        self._drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
-        if self.draft is not None:
-            self._drafters["model"] = DraftModelDrafter(self.draft)
-        if head is not None:
-            try:
-                self._head = make_head_drafter(head, self.target, head_path, self.n_ctx, self.threads)
-            except BaseException:
-                self.close()
-                raise
-            self._drafters[head] = self._head
+        self._drafters: dict[str, Drafter] = self._make_drafters(head, head_path)
         self._warned_no_draft = False
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._cursor = TargetCursor()  # the target's accepted KV cells between runs (the last run's)
@@ -129,6 +117,28 @@ class Engine:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
+
+    def _warn_pair(self, tpath: str, dpath: str | None) -> None:
+        """The same file twice, a swapped pair, a draft not much smaller (pair.py): one warning that names it
+        (the same file is not also "not much smaller")."""
+        if self.draft is not None:
+            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
+            if msg:
+                self.warn(msg)
+
+    def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
+        """Every drafter this engine can switch to mid-run: none, ngram, the draft model, the head."""
+        drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
+        if self.draft is not None:
+            drafters["model"] = DraftModelDrafter(self.draft)
+        if head is not None:
+            try:
+                self._head = make_head_drafter(head, self.target, head_path, self.n_ctx, self.threads)
+            except BaseException:
+                self.close()
+                raise
+            drafters[head] = self._head
+        return drafters
 
     def _find_spare_core(self, spare_core: bool | None) -> bool:
         """A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may

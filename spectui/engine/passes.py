@@ -112,6 +112,25 @@ def _described(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".replace("\n", " ")
 
 
+def _decode_prompt(tgt, head, prompt_tokens: list[int]) -> tuple[float, float]:
+    """The prompt through the target; with an EAGLE-3 / MTP head, chunk by chunk, the head reading each chunk's
+    hidden states before the next chunk overwrites them. Returns (the target's ms, the head's ms)."""
+    t_v = time.perf_counter()
+    if head is None:
+        tgt.decode_chunked(prompt_tokens, 0)
+        return (time.perf_counter() - t_v) * 1000.0, 0.0
+    verify_ms = head_ms = 0.0
+    n, step = len(prompt_tokens), max(1, min(tgt.n_batch, 512))
+    for i in range(0, n, step):
+        chunk = prompt_tokens[i:i + step]
+        tgt.decode(chunk, i, "last" if i + step >= n else "none")
+        t_h = time.perf_counter()
+        verify_ms += (t_h - t_v) * 1000.0
+        head.target_decoded(chunk, i)
+        t_v = time.perf_counter()
+        head_ms += (t_v - t_h) * 1000.0
+    return verify_ms, head_ms
+
 class PassLoop:
     """One run of ``engine`` (see the module docstring); ``Engine.run`` makes one per call. It reads the engine's
     loaded state (models, drafters, the KV cursor, the reused row pools) and keeps the run's own."""
@@ -233,22 +252,8 @@ class PassLoop:
         t_d = time.perf_counter()
         drafter.prefill(prompt_tokens)
         draft_ms = (time.perf_counter() - t_d) * 1000.0
-        t_v = time.perf_counter()
-        head = self.e._head
-        if head is None:
-            tgt.decode_chunked(prompt_tokens, 0)
-            verify_ms = (time.perf_counter() - t_v) * 1000.0
-        else:  # the head reads each chunk's hidden states before the next chunk overwrites them
-            verify_ms = 0.0
-            n, step = len(prompt_tokens), max(1, min(tgt.n_batch, 512))
-            for i in range(0, n, step):
-                chunk = prompt_tokens[i:i + step]
-                tgt.decode(chunk, i, "last" if i + step >= n else "none")
-                t_h = time.perf_counter()
-                verify_ms += (t_h - t_v) * 1000.0
-                head.target_decoded(chunk, i)
-                t_v = time.perf_counter()
-                draft_ms += (t_v - t_h) * 1000.0
+        verify_ms, head_ms = _decode_prompt(tgt, self.e._head, prompt_tokens)
+        draft_ms += head_ms
         row = tgt.logits_last()
         temp = settings.temperature
         tok, prob = _first_token(row, temp, g.rng)
