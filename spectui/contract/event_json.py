@@ -22,6 +22,7 @@ from .events import (
     DRAFT_STOPS,
     DRAFTERS,
     EVENT_TYPES,
+    HEAD_DRAFTERS,
     KINDS,
     PLAIN,
     REJECTED,
@@ -31,6 +32,7 @@ from .events import (
     DraftToken,
     EngineCounters,
     Event,
+    HeadInfo,
     Histogram,
     Inspection,
     MachineProbe,
@@ -132,6 +134,18 @@ def _floats(v: Any) -> tuple[float, ...]:
     return tuple(out)
 
 
+def _ints(v: Any) -> tuple[int, ...]:
+    if type(v) is not list:
+        raise EventFormatError(f"expected a list, got {_type_name(v)}")
+    out = []
+    for i, x in enumerate(v):
+        try:
+            out.append(x if type(x) is int else _scalar(_INT, x))
+        except EventFormatError as exc:
+            raise EventFormatError(f"[{i}]{_sep(exc)}") from None
+    return tuple(out)
+
+
 def _one_of(values: tuple[str, ...]) -> Any:
     def c(v: Any) -> str:
         if type(v) is str and v in values:
@@ -172,6 +186,8 @@ def _field_spec(cls: type, name: str, ann: str) -> tuple[int, Any] | None:
         conv = _tuple_of(_CLASSES[ann[6:-5]])
     elif ann == "tuple[float,...]":
         conv = _floats
+    elif ann == "tuple[int,...]":
+        conv = _ints
     else:  # pragma: no cover - a new field type must be added here
         raise TypeError(f"no JSON converter for {cls.__name__}.{name}: {ann}")
     return _OTHER, (_optional(conv) if optional else conv)
@@ -298,13 +314,14 @@ def _build(cls: type, data: Any) -> Any:
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
-                                           Inspection, MachineProbe,
+                                           Inspection, MachineProbe, HeadInfo,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {
         ("DraftToken", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
         ("Settings", "drafter"): _one_of(DRAFTERS),
+        ("HeadInfo", "kind"): _one_of(HEAD_DRAFTERS + ("",)),
         ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),
         ("Target", "kind"): _one_of(KINDS),
