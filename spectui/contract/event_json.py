@@ -107,14 +107,16 @@ def _nested(cls: type) -> Any:
     return c
 
 
-def _tuple_of(cls: type) -> Any:
+def _each(item: Any) -> Any:
+    """A JSON list as a tuple, ``item`` converting (and checking) each element; a bad one is named by index."""
+
     def c(v: Any) -> tuple:
         if type(v) is not list:
             raise EventFormatError(f"expected a list, got {_type_name(v)}")
         out = []
         for i, x in enumerate(v):
             try:
-                out.append(_build_checked(cls, x))
+                out.append(item(x))
             except EventFormatError as exc:
                 raise EventFormatError(f"[{i}]{_sep(exc)}") from None
         return tuple(out)
@@ -122,28 +124,17 @@ def _tuple_of(cls: type) -> Any:
     return c
 
 
-def _floats(v: Any) -> tuple[float, ...]:
-    if type(v) is not list:
-        raise EventFormatError(f"expected a list, got {_type_name(v)}")
-    out = []
-    for i, x in enumerate(v):
-        try:
-            out.append(x if type(x) is float else _scalar(_FLOAT, x))
-        except EventFormatError as exc:
-            raise EventFormatError(f"[{i}]{_sep(exc)}") from None
-    return tuple(out)
+def _tuple_of(cls: type) -> Any:
+    return _each(lambda x: _build_checked(cls, x))
 
 
-def _ints(v: Any) -> tuple[int, ...]:
-    if type(v) is not list:
-        raise EventFormatError(f"expected a list, got {_type_name(v)}")
-    out = []
-    for i, x in enumerate(v):
-        try:
-            out.append(x if type(x) is int else _scalar(_INT, x))
-        except EventFormatError as exc:
-            raise EventFormatError(f"[{i}]{_sep(exc)}") from None
-    return tuple(out)
+def _list_of(kind: int, py: type) -> Any:
+    """A JSON list of numbers of one kind (each value checked as a scalar field is)."""
+    return _each(lambda x: x if type(x) is py else _scalar(kind, x))
+
+
+_floats = _list_of(_FLOAT, float)
+_ints = _list_of(_INT, int)
 
 
 def _one_of(values: tuple[str, ...]) -> Any:

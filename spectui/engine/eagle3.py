@@ -25,7 +25,7 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from .llama_ext import (TOP_K, DraftStep, HeadContext, CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch,
-                        ext)
+                        ext, head_context)
 from .models import llama
 
 __all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in llama_ext (both heads draft with them)
@@ -56,15 +56,7 @@ class Eagle3Head(HeadContext):
             if bad:
                 raise SpectuiError(f"the EAGLE-3 head {path} reads target layers {self.layer_ids}, but the target has "
                                    f"{self.n_layer_tgt} (ids 0..{self.n_layer_tgt})")
-            cp = L.llama_context_default_params()
-            cp.n_ctx = n_ctx
-            cp.n_batch = cp.n_ubatch = max(1, n_ubatch)
-            cp.n_seq_max = 1
-            cp.n_threads = cp.n_threads_batch = threads
-            cp.ctx_type = CONTEXT_TYPE_DEFAULT
-            cp.n_rs_seq = 0
-            cp.ctx_other = ctx_tgt  # a head without its own token_embd / output uses the target's
-            self.ctx = L.llama_init_from_model(self.model, cp)
+            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
             if not self.ctx:
                 raise SpectuiError(f"llama.cpp could not create a context for the EAGLE-3 head {path}")
         except BaseException:

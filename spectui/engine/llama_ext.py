@@ -244,6 +244,22 @@ class ExtBatch:
             self.batch = None
 
 
+def head_context(model, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, ctx_type: int):
+    """A head's own context on ``model`` (one sequence, batches of ``n_ubatch``), with ``ctx_other`` = the
+    target's context (an EAGLE-3 head without token_embd / output uses the target's; an MTP context reads the
+    target's model). NULL when llama.cpp refuses it."""
+    L = llama()
+    cp = L.llama_context_default_params()
+    cp.n_ctx = n_ctx
+    cp.n_batch = cp.n_ubatch = max(1, n_ubatch)
+    cp.n_seq_max = 1
+    cp.n_threads = cp.n_threads_batch = threads
+    cp.ctx_type = ctx_type
+    cp.n_rs_seq = 0
+    cp.ctx_other = ctx_tgt
+    return L.llama_init_from_model(model, cp)
+
+
 TOP_K = 10  # the reference drafts with a top-k 10 sampler: p is the softmax over the 10 best logits
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import HeadContext, CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, _addr, ext
+from .llama_ext import HeadContext, CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, _addr, ext, head_context
 from .models import llama
 
 
@@ -46,16 +46,8 @@ class MtpHead(HeadContext):
         if self.n_mtp_layers <= 0:
             raise SpectuiError(f"--drafter mtp needs a target with MTP (NextN) layers, and {path} has none")
         self.n_embd = x.n_embd_out(model_tgt)
-        cp = L.llama_context_default_params()
-        cp.n_ctx = n_ctx
-        cp.n_batch = cp.n_ubatch = max(1, n_ubatch)
-        cp.n_seq_max = 1
-        cp.n_threads = cp.n_threads_batch = threads
-        cp.ctx_type = CONTEXT_TYPE_MTP
-        cp.n_rs_seq = 0
-        cp.ctx_other = ctx_tgt
         # (llama.cpp aborts building the MTP graph of a model loaded without load_mtp: load the target with it)
-        self.ctx = L.llama_init_from_model(model_tgt, cp)
+        self.ctx = head_context(model_tgt, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_MTP)
         if not self.ctx:
             raise SpectuiError(f"llama.cpp could not create an MTP context on {path}")
         self.ctx_tgt = ctx_tgt
