@@ -59,6 +59,16 @@ def test_run_started_names_the_head_and_passes_the_head_of_each_draft(spec_dir):
         assert others and all(ev.draft_heads == () for ev in others)
 
 
+def test_eagle3_summary_names_the_head_file_and_its_layers(spec_dir):
+    target, head = str(spec_dir / "eagle3-agree-target.gguf"), str(spec_dir / "eagle3-agree-draft.gguf")
+    r = _spectui("--target", target, "--draft", head, "--headless", "-n", "16", "-p", PROMPT, "--no-probe")
+    assert r.returncode == 0, r.stderr
+    assert ("drafter                eagle3 (an EAGLE-3 head on the target's hidden states: EAGLE-3 head, features "
+            "from target layers 1, 2, 3)") in r.stdout
+    assert f"head file              {head}" in r.stdout
+    assert "draft step cost        EAGLE-3 head " in r.stdout
+
+
 def test_a_draft_model_run_records_no_head(spec_dir):
     t = str(spec_dir / "eagle3-target.gguf")
     with Engine(t, t, n_ctx=256, threads=1, warn=lambda m: None) as e:
@@ -134,6 +144,7 @@ def test_the_words_for_each_kind():
 
 async def test_tui_status_line_and_inspector_name_the_head(spec_dir):
     from spectui.tui.run.app import SpectuiApp
+    from spectui.tui.run.run_metrics import RunMetrics
     from spectui.tui.run.status_line import StatusLine
     from spectui.views.inspector import view_at
     from spectui.views.view import InspectCursor
@@ -154,5 +165,8 @@ async def test_tui_status_line_and_inspector_name_the_head(spec_dir):
             assert drafted
             v = view_at(app.snap.recent, InspectCursor(drafted[-1].index, 1), app.snap.start.head)
             assert v is not None and "drafted by MTP head 2/2" in v.notes
+            metrics = app.query_one(RunMetrics)
+            text = metrics.draw(100, 12).plain  # a panel with room for the step line
+            assert "step MTP head " in text and " ms per draft step · target decode " in text
     finally:
         engine.close()
