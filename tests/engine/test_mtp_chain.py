@@ -87,6 +87,15 @@ def test_chained_run_is_lossless_and_records_each_head(chain_dir):
     with _engine(target) as e:
         ref = _emitted(e.run(PROMPT, RunControl(Settings(draft_max=0, drafter="none")), N_PREDICT))
         evs = list(e.run(PROMPT, RunControl(Settings(draft_max=N_HEADS + 1, drafter="mtp")), N_PREDICT))
+        # overlapped (the next pass drafts while this one is finished) and switched to ngram and back mid-run
+        control = RunControl(Settings(draft_max=N_HEADS, drafter="mtp"))
+        over = []
+        for ev in e.run(PROMPT, control, N_PREDICT, overlap=True):
+            over.append(ev)
+            if isinstance(ev, PassEvent) and ev.index in (3, 6):
+                control.update(drafter="ngram" if ev.index == 3 else "mtp")
+    assert _emitted(over) == ref and over[-1].n_accepted > 0
+    assert {ev.settings.drafter for ev in over if isinstance(ev, PassEvent)} == {"mtp", "ngram"}
     start, end = evs[0], evs[-1]
     assert isinstance(start, RunStarted) and isinstance(end, RunEnded) and end.reason == "n_predict"
     assert start.head is not None and (start.head.kind, start.head.n_heads, start.head.chained) == ("mtp", N_HEADS,
