@@ -46,6 +46,7 @@ class Proposal:
     pending: list[tuple] = field(default_factory=list)
     pool: RowPool | None = None  # where complete() returns the row copies and release() the q rows
     own_rows: bool = False  # the pending rows are pool copies nobody else keeps (not debugging copies)
+    heads: list[int] = field(default_factory=list)  # an EAGLE-3 / MTP head: which head drafted each id (0-based)
 
     def release(self) -> None:
         """The q rows and row copies are read no more (the pass is finished): back to the drafter's pool."""
@@ -281,6 +282,7 @@ class HeadDrafter(Drafter):
     softmax(row / T) above, and the same acceptance rules in the loop."""
 
     reads_target = True
+    info = None  # events.HeadInfo, set by spec_heads.make_head_drafter (RunStarted.head)
 
     def __init__(self, name: str, head) -> None:
         self.name = name
@@ -299,9 +301,9 @@ class HeadDrafter(Drafter):
             h.pending_h = np.zeros_like(h.pending_h)
             h.verify_h = h.verify_h[:0]
 
-    def _row(self) -> np.ndarray:
+    def _row(self, i: int = 0) -> np.ndarray:
         L = llama()
-        return np.ctypeslib.as_array(L.llama_get_logits_ith(self.head.ctx, 0), shape=(self._n_vocab,))
+        return np.ctypeslib.as_array(L.llama_get_logits_ith(self.head.ctx, int(i)), shape=(self._n_vocab,))
 
     def target_decoded(self, tokens: list[int], pos0: int, n_accepted: int | None = None) -> None:
         """The target decoded ``tokens`` at ``pos0``.. (its hidden states are in its context now). After a
@@ -323,15 +325,15 @@ class HeadDrafter(Drafter):
         prop = Proposal(ids=[], q_probs=[], q_rows=q_rows, logit_rows=keep, top=top, stop=DRAFT_STOP_K)
         steps: list[tuple] = []  # per position the head evaluated: (raw row copy, best, q, d, confidence)
 
-        def pick(ctx) -> tuple[int, float]:
-            row = self._row().copy()
+        def pick(ctx, i: int = 0) -> tuple[int, float]:
+            row = self._row(i).copy()
             best = top_ids(row, n_top) if n_top else None
             if temperature > 0:
                 q = softmax(row, temperature)
                 d = sample(q, rng)
             else:
                 q = None
-                d, _ = top_candidate(ctx, 0, self._n_vocab, TOP_K)
+                d, _ = top_candidate(ctx, i, self._n_vocab, TOP_K)
             conf = llama_confidence(row, best) if lim.p_min > 0 else 1.0
             steps.append((row, best, q, int(d), conf))
             if len(steps) <= lim.n_min:  # --draft-min: never stop for --draft-p-min before N drafts
@@ -356,4 +358,5 @@ class HeadDrafter(Drafter):
                 prop.q_probs.append(float(q[d]))
             _finish_row(prop, row, best, q, d, temperature, lim.top_n, n_top)
             prop.ids.append(d)
+            prop.heads.append(h.head_of(i) if hasattr(h, "head_of") else 0)
         return prop

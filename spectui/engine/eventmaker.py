@@ -150,7 +150,7 @@ class PassEventMaker:
             n_accepted=n_acc, emitted=tuple(out), timing=timing, n_ctx_used=w.n_ctx_used,
             others_cpu=self.others.sample(),  # other processes' CPU since the last sample (a /proc/stat read)
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
-            inspect=inspect,
+            inspect=inspect, draft_heads=tuple(prop.heads) if prop is not None else (),
         )
         # the pass's probability rows are read no more: back to the pool for the next passes
         for row in p.cache.values():

@@ -224,6 +224,7 @@ class PassLoop:
             prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=self.n_predict, n_ctx=e.n_ctx,
             threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
             inspect_top=e.inspect_top, probe=self.probe, chat_template=self.chat,
+            head=getattr(e._head, "info", None),
         )
 
     def _why_not_start(self, prompt_tokens: list[int]) -> tuple[str, str]:
