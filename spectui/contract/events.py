@@ -196,6 +196,9 @@ class RunStarted:
     # The chat template the prompt was rendered with ("tokenizer.chat_template sha256:<12 hex>"), or "" when the
     # prompt is raw text (--no-chat, a model without a template, traces from before this field).
     chat_template: str = ""
+    # Where the row math ran (--sampling): "graph" (llama.cpp backend sampler chains: engine/graph_path.py) or
+    # "cpu" (numpy on the loop's path; traces from before this field).
+    sampling: str = "cpu"
 
 
 @dataclass(frozen=True)
