@@ -23,12 +23,14 @@ from ..contract.errors import SpectuiError
 from . import graph_sampling as G
 from .drafters import DraftModelDrafter
 from .eventmaker import TargetProbs
+from . import models as M
 from .models import LoadedModel
 from .rowmath import RowPool
 from .verify import Verdict
 
 SAMPLING_CHOICES = ("auto", "graph", "cpu")
 GRAPH, CPU = "graph", "cpu"
+ROW_ALIGN = 256  # bytes: Vulkan's largest minStorageBufferOffsetAlignment
 
 
 def unavailable(target: LoadedModel, draft: LoadedModel | None, head: str | None) -> str:
@@ -40,6 +42,10 @@ def unavailable(target: LoadedModel, draft: LoadedModel | None, head: str | None
     for m in (target, draft):
         if m is not None and (m.n_use != m.n_vocab or m._sampled is None):
             return f"the {m.role} model's vocabulary is larger than the one both models share"
+        if m is not None and m.n_gpu_layers and (m.n_vocab * 4) % ROW_ALIGN:
+            # the chain reads each output row through a view at row x n_vocab floats: ggml-vulkan asserts
+            # (aborts) on a view not aligned to the device's storage-buffer offset alignment (at most 256)
+            return f"the {m.role} model's rows ({m.n_vocab} ids) are not {ROW_ALIGN}-byte aligned on the device"
     return ""
 
 
@@ -74,17 +80,27 @@ def greedy_tokens_verify(target: LoadedModel, draft_ids: list[int]) -> Verdict:
 
 class GraphSide:
     """One model's chain for a run: greedy at T = 0, temp + dist at T > 0; made again when the temperature or
-    the seed changes, detached (and the model back to its raw rows) by ``off``."""
+    the seed changes, detached (and the model back to its raw rows) by ``off``. A detached chain is freed only
+    with the engine (``free``). On Mesa's lavapipe (software Vulkan) a chain attached a second time to a context
+    crashes llama.cpp's next decode (0.3.36; the re-reserved graph compiles pipelines after buffers were
+    regrown, the bug models._context_params describes): there the first chain stays attached for the engine's
+    life (``pinned``), and a run at another temperature is refused with a one-line message."""
 
     def __init__(self, model: LoadedModel) -> None:
         self.model = model
         self.chain: G.SamplerChain | None = None
         self.key: tuple | None = None
+        self.retired: list[G.SamplerChain] = []
+        self.pinned = bool(model.n_gpu_layers) and any(M._is_lavapipe(d) for d in M.gpu_devices())
 
     def set(self, temperature: float, seed: int | None, rng: np.random.Generator) -> None:
-        key = (float(temperature), seed) if temperature > 0 else (0.0, None)
+        key = (float(temperature), seed if not self.pinned else None) if temperature > 0 else (0.0, None)
         if key == self.key:
+            self.model.chain_rows = True
             return
+        if self.pinned and self.key is not None:
+            raise SpectuiError(f"--sampling graph on lavapipe: this engine's chains are fixed at temperature "
+                               f"{self.key[0]:g} (lavapipe crashes when a chain is replaced); use --sampling cpu")
         self.off()
         if temperature > 0:  # the chain's generator, seeded from the run's RNG (a --seed run repeats)
             chain = G.SamplerChain.at_temperature(temperature, seed=int(rng.integers(0, 2**32)))
@@ -97,11 +113,22 @@ class GraphSide:
         self.chain, self.key = chain, key
         self.model.chain_rows = True
 
-    def off(self) -> None:
+    def off(self, force: bool = False) -> None:
+        if self.pinned and not force:  # stays attached (lavapipe): its rows stay the ones read
+            return
         if self.chain is not None:
-            self.chain.free()  # detaches it first
+            for ctx, seq in list(self.chain._attached):
+                self.chain.detach(ctx, seq)
+            self.retired.append(self.chain)
         self.chain, self.key = None, None
         self.model.chain_rows = False
+
+    def free(self) -> None:
+        """Every chain this side made, freed (the engine closes: before its contexts)."""
+        self.off(force=True)
+        for c in self.retired:
+            c.free()
+        self.retired = []
 
 
 class GraphRun:
@@ -127,6 +154,11 @@ class GraphRun:
         for d in drafters:
             if isinstance(d, DraftModelDrafter):
                 d.graph, d.scale = False, 1.0
+
+    def free(self) -> None:
+        self.target.free()
+        if self.draft is not None:
+            self.draft.free()
 
 
 class GraphTargetProbs(TargetProbs):

@@ -234,7 +234,7 @@ class Engine:
             self._head.head.close()
             self._head = None
         if getattr(self, "_graph", None) is not None:  # the chains are freed before their contexts
-            self._graph.off()
+            self._graph.free()
         for m in (self.draft, self.target):
             if m is not None:
                 m.close()
