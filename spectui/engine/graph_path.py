@@ -51,8 +51,8 @@ def unavailable(target: LoadedModel, draft: LoadedModel | None, head: str | None
 
 def choose(asked: str, target: LoadedModel, draft: LoadedModel | None, head: str | None) -> tuple[str, str]:
     """(path, why) for ``--sampling asked``. ``graph`` where it cannot run is an error (one line); ``auto`` takes
-    the graph path only where the model runs on a GPU device (on the CPU backend the chain's row math runs
-    on the same cores and no copy is saved: docs/lossless.md says why the CPU default stays)."""
+    the graph path only where the model runs on a GPU device other than lavapipe (on the CPU backend the chain's
+    row math runs on the same cores and no copy is saved: docs/lossless.md says why the CPU default stays)."""
     if asked not in SAMPLING_CHOICES:
         raise SpectuiError(f"--sampling must be one of {', '.join(SAMPLING_CHOICES)} (got {asked!r})")
     if asked == CPU:
@@ -64,7 +64,13 @@ def choose(asked: str, target: LoadedModel, draft: LoadedModel | None, head: str
         return CPU, why
     if asked == "auto" and not target.n_gpu_layers:
         return CPU, "auto: the target runs on the CPU backend"
+    if asked == "auto" and _on_lavapipe(target):
+        return CPU, "auto: on lavapipe a chain cannot be replaced (a run at another temperature would be refused)"
     return GRAPH, ""
+
+
+def _on_lavapipe(model: LoadedModel) -> bool:
+    return bool(model.n_gpu_layers) and any(M._is_lavapipe(d) for d in M.gpu_devices())
 
 
 def greedy_tokens_verify(target: LoadedModel, draft_ids: list[int]) -> Verdict:
@@ -91,7 +97,7 @@ class GraphSide:
         self.chain: G.SamplerChain | None = None
         self.key: tuple | None = None
         self.retired: list[G.SamplerChain] = []
-        self.pinned = bool(model.n_gpu_layers) and any(M._is_lavapipe(d) for d in M.gpu_devices())
+        self.pinned = _on_lavapipe(model)
 
     def set(self, temperature: float, seed: int | None, rng: np.random.Generator) -> None:
         key = (float(temperature), seed if not self.pinned else None) if temperature > 0 else (0.0, None)
