@@ -114,6 +114,20 @@ def test_the_graph_path_records_exactly_what_the_cpu_path_records_at_t0(engine, 
     assert graph_engine.target.chain_rows is False  # the chains come off with the run
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if CASES[c][0].temperature > 0])
+def test_the_graph_path_overlapped_records_what_it_records_inline_at_t_positive(graph_engine, case):
+    """At T > 0 the graph path's draws are its own (the draft chain's), so it is compared with itself: a seeded
+    run overlapped records exactly what it records inline, where the finishing thread reads the chains' p rows
+    in place (a draft model) or from copies (prompt lookup: the next verify does not wait for it)."""
+    settings, n, prompt = CASES[case]
+    inline = run(graph_engine, settings, n, prompt, overlap=False)
+    over = run(graph_engine, settings, n, prompt, overlap=True)
+    assert inline[0].sampling == over[0].sampling == "graph"
+    assert [recorded(e) for e in over] == [recorded(e) for e in inline]
+    assert any(p.inspect and p.inspect[p.n_accepted].residual_top for p in over if isinstance(p, PassEvent)
+               and not p.prefill and p.n_accepted < len(p.drafts))  # rejections drew from the residual
+
+
 def test_overlap_really_moves_the_finishing_off_the_loop(engine):
     """Black box: with overlap a consumer sees pass N once pass N + 1 has been decided, so a setting it changes
     on seeing pass N applies from pass N + 2 (inline: N + 1, as tests/engine/test_engine_greedy.py pins), and
