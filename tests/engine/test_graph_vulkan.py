@@ -76,7 +76,8 @@ hot = make(None, "graph")
 runs = C.sampled_runs(hot, n_runs, temp)
 plain = [M.LoadedModel(str(p), r, n_ctx=256, threads=1, use_extra_bufts=True, n_batch=64, n_gpu_layers=99)
          for p, r in ((tgt, "target"), (dr, "draft"))]
-out["t_positive"] = C.check_runs(runs, C.laws(plain[0], plain[1], runs, temp), min_df=3)
+# ggml-vulkan's verify batch rounds apart from its one-token decode by more than the CPU's (a few 1e-3 logits)
+out["t_positive"] = C.check_runs(runs, C.laws(plain[0], plain[1], runs, temp), min_df=3, rel_tol=3e-2)
 print(json.dumps(out))
 """
 
