@@ -21,6 +21,11 @@ three sample the plain temperature-T distribution; their acceptance rules still 
 target and matches it against a top-k-10 draft, spectui accepts with min(1, p/q)), so acceptance differs and
 the tokens/s ratio there is the whole loop's, rule included.
 
+With ``--paths cpu,graph`` (the default) spectui runs twice per cell in the same rotation: ``spectui`` (today's
+path: q and p softmaxed in numpy, ``--sampling cpu``) and ``spectui-graph`` (``--sampling graph``: the draft's
+sample and q, and the target's p, from llama.cpp backend sampler chains in the models' graphs;
+spectui/engine/graph_path.py), each on its own Engine over the same files, side by side in the table.
+
 Then, per k and temperature, one more spectui run with the profiler on (``--no-profile`` skips it): the
 time outside both models' llama_decode split by category, exclusive (a category's time excludes the
 categories called inside it), per pass and as a share of the run's wall time:
@@ -44,7 +49,8 @@ The profiler wraps those functions for the profiled runs only (nothing is instal
 timed runs pay nothing); its own cost (about a microsecond a call) lands in the categories.
 
 usage: .venv/bin/python benchmarks/bench_fast_regime.py [--reps 2] [--n 256] [--ks 2,4,8] [--temps 0,0.8]
-       [--threads 2] [--inspect-top 5] [--no-server] [--no-simple] [--no-profile] [--profile-only]
+       [--threads 2] [--inspect-top 5] [--paths cpu,graph] [--no-server] [--no-simple] [--no-profile]
+       [--profile-only]
 """
 
 from __future__ import annotations
@@ -354,12 +360,17 @@ def main() -> None:
     ap.add_argument("--no-simple", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--profile-only", action="store_true", help="only the profile tables (no comparison)")
+    ap.add_argument("--paths", default="cpu,graph", help="spectui's --sampling paths to run side by side")
     a = ap.parse_args()
+    paths = [x for x in a.paths.split(",") if x]
+    if not paths or any(x not in ("cpu", "graph") for x in paths):
+        raise SystemExit("--paths: a comma list of cpu, graph")
     ks = [int(x) for x in a.ks.split(",")]
     temps = [float(x) for x in a.temps.split(",")]
     target, draft = build_fast_pair(noise=a.noise)
     tmp = Path(tempfile.mkdtemp(prefix="spectui-fast-"))
-    sides = ["spectui"]
+    names = {"cpu": "spectui", "graph": "spectui-graph"}
+    sides = [names[x] for x in paths]
     bin_dir = None
     if not a.profile_only and not a.no_simple:
         bin_dir = anchors_bin()
@@ -372,7 +383,9 @@ def main() -> None:
         else:
             servers = Servers(sb, target, draft, a.threads, a.ctx, tmp)
             sides.append("server")
-    engine = Engine(str(target), str(draft), n_ctx=a.ctx, threads=a.threads, inspect_top=a.inspect_top)
+    engines = {names[x]: Engine(str(target), str(draft), n_ctx=a.ctx, threads=a.threads, inspect_top=a.inspect_top,
+                                sampling=x) for x in paths}
+    engine = next(iter(engines.values()))
     try:
         first = next(iter(engine.run(PROMPT, RunControl(Settings(draft_max=0)), 1)))
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; -t {a.threads}, "
@@ -387,18 +400,21 @@ def main() -> None:
                     if rep % 2:
                         order = order[::-1]
                     for who in order:
-                        if who == "spectui":
-                            r = run_spectui(engine, k, temp, a.n, tmp)
+                        if who in engines:
+                            r = run_spectui(engines[who], k, temp, a.n, tmp)
                         elif who == "spec-simple":
                             r = run_simple(bin_dir, target, draft, k, temp, a.n, a.threads, a.ctx)
                         else:
                             r = servers.run(k, temp, a.n)
                         res[(who, k, temp)].append(r)
-                        extra = f"  outside llama_decode {100 * r['outside']:.2f}%" if who == "spectui" else ""
-                        print(f"rep {rep + 1} k={k} T={temp:g} {who:11s} {r['tps']:7.2f} t/s  accept "
+                        extra = f"  outside llama_decode {100 * r['outside']:.2f}%" if who in engines else ""
+                        print(f"rep {rep + 1} k={k} T={temp:g} {who:13s} {r['tps']:7.2f} t/s  accept "
                               f"{100 * r['acc']:5.1f}% ({r['n_accept']}/{r['n_drafted']}){extra}", flush=True)
             print(f"\nload average {os.getloadavg()[0]:.2f} at the end of the comparison")
-            head = f"{'k':>2} {'T':>4} | {'spectui t/s':>11} | {'outside':>7}"
+            first = sides[0]  # the ratios' numerator: spectui's first path (cpu by default)
+            head = f"{'k':>2} {'T':>4} | {first + ' t/s':>11} | {'outside':>7}"
+            if len(engines) > 1:
+                head += f" | {'graph t/s':>10} | {'outside':>7}"
             if "spec-simple" in sides:
                 head += f" | {'spec-simple':>11} | {'ratio':>5}"
             if "server" in sides:
@@ -407,25 +423,32 @@ def main() -> None:
             print(head)
             for k, temp in cells:
                 med = {w: statistics.median(r["tps"] for r in res[(w, k, temp)]) for w in sides}
-                line = (f"{k:>2} {temp:>4g} | {med['spectui']:11.2f} | "
-                        f"{100 * statistics.median(r['outside'] for r in res[('spectui', k, temp)]):6.2f}%")
+                line = (f"{k:>2} {temp:>4g} | {med[first]:11.2f} | "
+                        f"{100 * statistics.median(r['outside'] for r in res[(first, k, temp)]):6.2f}%")
+                if len(engines) > 1:
+                    line += (f" | {med['spectui-graph']:10.2f} | "
+                             f"{100 * statistics.median(r['outside'] for r in res[('spectui-graph', k, temp)]):6.2f}%")
                 if "spec-simple" in sides:
-                    line += f" | {med['spec-simple']:11.2f} | {med['spectui'] / med['spec-simple']:5.2f}"
+                    line += f" | {med['spec-simple']:11.2f} | {med[first] / med['spec-simple']:5.2f}"
                 if "server" in sides:
-                    line += f" | {med['server']:10.2f} | {med['spectui'] / med['server']:5.2f}"
+                    line += f" | {med['server']:10.2f} | {med[first] / med['server']:5.2f}"
                 accs = " / ".join(f"{100 * statistics.median(r['acc'] for r in res[(w, k, temp)]):.0f}%"
                                   for w in sides)
                 print(line + " | " + accs)
-            print("(medians over repetitions; ratio = spectui / other decode tokens/s; outside = spectui's wall "
+            print("(medians over repetitions; ratio = spectui (first path) / other decode tokens/s; graph = "
+                  "--sampling graph; outside = spectui's wall "
                   "time outside both models' llama_decode, prompt eval and calibration included; "
                   "targets: outside <= 3%, ratios >= 1.0)")
         if not a.no_profile:
             print("\nspectui's time outside llama_decode, by category (one profiled run per cell):")
-            for k, temp in cells:
-                for line in profile_table(engine, k, temp, a.n, tmp):
-                    print(line)
+            for who, eng in engines.items():
+                print(f"{who} (--sampling {eng.sampling}):")
+                for k, temp in cells:
+                    for line in profile_table(eng, k, temp, a.n, tmp):
+                        print(line)
     finally:
-        engine.close()
+        for eng in engines.values():
+            eng.close()
         if servers is not None:
             servers.stop()
 

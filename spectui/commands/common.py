@@ -53,6 +53,7 @@ class ModelOptions:
     ctx_size: int = 4096
     threads: int | None = None
     no_repack: bool = False
+    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/graph_path.py)
 
     @classmethod
     def pop_from(cls, kwargs: dict) -> "ModelOptions":
@@ -146,7 +147,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top, draft_policy=PolicyByMode, head=head,
+            inspect_top=inspect_top, draft_policy=PolicyByMode, head=head, sampling=models.sampling,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)

@@ -29,6 +29,11 @@ def model_options(f):
         click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
         click.option("-t", "--threads", type=int, default=None,
                      help="default: physical performance cores this process may use (as llama.cpp)"),
+        click.option("--sampling", "sampling", type=click.Choice(["auto", "graph", "cpu"]), default="auto",
+                     show_default=True,
+                     help="where the draft's q and the target's p are computed: graph = llama.cpp backend "
+                          "sampler chains in the model's graph, cpu = numpy; auto = graph where the model runs "
+                          "on a GPU device (docs/lossless.md)"),
         click.option("--no-repack", is_flag=True,
                      help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp "
                           "builds whose AMX kernels crash"),

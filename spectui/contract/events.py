@@ -209,6 +209,9 @@ class RunStarted:
     # prompt is raw text (--no-chat, a model without a template, traces from before this field).
     chat_template: str = ""
     head: HeadInfo | None = None  # the EAGLE-3 head / MTP layers the run was loaded with (None: no head)
+    # Where the row math ran (--sampling): "graph" (llama.cpp backend sampler chains: engine/graph_path.py) or
+    # "cpu" (numpy on the loop's path; traces from before this field).
+    sampling: str = "cpu"
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,8 @@ class DraftModelDrafter(Drafter):
         self.n_past = 0  # draft KV positions holding accepted context
         self._decoded_drafts = 0  # drafts of the last proposal that sit in the draft KV (k - 1 at most)
         self._rows = RowPool()  # row copies of deferred positions and q rows, returned when a pass is finished
+        self.graph = False  # the run's graph path (graph_path.py): a backend chain on the draft's context
+        self.scale = 1.0  # raw logits = the rows read x this (the graph path at T > 0: T)
 
     def start(self) -> None:
         self.n_past = 0
@@ -205,15 +207,16 @@ class DraftModelDrafter(Drafter):
             # the top-N is what the inspector reads; with --draft-p-min the confidence test needs the top 10 now
             need_best = lim.p_min > 0 and i >= lim.n_min
             best = top_ids(row, n_top) if n_top and (need_best or not lim.defer) else None
-            if need_best:
-                conf = llama_confidence(row, best)
+            if need_best:  # (the graph path's rows at T > 0 are row / T: the top 10 scaled back)
+                conf = llama_confidence(row, best) if self.scale == 1.0 else llama_confidence(
+                    row[best] * np.float32(self.scale), np.arange(len(best)))
                 if conf < lim.p_min:  # llama.cpp: this position's token is not drafted
                     prop.stop, prop.stop_p = DRAFT_STOP_P_MIN, conf
                     if keep is not None:
                         prop.stop_row = row.copy()
                     break
             if keep is not None:
-                raw = row.copy()
+                raw = row.copy() if self.scale == 1.0 else row * np.float32(self.scale)
             elif lim.defer:  # a reused buffer: a fresh 600 KB array per position costs its page faults
                 raw = self._rows.take(len(row))
                 np.copyto(raw, row)
@@ -221,14 +224,10 @@ class DraftModelDrafter(Drafter):
                 raw = row
             if keep is not None:
                 keep.append(raw)
-            if temperature > 0:
-                q = softmax(row, temperature, out=self._rows.take(len(row)))
-                d = sample(q, rng)
+            d, q = self._draw(row, best, temperature, rng)
+            if q is not None:
                 q_rows.append(q)  # type: ignore[union-attr]
                 q_probs.append(float(q[d]))
-            else:  # argmax = top_ids(row)[0]: both break ties by the lower id
-                d = int(best[0]) if best is not None else int(np.argmax(row))
-                q = None
             entry = (raw, best, q, d, temperature, lim.top_n, n_top)
             if lim.defer:
                 prop.pending.append(entry)
@@ -239,6 +238,24 @@ class DraftModelDrafter(Drafter):
                 m.decode([d], self.n_past + i, "last")
                 self._decoded_drafts += 1
         return prop
+
+    def _draw(self, row: np.ndarray, best: np.ndarray | None, temperature: float,
+              rng: np.random.Generator) -> tuple[int, np.ndarray | None]:
+        """One position's draft token and its q row (None at T = 0). ``graph`` (graph_path: a backend chain on
+        the draft context): the chain's token, and at T > 0 its probability row copied (the next draft decode
+        overwrites it); otherwise q = softmax(row / T) and a draw with the run's RNG, or the argmax."""
+        if self.graph:
+            d = self.model.sampled_token(-1)
+            if temperature > 0:
+                q = self._rows.take(len(row))
+                np.copyto(q, self.model.probs_last())
+                return d, q
+            return d, None
+        if temperature > 0:
+            q = softmax(row, temperature, out=self._rows.take(len(row)))
+            return sample(q, rng), q
+        # argmax = top_ids(row)[0]: both break ties by the lower id
+        return (int(best[0]) if best is not None else int(np.argmax(row))), None
 
     def accept(self, n_accepted: int) -> None:
         keep = min(n_accepted, self._decoded_drafts)

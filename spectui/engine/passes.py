@@ -25,6 +25,7 @@ from ..contract.events import Event, MachineProbe, PassEvent, RunEnded, RunStart
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
 from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
+from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .models import LoadedModel
 from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
 
@@ -97,14 +98,27 @@ def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = 3)
     return statistics.median(times)
 
 
-def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator) -> tuple[int, float]:
-    """The prefill pass's token and its probability: sampled at T > 0, argmax (temperature-1 probability) at 0."""
+def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator,
+                 graph: LoadedModel | None = None) -> tuple[int, float, np.ndarray]:
+    """The prefill pass's token, its probability and the raw row: sampled at T > 0, argmax (temperature-1
+    probability) at 0. ``graph`` (the target, its chain attached: graph_path.py): at T > 0 drawn from the
+    chain's p with the run's RNG, and the raw row is the chain's row x T (the inspector's)."""
+    if temperature > 0 and graph is not None:
+        p = graph.probs_last()
+        tok = sample(p, rng)
+        return tok, float(p[tok]), row * np.float32(temperature)
     if temperature > 0:
         p = softmax(row, temperature)
         tok = sample(p, rng)
-        return tok, float(p[tok])
+        return tok, float(p[tok]), row
     tok = int(np.argmax(row))
-    return tok, float(np.exp(float(row[tok]) - logsumexp(row)))
+    return tok, float(np.exp(float(row[tok]) - logsumexp(row))), row
+
+
+def _graph_set(loop: "PassLoop", g: _Generation, s: Settings) -> None:
+    """The graph path's chains (graph_path.py) for a pass's settings (the run's end takes them off)."""
+    if loop.graph is not None:
+        loop.graph.set(s.temperature, s.seed, g.rng, loop.e._drafters.values())
 
 
 def _described(exc: BaseException) -> str:
@@ -150,6 +164,7 @@ class PassLoop:
         self.st = _RunState()
         self.policy: DraftPolicy | None = None
         self.t0 = 0.0
+        self.graph = getattr(engine, "_graph", None)  # graph_path.GraphRun: the run's backend chains, or None
 
     def _observe(self, ev: Event) -> Event:
         if self.policy is not None:  # it sees every event of the run (its memory is its own aggregates)
@@ -179,6 +194,8 @@ class PassLoop:
         finally:
             if self.run_id == self.cursor.run_id:
                 self.cursor.in_run = False
+                if self.graph is not None:  # the graph path's chains come off with the run
+                    self.graph.off(self.e._drafters.values())
         # passes decided before the run ended (the last one, or one before a stop, Ctrl+C or an error) still
         # reach the consumer, in order, before RunEnded (a closed generator never gets here)
         try:
@@ -203,11 +220,12 @@ class PassLoop:
         # an empty prompt is empty, even where the tokenizer would add a BOS token to it
         prompt_tokens = self.target.tokenize(prompt) if prompt else []
         settings = self.control.settings
+        g = _Generation(prompt_tokens, settings.seed, self.e.debug_hook)
+        _graph_set(self, g, settings)
         yield self._run_started(prompt, prompt_tokens, settings)
         st.reason, st.error = self._why_not_start(prompt_tokens)
         if st.reason:
             return
-        g = _Generation(prompt_tokens, settings.seed, self.e.debug_hook)
         yield self._prefill_pass(g, settings)
         if st.reason:
             return
@@ -225,6 +243,7 @@ class PassLoop:
             threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
             inspect_top=e.inspect_top, probe=self.probe, chat_template=self.chat,
             head=getattr(e._head, "info", None),
+            sampling="graph" if self.graph is not None else "cpu",
         )
 
     def _why_not_start(self, prompt_tokens: list[int]) -> tuple[str, str]:
@@ -257,7 +276,7 @@ class PassLoop:
         draft_ms += head_ms
         row = tgt.logits_last()
         temp = settings.temperature
-        tok, prob = _first_token(row, temp, g.rng)
+        tok, prob, row = _first_token(row, temp, g.rng, tgt if self.graph is not None else None)
         if g.debug_hook is not None:
             g.debug_hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [],
                           "n_accepted": 0, "token": tok, "draft_logits": None, "temperature": temp,
@@ -302,6 +321,7 @@ class PassLoop:
                 prev = s
             tp = time.perf_counter() - fin.take_waited()
             g.reseed(s.seed)
+            _graph_set(self, g, s)
             k = self._choose_k(g, s)
             if k is None:
                 st.reason = E.STOP_CTX_FULL
@@ -376,13 +396,14 @@ class PassLoop:
         tgt.decode([g.tokens[-1]] + ids, g.n_past, "all")
         verify_ms = (time.perf_counter() - t_v) * 1000.0
         rows = tgt.logits_rows(len(ids) + 1)
-        p = TargetProbs(rows, temp, pool)
+        graph = self.graph is not None
+        p = GraphTargetProbs.of(tgt, rows, temp, pool) if graph and temp > 0 else TargetProbs(rows, temp, pool)
         resid = None
         if temp > 0:
             resid = pool.take(rows.shape[1]) if ids else None
             v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng, out=resid)
-        else:
-            v = greedy_verify(rows, ids)
+        else:  # on the graph path: the chain's argmax of each of the same rows
+            v = greedy_tokens_verify(tgt, ids) if graph else greedy_verify(rows, ids)
         if g.debug_hook is not None:
             n_acc = v.n_accepted
             g.debug_hook({"index": index, "n_past": g.n_past, "target_logits": np.array(rows[: n_acc + 1]),

@@ -139,6 +139,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "error": end.error if end else "",
         "wall_s": end.wall_s if end else snap.elapsed_s,
         "start": to_dict(start) if start else None,
+        "sampling": start.sampling if start else "",  # where the row math ran: graph | cpu (--sampling)
         "placement": {
             "target": placement(start.target) if start else None,
             "draft": placement(start.draft) if start and start.draft is not None else None,
@@ -293,6 +294,9 @@ def summary_text(stats: RunStats) -> str:
             f"kept up to {snap.contention_peak_others:.1f} cores busy (down to {snap.contention_low_tps:.1f} t/s): "
             "the figures above are not this machine's own; see README: -t, OMP_WAIT_POLICY"
         )
+    if start is not None:
+        lines.append(f"sampling               {start.sampling} ("
+                     + ("llama.cpp backend sampler chains" if start.sampling == "graph" else "numpy") + ")")
     lines.append(_stop_line(stats))
     probe = start.probe if start is not None else None
     if probe is not None:
