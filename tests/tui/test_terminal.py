@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pty_term import PtyProcess  # noqa: E402
+from pty_term import PtyProcess, read_to_close  # noqa: E402
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
 from spectui.commands.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
@@ -61,15 +61,7 @@ def test_without_a_terminal_every_face_refuses_in_one_line(face, which, tiny_tar
                                stdout=slave, stderr=slave, cwd=REPO, env=env, timeout=120)
             os.close(slave)
             slave = -1
-            out = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                out += chunk
+            out = read_to_close(master)
         finally:
             os.close(master)
             if slave >= 0:
