@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from .costmodel import break_even_acceptance, leviathan
-from .cachefile import CachedRecord, loadavg_of
+from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
 
 BATCH_VERSION = 1
 DRAFTER_MODEL = "model"
@@ -357,7 +357,7 @@ def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
     try:
         found = sorted(Path(probe_cache_file).parent.glob(f"{probe_key}-batched-*.json"),
                        key=lambda p: p.stat().st_mtime)
-        if not found or found[-1].stat().st_size > 4 * 1024 * 1024:
+        if not found or found[-1].stat().st_size > MAX_CACHE_BYTES:
             return None
         data = json.loads(found[-1].read_text(encoding="utf-8"))
         return BatchCurve.from_dict(data["result"]).to_dict()
