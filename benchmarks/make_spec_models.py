@@ -56,19 +56,6 @@ MTP_TRUNK_LAYERS = 2
 MTP_NEXTN_LAYERS = 1
 
 
-def _tokenizer(w, vocab: list[str]) -> None:
-    """The tiny models' tokenizer metadata (as build_model in tests/tinymodels.py writes it)."""
-    w.add_tokenizer_model("llama")
-    w.add_token_list(vocab)
-    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(vocab) - 259)])
-    w.add_token_types(tinymodels._token_types(vocab))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-
-
 def _mat(rng, out_dim: int, in_dim: int, scale: float | None = None) -> np.ndarray:
     """A (out_dim, in_dim) float32 matrix: GGUF's ne = {in_dim, out_dim}, llama.cpp's {n_in, n_out}."""
     s = scale if scale is not None else 1.0 / np.sqrt(in_dim)
@@ -77,15 +64,6 @@ def _mat(rng, out_dim: int, in_dim: int, scale: float | None = None) -> np.ndarr
 
 def _ones(n: int) -> np.ndarray:
     return np.ones(n, dtype=np.float32)
-
-
-def _write(w, tensors: dict[str, np.ndarray]) -> None:
-    for k, v in tensors.items():
-        w.add_tensor(k, v)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def build_eagle3_target(path: str | Path, seed: int = 0) -> Path:
@@ -139,8 +117,8 @@ def build_eagle3_draft(path: str | Path, seed: int = 7, target_layers=EAGLE3_LAY
     # the keys src/models/eagle3.cpp reads (src/llama-arch.cpp: LLM_KV_TARGET_LAYERS, LLM_KV_TARGET_HIDDEN_SIZE)
     w.add_array("eagle3.target_layers", layers)
     w.add_uint32("eagle3.target_hidden_size", n_embd_target)
-    _tokenizer(w, vocab)
-    _write(w, t)
+    tinymodels.add_tokenizer(w, vocab)
+    tinymodels.write_tensors(w, t)
     return path
 
 
@@ -217,8 +195,8 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, a
     w.add_uint32("mimo2.attention.sliding_window", N_CTX_TRAIN)
     w.add_array("mimo2.attention.sliding_window_pattern", [1] + [0] * (n_all - 1))
     w.add_file_type(0)
-    _tokenizer(w, vocab)
-    _write(w, t)
+    tinymodels.add_tokenizer(w, vocab)
+    tinymodels.write_tensors(w, t)
     return path
 
 
