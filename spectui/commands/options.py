@@ -77,9 +77,9 @@ def run_options(f):
 # One convention per flag, the same in every command (docs/conventions.md).
 
 DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")  # spectui.contract.events.DRAFTERS: --drafter everywhere
-DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup), none (the target alone), eagle3 (an EAGLE-3 head: "
-                "--head FILE, or --draft FILE alone) or mtp (the target's own MTP layers); default: what the files "
-                "given draft with (--draft by its header: model, eagle3 or mtp; --head: eagle3), else ngram")
+DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (an EAGLE-3 "
+                "head: --head FILE, or --draft FILE alone) or mtp (the target's own MTP layers); default: what the "
+                "files given draft with (--draft by its header: model, eagle3 or mtp; --head: eagle3), else ngram")
 
 
 def drafter_option(note: str = ""):
