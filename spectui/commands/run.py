@@ -85,9 +85,9 @@ def run_main(
     if model_kwargs:
         raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
     text = resolve_prompt(prompt, prompt_file)
-    drafter = detected_drafter(drafter, models)
-    if drafter is None and models.head:  # --head FILE: the run drafts with the EAGLE-3 head
+    if drafter is None and models.head:  # --head FILE: the run starts drafting with the EAGLE-3 head
         drafter = "eagle3"
+    drafter = detected_drafter(drafter, models)
     settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft or bool(models.head),
                              draft_p_min=draft_p_min, draft_min=draft_min)
     # the engine holds the drafter asked for and what the files given draft with (the TUI's d switches to them)

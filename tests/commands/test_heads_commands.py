@@ -158,6 +158,27 @@ def test_probe_without_a_head_prints_no_head_cost(spec_dir, tmp_path):
     assert "head" not in json.loads(r.stdout)
 
 
+@pytest.mark.parametrize("extra, drafter", [([], "eagle3"), (["--drafter", "model"], "model")])
+def test_the_live_run_takes_a_head_beside_a_draft_model(spec_dir, tmp_path, extra, drafter):
+    """spectui run: --head beside --draft loads both (the TUI's d switches between them); the run starts with
+    the head unless --drafter says otherwise, and its trace records what drafted."""
+    trace = tmp_path / "run.trace"
+    r = _spectui(*_files(spec_dir, "eagle3"), *extra, "--headless", "-n", "12", "-p", PROMPT, "--no-probe",
+                 "--record", str(trace), cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("drafter                eagle3 (" in r.stdout) == (drafter == "eagle3")  # the summary names a head
+    assert "draft  tiny-s0-n0.1" in r.stdout  # the draft model is loaded beside the head either way
+    assert _trace_drafter(str(trace)) == drafter
+
+
+def test_a_missing_head_file_is_one_line(spec_dir, tmp_path):
+    for cmd in (["sweep", "-n", "4"], ["bench", "-n", "4"], ["probe"], ["--headless", "-n", "4"]):
+        r = _spectui(*cmd, "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--head",
+                     str(tmp_path / "missing.gguf"), cache=tmp_path)
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert "head file not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (cmd, r.stderr)
+
+
 def _run(e: Engine, drafter: str, n: int = 16):
     evs = list(e.run(PROMPT, RunControl(Settings(draft_max=3, drafter=drafter)), n))
     end = evs[-1]
