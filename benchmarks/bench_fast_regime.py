@@ -47,14 +47,16 @@ Then the heads' rows (``--no-heads`` skips them, ``--heads-only`` runs only them
 spectui's own loop (``Engine(head="mtp" | "eagle3")``, the same headless consumption) against llama-server's
 own drafter (``--spec-type draft-mtp`` / ``draft-eagle3``, one server per kind and k), side by side in the
 same rotating order, on the generated models of benchmarks/make_spec_models.py (their agreeing variants,
-``--mtp-agree`` / ``--eagle3-agree`` 0.5, so drafts are partly accepted): the tests' tiny vocabulary, not the
-fast pair's 151,936 tokens, so these rows measure the loop around a head on tiny logit rows.
+``--mtp-agree`` / ``--eagle3-agree`` 0.5, so drafts are partly accepted). ``--heads-vocab fast`` (the
+default) writes them with a vocabulary of the fast pair's size, 151,936 tokens (benchmarks/fast_spec_models.py:
+a synthetic SentencePiece-style vocabulary, so every logit row is 152k floats as on the fast pair);
+``--heads-vocab tiny`` uses the tests' tiny vocabulary.
 
 ``--quick``: a small setting that checks the script runs (1 repetition, -n 32, k 2, T 0, no profile).
 
 usage: .venv/bin/python benchmarks/bench_fast_regime.py [--reps 2] [--n 256] [--ks 2,4,8] [--temps 0,0.8]
        [--threads 2] [--inspect-top 5] [--no-server] [--no-simple] [--no-profile] [--profile-only]
-       [--no-heads] [--heads-only] [--quick]
+       [--no-heads] [--heads-only] [--heads-vocab fast|tiny] [--quick]
 """
 
 from __future__ import annotations
@@ -353,11 +355,16 @@ HEAD_KINDS = ("mtp", "eagle3")
 HEAD_AGREE = 0.5  # make_spec_models --mtp-agree / --eagle3-agree: drafts partly accepted
 
 
-def head_models(tmp: Path) -> dict[str, tuple[Path, Path | None]]:
+def head_models(tmp: Path, vocab: str = "fast") -> dict[str, tuple[Path, Path | None]]:
     """kind -> (target, the head's file for llama-server's -md: None for MTP, the target's own layers)."""
-    import make_spec_models  # noqa: PLC0415
+    if vocab == "fast":
+        from fast_spec_models import build_fast_spec_models  # noqa: PLC0415
 
-    m = make_spec_models.build_all(tmp / "spec-models", mtp_agree=HEAD_AGREE, eagle3_agree=HEAD_AGREE)
+        m = build_fast_spec_models(agree=HEAD_AGREE)
+    else:
+        import make_spec_models  # noqa: PLC0415
+
+        m = make_spec_models.build_all(tmp / "spec-models", mtp_agree=HEAD_AGREE, eagle3_agree=HEAD_AGREE)
     return {"mtp": (m["mtp-agree-target"], None), "eagle3": (m["eagle3-agree-target"], m["eagle3-agree-draft"])}
 
 
@@ -410,7 +417,7 @@ class HeadServers(Servers):
 
 def head_rows(a, ks: list[int], temps: list[float], tmp: Path) -> None:
     """The MTP and EAGLE-3 rows: spectui's loop against llama-server's own drafter, side by side."""
-    models = head_models(tmp)
+    models = head_models(tmp, a.heads_vocab)
     n_ctx = min(a.ctx, 2048)  # the generated models' training context (tests/tinymodels.py N_CTX_TRAIN)
     sb = None if a.no_server else server_binary()
     if sb is None and not a.no_server:
@@ -425,7 +432,9 @@ def head_rows(a, ks: list[int], temps: list[float], tmp: Path) -> None:
                                 inspect_top=a.inspect_top, head_in_every_run=False)
                    for kind, (t, h) in models.items()}
         try:
-            print(f"\nheads (generated models, {tmp / 'spec-models'}; load average {os.getloadavg()[0]:.2f}):")
+            where = models["mtp"][0].parent
+            print(f"\nheads (generated models, {a.heads_vocab} vocabulary, {where}; load average "
+                  f"{os.getloadavg()[0]:.2f}):")
             for rep in range(a.reps):
                 for ci, (kind, k, temp) in enumerate(cells):
                     order = sides if (ci + rep) % 2 == 0 else sides[::-1]
@@ -477,6 +486,8 @@ def main() -> None:
     ap.add_argument("--profile-only", action="store_true", help="only the profile tables (no comparison)")
     ap.add_argument("--no-heads", action="store_true", help="leave out the MTP and EAGLE-3 rows")
     ap.add_argument("--heads-only", action="store_true", help="only the MTP and EAGLE-3 rows")
+    ap.add_argument("--heads-vocab", choices=("fast", "tiny"), default="fast",
+                    help="the heads' models: the fast pair's vocabulary size (151,936) or the tests' tiny one")
     ap.add_argument("--quick", action="store_true", help="a small setting: 1 rep, -n 32, k 2, T 0, no profile")
     a = ap.parse_args()
     if a.quick:
