@@ -8,6 +8,9 @@ vocabulary of benchmarks/fastpair.py's ``synthetic_tokenizer`` (``<unk> <s> </s>
 made-up pieces): the same kind of vocabulary as the tests', of the fast pair's size. It is not Qwen's BPE
 vocabulary: the rows' size is what the loop pays for, and the token texts do not matter here.
 
+Beside them, ``draft-model.gguf``: the tests' tiny llama draft (seed 0, noise 0.1) in the same vocabulary, a
+separate draft model to compare a head with (``spectui probe --draft``, bench, race).
+
 ``build_fast_spec_models(out_dir=None, agree=0.5)`` returns make_spec_models' dict of paths (cached under
 ~/.cache/spectui/fast-spec/<key>/ unless ``out_dir`` is given). Run as a script to write them and print the
 paths: ``.venv/bin/python benchmarks/fast_spec_models.py [--out DIR] [--agree 0.5]``.
@@ -33,7 +36,7 @@ import tinymodels  # noqa: E402
 N_VOCAB = 151936  # the fast pair's (Qwen2.5's) vocabulary size
 CACHE = Path.home() / ".cache" / "spectui" / "fast-spec"
 NAMES = ("eagle3-target", "eagle3-draft", "mtp-target", "mtp-agree-target", "eagle3-agree-target",
-         "eagle3-agree-draft")
+         "eagle3-agree-draft", "draft-model")
 
 
 @contextlib.contextmanager
@@ -66,6 +69,10 @@ def build_fast_spec_models(out_dir: str | Path | None = None, agree: float = 0.5
     part.mkdir(parents=True, exist_ok=True)
     with fast_vocabulary():
         made = make_spec_models.build_all(part, mtp_agree=agree, eagle3_agree=agree)
+        # a separate draft model of the same vocabulary (the tests' tiny llama, seed 0 + noise), for
+        # `spectui probe --draft` beside a head and the model drafter beside one in bench/race
+        made["draft-model"] = tinymodels.build_model(part / "draft-model.gguf", seed=0, noise=0.1,
+                                                     name="tiny-draft (fast vocabulary)")
     d.mkdir(parents=True, exist_ok=True)
     for p in made.values():
         p.replace(d / p.name)  # each file whole, then moved: never a half model in the cache
