@@ -145,6 +145,22 @@ def _decode_prompt(tgt, head, prompt_tokens: list[int]) -> tuple[float, float]:
         head_ms += (t_v - t_h) * 1000.0
     return verify_ms, head_ms
 
+def _run_started(loop: "PassLoop", prompt: str, prompt_tokens: list[int], settings: Settings) -> RunStarted:
+    """A run's first event, with single-token decode times of both models measured at position 0."""
+    e = loop.e
+    calib_tok = prompt_tokens[0] if prompt_tokens else 0
+    target_ms = single_decode_ms(e.target, calib_tok, 0)
+    draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
+    return RunStarted(
+        run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
+        prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=loop.n_predict, n_ctx=e.n_ctx,
+        threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
+        inspect_top=e.inspect_top, probe=loop.probe, chat_template=loop.chat,
+        head=getattr(e._head, "info", None),
+        sampling="graph" if loop.graph is not None else "cpu",
+    )
+
+
 class PassLoop:
     """One run of ``engine`` (see the module docstring); ``Engine.run`` makes one per call. It reads the engine's
     loaded state (models, drafters, the KV cursor, the reused row pools) and keeps the run's own."""
@@ -225,7 +241,7 @@ class PassLoop:
         _graph_set(self, g, settings)
         # the head reads the target's decodes in this run (Engine.head_in_every_run, or the run starts with it)
         self.head = self.e._head if self.e.head_in_every_run or settings.drafter == self.e.head else None
-        yield self._run_started(prompt, prompt_tokens, settings)
+        yield _run_started(self, prompt, prompt_tokens, settings)
         st.reason, st.error = self._why_not_start(prompt_tokens)
         if st.reason:
             return
@@ -233,21 +249,6 @@ class PassLoop:
         if st.reason:
             return
         yield from self._decode_passes(g, settings)
-
-    def _run_started(self, prompt: str, prompt_tokens: list[int], settings: Settings) -> RunStarted:
-        """The first event, with single-token decode times of both models measured at position 0."""
-        e = self.e
-        calib_tok = prompt_tokens[0] if prompt_tokens else 0
-        target_ms = single_decode_ms(e.target, calib_tok, 0)
-        draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
-        return RunStarted(
-            run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
-            prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=self.n_predict, n_ctx=e.n_ctx,
-            threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
-            inspect_top=e.inspect_top, probe=self.probe, chat_template=self.chat,
-            head=getattr(e._head, "info", None),
-            sampling="graph" if self.graph is not None else "cpu",
-        )
 
     def _why_not_start(self, prompt_tokens: list[int]) -> tuple[str, str]:
         """(reason, error) when the run ends before the prefill pass; ("", "") when it can go on."""
