@@ -44,3 +44,38 @@ async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
             assert app.snap.stats.n_accepted > 0 and app.snap.end.error == ""
     finally:
         engine.close()
+
+
+async def test_d_cycles_model_head_ngram_none_when_a_head_drafts_beside_a_draft_model(tmp_path):
+    """--drafter model with --head H: d goes model -> eagle3 -> ngram -> none -> model, and the status line
+    names the head's kind while it drafts."""
+    import tinymodels
+    from spectui.engine.loop import Engine
+
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_spec_models.py"), str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    draft = tinymodels.build_model(tmp_path / "draft.gguf", seed=0, noise=0.1)
+    engine = Engine(str(tmp_path / "eagle3-target.gguf"), str(draft), n_ctx=256, threads=1, head="eagle3",
+                    head_file=str(tmp_path / "eagle3-draft.gguf"), warn=lambda m: None)
+    try:
+        control = RunControl(Settings(draft_max=3, temperature=0.0, drafter="model"))
+        control.pause()
+        app = SpectuiApp(lambda c, p: engine.run(p, c, 24), control, recorder=ListRecorder(), n_predict=24,
+                         prompt="the hash map")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: app.snap is not None and app.snap.start is not None)
+            start = app.snap.start
+            assert start.draft is not None and start.head is not None and start.head.kind == "eagle3"
+            screen = app.screen
+            assert isinstance(screen, LiveScreen)
+            assert set(screen.drafter_choices()) == {"model", "eagle3", "ngram", "none"}
+            for want in ("eagle3", "ngram", "none", "model", "eagle3"):
+                await pilot.press("d")
+                assert control.settings.drafter == want
+            assert "drafter eagle3" in app.query_one(StatusLine).text.plain
+            await pilot.press("space")
+            await wait_until(pilot, lambda: app.snap.end is not None and not app.running)
+            assert app.snap.end.error == "" and app.snap.stats.n_drafted > 0
+    finally:
+        engine.close()
