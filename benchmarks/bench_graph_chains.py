@@ -7,6 +7,7 @@ vocabulary), several llama_contexts on its weights, each made with one chain in 
 (each context a decode in turn, same tokens, KV rolled back), so load changes hit every configuration alike:
 
   none         no chain: the raw rows (the CPU path's decode)
+  none-0       no chain, the context made with n_outputs_max_per_seq = 0 (as the graph path's target context)
   greedy       argmax in the graph (the graph path at T = 0)
   temp         ``temp`` only (rows / T in the graph, no probabilities)
   temp+dist    ``temp`` + ``dist`` (softmax, cumsum, a draw: the graph path's chain at T > 0)
@@ -39,7 +40,7 @@ from spectui.engine import graph_sampling as G  # noqa: E402
 from spectui.engine import models as M  # noqa: E402
 from spectui.engine.verify import sample, softmax  # noqa: E402
 
-CHAINS = ("none", "greedy", "temp", "temp+dist")
+CHAINS = ("none", "none-0", "greedy", "temp", "temp+dist")
 
 
 def chain_of(name: str, temp: float):
@@ -68,8 +69,9 @@ def main() -> None:
     model = M.LoadedModel(str(target), "target", 512, a.threads, True, n_outputs_max_per_seq=0)
     ctxs = {}
     for name in CHAINS:
-        if name == "none":
+        if name.startswith("none"):
             cp = M._context_params(L, 512, 64, 64, a.threads, ())
+            cp.n_outputs_max_per_seq = 0 if name == "none-0" else 1
             ctxs[name] = (L.llama_init_from_model(model.model, cp), None)
         else:
             ch = chain_of(name, a.temp)
