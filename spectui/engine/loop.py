@@ -80,12 +80,16 @@ class Engine:
         draft_policy: Callable[[], "DraftPolicy"] | None = None,
         spare_core: bool | None = None,
         head: str | None = None, sampling: str = "cpu",
+        head_file: str | None = None,
+        head_in_every_run: bool = True,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = None
         self.draft = None
-        self.head = None  # "eagle3" (draft_path is the head) or "mtp" (the target's own layers): spec_heads.py
+        self.head = None  # "eagle3" (the head's file) or "mtp" (the target's own layers): spec_heads.py, _heads
+        self.head_in_every_run = bool(head_in_every_run)
+        self.head_file: str | None = None
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
@@ -96,10 +100,7 @@ class Engine:
         ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
         tpath = M.check_gguf_file(target_path, "target")
         dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
-        head_path = None
-        if head is not None:  # one-line refusals before any weights load
-            head_path = check_head(head, tpath, dpath)
-            self.head, dpath = head, None
+        head_path, dpath = self._heads(head, head_file, tpath, dpath)
         n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
                    n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
@@ -119,6 +120,22 @@ class Engine:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
+
+    def _heads(self, head: str | None, head_file: str | None, tpath: str, dpath: str | None):
+        """(the head's file, the draft model's file), refused in one line before any weights load. ``head_file``:
+        the head's own file beside a separate draft model (``dpath``; the target itself for mtp); without it the
+        draft is the head (llama.cpp's -md). ``head_in_every_run`` False: the head reads the target's decodes
+        only in runs that start drafting with it (bench, sweep, race: each run keeps its drafter, and the
+        others pay nothing for the head); True: in every run, so a run may switch to it (the TUI's d)."""
+        if head is None:
+            return None, dpath
+        self.head = head
+        if head_file is not None:
+            path = check_head(head, tpath, M.check_gguf_file(head_file, "head"))
+        else:
+            path, dpath = check_head(head, tpath, dpath), None
+        self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
+        return path, dpath
 
     def _warn_pair(self, tpath: str, dpath: str | None) -> None:
         """The same file twice, a swapped pair, a draft not much smaller (pair.py): one warning that names it

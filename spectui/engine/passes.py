@@ -145,6 +145,22 @@ def _decode_prompt(tgt, head, prompt_tokens: list[int]) -> tuple[float, float]:
         head_ms += (t_v - t_h) * 1000.0
     return verify_ms, head_ms
 
+def _run_started(loop: "PassLoop", prompt: str, prompt_tokens: list[int], settings: Settings) -> RunStarted:
+    """A run's first event, with single-token decode times of both models measured at position 0."""
+    e = loop.e
+    calib_tok = prompt_tokens[0] if prompt_tokens else 0
+    target_ms = single_decode_ms(e.target, calib_tok, 0)
+    draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
+    return RunStarted(
+        run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
+        prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=loop.n_predict, n_ctx=e.n_ctx,
+        threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
+        inspect_top=e.inspect_top, probe=loop.probe, chat_template=loop.chat,
+        head=getattr(e._head, "info", None),
+        sampling="graph" if loop.graph is not None else "cpu",
+    )
+
+
 class PassLoop:
     """One run of ``engine`` (see the module docstring); ``Engine.run`` makes one per call. It reads the engine's
     loaded state (models, drafters, the KV cursor, the reused row pools) and keeps the run's own."""
@@ -163,6 +179,7 @@ class PassLoop:
         self.may_overlap = overlap and engine.spare_core
         self.st = _RunState()
         self.policy: DraftPolicy | None = None
+        self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
         self.t0 = 0.0
         self.graph = getattr(engine, "_graph", None)  # graph_path.GraphRun: the run's backend chains, or None
 
@@ -222,7 +239,9 @@ class PassLoop:
         settings = self.control.settings
         g = _Generation(prompt_tokens, settings.seed, self.e.debug_hook)
         _graph_set(self, g, settings)
-        yield self._run_started(prompt, prompt_tokens, settings)
+        # the head reads the target's decodes in this run (Engine.head_in_every_run, or the run starts with it)
+        self.head = self.e._head if self.e.head_in_every_run or settings.drafter == self.e.head else None
+        yield _run_started(self, prompt, prompt_tokens, settings)
         st.reason, st.error = self._why_not_start(prompt_tokens)
         if st.reason:
             return
@@ -230,21 +249,6 @@ class PassLoop:
         if st.reason:
             return
         yield from self._decode_passes(g, settings)
-
-    def _run_started(self, prompt: str, prompt_tokens: list[int], settings: Settings) -> RunStarted:
-        """The first event, with single-token decode times of both models measured at position 0."""
-        e = self.e
-        calib_tok = prompt_tokens[0] if prompt_tokens else 0
-        target_ms = single_decode_ms(e.target, calib_tok, 0)
-        draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
-        return RunStarted(
-            run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
-            prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=self.n_predict, n_ctx=e.n_ctx,
-            threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
-            inspect_top=e.inspect_top, probe=self.probe, chat_template=self.chat,
-            head=getattr(e._head, "info", None),
-            sampling="graph" if self.graph is not None else "cpu",
-        )
 
     def _why_not_start(self, prompt_tokens: list[int]) -> tuple[str, str]:
         """(reason, error) when the run ends before the prefill pass; ("", "") when it can go on."""
@@ -272,7 +276,7 @@ class PassLoop:
         t_d = time.perf_counter()
         drafter.prefill(prompt_tokens)
         draft_ms = (time.perf_counter() - t_d) * 1000.0
-        verify_ms, head_ms = _decode_prompt(tgt, self.e._head, prompt_tokens)
+        verify_ms, head_ms = _decode_prompt(tgt, self.head, prompt_tokens)
         draft_ms += head_ms
         row = tgt.logits_last()
         temp = settings.temperature
@@ -360,15 +364,18 @@ class PassLoop:
         happens here; the inspector's top-N, the probabilities the event reports, the token texts and the
         event itself are left to the Finisher (on copies of the logit rows when it runs overlapped)."""
         drafter = self.e._pick_drafter(s.drafter)
+        if drafter is self.e._head and self.head is None:
+            raise SpectuiError(f"--drafter {s.drafter}: the head did not read this run's target decodes (it drafts "
+                               "only in runs that start with it here)")
         t_d = time.perf_counter()
         lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.e.inspect_top, defer=self.fin.overlap)
         prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         ids = prop.ids if prop is not None else []
         p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
-        if self.e._head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
+        if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
-            self.e._head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
+            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
             draft_ms += (time.perf_counter() - t_h) * 1000.0
         # the finishing thread reads the rows while the next pass drafts: llama.cpp's buffer itself when draft
         # decodes come first (the next verify waits for it), else a copy
