@@ -101,6 +101,7 @@ def test_unknown_theme_is_refused_in_every_face(face, tiny_target, trace, tmp_pa
 # ------------------------------------------------------------------ the help screen at 80x24
 
 
+@pytest.mark.slow
 async def test_help_at_80x24_scrolls_to_its_end_and_gives_the_keys_back():
     from textual.containers import VerticalScroll
 
@@ -172,7 +173,7 @@ def _lines(p: Path) -> list[bytes]:
     return p.read_bytes().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("bad", [1, 2, 5])
+@pytest.mark.parametrize("bad", [1, pytest.param(2, marks=pytest.mark.slow), 5])
 @pytest.mark.parametrize("gz", [False, True])
 def test_a_damaged_tail_of_any_length_replays_the_intact_events_with_one_warning(tmp_path, bad, gz):
     evs = list(synthetic_run(10))

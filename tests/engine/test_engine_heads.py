@@ -198,6 +198,7 @@ def _trace_settings(path: Path) -> dict:
 
 
 @pytest.mark.parametrize("kind", ["eagle3", "mtp"])
+@pytest.mark.slow  # two CLI runs and a replay each
 def test_headless_run_records_the_kind_and_replays(spec_dir, tmp_path, kind):
     t, d = _pair(spec_dir, kind)
     trace = tmp_path / f"{kind}.trace"

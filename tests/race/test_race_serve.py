@@ -51,6 +51,7 @@ def stop(proc: subprocess.Popen) -> int:
     return rc
 
 
+@pytest.mark.slow  # a real Chromium
 def test_a_browser_shows_the_race(tmp_path):
     a = write_run(tmp_path / "a.jsonl", per_pass=1, pass_ms=30.0)
     b = write_run(tmp_path / "b.jsonl.gz", per_pass=3, pass_ms=50.0)

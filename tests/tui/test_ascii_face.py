@@ -65,8 +65,10 @@ def _screen(args, env, needles=("spectui demo: ",), passes=0):
 
 
 ASCII_LEGEND = "accepted + rejected x target @/* pending ? k=0 o"
-ASCII_ENVS = [(["--ascii"], {"LANG": "en_US.UTF-8"}), ([], {"LANG": "C", "LC_ALL": "", "LC_CTYPE": ""}),
-              ([], {"LANG": "en_US.ISO-8859-1", "LC_ALL": "", "LC_CTYPE": ""})]
+SLOW = pytest.mark.slow  # the fast lane: --ascii
+ASCII_ENVS = [(["--ascii"], {"LANG": "en_US.UTF-8"}),
+              pytest.param([], {"LANG": "C", "LC_ALL": "", "LC_CTYPE": ""}, marks=SLOW),
+              pytest.param([], {"LANG": "en_US.ISO-8859-1", "LC_ALL": "", "LC_CTYPE": ""}, marks=SLOW)]
 
 
 @pytest.mark.parametrize("flags,env", ASCII_ENVS, ids=["--ascii", "LANG=C", "latin-1"])

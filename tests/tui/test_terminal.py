@@ -127,7 +127,8 @@ def test_the_check_itself():
         os.close(slave)
 
 
-@pytest.mark.parametrize("ctty", [False, True], ids=["descriptors", "controlling-tty"])
+@pytest.mark.parametrize("ctty", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["descriptors", "controlling-tty"])
 @pytest.mark.parametrize("face", ["demo", "demo-act-3"])
 def test_a_hung_up_terminal_ends_the_face(face, ctty):
     """The terminal closes (its master): with a controlling terminal the kernel's SIGHUP, without one the
@@ -146,6 +147,7 @@ def test_a_hung_up_terminal_ends_the_face(face, ctty):
 
 @pytest.mark.parametrize("sig,status", [(signal.SIGTERM, SIGTERM_STATUS), (signal.SIGHUP, SIGHUP_STATUS)],
                          ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.slow  # seconds of a terminal that stopped reading
 def test_signals_end_a_face_whose_terminal_stopped_reading(sig, status):
     """The terminal stops reading (a stalled SSH link): the app's writes block, its event loop with them;
     a signal still ends it, with its status, within the stop's deadline."""
