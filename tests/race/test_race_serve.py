@@ -23,9 +23,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BANNER = (0xFF, 0xB4, 0x54)  # themes/dark.toml: warning (the race banner's background)
 ACCEPTED = (0x5F, 0xD3, 0x8D)  # themes/dark.toml: spectui-accepted
 
-pytestmark = pytest.mark.skipif(chromium_path() is None,
-                                reason="chromium is not installed (apt-get install chromium; scripts/install.sh --test "
-                                       "installs it)")
+pytestmark = [pytest.mark.skipif(chromium_path() is None,
+                                 reason="chromium is not installed (apt-get install chromium; scripts/install.sh "
+                                        "--test installs it)"),
+              pytest.mark.slow]  # a real Chromium
 
 
 def near(px, colour, tol=40) -> bool:
@@ -51,7 +52,6 @@ def stop(proc: subprocess.Popen) -> int:
     return rc
 
 
-@pytest.mark.slow  # a real Chromium
 def test_a_browser_shows_the_race(tmp_path):
     a = write_run(tmp_path / "a.jsonl", per_pass=1, pass_ms=30.0)
     b = write_run(tmp_path / "b.jsonl.gz", per_pass=3, pass_ms=50.0)
