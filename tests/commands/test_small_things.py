@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import tinymodels
 from waits import settled
 
 from spectui.engine.pair import same_file_warning, size_warning
@@ -51,8 +50,8 @@ def test_same_file_warning_by_path_and_by_link(tmp_path):
     assert same_file_warning(m, other) == ""
 
 
-def test_a_real_swapped_pair_and_the_same_file_twice_are_named(tiny_target, tmp_path):
-    bigger = tinymodels.build_model(tmp_path / "bigger.gguf", seed=0, pad=128, name="tiny-padded")
+def test_a_real_swapped_pair_and_the_same_file_twice_are_named(tiny_target, tiny_model):
+    bigger = tiny_model("bigger.gguf", seed=0, pad=128, name="tiny-padded")
     r = spectui("-m", tiny_target, "-md", bigger, "--headless", "-p", "the cat", "-n", 4, "-t", 1, "--no-probe")
     assert r.returncode == 0, r.stderr
     assert "larger than the target" in r.stderr and "are --target and --draft swapped?" in r.stderr
