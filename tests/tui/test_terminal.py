@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pty_term import PtyProcess  # noqa: E402
+from waits import catches, wait_until  # noqa: E402
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
 from spectui.commands.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
@@ -94,7 +95,7 @@ def test_term_dumb_is_refused(face, tiny_target):
     p = PtyProcess(_face_args(face, tiny_target), env={"TERM": "dumb"})
     try:
         assert p.wait(60) == USAGE, p.raw()
-        time.sleep(0.3)
+        wait_until(lambda: "TERM=dumb" in p.text(), 10, "the refusal read from the terminal")
         assert NEEDS_TERMINAL in p.text() and "TERM=dumb" in p.text()
         assert "\x1b[?1049h" not in p.raw()
     finally:
@@ -136,7 +137,7 @@ def test_a_hung_up_terminal_ends_the_face(face, ctty):
     p = PtyProcess([*_face_args(face), "--speed", "8"], ctty=ctty)
     try:
         p.wait_for("spectui demo: ", 60)
-        time.sleep(1.0)
+        wait_until(lambda: catches(p.proc.pid, signal.SIGTERM, signal.SIGHUP) is not False, 60, "the face's stop")
         t0 = time.monotonic()
         p.hang_up()
         assert p.wait(30) == SIGHUP_STATUS
