@@ -102,7 +102,8 @@ def in_its_work(p: subprocess.Popen, asked, what: str) -> None:
     wait_until(lambda: asked() and catches(p.pid, signal.SIGTERM, signal.SIGHUP) is not False, 60, what)
 
 
-@pytest.mark.parametrize("args", [["--count", "3", "--interval", "0.5"], ["--duration", "3"]])
+@pytest.mark.parametrize("args", [["--count", "3", "--interval", "0.5"],
+                                  pytest.param(["--duration", "3"], marks=pytest.mark.slow)])
 def test_count_and_duration_end_the_session_on_a_drip(drip, args):
     t0 = time.monotonic()
     p = spectui("attach", drip.url, "--headless", *args)
