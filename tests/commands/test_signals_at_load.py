@@ -19,11 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-<<<<<<< HEAD
-=======
 from pty_term import read_to_close
-from tinymodels import build_model
->>>>>>> main
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, Interrupted, SignalStop
 
