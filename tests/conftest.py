@@ -119,9 +119,14 @@ def noisy_engine(make_engine, tiny_target, tiny_draft_noisy):
     return make_engine(tiny_target, tiny_draft_noisy)
 
 
+SOAKS = "test_soak.py"  # minutes of a face by design (tests/tui/test_soak.py)
+
+
 def pytest_collection_modifyitems(config, items):
     """The fast lane (`pytest -m "not slow"`) leaves out, besides what is marked slow by hand, every test
-    on the real Qwen pair (`qwen`) and every test in a real terminal (tmux: the pane_factory fixture)."""
+    on the real Qwen pair (`qwen`), every test in a real terminal (tmux: the pane_factory fixture) and
+    every soak (a test in a file named ``SOAKS``)."""
     for item in items:
-        if item.get_closest_marker("qwen") is not None or "pane_factory" in getattr(item, "fixturenames", ()):
+        if (item.get_closest_marker("qwen") is not None or "pane_factory" in getattr(item, "fixturenames", ())
+                or item.path.name == SOAKS):
             item.add_marker(pytest.mark.slow)

@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The terminal's size is the pty's: COLUMNS and LINES in the test's own environment (a pytest-xdist worker has
+# COLUMNS=80 LINES=24) would win over it (shutil.get_terminal_size reads them first); only ``env`` may set them.
+SIZE_VARS = ("COLUMNS", "LINES")
 ANSI = re.compile(r"\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>78DEHMNOZc])")
 
 
@@ -50,7 +53,8 @@ class PtyProcess:
                  module: str = "spectui", argv: list[str] | None = None) -> None:
         self.master, slave = pty.openpty()
         _set_size(slave, cols, rows)
-        full_env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color", **(env or {})}
+        inherited = {k: v for k, v in os.environ.items() if k not in SIZE_VARS}
+        full_env = {**inherited, "PYTHONPATH": str(REPO), "TERM": "xterm-256color", **(env or {})}
         full_env.pop("TEXTUAL_DRIVER", None)
 
         def take_terminal() -> None:  # in the child, after setsid: the slave as its controlling terminal

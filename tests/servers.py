@@ -5,6 +5,11 @@
   ~/.cache/spectui/llama-server/*/), or None.
 - ``LlamaServer(binary, args, log)``: starts it on a free port, waits (bounded) for /health, and
   ``stop()`` / ``kill()`` end exactly that process (its own session, so nothing else is touched).
+- ``spec_and_baseline(binary, target, draft, logs, slots=1, ctx=2048)``: two LlamaServers as one context
+  manager, (spec, base): the target with its draft (``--spec-type draft-simple``, ``--spec-draft-n-max 3``)
+  and the target alone as the baseline, both ``--metrics``, ``-np slots``, one thread each; both stopped on leaving.
+- ``raw_metrics(url)``: the server's ``llamacpp:`` counters from /metrics, read with a regular expression
+  (not spectui's parser): name -> value.
 - ``StaticServer(body, content_type)``: a tiny http.server answering every GET with one fixed page
   (an HTML page where /metrics should be, an error status).
 - ``SilentServer()``: accepts connections and never answers (timeouts).
@@ -12,8 +17,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -94,6 +101,33 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log_fh.close()
+
+
+THREADS = ["-t", "1", "-tb", "1", "-td", "1"]  # one thread for each of the server's pools
+
+
+@contextlib.contextmanager
+def spec_and_baseline(binary: Path, target: Path, draft: Path, logs: Path, slots: int = 1, ctx: int = 2048):
+    """(spec, base): the target with its draft and the target alone, both running while the block runs."""
+    common = ["--metrics", "-c", str(ctx), "-np", str(slots), "--no-warmup", *THREADS]
+    spec = LlamaServer(binary, ["-m", str(target), "-md", str(draft), "--spec-type", "draft-simple",
+                                "--spec-draft-n-max", "3", *common], logs / "spec.log")
+    try:
+        base = LlamaServer(binary, ["-m", str(target), *common], logs / "base.log")
+    except BaseException:
+        spec.stop()
+        raise
+    try:
+        yield spec, base
+    finally:
+        spec.stop()
+        base.stop()
+
+
+def raw_metrics(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(llamacpp:[a-z_]+) (\S+)$", text, re.M)}
 
 
 class StaticServer:

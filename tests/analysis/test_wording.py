@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -80,6 +81,7 @@ def cells(draw, temps=(0.0, 0.8)):
     return out
 
 
+@pytest.mark.slow  # the sweep's report over 300 generated sweeps
 @SETTINGS
 @given(cells())
 def test_acceptance_change_matches_its_numbers(cs):
@@ -104,6 +106,7 @@ def _runs_for(cs) -> list[SweepRun]:
     return [SweepRun(c.temperature, c.k, c.drafter, 0, StatsSnapshot(ttft_ms=c.ttft_ms.mean)) for c in cs]
 
 
+@pytest.mark.slow  # the sweep's report over 300 generated sweeps
 @SETTINGS
 @given(cells())
 def test_every_report_sentence_matches_its_numbers(cs):

@@ -14,29 +14,21 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from servers import SKIP_REASON, LlamaServer, llama_server_binary
+from servers import SKIP_REASON, THREADS, LlamaServer, llama_server_binary, raw_metrics, spec_and_baseline
 
 from spectui.bench.concurrency import parse_concurrency
 from spectui.contract.errors import SpectuiError
 
 BINARY = llama_server_binary()
-THREADS = ["-t", "1", "-tb", "1", "-td", "1"]
 PROMPTS = [
     {"question_id": 1, "category": "lookup", "turns": ["the hash map key value table bucket chain the hash map"]},
     {"question_id": 2, "category": "lookup", "turns": ["code python function return def class if else"]},
     {"question_id": 3, "category": "free", "turns": ["the a an of to in and is it that for on with"]},
 ]
 needs_server = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mark.timeout(900), pytest.mark.slow]
-
-
-def raw_metrics(url: str) -> dict[str, float]:
-    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(llamacpp:[a-z_]+) (\S+)$", text, re.M)}
 
 
 def write_prompts(path):
@@ -99,21 +91,9 @@ def test_knee_probe_file_must_be_a_probe(tmp_path):
 def servers(tiny_target, tiny_draft_noisy, tmp_path_factory):
     if BINARY is None:
         pytest.skip(SKIP_REASON)
-    logs = tmp_path_factory.mktemp("llama-server-np4")
-    spec = LlamaServer(BINARY, ["-m", str(tiny_target), "-md", str(tiny_draft_noisy), "--spec-type", "draft-simple",
-                                "--spec-draft-n-max", "3", "--metrics", "-c", "4096", "-np", "4", "--no-warmup",
-                                *THREADS], logs / "spec.log")
-    try:
-        base = LlamaServer(BINARY, ["-m", str(tiny_target), "--metrics", "-c", "4096", "-np", "4", "--no-warmup",
-                                    *THREADS], logs / "base.log")
-    except BaseException:
-        spec.stop()
-        raise
-    try:
-        yield spec, base
-    finally:
-        spec.stop()
-        base.stop()
+    with spec_and_baseline(BINARY, tiny_target, tiny_draft_noisy, tmp_path_factory.mktemp("llama-server-np4"),
+                           slots=4, ctx=4096) as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")

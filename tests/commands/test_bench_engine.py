@@ -213,6 +213,7 @@ def test_ctrl_c_prints_and_writes_the_partial_report(tmp_path, tiny_target, tiny
     assert "Interrupted (Ctrl+C) at job" in stdout
 
 
+@pytest.mark.slow  # bench runs for each export
 def test_exports_never_destroy_a_file(tmp_path, tiny_target):
     """The bench's exports follow the project's output rule: a file that is not a spectui report of the same
     kind is refused (one line, exit 2) before any model loads, unless --force; its own file is replaced."""

@@ -7,30 +7,21 @@ a baseline says so; a server killed mid-run keeps the rows done and exits 1."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from servers import SKIP_REASON, LlamaServer, llama_server_binary
+from servers import SKIP_REASON, THREADS, LlamaServer, llama_server_binary, raw_metrics, spec_and_baseline
 
 BINARY = llama_server_binary()
 pytestmark = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mark.timeout(600), pytest.mark.slow]
-THREADS = ["-t", "1", "-tb", "1", "-td", "1"]
 PROMPTS = [
     {"question_id": 1, "category": "lookup", "turns": ["the hash map key value table bucket chain the hash map"]},
     {"question_id": 2, "category": "lookup", "turns": ["code python function return def class if else"]},
     {"question_id": 3, "category": "free", "turns": ["the a an of to in and is it that for on with"]},
 ]
-
-
-def raw_metrics(url: str) -> dict[str, float]:
-    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(llamacpp:[a-z_]+) (\S+)$", text, re.M)}
 
 
 def write_prompts(path, records):
@@ -45,21 +36,8 @@ def bench(*args, timeout=400):
 
 @pytest.fixture(scope="module")
 def servers(tiny_target, tiny_draft_noisy, tmp_path_factory):
-    logs = tmp_path_factory.mktemp("llama-server")
-    spec = LlamaServer(BINARY, ["-m", str(tiny_target), "-md", str(tiny_draft_noisy), "--spec-type", "draft-simple",
-                                "--spec-draft-n-max", "3", "--metrics", "-c", "2048", "-np", "1", "--no-warmup",
-                                *THREADS], logs / "spec.log")
-    try:
-        base = LlamaServer(BINARY, ["-m", str(tiny_target), "--metrics", "-c", "2048", "-np", "1", "--no-warmup",
-                                    *THREADS], logs / "base.log")
-    except BaseException:
-        spec.stop()
-        raise
-    try:
-        yield spec, base
-    finally:
-        spec.stop()
-        base.stop()
+    with spec_and_baseline(BINARY, tiny_target, tiny_draft_noisy, tmp_path_factory.mktemp("llama-server")) as pair:
+        yield pair
 
 
 def test_acceptance_agrees_with_the_servers_counters(servers, tmp_path):

@@ -180,6 +180,7 @@ def _demo_in_a_pty(*args, cols=120, rows=36):
     return PtyProcess(["demo", *args], cols=cols, rows=rows)
 
 
+@pytest.mark.slow
 def test_demo_act_3_alone_loops_and_q_exits_0():
     """The race act alone (its looping app through the command's run_app) quits with 0 on q, after looping."""
     p = _demo_in_a_pty("--act", "3", "--speed", "max")
@@ -195,6 +196,7 @@ def test_demo_act_3_alone_loops_and_q_exits_0():
         p.close()
 
 
+@pytest.mark.slow
 def test_demo_plays_every_act_in_turn_and_starts_over():
     """Act 1, 2, 3 (the race), then act 1 again: the demo never stops by itself; q then exits 0."""
     p = _demo_in_a_pty("--speed", "max")
@@ -225,6 +227,7 @@ def test_models_are_named_by_metadata_and_file_type():
     assert "AWQ" not in text and "GGUF" not in text
 
 
+@pytest.mark.slow
 def test_paths_name_the_installed_recordings_for_cast(tmp_path):
     """`spectui demo --paths [--act N]`: the bundled recordings where this installation keeps them, so the
     fallback casts (demos/conference.md) work from an installed package, run from any folder."""

@@ -21,7 +21,8 @@ from spectui.contract.exitcodes import FAILED, OK, SIGHUP_STATUS, SIGINT_STATUS,
 from spectui.recording.trace import read_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parents[2]
-SIGNALS = [(signal.SIGINT, SIGINT_STATUS), (signal.SIGTERM, SIGTERM_STATUS), (signal.SIGHUP, SIGHUP_STATUS)]
+SIGNALS = [pytest.param(signal.SIGINT, SIGINT_STATUS, marks=pytest.mark.slow), (signal.SIGTERM, SIGTERM_STATUS),
+           pytest.param(signal.SIGHUP, SIGHUP_STATUS, marks=pytest.mark.slow)]  # the fast lane: SIGTERM
 SIG_IDS = ["INT-130", "TERM-143", "HUP-129"]
 # CPU seconds a command has used once it is into its work (its signal handlers are in at about 0.1 s; a whole
 # probe on the tiny model, imports and loading included, takes about 0.45 s; a cast of 3000 passes renders for

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAKER = ROOT / "benchmarks" / "make_spec_models.py"
 PROMPT = "the hash map"
 KINDS = ("eagle3", "mtp")
+CLI_KINDS = ("eagle3", pytest.param("mtp", marks=pytest.mark.slow))  # fast lane: eagle3 (one CLI path for both)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def _trace_drafter(path: str) -> str:
     return start.settings.drafter
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", CLI_KINDS)
 def test_bench_runs_model_ngram_and_the_head_side_by_side(spec_dir, tmp_path, kind):
     r = _spectui("bench", *_files(spec_dir, kind), "--drafter", f"model,ngram,{kind}", "-n", "12", "-k", "3",
                  "--limit", "2", "--json", cache=tmp_path)
@@ -85,7 +86,7 @@ def test_bench_runs_model_ngram_and_the_head_side_by_side(spec_dir, tmp_path, ki
     assert f"{kind} k=2" in text.stdout
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", CLI_KINDS)
 def test_sweep_takes_k_over_a_head(spec_dir, tmp_path, kind):
     r = _spectui("sweep", *_files(spec_dir, kind), "--drafter", kind, "-n", "12", "-k", "1,3", "--temp", "0",
                  "-p", PROMPT, "--json", "--record-dir", str(tmp_path / "traces"), cache=tmp_path)
@@ -107,7 +108,7 @@ def test_sweep_with_a_head_alone_detects_it(spec_dir, tmp_path):
     assert json.loads(r.stdout)["params"]["drafter"] == "eagle3"
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", CLI_KINDS)
 def test_race_a_head_lane_against_a_draft_model_lane(spec_dir, tmp_path, kind):
     rec = tmp_path / "race"
     r = _spectui("race", *_files(spec_dir, kind), "--a", "k=3 drafter=model", "--b", f"k=3 drafter={kind}",
@@ -129,7 +130,7 @@ def test_race_defaults_to_the_head_against_the_draft_model(spec_dir, tmp_path):
     assert _trace_drafter(a["path"]) == "model" and _trace_drafter(b["path"]) == "eagle3"
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", CLI_KINDS)
 def test_probe_measures_a_head_beside_the_draft_model_and_caches_it(spec_dir, tmp_path, kind):
     args = [*_files(spec_dir, kind), *(["--drafter", "mtp"] if kind == "mtp" else []), "--max-batch", "3",
             "--repeats", "2"]
@@ -171,6 +172,7 @@ def test_the_live_run_takes_a_head_beside_a_draft_model(spec_dir, tmp_path, extr
     assert _trace_drafter(str(trace)) == drafter
 
 
+@pytest.mark.slow  # four CLI runs
 def test_a_missing_head_file_is_one_line(spec_dir, tmp_path):
     for cmd in (["sweep", "-n", "4"], ["bench", "-n", "4"], ["probe"], ["--headless", "-n", "4"]):
         r = _spectui(*cmd, "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--head",

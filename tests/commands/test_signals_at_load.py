@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from pty_term import read_to_close
-from tinymodels import build_model
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, Interrupted, SignalStop
 
@@ -33,10 +32,10 @@ IDS = ["TERM-143", "HUP-129"]
 
 
 @pytest.fixture(scope="module")
-def slow_model(tmp_path_factory) -> Path:
+def slow_model(tiny_model) -> Path:
     """The tiny llama with 100,000 padding tokens (55 MB): llama.cpp spends a few hundred ms on its vocabulary
     and weights, long enough to be caught loading on a busy machine."""
-    return build_model(tmp_path_factory.mktemp("slow") / "slow.gguf", pad=100_000)
+    return tiny_model("slow.gguf", pad=100_000)
 
 
 def _holds_open(pid: int, path: Path) -> bool:

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import tinymodels
 from waits import settled
 
 from spectui.engine.pair import same_file_warning, size_warning
@@ -51,8 +50,8 @@ def test_same_file_warning_by_path_and_by_link(tmp_path):
     assert same_file_warning(m, other) == ""
 
 
-def test_a_real_swapped_pair_and_the_same_file_twice_are_named(tiny_target, tmp_path):
-    bigger = tinymodels.build_model(tmp_path / "bigger.gguf", seed=0, pad=128, name="tiny-padded")
+def test_a_real_swapped_pair_and_the_same_file_twice_are_named(tiny_target, tiny_model):
+    bigger = tiny_model("bigger.gguf", seed=0, pad=128, name="tiny-padded")
     r = spectui("-m", tiny_target, "-md", bigger, "--headless", "-p", "the cat", "-n", 4, "-t", 1, "--no-probe")
     assert r.returncode == 0, r.stderr
     assert "larger than the target" in r.stderr and "are --target and --draft swapped?" in r.stderr
@@ -101,6 +100,7 @@ def test_unknown_theme_is_refused_in_every_face(face, tiny_target, trace, tmp_pa
 # ------------------------------------------------------------------ the help screen at 80x24
 
 
+@pytest.mark.slow
 async def test_help_at_80x24_scrolls_to_its_end_and_gives_the_keys_back():
     from textual.containers import VerticalScroll
 
@@ -172,7 +172,7 @@ def _lines(p: Path) -> list[bytes]:
     return p.read_bytes().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("bad", [1, 2, 5])
+@pytest.mark.parametrize("bad", [1, pytest.param(2, marks=pytest.mark.slow), 5])
 @pytest.mark.parametrize("gz", [False, True])
 def test_a_damaged_tail_of_any_length_replays_the_intact_events_with_one_warning(tmp_path, bad, gz):
     evs = list(synthetic_run(10))

@@ -198,6 +198,7 @@ def _trace_settings(path: Path) -> dict:
 
 
 @pytest.mark.parametrize("kind", ["eagle3", "mtp"])
+@pytest.mark.slow  # two CLI runs and a replay each
 def test_headless_run_records_the_kind_and_replays(spec_dir, tmp_path, kind):
     t, d = _pair(spec_dir, kind)
     trace = tmp_path / f"{kind}.trace"
@@ -220,6 +221,7 @@ def test_drafter_is_detected_from_the_draft_metadata(spec_dir, tmp_path):
     assert '"drafter": "eagle3"' in r.stdout
 
 
+@pytest.mark.slow  # five CLI runs
 def test_commands_refuse_in_one_line(spec_dir, tmp_path):
     plain_t, head = str(spec_dir / "eagle3-target.gguf"), str(spec_dir / "eagle3-draft.gguf")
     r = _spectui("--target", plain_t, "--draft", plain_t, "--drafter", "eagle3", "--headless", "-n", "4")

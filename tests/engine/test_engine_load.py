@@ -32,19 +32,19 @@ def test_vocab_mismatch_names_token_and_texts(make, tiny_target, tiny_other_voca
     assert repr(v[300]) in msg and repr("\u2581zebra") in msg
 
 
-def test_vocab_size_mismatch(make, tiny_target, tmp_path):
+def test_vocab_size_mismatch(make, tiny_target, tiny_model):
     # llama.cpp's rule: sizes may differ by up to 128 (padding rows); 129 more tokens is a mismatch
     extra = [f"\u2581extra{i}" for i in range(129)]
-    bigger = tinymodels.build_model(tmp_path / "bigger.gguf", vocab=tinymodels.default_vocab() + extra)
+    bigger = tiny_model("bigger.gguf", vocab=tinymodels.default_vocab() + extra)
     with pytest.raises(SpectuiError) as e:
         make(tiny_target, bigger)
     assert "tokens" in one_line(e) and "vocabulary mismatch" in str(e.value)
 
 
-def test_special_token_mismatch(make, tiny_target, tmp_path):
+def test_special_token_mismatch(make, tiny_target, tiny_model):
     # llama.cpp's rule compares the BOS/EOS settings (added or not, and the id when added), not the texts
     # of ids below 5 (tests/test_real_pairs.py: such a pair is accepted)
-    other = tinymodels.build_model(tmp_path / "nobos.gguf", add_bos=False)
+    other = tiny_model("nobos.gguf", add_bos=False)
     with pytest.raises(SpectuiError) as e:
         make(tiny_target, other)
     assert "BOS" in one_line(e)

@@ -76,6 +76,7 @@ def test_which_path_auto_takes_and_a_refusal(engines, tiny_target):
 
 
 @pytest.mark.timeout(1800)
+@pytest.mark.slow  # a law checked over many samples
 @pytest.mark.parametrize("path", ["cpu", "graph", "graph-p"])
 def test_t_positive_emits_the_target_law_and_accepts_at_sum_min_p_q(runs, plain, path):
     by_t1 = laws(plain[0], plain[1], runs[path], TEMP)
@@ -84,6 +85,7 @@ def test_t_positive_emits_the_target_law_and_accepts_at_sum_min_p_q(runs, plain,
 
 
 @pytest.mark.timeout(1800)
+@pytest.mark.slow  # a law checked over many samples
 def test_acceptance_is_equal_between_the_paths_within_sampling_error(runs):
     assert abs(two_rates_z(runs["cpu"], runs["graph"])) < 4.0
     assert abs(two_rates_z(runs["cpu"], runs["graph-p"])) < 4.0

@@ -78,6 +78,7 @@ def test_a_draft_model_run_records_no_head(spec_dir):
     assert any(ev.drafts for ev in evs if isinstance(ev, PassEvent))
 
 
+@pytest.mark.slow  # a recorded CLI run, its replay, --json and --explain
 def test_trace_replay_json_and_explain_say_which_head_drafted(spec_dir, tmp_path):
     target = str(spec_dir / "mtp-chain-agree-target.gguf")
     trace = tmp_path / "chain.trace"

@@ -40,10 +40,9 @@ def ids_of(events) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def padded(tmp_path_factory):
-    """Copies of the tiny target with 1, 128 and 129 padding tokens (zero rows), built once."""
-    d = tmp_path_factory.mktemp("padded")
-    return {n: tinymodels.build_model(d / f"pad{n}.gguf", seed=0, pad=n, name=f"tiny-pad{n}") for n in (1, 128, 129)}
+def padded(tiny_model):
+    """Copies of the tiny target with 1, 128 and 129 padding tokens (zero rows), built once per run."""
+    return {n: tiny_model(f"pad{n}.gguf", seed=0, pad=n, name=f"tiny-pad{n}") for n in (1, 128, 129)}
 
 
 @pytest.mark.parametrize("pad", [0, 1, 128])
@@ -83,26 +82,26 @@ def test_vocab_size_difference_129_cli_exit_2(tiny_target, padded):
     assert len(lines) == 1 and "vocabulary mismatch" in lines[0] and "129" in lines[0]
 
 
-def test_first_differing_text_from_id_5_is_named(make_engine, tiny_target, tmp_path):
+def test_first_differing_text_from_id_5_is_named(make_engine, tiny_target, tiny_model):
     v = tinymodels.default_vocab()
     v[5] = "\u2581zebra"
-    other = tinymodels.build_model(tmp_path / "other5.gguf", vocab=v, pad=2)
+    other = tiny_model("other5.gguf", vocab=v, pad=2)
     with pytest.raises(SpectuiError) as e:
         make_engine(tiny_target, other)
     assert "token id 5" in str(e.value) and "'\u2581zebra'" in str(e.value)
 
 
-def test_texts_below_id_5_are_not_compared_as_in_llama_cpp(make_engine, tiny_target, tmp_path):
+def test_texts_below_id_5_are_not_compared_as_in_llama_cpp(make_engine, tiny_target, tiny_model):
     """llama.cpp compares token texts from id 5: special tokens' texts may differ between family members."""
     v = tinymodels.default_vocab()
     v[0] = "<UNK>"
-    other = tinymodels.build_model(tmp_path / "unk.gguf", vocab=v)
+    other = tiny_model("unk.gguf", vocab=v)
     e = make_engine(tiny_target, other)
     assert e.target.n_use == NV
 
 
-def test_bos_rule_must_match(make_engine, tiny_target, tmp_path):
-    other = tinymodels.build_model(tmp_path / "nobos.gguf", add_bos=False)
+def test_bos_rule_must_match(make_engine, tiny_target, tiny_model):
+    other = tiny_model("nobos.gguf", add_bos=False)
     with pytest.raises(SpectuiError) as e:
         make_engine(tiny_target, other)
     assert "BOS" in str(e.value) and "\n" not in str(e.value)

@@ -1,6 +1,6 @@
 """Hostile HTTP servers on 127.0.0.1 for the tests and benchmarks/hostile_cases.py: real sockets
 (http.server in a thread), each misbehaving one way. ``FakeServer(mode)`` starts one on a free port;
-``.url``, ``.stop()``; ``.requests`` counts what it was asked.
+``.url``, ``.stop()``; ``.requests`` counts what it was asked, ``.posts`` the POSTs among them.
 
 Modes:
 - ``ok``: vLLM-like /metrics (counters grow with each request), /v1/models, streamed /v1/completions and
@@ -60,6 +60,7 @@ class FakeServer:
         self.mode = mode
         self.drip_s = drip_s
         self.requests = 0
+        self.posts = 0  # completions asked for (a stream under way)
         self.n_done = 0  # completions served in full (the ok server's counters grow with them)
         self._stop = threading.Event()
         if mode == "nonhttp":
@@ -79,6 +80,7 @@ class FakeServer:
 
             def do_POST(self):  # noqa: N802
                 server.requests += 1
+                server.posts += 1
                 n = int(self.headers.get("Content-Length") or 0)
                 self.body = self.rfile.read(n) if n else b""
                 server.handle(self, "POST")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from fake_servers import FakeServer
+from waits import catches, wait_until
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Deadline, FetchError, Scraper, http_get
 from spectui.contract.events import KIND_VLLM, REQ_ERROR
@@ -96,7 +97,13 @@ def spectui(*args: str, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
 
 
-@pytest.mark.parametrize("args", [["--count", "3", "--interval", "0.5"], ["--duration", "3"]])
+def in_its_work(p: subprocess.Popen, asked, what: str) -> None:
+    """Until the server was asked (``asked()``) and the command's own stop catches SIGTERM and SIGHUP."""
+    wait_until(lambda: asked() and catches(p.pid, signal.SIGTERM, signal.SIGHUP) is not False, 60, what)
+
+
+@pytest.mark.parametrize("args", [["--count", "3", "--interval", "0.5"],
+                                  pytest.param(["--duration", "3"], marks=pytest.mark.slow)])
 def test_count_and_duration_end_the_session_on_a_drip(drip, args):
     t0 = time.monotonic()
     p = spectui("attach", drip.url, "--headless", *args)
@@ -108,7 +115,8 @@ def test_count_and_duration_end_the_session_on_a_drip(drip, args):
 def test_signals_end_attach_within_a_second_whatever_the_server(drip, tmp_path, signum):
     rec = tmp_path / "drip.jsonl"
     p = spectui("attach", drip.url, "--headless", "--interval", "0.5", "--timeout", "30", "--record", str(rec))
-    time.sleep(3.0)  # in its baseline scrape: the drip answers nothing whole for 30 s
+    # in its baseline scrape: the drip answers nothing whole for 30 s
+    in_its_work(p, lambda: drip.requests >= 1, "attach in its baseline scrape")
     t0 = time.monotonic()
     p.send_signal(signum)
     out, err = p.communicate(timeout=30)
@@ -132,7 +140,7 @@ def test_a_signal_ends_bench_within_a_second_mid_request(concurrency):
     try:
         p = spectui("bench", "--url", srv.url, "--limit", "2", "-n", "64", "--timeout", "120",
                     "--concurrency", concurrency)
-        time.sleep(4.0)
+        in_its_work(p, lambda: srv.posts >= 1, "bench mid-request")
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)

@@ -179,6 +179,7 @@ def terminal_forbidden(stream: str) -> list[str]:
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(outside, min_size=1, max_size=6))
 @example(ATTACKS)
+@pytest.mark.slow  # a cast rendered whole
 def test_tui_replay_stream_and_cast_file(tmp_path_factory, texts):
     """The replay TUI under Textual's run_test (the cast's capture driver records every byte the app
     writes), then the cast file made of it: Textual's own sequences only."""

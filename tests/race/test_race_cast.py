@@ -55,6 +55,7 @@ def test_race_cast_shows_both_panes_and_the_finish(tmp_path, pair):
     assert "FINISHED 2nd 2.00 s" in end
 
 
+@pytest.mark.slow  # four casts rendered
 def test_race_cast_cli_never_overwrites_an_input(tmp_path, pair):
     env = {**os.environ, "PYTHONPATH": REPO}
     before = open(pair[0], "rb").read()

@@ -23,9 +23,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BANNER = (0xFF, 0xB4, 0x54)  # themes/dark.toml: warning (the race banner's background)
 ACCEPTED = (0x5F, 0xD3, 0x8D)  # themes/dark.toml: spectui-accepted
 
-pytestmark = pytest.mark.skipif(chromium_path() is None,
-                                reason="chromium is not installed (apt-get install chromium; scripts/install.sh --test "
-                                       "installs it)")
+pytestmark = [pytest.mark.skipif(chromium_path() is None,
+                                 reason="chromium is not installed (apt-get install chromium; scripts/install.sh "
+                                        "--test installs it)"),
+              pytest.mark.slow]  # a real Chromium
 
 
 def near(px, colour, tol=40) -> bool:

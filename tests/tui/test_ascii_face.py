@@ -5,14 +5,15 @@ real pty (tests/pty_term.py), every byte the terminal receives is checked."""
 
 from __future__ import annotations
 
+import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import waits  # noqa: E402
 from pty_term import PtyProcess  # noqa: E402
 
 from spectui.tui.shared.ascii import _TABLE, ascii_wanted, encoding_is_utf8, to_ascii  # noqa: E402
@@ -40,11 +41,21 @@ def test_when_the_ascii_face_is_wanted(env, wanted):
     assert encoding_is_utf8(env) is (not wanted) or "SPECTUI_ASCII" in env
 
 
-def _screen(args, env, needle="spectui demo: "):
+PASS_ROW = re.compile(r"#(\d+) +k=")  # a pass in the ribbon: "#12 k=2  ..."
+
+
+def _passes_drawn(p: PtyProcess) -> int:
+    return max((int(n) for n in PASS_ROW.findall(p.text())), default=0)
+
+
+def _screen(args, env, needles=("spectui demo: ",), passes=0):
+    """The demo in a real pty until every needle is on the screen and ``passes`` passes are in its ribbon
+    (passes, sparklines, the ribbon drawn): waits on what was drawn, not on a clock."""
     p = PtyProcess(args, cols=120, rows=36, env=env)
     try:
-        p.wait_for(needle, 60)
-        time.sleep(4.0)  # passes, sparklines, the ribbon
+        for needle in needles:
+            p.wait_for(needle, 60)
+        waits.wait_until(lambda: _passes_drawn(p) >= passes, 60, f"{passes} passes in the ribbon")
         raw, text = p.raw(), p.text()
         p.send("q")
         assert p.wait(20) == 0
@@ -53,25 +64,28 @@ def _screen(args, env, needle="spectui demo: "):
         p.close()
 
 
-ASCII_ENVS = [(["--ascii"], {"LANG": "en_US.UTF-8"}), ([], {"LANG": "C", "LC_ALL": "", "LC_CTYPE": ""}),
-              ([], {"LANG": "en_US.ISO-8859-1", "LC_ALL": "", "LC_CTYPE": ""})]
+ASCII_LEGEND = "accepted + rejected x target @/* pending ? k=0 o"
+SLOW = pytest.mark.slow  # the fast lane: --ascii
+ASCII_ENVS = [(["--ascii"], {"LANG": "en_US.UTF-8"}),
+              pytest.param([], {"LANG": "C", "LC_ALL": "", "LC_CTYPE": ""}, marks=SLOW),
+              pytest.param([], {"LANG": "en_US.ISO-8859-1", "LC_ALL": "", "LC_CTYPE": ""}, marks=SLOW)]
 
 
 @pytest.mark.parametrize("flags,env", ASCII_ENVS, ids=["--ascii", "LANG=C", "latin-1"])
 def test_the_demo_writes_only_ascii(flags, env):
-    raw, text = _screen(["demo", "--act", "1", "--speed", "8", *flags], env)
+    raw, text = _screen(["demo", "--act", "1", "--speed", "8", *flags], env, (ASCII_LEGEND, "+-"), passes=20)
     assert raw.isascii(), sorted({c for c in raw if not c.isascii()})
-    assert "accepted + rejected x target @/* pending ? k=0 o" in text  # the legend: shapes, not only colours
+    assert ASCII_LEGEND in text  # the legend: shapes, not only colours
     assert "+-" in text and "|" in text  # the panels' borders
 
 
 def test_the_race_act_writes_only_ascii():
-    raw, text = _screen(["demo", "--act", "3", "--speed", "max", "--ascii"], {})
+    raw, text = _screen(["demo", "--act", "3", "--speed", "max", "--ascii"], {}, ("FINISH",))
     assert raw.isascii(), sorted({c for c in raw if not c.isascii()})
     assert "FINISH" in text or "on your marks" in text
 
 
 def test_a_utf8_terminal_keeps_its_glyphs():
-    raw, text = _screen(["demo", "--act", "1", "--speed", "8"], {"LANG": "en_US.UTF-8", "LC_ALL": "",
-                                                                   "LC_CTYPE": ""})
+    raw, text = _screen(["demo", "--act", "1", "--speed", "8"], {"LANG": "en_US.UTF-8", "LC_ALL": "", "LC_CTYPE": ""},
+                        ("accepted ✓ rejected ✗", "╭"), passes=20)
     assert "accepted ✓ rejected ✗" in text and "╭" in raw

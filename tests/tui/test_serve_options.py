@@ -80,6 +80,7 @@ def test_serve_refuses_an_option_given_twice_in_one_line():
 
 @pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (scripts/install.sh --test)")
 @pytest.mark.parametrize("act", [1, 2, 3])
+@pytest.mark.slow  # a real Chromium
 def test_a_browser_gets_each_act_of_the_demo(act):
     port = free_port()
     server = _serve("demo", "--act", act, "--speed", "max", "--port", port)

@@ -58,6 +58,7 @@ def rows_cols(raw: str) -> tuple[int, int]:
     return max(r for r, _ in moves), max(c for _, c in moves)
 
 
+@pytest.mark.slow  # a demo over a real sshd
 def test_ssh_tt_demo_full_screen_resize_and_q(server):
     mark = uuid.uuid4().hex
     p = PtyProcess(None, cols=120, rows=36,
@@ -85,6 +86,7 @@ def test_ssh_tt_demo_full_screen_resize_and_q(server):
     assert remote_spectui(mark) == []
 
 
+@pytest.mark.slow  # a demo over a real sshd
 def test_a_killed_client_leaves_no_spectui_on_the_server(server):
     mark = uuid.uuid4().hex
     p = PtyProcess(None, cols=120, rows=36,

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pty_term import PtyProcess, read_to_close  # noqa: E402
+from waits import catches, wait_until  # noqa: E402
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
 from spectui.commands.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
@@ -94,7 +95,7 @@ def test_term_dumb_is_refused(face, tiny_target):
     p = PtyProcess(_face_args(face, tiny_target), env={"TERM": "dumb"})
     try:
         assert p.wait(60) == USAGE, p.raw()
-        time.sleep(0.3)
+        wait_until(lambda: "TERM=dumb" in p.text(), 10, "the refusal read from the terminal")
         assert NEEDS_TERMINAL in p.text() and "TERM=dumb" in p.text()
         assert "\x1b[?1049h" not in p.raw()
     finally:
@@ -127,7 +128,8 @@ def test_the_check_itself():
         os.close(slave)
 
 
-@pytest.mark.parametrize("ctty", [False, True], ids=["descriptors", "controlling-tty"])
+@pytest.mark.parametrize("ctty", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["descriptors", "controlling-tty"])
 @pytest.mark.parametrize("face", ["demo", "demo-act-3"])
 def test_a_hung_up_terminal_ends_the_face(face, ctty):
     """The terminal closes (its master): with a controlling terminal the kernel's SIGHUP, without one the
@@ -135,7 +137,7 @@ def test_a_hung_up_terminal_ends_the_face(face, ctty):
     p = PtyProcess([*_face_args(face), "--speed", "8"], ctty=ctty)
     try:
         p.wait_for("spectui demo: ", 60)
-        time.sleep(1.0)
+        wait_until(lambda: catches(p.proc.pid, signal.SIGTERM, signal.SIGHUP) is not False, 60, "the face's stop")
         _ends_within_the_deadline(p, p.hang_up, SIGHUP_STATUS)
     finally:
         p.close()
@@ -143,6 +145,7 @@ def test_a_hung_up_terminal_ends_the_face(face, ctty):
 
 @pytest.mark.parametrize("sig,status", [(signal.SIGTERM, SIGTERM_STATUS), (signal.SIGHUP, SIGHUP_STATUS)],
                          ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.slow  # seconds of a terminal that stopped reading
 def test_signals_end_a_face_whose_terminal_stopped_reading(sig, status):
     """The terminal stops reading (a stalled SSH link): the app's writes block, its event loop with them;
     a signal still ends it, with its status, within the stop's deadline."""
