@@ -96,9 +96,11 @@ def test_race_specs_read_k_with_the_same_parser():
     ([], ["--draft-max", "x"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'"),
     ([], ["-k", "40"], "--draft-max values must be between 0 and 32, not 40"),
     (["sweep"], ["-k", "2,auto"], "--draft-max auto: this command runs fixed draft lengths"),
-    (["sweep"], ["-k", "2,x"], "--draft-max takes comma-separated integers 0..32 (e.g. 2,5,10)"),
+    pytest.param(["sweep"], ["-k", "2,x"], "--draft-max takes comma-separated integers 0..32 (e.g. 2,5,10)",
+                 marks=pytest.mark.slow),  # the same parser's row: test_sweep_0_and_2
     (["bench"], ["-k", "schedule"], "--draft-max schedule: this command runs fixed draft lengths"),
-    (["race"], ["-k", "x", "-p", "hi"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'"),
+    pytest.param(["race"], ["-k", "x", "-p", "hi"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'",
+                 marks=pytest.mark.slow),  # the live run's row above, from race
     (["race"], ["--b", "k=99", "-p", "hi"], "bad k '99'"),
 ])
 def test_every_command_parses_k_the_same_way_before_loading(tmp_path, cmd, args, says):
@@ -168,7 +170,7 @@ def test_record_dir_has_one_type_everywhere():
         assert (o.type.file_okay, o.type.dir_okay, o.type.exists) == (True, True, False), name
 
 
-@pytest.mark.parametrize("cmd", [["sweep"], ["bench"], ["race", "-p", "hi"]])
+@pytest.mark.parametrize("cmd", [["sweep"], pytest.param(["bench"], marks=pytest.mark.slow), ["race", "-p", "hi"]])
 def test_record_dir_that_is_a_file_is_the_same_one_line_error(tmp_path, cmd):
     """The folder is checked by one function (contract.outputs.record_folder), before any model loads."""
     a_file = tmp_path / "a-file"

@@ -99,6 +99,7 @@ def test_sweep_takes_k_over_a_head(spec_dir, tmp_path, kind):
     assert {_trace_drafter(x["trace"]) for x in spec} == {kind}
 
 
+@pytest.mark.slow  # detection from the metadata: tests/engine/test_engine_heads.py in the fast lane
 def test_sweep_with_a_head_alone_detects_it(spec_dir, tmp_path):
     """--draft as the head (llama.cpp's -md): the sweep drafts with the kind its header says."""
     r = _spectui("sweep", "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--draft",
@@ -249,11 +250,14 @@ def test_a_run_that_did_not_start_with_the_head_cannot_switch_to_it(spec_dir):
     (["bench", "--drafter", "model,eagle3", "--draft", "{head}"],
      "--draft {head} is an EAGLE-3 head: give it as --head"),
     (["sweep", "--drafter", "eagle3", "--draft", "{draft}"], "--drafter eagle3 needs an EAGLE-3 head"),
-    (["sweep", "--drafter", "model", "--draft", "{draft}", "--head", "{head}"], "--head {head} is the EAGLE-3 head for --drafter eagle3"),  # noqa: E501
+    pytest.param(["sweep", "--drafter", "model", "--draft", "{draft}", "--head", "{head}"],
+                 "--head {head} is the EAGLE-3 head for --drafter eagle3", marks=pytest.mark.slow),
     (["race", "--draft", "{head}", "--head", "{head}", "-p", "x"], "is itself a head (eagle3): give the head once"),
-    (["probe", "--drafter", "mtp"], "--drafter mtp needs a target with MTP (NextN) layers"),
-    (["sweep", "--drafter", "mtp", "--draft", "{head}"], "is an EAGLE-3 head (drop it, or use --drafter eagle3)"),
-])
+    pytest.param(["probe", "--drafter", "mtp"], "--drafter mtp needs a target with MTP (NextN) layers",
+                 marks=pytest.mark.slow),
+    pytest.param(["sweep", "--drafter", "mtp", "--draft", "{head}"],
+                 "is an EAGLE-3 head (drop it, or use --drafter eagle3)", marks=pytest.mark.slow),
+])  # the fast lane: one row per command that reads these (bench, sweep, race)
 def test_what_a_command_cannot_draft_with_is_one_line(spec_dir, tmp_path, args, message):
     names = {"head": str(spec_dir / "eagle3-agree-draft.gguf"), "draft": str(spec_dir / "draft.gguf")}
     r = _spectui(*[a.format(**names) for a in args], "--target", str(spec_dir / "eagle3-agree-target.gguf"),
