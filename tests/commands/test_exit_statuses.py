@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from in_process import spectui_in_process
 from servers import SilentServer, StaticServer, free_port
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 from waits import Started, wait_until
@@ -40,15 +41,6 @@ def spectui(*args, module: str = "spectui", timeout: float = 120, env=None) -> s
 def start(*args, module: str = "spectui", env=None) -> Started:
     return Started([sys.executable, "-m", module, *[str(a) for a in args]], cwd=REPO,
                    env={**os.environ, **(env or {})})
-
-
-def in_process(*args):
-    """The same command as spectui(...), run by click's CliRunner in this process (exit_code, stdout, stderr)."""
-    from click.testing import CliRunner
-
-    from spectui.cli import main
-
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def stop_with(proc: Started, sig: int, timeout: float = 60) -> tuple[str, str]:
@@ -220,12 +212,12 @@ def test_cast_0_and_2_in_process(tmp_path):
     out = tmp_path / "x.cast"
     small = tmp_path / "small.jsonl"
     write_trace(small, list(synthetic_run(4)))
-    r = in_process("cast", small, "-o", out, "--cols", 80, "--rows", 24, "--speed", 8)
-    assert r.exit_code == OK, r.stderr
-    r = in_process("cast", small, "-o", small)
-    assert r.exit_code == USAGE and "input" in one_error_line(r.stderr)
-    r = in_process("cast", small, "-o", out, "--theme", "nonexistent")
-    assert r.exit_code == USAGE
+    r = spectui_in_process("cast", small, "-o", out, "--cols", 80, "--rows", 24, "--speed", 8)
+    assert r.returncode == OK, r.stderr
+    r = spectui_in_process("cast", small, "-o", small)
+    assert r.returncode == USAGE and "input" in one_error_line(r.stderr)
+    r = spectui_in_process("cast", small, "-o", out, "--theme", "nonexistent")
+    assert r.returncode == USAGE
 
 
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
@@ -306,10 +298,10 @@ def test_probe_0_and_2(tiny_target, tmp_path):
 def test_probe_0_and_2_in_process(tiny_target, tmp_path, monkeypatch):
     """test_probe_0_and_2's rows through the same click command in this process (click's CliRunner)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    r = in_process("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1)
-    assert r.exit_code == OK, r.stderr
-    r = in_process("probe", "-m", tiny_target, "--max-batch", 1)
-    assert r.exit_code == USAGE and "--max-batch" in one_error_line(r.stderr)
+    r = spectui_in_process("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1)
+    assert r.returncode == OK, r.stderr
+    r = spectui_in_process("probe", "-m", tiny_target, "--max-batch", 1)
+    assert r.returncode == USAGE and "--max-batch" in one_error_line(r.stderr)
 
 
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)

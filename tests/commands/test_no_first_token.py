@@ -31,6 +31,8 @@ from spectui.sweep.export import to_csv as sweep_csv
 from spectui.text.sweep import table_rows as sweep_table_rows
 from spectui.views.numbers import ms_or_dash
 
+from in_process import spectui_in_process
+
 REPO = Path(__file__).resolve().parents[2]
 UNMEASURED = ("ttft_ms", "tokens_per_second", "itl_ms_p50", "itl_ms_p95", "tokens_per_pass", "acceptance_rate",
               "mean_acceptance_length", "draft_ms_per_token", "draft_cost_ratio")
@@ -41,22 +43,14 @@ def spectui(*args) -> subprocess.CompletedProcess:
                           text=True, cwd=REPO, timeout=120, env={**os.environ, "NO_COLOR": "1"})
 
 
-def in_process(*args) -> subprocess.CompletedProcess:
-    """The same command run by click's CliRunner in this process, as a CompletedProcess."""
-    from click.testing import CliRunner
-
-    from spectui.cli import main
-
-    r = CliRunner().invoke(main, [str(a) for a in args], env={"NO_COLOR": "1"})
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception  # a crash is never an exit status
-    return subprocess.CompletedProcess(list(args), r.exit_code, r.stdout, r.stderr)
-
-
 @pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
 def cli(request):
     """How the commands run: in this process (the fast lane) or each as its own process (the full suite)."""
     return in_process if request.param == "in_process" else spectui
+
+
+def in_process(*args) -> subprocess.CompletedProcess:
+    return spectui_in_process(*args, env={"NO_COLOR": "1"})
 
 
 def run_json(cli, *args) -> tuple[subprocess.CompletedProcess, dict]:

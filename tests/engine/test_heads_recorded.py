@@ -17,6 +17,7 @@ from spectui.contract.events import HeadInfo, PassEvent, RunStarted, Settings
 from spectui.engine.loop import Engine
 from spectui.views.heads import drafted_by, head_label, pass_heads, step_cost
 
+from in_process import spectui_in_process
 from test_spec_models import _make
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,14 +70,9 @@ def test_eagle3_summary_names_the_head_file_and_its_layers(spec_dir):
 
 def test_eagle3_summary_names_the_head_file_and_its_layers_in_process(spec_dir):
     """The same command and the same lines, run by click's CliRunner in this process."""
-    from click.testing import CliRunner
-
-    from spectui.cli import main
-
     target, head = str(spec_dir / "eagle3-agree-target.gguf"), str(spec_dir / "eagle3-agree-draft.gguf")
-    r = CliRunner().invoke(main, ["--target", target, "--draft", head, "--headless", "-n", "16", "-p", PROMPT,
-                                  "--no-probe"])
-    assert r.exit_code == 0, r.stderr
+    r = spectui_in_process("--target", target, "--draft", head, "--headless", "-n", "16", "-p", PROMPT, "--no-probe")
+    assert r.returncode == 0, r.stderr
     _says_the_head_file_and_its_layers(r.stdout, head)
 
 
