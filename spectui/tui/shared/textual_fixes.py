@@ -1,20 +1,25 @@
-"""A fix for a leak in Textual 8 that a face running for hours meets (the demo makes an app per act and loop).
+"""Fixes for leaks in Textual 8 that a face running for hours meets (the demo makes an app per act and loop).
 
-``textual._styles_cache.StylesCache.get_inner_outer`` is an instance method under ``functools.lru_cache(1024)``
-(Textualize/textual issue 6665): its cache keys hold ``self``, the StylesCache of a widget, and with it every
-line the widget last drew (Strips, each with its own small caches). A widget that is gone stays in memory
-until 1024 later (widget, colour pair) calls push it out: the demo's three acts leave about 28 widgets' line
-caches behind each, and its resident memory grew about 4.5 MiB a loop for a dozen loops before the cache was
-full. The method's result depends on the two colours only, so ``fix_styles_cache_leak`` caches it on them
-alone (the same 1024 entries of two Styles, none of them holding a widget). It changes nothing when Textual
-no longer has that shape (tests/tui/test_textual_internals.py says so loudly).
+Two of Textual's methods are under ``functools.lru_cache(1024)`` although they are instance methods
+(Textualize/textual issue 6665): the cache keys hold ``self``, and whatever ``self`` holds stays in memory
+until 1024 later calls push it out.
+
+- ``textual._styles_cache.StylesCache.get_inner_outer``: ``self`` is a widget's StylesCache, and with it
+  every line the widget last drew (Strips, each with its own small caches). The demo's three acts left
+  about 28 widgets' line caches behind each, and its resident memory grew about 4.5 MiB a loop for a dozen
+  loops, until the cache was full. The result depends on the two colours only.
+- ``textual.filter.ANSIToTruecolor.truecolor_style``: ``self`` is the app's filter (one per app) or one made
+  for a single render (``Tint``, ``TextOpacity``); the result depends on its terminal theme only.
+
+``fix_textual_leaks`` caches each on what its result depends on (the same 1024 entries, none of them holding
+a widget or an app). It changes nothing where Textual no longer has that shape (tests/tui/test_textual_fixes.py
+says so loudly).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-
-INNER_OUTER_CACHE = 1024  # entries, as Textual's own
+from types import SimpleNamespace
 
 
 def _self_keyed(method) -> bool:
@@ -22,27 +27,44 @@ def _self_keyed(method) -> bool:
     return callable(getattr(method, "cache_clear", None)) and callable(getattr(method, "__wrapped__", None))
 
 
-def fix_styles_cache_leak() -> bool:
-    """Cache ``StylesCache.get_inner_outer`` on its colours, not on the widget's StylesCache. True if the
-    leaking method was found (and replaced, once: later calls find the fixed one and say True again)."""
-    from textual._styles_cache import StylesCache  # noqa: PLC0415 - Textual loads only with a face
-
-    current = StylesCache.__dict__.get("get_inner_outer")
+def recache(cls, name: str, key, stand_in) -> bool:
+    """Replace ``cls.name``, an lru_cache over an instance method, by one cached on ``key(self)`` and the
+    arguments: the original runs with ``stand_in(key(self))`` as its ``self`` (what it reads of ``self``,
+    and nothing else). True if the leaking method was found (and replaced, once: a second call finds the
+    fixed one and says True again)."""
+    current = cls.__dict__.get(name)
     if getattr(current, "spectui_fixed", False):
         return True
     if not _self_keyed(current):
         return False
-    original = current.__wrapped__  # (self, base_background, background): the body never reads self
+    original = current.__wrapped__
 
-    @lru_cache(INNER_OUTER_CACHE)
-    def inner_outer(base_background, background):
-        return original(None, base_background, background)
+    @lru_cache(current.cache_parameters()["maxsize"])
+    def on_key(k, *args, **kwargs):
+        return original(stand_in(k), *args, **kwargs)
 
-    def get_inner_outer(self, base_background, background):
-        return inner_outer(base_background, background)
+    def method(self, *args, **kwargs):
+        return on_key(key(self), *args, **kwargs)
 
-    get_inner_outer.spectui_fixed = True
-    get_inner_outer.cache = inner_outer
-    StylesCache.get_inner_outer = get_inner_outer
-    current.cache_clear()  # the StylesCaches it held so far are free
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = original.__doc__
+    method.spectui_fixed = True
+    method.cache = on_key
+    method.original = original  # Textual's body, uncached (the tests compare answers)
+    setattr(cls, name, method)
+    current.cache_clear()  # what it held so far is free
     return True
+
+
+def fix_textual_leaks() -> dict[str, bool]:
+    """Both fixes; for each method, whether it was found (False: Textual changed, nothing was replaced)."""
+    from textual._styles_cache import StylesCache  # noqa: PLC0415 - Textual loads only with a face
+    from textual.filter import ANSIToTruecolor  # noqa: PLC0415
+
+    return {
+        "StylesCache.get_inner_outer": recache(StylesCache, "get_inner_outer", key=lambda self: None,
+                                               stand_in=lambda _k: None),  # its body never reads self
+        "ANSIToTruecolor.truecolor_style": recache(
+            ANSIToTruecolor, "truecolor_style", key=lambda self: self._terminal_theme,
+            stand_in=lambda theme: SimpleNamespace(_terminal_theme=theme)),  # all it reads of self
+    }
