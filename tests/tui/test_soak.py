@@ -1,8 +1,9 @@
 """The short version of benchmarks/soak_demo.py (the endurance soak, 20 minutes and more, is that script): the
-demo's full loop, every act in turn, twice over at max speed in a real pty: it never stops by itself, q exits
-0, no traceback, and the resident memory after the second loop stays within 10% of its value after the first;
-and a live run of a few hundred passes on the tiny models, its memory flat from the first quarter to the
-last."""
+demo's full loop, every act in turn, twice and five times over at max speed in a real pty: it never stops by
+itself, q exits 0, no traceback, and the resident memory stays within 10% of its value after the first loop
+(it grew about 4.5 MiB a loop for a dozen loops while Textual 8 kept every gone widget's line cache:
+spectui/tui/shared/textual_fixes.py, tests/tui/test_textual_fixes.py); and a live run of a few hundred passes
+on the tiny models, its memory flat from the first quarter to the last."""
 
 from __future__ import annotations
 
