@@ -21,6 +21,11 @@ three sample the plain temperature-T distribution; their acceptance rules still 
 target and matches it against a top-k-10 draft, spectui accepts with min(1, p/q)), so acceptance differs and
 the tokens/s ratio there is the whole loop's, rule included.
 
+With ``--paths cpu,graph`` (the default) spectui runs twice per cell in the same rotation: ``spectui`` (today's
+path: q and p softmaxed in numpy, ``--sampling cpu``) and ``spectui-graph`` (``--sampling graph``: the draft's
+sample and q, and the target's p, from llama.cpp backend sampler chains in the models' graphs;
+spectui/engine/graph_path.py), each on its own Engine over the same files, side by side in the table.
+
 Then, per k and temperature, one more spectui run with the profiler on (``--no-profile`` skips it): the
 time outside both models' llama_decode split by category, exclusive (a category's time excludes the
 categories called inside it), per pass and as a share of the run's wall time:
@@ -43,8 +48,20 @@ categories called inside it), per pass and as a share of the run's wall time:
 The profiler wraps those functions for the profiled runs only (nothing is installed otherwise, so the
 timed runs pay nothing); its own cost (about a microsecond a call) lands in the categories.
 
+Then the heads' rows (``--no-heads`` skips them, ``--heads-only`` runs only them): an MTP and an EAGLE-3 row,
+spectui's own loop (``Engine(head="mtp" | "eagle3")``, the same headless consumption) against llama-server's
+own drafter (``--spec-type draft-mtp`` / ``draft-eagle3``, one server per kind and k), side by side in the
+same rotating order, on the generated models of benchmarks/make_spec_models.py (their agreeing variants,
+``--mtp-agree`` / ``--eagle3-agree`` 0.5, so drafts are partly accepted). ``--heads-vocab fast`` (the
+default) writes them with a vocabulary of the fast pair's size, 151,936 tokens (benchmarks/fast_spec_models.py:
+a synthetic SentencePiece-style vocabulary, so every logit row is 152k floats as on the fast pair);
+``--heads-vocab tiny`` uses the tests' tiny vocabulary.
+
+``--quick``: a small setting that checks the script runs (1 repetition, -n 32, k 2, T 0, no profile).
+
 usage: .venv/bin/python benchmarks/bench_fast_regime.py [--reps 2] [--n 256] [--ks 2,4,8] [--temps 0,0.8]
-       [--threads 2] [--inspect-top 5] [--no-server] [--no-simple] [--no-profile] [--profile-only]
+       [--threads 2] [--inspect-top 5] [--paths cpu,graph] [--no-server] [--no-simple] [--no-profile]
+       [--profile-only] [--no-heads] [--heads-only] [--heads-vocab fast|tiny] [--quick]
 """
 
 from __future__ import annotations
@@ -337,6 +354,124 @@ def server_binary() -> Path | None:
     return p if p.is_file() else None
 
 
+# ------------------------------------------------------------------------------------------ the heads' rows
+
+HEAD_KINDS = ("mtp", "eagle3")
+HEAD_AGREE = 0.5  # make_spec_models --mtp-agree / --eagle3-agree: drafts partly accepted
+
+
+def head_models(tmp: Path, vocab: str = "fast") -> dict[str, tuple[Path, Path | None]]:
+    """kind -> (target, the head's file for llama-server's -md: None for MTP, the target's own layers)."""
+    if vocab == "fast":
+        from fast_spec_models import build_fast_spec_models  # noqa: PLC0415
+
+        m = build_fast_spec_models(agree=HEAD_AGREE)
+    else:
+        import make_spec_models  # noqa: PLC0415
+
+        m = make_spec_models.build_all(tmp / "spec-models", mtp_agree=HEAD_AGREE, eagle3_agree=HEAD_AGREE)
+    return {"mtp": (m["mtp-agree-target"], None), "eagle3": (m["eagle3-agree-target"], m["eagle3-agree-draft"])}
+
+
+def run_head_spectui(engine: Engine, kind: str, k: int, temp: float, n: int, tmp: Path) -> dict:
+    """One run drafting with the engine's head, consumed as ``spectui --headless --record`` consumes it."""
+    stats = S.RunStats()
+    writer = TR.TraceWriter(tmp / f"spectui-{kind}-k{k}-t{temp}.jsonl", background=engine.spare_core)
+    if engine.spare_core:
+        writer.gate = engine.decoding
+    control = RunControl(Settings(draft_max=k, temperature=temp, drafter=kind, seed=SEED))
+    end = None
+    try:
+        for ev in engine.run(PROMPT, control, n, overlap=True):
+            writer.write(ev)
+            stats.update(ev)
+            if isinstance(ev, RunEnded):
+                end = ev
+        writer.flush()
+    finally:
+        writer.close()
+    if end is None or end.reason not in ("n_predict", "eog"):
+        raise SystemExit(f"spectui {kind} run ended with {getattr(end, 'reason', '?')}: {getattr(end, 'error', '')}")
+    snap = stats.snapshot()
+    return {"tps": snap.tokens_per_second, "acc": snap.acceptance_rate, "n_drafted": snap.n_drafted,
+            "n_accept": snap.n_accepted}
+
+
+class HeadServers(Servers):
+    """One llama-server per (kind, k): ``--spec-type draft-mtp`` on the target, ``draft-eagle3`` with -md HEAD."""
+
+    def __init__(self, binary: Path, models: dict, threads: int, n_ctx: int, tmp: Path) -> None:
+        super().__init__(binary, Path(), Path(), threads, n_ctx, tmp)
+        self.models = models
+
+    def get(self, key):
+        from servers import LlamaServer  # noqa: PLC0415
+
+        if key not in self.up:
+            kind, k = key
+            target, head = self.models[kind]
+            t = str(self.threads)
+            args = ["-m", str(target), *(["-md", str(head)] if head else []), "--spec-type", f"draft-{kind}",
+                    "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0", "--spec-draft-p-min", "0",
+                    "-t", t, "-tb", t, "-td", t, "-c", str(self.n_ctx), "-np", "1", "--no-warmup"]
+            if self.binary.parent.joinpath("libllama.so").exists():
+                os.environ["LD_LIBRARY_PATH"] = str(self.binary.parent)
+            self.up[key] = LlamaServer(self.binary, args, self.tmp / f"server-{kind}-k{k}.log")
+        return self.up[key]
+
+
+def head_rows(a, ks: list[int], temps: list[float], tmp: Path) -> None:
+    """The MTP and EAGLE-3 rows: spectui's loop against llama-server's own drafter, side by side."""
+    models = head_models(tmp, a.heads_vocab)
+    n_ctx = min(a.ctx, 2048)  # the generated models' training context (tests/tinymodels.py N_CTX_TRAIN)
+    sb = None if a.no_server else server_binary()
+    if sb is None and not a.no_server:
+        print("llama-server not found (scripts/build-llama-server.sh): the heads' server column is left out",
+              file=sys.stderr)
+    servers = HeadServers(sb, models, a.threads, n_ctx, tmp) if sb is not None else None
+    sides = ["spectui"] + (["server"] if servers is not None else [])
+    res: dict[tuple, list[dict]] = defaultdict(list)
+    cells = [(kind, k, t) for kind in HEAD_KINDS for t in temps for k in ks]
+    try:
+        engines = {kind: Engine(str(t), str(h) if h else None, n_ctx=n_ctx, threads=a.threads, head=kind,
+                                inspect_top=a.inspect_top, head_in_every_run=False)
+                   for kind, (t, h) in models.items()}
+        try:
+            where = models["mtp"][0].parent
+            print(f"\nheads (generated models, {a.heads_vocab} vocabulary, {where}; load average "
+                  f"{os.getloadavg()[0]:.2f}):")
+            for rep in range(a.reps):
+                for ci, (kind, k, temp) in enumerate(cells):
+                    order = sides if (ci + rep) % 2 == 0 else sides[::-1]
+                    for who in order:
+                        if who == "spectui":
+                            r = run_head_spectui(engines[kind], kind, k, temp, a.n, tmp)
+                        else:
+                            r = servers.run((kind, k), temp, a.n)
+                        res[(who, kind, k, temp)].append(r)
+                        print(f"rep {rep + 1} {kind:6s} k={k} T={temp:g} {who:8s} {r['tps']:9.2f} t/s  accept "
+                              f"{100 * r['acc']:5.1f}% ({r['n_accept']}/{r['n_drafted']})", flush=True)
+        finally:
+            for e in engines.values():
+                e.close()
+    finally:
+        if servers is not None:
+            servers.stop()
+    head = f"{'kind':6s} {'k':>2} {'T':>4} | {'spectui t/s':>11}"
+    if servers is not None:
+        head += f" | {'server t/s':>10} | {'ratio':>5}"
+    print(head + " | accept spectui" + (" / server" if servers is not None else ""))
+    for kind, k, temp in cells:
+        med = {w: statistics.median(r["tps"] for r in res[(w, kind, k, temp)]) for w in sides}
+        line = f"{kind:6s} {k:>2} {temp:>4g} | {med['spectui']:11.2f}"
+        if servers is not None:
+            line += f" | {med['server']:10.2f} | {med['spectui'] / med['server']:5.2f}"
+        accs = " / ".join(f"{100 * statistics.median(r['acc'] for r in res[(w, kind, k, temp)]):.0f}%" for w in sides)
+        print(line + " | " + accs)
+    print("(medians over repetitions; ratio = spectui / llama-server decode tokens/s, the same generated models, "
+          "prompt, -n, -t, -c and k)")
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -354,12 +489,29 @@ def main() -> None:
     ap.add_argument("--no-simple", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--profile-only", action="store_true", help="only the profile tables (no comparison)")
+    ap.add_argument("--paths", default="cpu,graph", help="spectui's --sampling paths to run side by side")
+    ap.add_argument("--no-heads", action="store_true", help="leave out the MTP and EAGLE-3 rows")
+    ap.add_argument("--heads-only", action="store_true", help="only the MTP and EAGLE-3 rows")
+    ap.add_argument("--heads-vocab", choices=("fast", "tiny"), default="fast",
+                    help="the heads' models: the fast pair's vocabulary size (151,936) or the tests' tiny one")
+    ap.add_argument("--quick", action="store_true", help="a small setting: 1 rep, -n 32, k 2, T 0, no profile")
     a = ap.parse_args()
+    if a.quick:
+        a.reps, a.n, a.ks, a.temps, a.no_profile = 1, 32, "2", "0", True
+    paths = [x for x in a.paths.split(",") if x]
+    if not paths or any(x not in ("cpu", "graph") for x in paths):
+        raise SystemExit("--paths: a comma list of cpu, graph")
     ks = [int(x) for x in a.ks.split(",")]
     temps = [float(x) for x in a.temps.split(",")]
-    target, draft = build_fast_pair(noise=a.noise)
     tmp = Path(tempfile.mkdtemp(prefix="spectui-fast-"))
-    sides = ["spectui"]
+    if a.heads_only:
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; -t {a.threads}, "
+              f"-n {a.n}, --inspect-top {a.inspect_top}")
+        head_rows(a, ks, temps, tmp)
+        return
+    target, draft = build_fast_pair(noise=a.noise)
+    names = {"cpu": "spectui", "graph": "spectui-graph"}
+    sides = [names[x] for x in paths]
     bin_dir = None
     if not a.profile_only and not a.no_simple:
         bin_dir = anchors_bin()
@@ -372,7 +524,9 @@ def main() -> None:
         else:
             servers = Servers(sb, target, draft, a.threads, a.ctx, tmp)
             sides.append("server")
-    engine = Engine(str(target), str(draft), n_ctx=a.ctx, threads=a.threads, inspect_top=a.inspect_top)
+    engines = {names[x]: Engine(str(target), str(draft), n_ctx=a.ctx, threads=a.threads, inspect_top=a.inspect_top,
+                                sampling=x) for x in paths}
+    engine = next(iter(engines.values()))
     try:
         first = next(iter(engine.run(PROMPT, RunControl(Settings(draft_max=0)), 1)))
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; -t {a.threads}, "
@@ -387,18 +541,21 @@ def main() -> None:
                     if rep % 2:
                         order = order[::-1]
                     for who in order:
-                        if who == "spectui":
-                            r = run_spectui(engine, k, temp, a.n, tmp)
+                        if who in engines:
+                            r = run_spectui(engines[who], k, temp, a.n, tmp)
                         elif who == "spec-simple":
                             r = run_simple(bin_dir, target, draft, k, temp, a.n, a.threads, a.ctx)
                         else:
                             r = servers.run(k, temp, a.n)
                         res[(who, k, temp)].append(r)
-                        extra = f"  outside llama_decode {100 * r['outside']:.2f}%" if who == "spectui" else ""
-                        print(f"rep {rep + 1} k={k} T={temp:g} {who:11s} {r['tps']:7.2f} t/s  accept "
+                        extra = f"  outside llama_decode {100 * r['outside']:.2f}%" if who in engines else ""
+                        print(f"rep {rep + 1} k={k} T={temp:g} {who:13s} {r['tps']:7.2f} t/s  accept "
                               f"{100 * r['acc']:5.1f}% ({r['n_accept']}/{r['n_drafted']}){extra}", flush=True)
             print(f"\nload average {os.getloadavg()[0]:.2f} at the end of the comparison")
-            head = f"{'k':>2} {'T':>4} | {'spectui t/s':>11} | {'outside':>7}"
+            first = sides[0]  # the ratios' numerator: spectui's first path (cpu by default)
+            head = f"{'k':>2} {'T':>4} | {first + ' t/s':>11} | {'outside':>7}"
+            if len(engines) > 1:
+                head += f" | {'graph t/s':>10} | {'outside':>7}"
             if "spec-simple" in sides:
                 head += f" | {'spec-simple':>11} | {'ratio':>5}"
             if "server" in sides:
@@ -407,27 +564,36 @@ def main() -> None:
             print(head)
             for k, temp in cells:
                 med = {w: statistics.median(r["tps"] for r in res[(w, k, temp)]) for w in sides}
-                line = (f"{k:>2} {temp:>4g} | {med['spectui']:11.2f} | "
-                        f"{100 * statistics.median(r['outside'] for r in res[('spectui', k, temp)]):6.2f}%")
+                line = (f"{k:>2} {temp:>4g} | {med[first]:11.2f} | "
+                        f"{100 * statistics.median(r['outside'] for r in res[(first, k, temp)]):6.2f}%")
+                if len(engines) > 1:
+                    line += (f" | {med['spectui-graph']:10.2f} | "
+                             f"{100 * statistics.median(r['outside'] for r in res[('spectui-graph', k, temp)]):6.2f}%")
                 if "spec-simple" in sides:
-                    line += f" | {med['spec-simple']:11.2f} | {med['spectui'] / med['spec-simple']:5.2f}"
+                    line += f" | {med['spec-simple']:11.2f} | {med[first] / med['spec-simple']:5.2f}"
                 if "server" in sides:
-                    line += f" | {med['server']:10.2f} | {med['spectui'] / med['server']:5.2f}"
+                    line += f" | {med['server']:10.2f} | {med[first] / med['server']:5.2f}"
                 accs = " / ".join(f"{100 * statistics.median(r['acc'] for r in res[(w, k, temp)]):.0f}%"
                                   for w in sides)
                 print(line + " | " + accs)
-            print("(medians over repetitions; ratio = spectui / other decode tokens/s; outside = spectui's wall "
+            print("(medians over repetitions; ratio = spectui (first path) / other decode tokens/s; graph = "
+                  "--sampling graph; outside = spectui's wall "
                   "time outside both models' llama_decode, prompt eval and calibration included; "
                   "targets: outside <= 3%, ratios >= 1.0)")
         if not a.no_profile:
             print("\nspectui's time outside llama_decode, by category (one profiled run per cell):")
-            for k, temp in cells:
-                for line in profile_table(engine, k, temp, a.n, tmp):
-                    print(line)
+            for who, eng in engines.items():
+                print(f"{who} (--sampling {eng.sampling}):")
+                for k, temp in cells:
+                    for line in profile_table(eng, k, temp, a.n, tmp):
+                        print(line)
     finally:
-        engine.close()
+        for eng in engines.values():
+            eng.close()
         if servers is not None:
             servers.stop()
+    if not a.no_heads and not a.profile_only:
+        head_rows(a, ks, temps, tmp)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 
 - EAGLE-3: ``Eagle3Head.draft(id, k)`` (the head's seed step plus k - 1 steps) divided by k, next to one
   decode of one token on its target (``eagle3-target.gguf``).
-- MTP: ``MtpHead.draft(id, pos, k)`` divided by k, next to one decode of one token on ``mtp-target.gguf``.
+- MTP: ``MtpHead.draft(id, pos, k)`` divided by k, next to one decode of one token on ``mtp-target.gguf``;
+  chained heads the same on ``mtp-chain-target.gguf`` (written with k NextN blocks when ``--dir`` is not
+  given), divided by the drafts made (at most one per head).
 - A separate draft model (``--draft-model``, default: the tests' tiny llama model written beside the
   others): one decode of one token, next to the EAGLE-3 target's.
 
@@ -98,10 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     h.close()
     t.close()
 
+    # chained MTP heads (one NextN block per position: each step rebuilds the draft region under its head)
+    chain = d / "mtp-chain-target.gguf"
+    if not chain.is_file() and not a.dir:
+        chain = make_spec_models.build_mtp_target(chain, n_nextn=k)
+    if chain.is_file():
+        t = LoadedModel(str(chain), "target", n_ctx, th, False, load_mtp=True)
+        h = MtpHead(t.model, t.ctx, n_ctx, threads=th)
+        t.decode(ids, 0, "last")
+        h.process(ids, 0)
+        n = h.max_drafts(k)  # llama.cpp drafts at most one position per head
+        steps = _median_ms(lambda: h.draft(300, len(ids), n), reps) / n
+        rows.append((f"MTP chained head step ({h.n_mtp_layers} heads)", steps, target_step(t, len(ids))))
+        h.close()
+        t.close()
+
     print(f"models: {d}  separate draft: {draft_path}  k={k} reps={reps} threads={th}")
-    print(f"{'drafter':28s} {'step ms':>9s} {'target ms':>10s} {'step/target':>12s}")
+    print(f"{'drafter':36s} {'step ms':>9s} {'target ms':>10s} {'step/target':>12s}")
     for name, step, tgt in rows:
-        print(f"{name:28s} {step:9.3f} {tgt:10.3f} {step / tgt:12.3f}")
+        print(f"{name:36s} {step:9.3f} {tgt:10.3f} {step / tgt:12.3f}")
     tmp.cleanup()
     return 0
 

@@ -26,7 +26,9 @@ writes, with gguf's GGUFWriter and small random float32 weights (no downloads):
 
 Prints one line per file. ``--eagle3-layers A,B,C`` changes the target layer ids the head records;
 ``--mtp-agree NOISE`` also writes ``DIR/mtp-agree-target.gguf``, an MTP target whose block agrees with it
-(accepted drafts, for the tests of what follows an acceptance).
+(accepted drafts, for the tests of what follows an acceptance); ``--mtp-heads N`` also writes
+``DIR/mtp-chain-target.gguf``, the same mimo2 target with N chained NextN blocks (``nextn_predict_layers`` N,
+``blk.2..{N+1}.nextn.*``), and with ``--mtp-agree`` its agreeing variant ``DIR/mtp-chain-agree-target.gguf``.
 """
 
 from __future__ import annotations
@@ -54,19 +56,6 @@ MTP_TRUNK_LAYERS = 2
 MTP_NEXTN_LAYERS = 1
 
 
-def _tokenizer(w, vocab: list[str]) -> None:
-    """The tiny models' tokenizer metadata (as build_model in tests/tinymodels.py writes it)."""
-    w.add_tokenizer_model("llama")
-    w.add_token_list(vocab)
-    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(vocab) - 259)])
-    w.add_token_types(tinymodels._token_types(vocab))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-
-
 def _mat(rng, out_dim: int, in_dim: int, scale: float | None = None) -> np.ndarray:
     """A (out_dim, in_dim) float32 matrix: GGUF's ne = {in_dim, out_dim}, llama.cpp's {n_in, n_out}."""
     s = scale if scale is not None else 1.0 / np.sqrt(in_dim)
@@ -75,15 +64,6 @@ def _mat(rng, out_dim: int, in_dim: int, scale: float | None = None) -> np.ndarr
 
 def _ones(n: int) -> np.ndarray:
     return np.ones(n, dtype=np.float32)
-
-
-def _write(w, tensors: dict[str, np.ndarray]) -> None:
-    for k, v in tensors.items():
-        w.add_tensor(k, v)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def build_eagle3_target(path: str | Path, seed: int = 0) -> Path:
@@ -137,13 +117,16 @@ def build_eagle3_draft(path: str | Path, seed: int = 7, target_layers=EAGLE3_LAY
     # the keys src/models/eagle3.cpp reads (src/llama-arch.cpp: LLM_KV_TARGET_LAYERS, LLM_KV_TARGET_HIDDEN_SIZE)
     w.add_array("eagle3.target_layers", layers)
     w.add_uint32("eagle3.target_hidden_size", n_embd_target)
-    _tokenizer(w, vocab)
-    _write(w, t)
+    tinymodels.add_tokenizer(w, vocab)
+    tinymodels.write_tensors(w, t)
     return path
 
 
-def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, agree: float | None = None) -> Path:
-    """A ``mimo2`` target with ``MTP_TRUNK_LAYERS`` dense blocks and ``MTP_NEXTN_LAYERS`` NextN blocks.
+def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, agree: float | None = None,
+                     n_nextn: int = MTP_NEXTN_LAYERS) -> Path:
+    """A ``mimo2`` target with ``MTP_TRUNK_LAYERS`` dense blocks and ``n_nextn`` NextN blocks (more than one:
+    chained heads, block ``MTP_TRUNK_LAYERS + i`` drafting position i, as step35's; mimo2's MTP graph selects
+    the block with ``nextn_layer_offset``).
 
     ``agree`` (a noise level) writes a pair whose MTP block agrees with the target: every block's attention
     output and FFN down projection are zero (each block passes its input through, so the target's next token
@@ -157,7 +140,9 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, a
     n_vocab = len(vocab)
     rng = np.random.default_rng(seed)
     hd = N_EMBD // N_HEAD
-    n_all = MTP_TRUNK_LAYERS + MTP_NEXTN_LAYERS
+    if n_nextn < 1:
+        raise ValueError(f"an MTP target needs at least one NextN block, not {n_nextn}")
+    n_all = MTP_TRUNK_LAYERS + n_nextn
     t: dict[str, np.ndarray] = {
         "token_embd.weight": _mat(rng, n_vocab, N_EMBD, 1.0),
         "output_norm.weight": _ones(N_EMBD),
@@ -185,17 +170,20 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, a
             t[p + "nextn.eh_proj.weight"] = _mat(rng, N_EMBD, 2 * N_EMBD)
             if agree is not None:
                 sel = np.concatenate([np.eye(N_EMBD), np.zeros((N_EMBD, N_EMBD))], axis=1)
-                noise = np.random.default_rng(seed + 1).standard_normal(sel.shape) / np.sqrt(2 * N_EMBD)
+                # (the first NextN block's noise as before; each further block its own draw)
+                noise = np.random.default_rng(seed + 1 + i - MTP_TRUNK_LAYERS).standard_normal(sel.shape) \
+                    / np.sqrt(2 * N_EMBD)
                 t[p + "nextn.eh_proj.weight"] = (sel + agree * noise).astype(np.float32)
             t[p + "nextn.enorm.weight"] = _ones(N_EMBD)
             t[p + "nextn.hnorm.weight"] = _ones(N_EMBD)
             t[p + "nextn.shared_head_norm.weight"] = _ones(N_EMBD)
     w = gguf.GGUFWriter(str(path), "mimo2")
-    w.add_name("tiny-mtp-target" if agree is None else f"tiny-mtp-agree-{agree:g}")
+    chain = "" if n_nextn == 1 else f"-chain{n_nextn}"
+    w.add_name(f"tiny-mtp{chain}-target" if agree is None else f"tiny-mtp{chain}-agree-{agree:g}")
     w.add_context_length(N_CTX_TRAIN)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(n_all)  # block_count counts the NextN blocks too (n_layer = block_count - nextn)
-    w.add_uint32("mimo2.nextn_predict_layers", MTP_NEXTN_LAYERS)
+    w.add_uint32("mimo2.nextn_predict_layers", n_nextn)
     w.add_feed_forward_length(N_FF)
     w.add_uint32("mimo2.expert_feed_forward_length", N_FF)  # read unconditionally by mimo2's loader
     w.add_head_count(N_HEAD)
@@ -207,8 +195,8 @@ def build_mtp_target(path: str | Path, seed: int = 0, out_scale: float = 0.35, a
     w.add_uint32("mimo2.attention.sliding_window", N_CTX_TRAIN)
     w.add_array("mimo2.attention.sliding_window_pattern", [1] + [0] * (n_all - 1))
     w.add_file_type(0)
-    _tokenizer(w, vocab)
-    _write(w, t)
+    tinymodels.add_tokenizer(w, vocab)
+    tinymodels.write_tensors(w, t)
     return path
 
 
@@ -245,7 +233,7 @@ def build_eagle3_agreeing(out_dir: str | Path, noise: float) -> tuple[Path, Path
 
 
 def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float | None = None,
-              eagle3_agree: float | None = None) -> dict[str, Path]:
+              eagle3_agree: float | None = None, mtp_heads: int | None = None) -> dict[str, Path]:
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     out = {
@@ -257,6 +245,11 @@ def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float
         out["mtp-agree-target"] = build_mtp_target(d / "mtp-agree-target.gguf", agree=mtp_agree)
     if eagle3_agree is not None:
         out["eagle3-agree-target"], out["eagle3-agree-draft"] = build_eagle3_agreeing(d, eagle3_agree)
+    if mtp_heads is not None:
+        out["mtp-chain-target"] = build_mtp_target(d / "mtp-chain-target.gguf", n_nextn=mtp_heads)
+        if mtp_agree is not None:
+            out["mtp-chain-agree-target"] = build_mtp_target(d / "mtp-chain-agree-target.gguf", agree=mtp_agree,
+                                                             n_nextn=mtp_heads)
     return out
 
 
@@ -271,14 +264,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eagle3-agree", type=float, default=None, metavar="NOISE",
                     help="also write DIR/eagle3-agree-{target,draft}.gguf, a degenerate pair whose head is accepted "
                          "(see build_eagle3_agreeing)")
+    ap.add_argument("--mtp-heads", type=int, default=None, metavar="N",
+                    help="also write DIR/mtp-chain-target.gguf, an MTP target with N chained NextN blocks (one per "
+                         "draft position), and with --mtp-agree DIR/mtp-chain-agree-target.gguf")
     a = ap.parse_args(argv)
+    if a.mtp_heads is not None and a.mtp_heads < 2:
+        ap.error(f"--mtp-heads must be 2 or more (one NextN block is DIR/mtp-target.gguf), not {a.mtp_heads}")
     try:
         layers = [int(x) for x in a.eagle3_layers.split(",")]
     except ValueError:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
     if len(layers) != 3:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
-    for name, p in build_all(a.dir, layers, a.mtp_agree, a.eagle3_agree).items():
+    for name, p in build_all(a.dir, layers, a.mtp_agree, a.eagle3_agree, a.mtp_heads).items():
         print(f"{name}: {p} ({p.stat().st_size} bytes)")
     return 0
 

@@ -19,6 +19,8 @@ import time
 import urllib.request
 import zlib
 
+import psutil
+
 
 def chromium_path() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
@@ -45,6 +47,21 @@ def wait_for_http(url: str, timeout: float = 30.0) -> None:
             if time.monotonic() - t0 > timeout:
                 raise
             time.sleep(0.2)
+
+
+def stop_server(proc: subprocess.Popen) -> int:
+    """SIGTERM a ``spectui serve`` by PID (then the app processes it started, by theirs); its exit status."""
+    kids = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait(10)
+    _gone, alive = psutil.wait_procs(kids, timeout=10)
+    for p in alive:
+        p.kill()
+    return rc
 
 
 class Chromium:

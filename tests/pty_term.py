@@ -31,6 +31,20 @@ def _set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
+def read_to_close(master: int) -> bytes:
+    """All a pty's master reads until the other side is closed (EOF, or EIO once every slave is closed)."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 class PtyProcess:
     def __init__(self, args, cols: int = 100, rows: int = 30, env: dict | None = None, ctty: bool = False,
                  module: str = "spectui", argv: list[str] | None = None) -> None:

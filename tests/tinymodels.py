@@ -186,6 +186,15 @@ def build_model(
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(N_EMBD // N_HEAD)
     w.add_file_type(0)  # ALL_F32
+    add_tokenizer(w, vocab, add_bos)
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
+    write_tensors(w, weights)
+    return path
+
+
+def add_tokenizer(w, vocab: list[str], add_bos: bool = True) -> None:
+    """The tiny models' tokenizer metadata on a GGUFWriter (byte tokens first, then the words; bos 1, eos 2)."""
     w.add_tokenizer_model("llama")
     w.add_token_list(vocab)
     w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(vocab) - 259)])
@@ -195,15 +204,16 @@ def build_model(
     w.add_unk_token_id(0)
     w.add_add_bos_token(add_bos)
     w.add_add_eos_token(False)
-    if chat_template is not None:
-        w.add_chat_template(chat_template)
-    for k, v in weights.items():
+
+
+def write_tensors(w, tensors) -> None:
+    """Add the tensors (name -> array) to a GGUFWriter and write the file: header, metadata, tensors; closed."""
+    for k, v in tensors.items():
         w.add_tensor(k, v)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return path
 
 
 @contextlib.contextmanager

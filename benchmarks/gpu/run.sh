@@ -16,7 +16,9 @@
 #      15 GB + 1 GB; benchmarks/gpu/make_models.py);
 #   3. llama_cpp (the sdist's pure-Python package) with the CUDA libraries in its lib/ folder, spectui from
 #      this tree: spectui probe (-ngl all), then spectui vs llama-speculative-simple at k = 2 and 4, T = 0,
-#      -n 256, alternating (A B B A), both fully offloaded.
+#      -n 256, alternating (A B B A), both fully offloaded;
+#   4. spectui's two row-math paths side by side (benchmarks/gpu/bench_graph_path.py: --sampling cpu / graph,
+#      k = 2, 4, 8, T = 0 and 0.8, -n 128; at most 4 minutes).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 carry=$repo/benchmarks/gpu/carry
@@ -91,5 +93,9 @@ for k in 2 4; do
     printf '%s %s %s\n' "$k" "$side" "$r" | tee -a "$out/results.txt"
   done
 done
+# 4. the two row-math paths (--sampling cpu, --sampling graph: backend sampler chains on the device), side by side
+timeout 240 $py "$repo/benchmarks/gpu/bench_graph_path.py" --target "$T" --draft "$D" --reps 1 --n 128 \
+  --ks 2,4,8 --temps 0,0.8 >"$out/graph_path.txt" 2>&1
+log "graph path rc=$? (graph_path.txt)"; tail -n 9 "$out/graph_path.txt"
 log "done; results.txt:"
 cat "$out/results.txt"

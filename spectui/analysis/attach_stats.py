@@ -32,6 +32,7 @@ from ..contract.events import (
     RequestEnded,
     RequestStarted,
 )
+from .stats import interpolated_quantile
 
 # Status of one engine's window.
 OK = "ok"  # drafts happened in the window
@@ -279,17 +280,6 @@ class AttachSnapshot:
     request: RequestView | None = None
 
 
-def _quantile(values: list[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    if not values:
-        return None
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
 class AttachStats:
     def __init__(self) -> None:
         self.t = 0.0
@@ -398,8 +388,8 @@ class AttachStats:
             n_chunks=len(times),
             n_tokens=n_tokens,
             ttft_s=times[0][0] - self._req_t0 if times else None,
-            itl_p50_s=_quantile(itl, 0.5),
-            itl_p95_s=_quantile(itl, 0.95),
+            itl_p50_s=interpolated_quantile(itl, 0.5),
+            itl_p95_s=interpolated_quantile(itl, 0.95),
             draft_n=draft_n,
             draft_n_accepted=acc,
             acceptance_rate=acc / draft_n if draft_n > 0 and acc >= 0 else None,

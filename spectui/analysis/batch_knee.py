@@ -31,13 +31,14 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..contract.errors import SpectuiError
+from ..contract.outputs import PROBE_CACHE
 from .costmodel import break_even_acceptance, leviathan
-from .cachefile import read_entry
+from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
 
 BATCH_VERSION = 1
 DRAFTER_MODEL = "model"
@@ -51,7 +52,9 @@ class BatchCacheError(SpectuiError):
 
 
 @dataclass(frozen=True)
-class BatchCurve:
+class BatchCurve(CachedRecord):
+    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = BATCH_VERSION, BatchCacheError, "batched probe", PROBE_CACHE
+    RECORD_WHAT = "malformed batched curve"
     seqs: tuple[int, ...]  # B measured: 1, 2, 4, ...
     ks: tuple[int, ...]  # draft lengths measured
     plain_ms: tuple[float, ...]  # by seqs: B sequences of 1 token
@@ -118,30 +121,20 @@ class BatchCurve:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "BatchCurve":
-        """Checked: raises BatchCacheError on anything malformed."""
-        try:
-            if not isinstance(d, dict):
-                raise TypeError("not an object")
-            if d.get("version") != BATCH_VERSION:
-                raise ValueError(f"version {d.get('version')!r}, expected {BATCH_VERSION}")
-            la = tuple(float(x) for x in d.get("loadavg", (0.0, 0.0, 0.0)))
-            if len(la) != 3:
-                raise ValueError("loadavg must have 3 figures")
-            return cls(
-                seqs=tuple(int(x) for x in d["seqs"]), ks=tuple(int(x) for x in d["ks"]),
-                plain_ms=tuple(float(x) for x in d["plain_ms"]),
-                verify_ms={int(k): tuple(float(x) for x in v) for k, v in dict(d["verify_ms"]).items()},
-                draft_ms=tuple(float(x) for x in d.get("draft_ms") or ()),
-                target=str(d.get("target", "")), draft=str(d.get("draft", "")), threads=int(d.get("threads", 0)),
-                machine=dict(d.get("machine") or {}), context_tokens=int(d.get("context_tokens", 0)),
-                repeats=int(d.get("repeats", 0)), loadavg=la,  # type: ignore[arg-type]
-                others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0.0)),
-                wall_s=float(d.get("wall_s", 0.0)),
-                spread={int(n): tuple(float(x) for x in v) for n, v in dict(d.get("spread") or {}).items()},
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BatchCacheError(f"malformed batched curve ({type(exc).__name__}: {exc})") from None
+    def _from_checked(cls, d: dict) -> "BatchCurve":
+        la = loadavg_of(d)
+        return cls(
+            seqs=tuple(int(x) for x in d["seqs"]), ks=tuple(int(x) for x in d["ks"]),
+            plain_ms=tuple(float(x) for x in d["plain_ms"]),
+            verify_ms={int(k): tuple(float(x) for x in v) for k, v in dict(d["verify_ms"]).items()},
+            draft_ms=tuple(float(x) for x in d.get("draft_ms") or ()),
+            target=str(d.get("target", "")), draft=str(d.get("draft", "")), threads=int(d.get("threads", 0)),
+            machine=dict(d.get("machine") or {}), context_tokens=int(d.get("context_tokens", 0)),
+            repeats=int(d.get("repeats", 0)), loadavg=la,
+            others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0.0)),
+            wall_s=float(d.get("wall_s", 0.0)),
+            spread={int(n): tuple(float(x) for x in v) for n, v in dict(d.get("spread") or {}).items()},
+        )
 
 
 # ---------------------------------------------------------------- the prediction
@@ -356,28 +349,6 @@ def batched_cache_key(engine, max_seqs: int, ks, repeats: int) -> tuple[dict, st
     return key, f"{digest}-batched-{h}"
 
 
-def load_cached(path: Path, key: dict) -> BatchCurve | None:
-    result = read_entry(path, key, BatchCacheError)
-    if result is None:
-        return None
-    return replace(BatchCurve.from_dict(result), cached=True, cache_file=str(path))
-
-def store(curve: BatchCurve, key: dict, path: Path, models=()) -> BatchCurve:
-    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
-
-    res = replace(curve, cache_file=str(path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        d = res.to_dict()
-        d["cached"] = False
-        with atomic_write(path, PROBE_CACHE, inputs=list(models)) as fh:
-            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-    except (OSError, OutputError) as exc:
-        print(f"spectui: warning: cannot write the batched probe cache {path}: {exc}", file=sys.stderr)
-        return replace(res, cache_file="")
-    return res
-
-
 def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
     """The newest batched curve cached beside a probe cache file (same key), as a dict; None when there is none
     or it does not read back (a run then records the probe without it)."""
@@ -386,7 +357,7 @@ def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
     try:
         found = sorted(Path(probe_cache_file).parent.glob(f"{probe_key}-batched-*.json"),
                        key=lambda p: p.stat().st_mtime)
-        if not found or found[-1].stat().st_size > 4 * 1024 * 1024:
+        if not found or found[-1].stat().st_size > MAX_CACHE_BYTES:
             return None
         data = json.loads(found[-1].read_text(encoding="utf-8"))
         return BatchCurve.from_dict(data["result"]).to_dict()
@@ -402,16 +373,11 @@ def cached_or_measure(engine, *, max_seqs: int, ks, repeats: int, refresh: bool 
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = batched_cache_key(engine, max_seqs, ks, repeats)
     path = cache_path(name, directory)
-    res = None
-    if not refresh:
-        try:
-            res = load_cached(path, key)
-        except BatchCacheError as exc:
-            warn(f"the batched probe cache file {path} is corrupt ({exc}); measuring again")
+    res = None if refresh else BatchCurve.load_or_warn(path, key, warn)
     if res is None:
         res = measure_curve(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, progress=progress)
         models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
-        res = store(res, key, path, models)
+        res = res.store(key, path, models)
     return res
 
 

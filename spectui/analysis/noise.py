@@ -31,7 +31,7 @@ from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
 from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, NOISE_PROMPT, BatchNoise, measure_noise
 from .probe import _loadavg, file_identity, machine_key
-from .cachefile import read_entry
+from .cachefile import CachedRecord, loadavg_of
 
 NOISE_VERSION = 1
 NOISE_CACHE = Kind("noise cache", lambda head: True, owned_dir=True)
@@ -42,7 +42,8 @@ class NoiseCacheError(SpectuiError):
 
 
 @dataclass(frozen=True)
-class NoiseResult:
+class NoiseResult(CachedRecord):
+    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = NOISE_VERSION, NoiseCacheError, "noise", NOISE_CACHE
     target_path: str
     target_name: str
     backend: str
@@ -130,36 +131,26 @@ class NoiseResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "NoiseResult":
-        """Checked: raises NoiseCacheError on anything malformed."""
-        try:
-            if not isinstance(d, dict):
-                raise TypeError("not an object")
-            if d.get("version") != NOISE_VERSION:
-                raise ValueError(f"version {d.get('version')!r}, expected {NOISE_VERSION}")
-            batches = tuple(BatchNoise(batch=int(b["batch"]), max_abs=float(b["max_abs"]),
-                                       max_gap=float(b["max_gap"]), rows=int(b["rows"]), flips=int(b["flips"]),
-                                       worst_row=int(b["worst_row"])) for b in d["batches"])
-            if not batches or any(b.batch < 2 or not (b.max_abs >= 0) or not (b.max_gap >= 0) for b in batches):
-                raise ValueError("batch figures must be non-negative, batches from 2 tokens")
-            if [b.batch for b in batches] != sorted({b.batch for b in batches}):
-                raise ValueError("batch sizes must ascend")
-            la = tuple(float(x) for x in d.get("loadavg", (0.0, 0.0, 0.0)))
-            if len(la) != 3:
-                raise ValueError("loadavg must have 3 figures")
-            return cls(
-                target_path=str(d["target_path"]), target_name=str(d.get("target_name", "")),
-                backend=str(d.get("backend", "CPU")), n_gpu_layers=int(d.get("n_gpu_layers", 0)),
-                threads=int(d["threads"]), machine=dict(d.get("machine") or {}), batches=batches,
-                n_tokens=int(d["n_tokens"]), prompt_tokens=int(d.get("prompt_tokens", 0)),
-                min_margin=float(d.get("min_margin", 0.0)), loadavg=la,  # type: ignore[arg-type]
-                measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
-                key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
-                cache_file=str(d.get("cache_file", "")), version=NOISE_VERSION,
-                notes=tuple(str(x) for x in d.get("notes", ())),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise NoiseCacheError(f"{type(exc).__name__}: {exc}") from None
+    def _from_checked(cls, d: dict) -> "NoiseResult":
+        batches = tuple(BatchNoise(batch=int(b["batch"]), max_abs=float(b["max_abs"]),
+                                   max_gap=float(b["max_gap"]), rows=int(b["rows"]), flips=int(b["flips"]),
+                                   worst_row=int(b["worst_row"])) for b in d["batches"])
+        if not batches or any(b.batch < 2 or not (b.max_abs >= 0) or not (b.max_gap >= 0) for b in batches):
+            raise ValueError("batch figures must be non-negative, batches from 2 tokens")
+        if [b.batch for b in batches] != sorted({b.batch for b in batches}):
+            raise ValueError("batch sizes must ascend")
+        la = loadavg_of(d)
+        return cls(
+            target_path=str(d["target_path"]), target_name=str(d.get("target_name", "")),
+            backend=str(d.get("backend", "CPU")), n_gpu_layers=int(d.get("n_gpu_layers", 0)),
+            threads=int(d["threads"]), machine=dict(d.get("machine") or {}), batches=batches,
+            n_tokens=int(d["n_tokens"]), prompt_tokens=int(d.get("prompt_tokens", 0)),
+            min_margin=float(d.get("min_margin", 0.0)), loadavg=la,
+            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
+            key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
+            cache_file=str(d.get("cache_file", "")), version=NOISE_VERSION,
+            notes=tuple(str(x) for x in d.get("notes", ())),
+        )
 
 
 # ---------------------------------------------------------------- measuring
@@ -212,32 +203,6 @@ def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAUL
     return key, hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def load_cached(path: Path, key: dict) -> NoiseResult | None:
-    """The cached result at ``path`` for ``key``; None when absent or another key's. Raises NoiseCacheError
-    when the file is corrupt."""
-    result = read_entry(path, key, NoiseCacheError)
-    if result is None:
-        return None
-    return replace(NoiseResult.from_dict(result), cached=True, cache_file=str(path))
-
-def store(result: NoiseResult, key: dict, path: Path) -> NoiseResult:
-    """Write the result atomically; returns it with its cache file named (a cache that cannot be written is
-    a warning, not an error)."""
-    from ..contract.outputs import OutputError, atomic_write  # noqa: PLC0415
-
-    res = replace(result, cache_file=str(path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        d = res.to_dict()
-        d["cached"] = False
-        with atomic_write(path, NOISE_CACHE, inputs=[key["target"]["path"]]) as fh:
-            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-    except (OSError, OutputError) as exc:
-        print(f"spectui: warning: cannot write the noise cache {path}: {exc}", file=sys.stderr)
-        return replace(res, cache_file="")
-    return res
-
-
 def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_TOKENS,
                       refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
@@ -248,12 +213,8 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: i
     n_tokens = fitting_tokens(engine, n_tokens)
     key, digest = cache_key(engine, max_batch, n_tokens)
     path = (directory or cache_dir()) / f"{digest}.json"
-    res = None
-    if not refresh:
-        try:
-            res = load_cached(path, key)
-        except NoiseCacheError as exc:
-            warn(f"the noise cache file {path} is corrupt ({exc}); measuring again")
+    res = None if refresh else NoiseResult.load_or_warn(path, key, warn)
     if res is None:
-        res = store(replace(measure(engine, max_batch, n_tokens, progress), key=digest), key, path)
+        res = measure(engine, max_batch, n_tokens, progress)
+        res = replace(res, key=digest).store(key, path, [key["target"]["path"]])
     return res

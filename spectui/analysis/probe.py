@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
+from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
 from .costmodel import break_even_acceptance
-from .cachefile import read_entry
+from .cachefile import CachedRecord, loadavg_of
 
 PROBE_VERSION = 1
 DEFAULT_MAX_BATCH = 16
@@ -114,7 +115,8 @@ class ProbeVerdict:
 
 
 @dataclass(frozen=True)
-class ProbeResult:
+class ProbeResult(CachedRecord):
+    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = PROBE_VERSION, ProbeCacheError, "probe", PROBE_CACHE
     target: ModelInfo  # PROBE_MODEL_FIELDS only
     draft: ModelInfo | None
     threads: int
@@ -242,37 +244,27 @@ class ProbeResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ProbeResult":
-        """Checked: raises ProbeCacheError on anything malformed."""
-        try:
-            if not isinstance(d, dict):
-                raise TypeError("not an object")
-            if d.get("version") != PROBE_VERSION:
-                raise ValueError(f"version {d.get('version')!r}, expected {PROBE_VERSION}")
-            target = _model_from(d["target"])
-            draft = _model_from(d["draft"]) if d.get("draft") is not None else None
-            verify = tuple(float(x) for x in d["verify_ms_by_batch"])
-            if not verify or any(not (x > 0) for x in verify):
-                raise ValueError("verify times must be positive")
-            decode = float(d["decode_ms"])
-            if not decode > 0:
-                raise ValueError("decode time must be positive")
-            la = tuple(float(x) for x in d.get("loadavg", (0.0, 0.0, 0.0)))
-            if len(la) != 3:
-                raise ValueError("loadavg must have 3 figures")
-            return cls(
-                target=target, draft=draft, threads=int(d["threads"]), machine=dict(d.get("machine") or {}),
-                decode_ms=decode, verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
-                repeats=int(d.get("repeats", 0)), context_tokens=int(d.get("context_tokens", 0)),
-                loadavg=la, others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0)),
-                wall_s=float(d.get("wall_s", 0.0)),
-                spread_by_batch=tuple(float(x) for x in d.get("spread_by_batch", ())),
-                key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
-                cache_file=str(d.get("cache_file", "")), version=PROBE_VERSION,
-                notes=tuple(str(x) for x in d.get("notes", ())),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProbeCacheError(f"{type(exc).__name__}: {exc}") from None
+    def _from_checked(cls, d: dict) -> "ProbeResult":
+        target = _model_from(d["target"])
+        draft = _model_from(d["draft"]) if d.get("draft") is not None else None
+        verify = tuple(float(x) for x in d["verify_ms_by_batch"])
+        if not verify or any(not (x > 0) for x in verify):
+            raise ValueError("verify times must be positive")
+        decode = float(d["decode_ms"])
+        if not decode > 0:
+            raise ValueError("decode time must be positive")
+        la = loadavg_of(d)
+        return cls(
+            target=target, draft=draft, threads=int(d["threads"]), machine=dict(d.get("machine") or {}),
+            decode_ms=decode, verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
+            repeats=int(d.get("repeats", 0)), context_tokens=int(d.get("context_tokens", 0)),
+            loadavg=la, others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0)),
+            wall_s=float(d.get("wall_s", 0.0)),
+            spread_by_batch=tuple(float(x) for x in d.get("spread_by_batch", ())),
+            key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
+            cache_file=str(d.get("cache_file", "")), version=PROBE_VERSION,
+            notes=tuple(str(x) for x in d.get("notes", ())),
+        )
 
 
 # ---------------------------------------------------------------- what the figures mean
@@ -481,31 +473,7 @@ def cache_path(digest: str, directory: Path | None = None) -> Path:
     return (directory or cache_dir()) / f"{digest}.json"
 
 
-def load_cached(path: Path, key: dict) -> ProbeResult | None:
-    """The cached result at ``path`` for ``key``; None when absent or for another key. Raises
-    ProbeCacheError when the file is corrupt."""
-    result = read_entry(path, key, ProbeCacheError)
-    if result is None:
-        return None
-    return _with(ProbeResult.from_dict(result), cached=True, cache_file=str(path))
-
-def store(result: ProbeResult, key: dict, path: Path) -> ProbeResult:
-    """Write the result (atomically); returns it with its cache file named. A cache that cannot be
-    written is not an error (the figures are still printed)."""
-    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
-
-    res = _with(result, cache_file=str(path))
-    models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        d = res.to_dict()
-        d["cached"] = False
-        with atomic_write(path, PROBE_CACHE, inputs=models) as fh:  # never a model file; atomic
-            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-    except (OSError, OutputError) as exc:
-        print(f"spectui: warning: cannot write the probe cache {path}: {exc}", file=sys.stderr)
-        return _with(res, cache_file="")
-    return res
+load_cached = ProbeResult.load_cached  # (path, key): the cached result, None when absent or another key's
 
 
 def _with(r: ProbeResult, **kw) -> ProbeResult:
@@ -531,17 +499,14 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     path = cache_path(digest, directory)
     res = None
     if not refresh:
-        try:
-            res = load_cached(path, key)
-        except ProbeCacheError as exc:
-            warn(f"the probe cache file {path} is corrupt ({exc}); measuring again")
-            res = None
+        res = ProbeResult.load_or_warn(path, key, warn)
         if res is not None and not res.quiet and now_quiet(res.threads):
             warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
             res = None
     if res is None:
         res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)
-        res = store(_with(res, key=digest), key, path)
+        models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
+        res = _with(res, key=digest).store(key, path, models)  # never a model file; atomic
     return res
 
 

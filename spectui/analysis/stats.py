@@ -62,6 +62,18 @@ def percentile(values, q: float) -> float:
     return s[min(rank, len(s)) - 1]
 
 
+def interpolated_quantile(values, q: float) -> float | None:
+    """Linear interpolation between the closest ranks (numpy's default; q in 0..1); None for an empty list.
+    The watched servers' and the concurrency levels' figures (``percentile`` above is the live run's)."""
+    if not values:
+        return None
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
 @dataclass(frozen=True)
 class PositionStat:
     position: int  # 1-based draft position

@@ -197,10 +197,7 @@ def stream_completion(
         yield ended(REQ_ERROR, str(exc))
         return
     deadline = Deadline(timeout)  # the whole request and its stream, not per read
-
-    def why(message: str) -> str:  # a read the deadline cut says so, not "closed early" or "broken"
-        return f"{deadline.message()} (the whole request)" if deadline.fired else message
-
+    why = deadline.why
     deadline.__enter__()
     try:
         try:

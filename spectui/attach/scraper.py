@@ -97,6 +97,11 @@ class Deadline:
     def message(self) -> str:
         return f"timed out after {self.seconds:g} s"
 
+    def why(self, message: str, where: str = "") -> str:
+        """A failed read's one line: ``message``, or, when the deadline cut the read, the deadline's words
+        (not "closed early" or "broken"); ``where`` comes first then (the URL a bench row names)."""
+        return f"{where}{self.message()} (the whole request)" if self.fired else message
+
 
 def _shut(sock: socket.socket) -> None:
     try:

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from ..analysis import batch_knee as bk
+from ..analysis.stats import interpolated_quantile
 from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.chat import chat_messages
@@ -62,16 +63,6 @@ def parse_concurrency(value) -> tuple[int, ...]:
     if len(set(items)) != len(items):
         raise SpectuiError(f"--concurrency lists a number twice: {value}")
     return tuple(items)
-
-
-def _pct(xs: list[float], q: float) -> float | None:
-    if not xs:
-        return None
-    xs = sorted(xs)
-    i = q * (len(xs) - 1)
-    lo = int(i)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
 
 
 @dataclass
@@ -163,8 +154,8 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
         lv.acceptance_source = "timings"
     lv.acceptance = lv.accepted / lv.drafted if lv.drafted else None
     lv.tokens_per_second = lv.output_tokens / wall if wall > 0 else 0.0
-    lv.itl_ms_p50, lv.itl_ms_p95 = _pct(itl, 0.5), _pct(itl, 0.95)
-    lv.ttft_ms_p50, lv.ttft_ms_p95 = _pct(ttft, 0.5), _pct(ttft, 0.95)
+    lv.itl_ms_p50, lv.itl_ms_p95 = interpolated_quantile(itl, 0.5), interpolated_quantile(itl, 0.95)
+    lv.ttft_ms_p50, lv.ttft_ms_p95 = interpolated_quantile(ttft, 0.5), interpolated_quantile(ttft, 0.95)
     return lv
 
 

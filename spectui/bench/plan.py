@@ -18,7 +18,7 @@ from typing import Sequence
 from ..contract.errors import SpectuiError
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_ks, parse_temps
 
-DRAFTER_CHOICES = ("model", "ngram")  # a setting's drafter; "none" (the target alone) is the baseline
+DRAFTER_CHOICES = ("model", "ngram", "eagle3", "mtp")  # a setting's drafter; "none" (the target alone): the baseline
 
 __all__ = [
     "BASELINE", "DRAFTER_CHOICES", "TARGET_ONLY", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
@@ -57,7 +57,7 @@ class Setting:
 
 
 def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
-    """"model,ngram" -> ["model", "ngram"]; None -> model with a draft model, else ngram."""
+    """"model,ngram,mtp" -> ["model", "ngram", "mtp"]; None -> model with a draft model, else ngram."""
     if value is None:
         return ["model" if have_draft else "ngram"]
     out: list[str] = []
@@ -67,13 +67,14 @@ def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
             continue
         if d == BASELINE:
             raise SpectuiError("--drafter none: the bench runs the target alone anyway (the baseline of every "
-                               "setting); give model and/or ngram")
+                               "setting); give model, ngram, eagle3 and/or mtp")
         if d not in DRAFTER_CHOICES:
-            raise SpectuiError(f"--drafter takes model and/or ngram (comma-separated), not {part.strip()!r}")
+            raise SpectuiError(f"--drafter takes model, ngram, eagle3 and/or mtp (comma-separated), not "
+                               f"{part.strip()!r}")
         if d not in out:
             out.append(d)
     if not out:
-        raise SpectuiError("--drafter needs model and/or ngram")
+        raise SpectuiError("--drafter needs model, ngram, eagle3 and/or mtp")
     if "model" in out and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
     return out

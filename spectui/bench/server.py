@@ -27,6 +27,7 @@ report says where it stopped (exit 1).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import time
@@ -160,10 +161,7 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
         )
 
     deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
-
-    def why(message: str) -> str:  # a read the deadline cut says so, not "closed early" or "broken"
-        return f"{dep.url}: {deadline.message()} (the whole request)" if deadline.fired else message
-
+    why = functools.partial(deadline.why, where=f"{dep.url}: ")
     deadline.__enter__()
     try:
         try:

@@ -25,7 +25,7 @@ from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.text import json_text, visible
 from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
-from .common import ModelOptions, load_engine, refuse_heads
+from .common import ModelOptions, default_drafters, load_engine, plan_drafting
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
@@ -124,7 +124,7 @@ class _Signals:
               help="comma-separated draft lengths")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
-@click.option("--drafter", type=str, default=None, metavar="model|ngram|none[,...]",
+@click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
               help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
 @click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per prompt and setting")
@@ -199,7 +199,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     out = out or sys.stdout
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
     ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
-    inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft]
+    inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft, models.head]
     check_distinct((("--json", json_out), ("--csv", csv_out), ("--markdown", md_out)))  # one file each
     for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
         if p and p != "-":
@@ -236,15 +236,17 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
-    refuse_heads("bench", [d.strip().lower() for d in drafter.split(",")] if drafter else None, models)
-    drafters = parse_drafters(drafter, models.has_draft)
+    drafters = parse_drafters(drafter if drafter is not None else ",".join(default_drafters(models)),
+                              models.has_draft)
+    drafting = plan_drafting("bench", drafters, models)  # one engine: the draft model and one head beside it
     settings = make_settings(ks, temps, drafters)
     made_dir = record_dir is not None and not Path(record_dir).exists()
     rec = Path(record_folder(record_dir)) if record_dir is not None else None
     t_load = time.perf_counter()
     engine = None
     try:
-        engine = load_engine(models, use_draft="model" in drafters, quiet=True, inspect_top=INSPECT_TOP)
+        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
+                             head_in_every_run=False)
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
         load_s = time.perf_counter() - t_load
@@ -275,7 +277,8 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     finally:
         engine.close()
     params = {
-        "mode": "engine", "target": models.target, "draft": models.draft, "prompts": ps.source,
+        "mode": "engine", "target": models.target, "draft": models.draft, "head": drafting.head_file,
+        "prompts": ps.source,
         "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
         "chat_template": templater.label, "system": system, "n_predict": n_predict, "draft_max": ks,
         "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
@@ -395,6 +398,8 @@ def _title(params: dict) -> str:
         return f"spectui bench: {', '.join(params.get('urls', []))} on {params['prompts']}"
     tgt = Path(params["target"]).name if params.get("target") else "?"
     drf = f" + {Path(params['draft']).name}" if params.get("draft") else ""
+    if params.get("head") and params.get("head") != params.get("draft"):
+        drf += f" + {Path(params['head']).name}"
     chat = "chat template" if params.get("chat_template") else "raw prompts"
     return f"spectui bench: {tgt}{drf} on {params['prompts']} ({chat}, -n {params['n_predict']})"
 

@@ -53,6 +53,8 @@ class ModelOptions:
     ctx_size: int = 4096
     threads: int | None = None
     no_repack: bool = False
+    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/graph_path.py)
+    head: str | None = None  # --head FILE: an EAGLE-3 head beside the separate draft model (--draft)
 
     @classmethod
     def pop_from(cls, kwargs: dict) -> "ModelOptions":
@@ -73,6 +75,8 @@ class ModelOptions:
             check_gguf_file(self.target, "target")
         if self.draft:
             check_gguf_file(self.draft, "draft")
+        if self.head:
+            check_gguf_file(self.head, "head")
 
 
 def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
@@ -90,18 +94,91 @@ def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
     return kind
 
 
-def refuse_heads(command: str, drafters, models: ModelOptions | None = None) -> None:
-    """Commands that cannot draft with an EAGLE-3 head or MTP layers yet say so in one line (exit 2): for an
-    explicit --drafter eagle3/mtp, and for a draft file whose metadata says it is one."""
+def draft_kind(models: ModelOptions) -> str | None:
+    """What --draft is, from its header (spectui.engine.spec_kinds: eagle3, mtp or model; None without one;
+    model for a Hugging Face draft, which is resolved later). dflash/dspark: one line, exit 2."""
+    if not models.draft or not models.target or not Path(models.draft).is_file():
+        return "model" if models.has_draft else None
+    return detected_drafter(None, models)
+
+
+def default_drafters(models: ModelOptions) -> list[str]:
+    """The drafters a command runs when --drafter is not given: the draft model (or the head --draft is, as
+    llama.cpp's -md) and the --head; prompt lookup (ngram) when no file drafts."""
+    kind = draft_kind(models)
+    out = [kind] if kind else []
+    if models.head and "eagle3" not in out:
+        out.append("eagle3")
+    return out or ["ngram"]
+
+
+@dataclass(frozen=True)
+class Drafting:
+    """What an engine must hold for a command's drafters (``plan_drafting``): the separate draft model, and one
+    head (eagle3: an EAGLE-3 head's file; mtp: the target's own MTP layers) beside it or alone."""
+
+    draft_model: bool = False  # --draft loads as a separate draft model (the model drafter)
+    head: str | None = None  # eagle3, mtp or None
+    head_file: str | None = None  # eagle3: the head's file (--head, or --draft when that is the head)
+
+    def head_is_draft(self, models: ModelOptions) -> bool:
+        """The head's file is --draft itself (llama.cpp's -md): the engine loads it as the head."""
+        return self.head_file is not None and self.head_file == models.draft
+
+
+def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
+    """The one convention of every command (docs/conventions.md): ``--draft FILE`` is the separate draft model,
+    or, when its header says so, the EAGLE-3 head or the target itself (MTP), as llama.cpp's -md; ``--head FILE``
+    is an EAGLE-3 head beside a separate draft model; ``--drafter mtp`` drafts with the target's own MTP layers
+    (no file). One head per command. Every refusal is one line (exit 2), before any weights load."""
     from ..contract.events import HEAD_DRAFTERS
 
-    names = [drafters] if isinstance(drafters, str) or drafters is None else list(drafters)
-    if models is not None and None in names:
-        names = [detected_drafter(None, models)]
-    for d in names:
-        if d in HEAD_DRAFTERS:
-            raise SpectuiError(f"spectui {command} cannot draft with --drafter {d} yet; use spectui run "
-                               f"(or --drafter model / ngram)")
+    names = [drafters] if isinstance(drafters, str) else list(drafters)
+    kind = draft_kind(models)
+    heads = [d for d in dict.fromkeys(names) if d in HEAD_DRAFTERS]
+    if len(heads) > 1:
+        raise SpectuiError(f"spectui {command} drafts with one head at a time: give eagle3 or mtp, not both")
+    if models.head and kind in HEAD_DRAFTERS:
+        raise SpectuiError(f"--head {models.head} goes beside a separate draft model, but --draft {models.draft} "
+                           f"is itself a head ({kind}): give the head once")
+    if models.head and "eagle3" not in heads:
+        raise SpectuiError(f"--head {models.head} is the EAGLE-3 head for --drafter eagle3, which spectui {command} "
+                           "is not given")
+    want_model = "model" in names
+    if want_model and kind != "model":
+        why = {None: "or use --drafter ngram",
+               "eagle3": f"--draft {models.draft} is an EAGLE-3 head: give it as --head",
+               "mtp": f"--draft {models.draft} is the target with its MTP layers: use --drafter mtp"}
+        raise SpectuiError(f"--drafter model needs a separate draft model as --draft PATH ({why.get(kind, '')})")
+    head = heads[0] if heads else None
+    if head == "eagle3":  # --head, or --draft as the head (llama.cpp's -md: the engine checks its header)
+        head_file = models.head or (models.draft if not want_model else None)
+        if head_file is None:
+            raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head: --head FILE (or --draft FILE)")
+        return Drafting(draft_model=want_model, head=head, head_file=head_file)
+    if head == "mtp" and kind == "eagle3":
+        raise SpectuiError(f"--drafter mtp drafts with the target's own MTP layers; --draft {models.draft} is an "
+                           "EAGLE-3 head (drop it, or use --drafter eagle3)")
+    # mtp: --draft as the target itself (llama.cpp's way; the engine refuses a sidecar) or a separate draft model
+    return Drafting(draft_model=want_model, head=head,
+                    head_file=models.draft if head == "mtp" and kind == "mtp" else None)
+
+
+def offered_drafters(drafter: str | None, models: ModelOptions) -> list[str]:
+    """The drafters an engine loads for a command that starts with ``drafter`` and may switch (a run's TUI, d),
+    or measures them (probe): the one asked for, plus what the files given draft with: the separate draft model
+    (beside a head too), the --head, a head given as --draft."""
+    from ..contract.events import HEAD_DRAFTERS
+
+    kind = draft_kind(models)
+    out = [drafter] if drafter not in (None, "ngram", "none") else []
+    if kind == "model" and not (drafter == "eagle3" and not models.head):  # else --draft is the head (-md)
+        out.append("model")
+    elif kind in HEAD_DRAFTERS and drafter not in HEAD_DRAFTERS:
+        out.append(kind)
+    if models.head:
+        out.append("eagle3")
+    return list(dict.fromkeys(out))
 
 
 def loading_stop(on_stop=None) -> SignalStop:
@@ -117,9 +194,16 @@ def loading_stop(on_stop=None) -> SignalStop:
 
 
 def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
-                inspect_top: int = 5, head: str | None = None):
+                inspect_top: int = 5, head: str | None = None, head_file: str | None = None,
+                head_in_every_run: bool = True, drafting: Drafting | None = None):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
-    Engine (on its own EngineThread for the TUI). Raises SpectuiError with one line on bad input."""
+    Engine (on its own EngineThread for the TUI). ``drafting`` (``plan_drafting``) sets use_draft, head and
+    head_file: the head beside a separate draft model, the head alone, or none. ``head_in_every_run``: see
+    ``Engine``. Raises SpectuiError with one line on bad input."""
+    if drafting is not None:
+        use_draft = drafting.draft_model or drafting.head_is_draft(models)
+        head = drafting.head
+        head_file = None if drafting.head_is_draft(models) else drafting.head_file
     from ..engine.models import check_gguf_file
     from ..engine.hub import resolve_models
 
@@ -131,6 +215,11 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     check_gguf_file(target, "target")  # one-line errors before any progress output
     if draft:
         check_gguf_file(draft, "draft")
+    if head_file is not None and not draft:  # the head alone: it is the engine's draft file (llama.cpp's -md)
+        check_gguf_file(head_file, "head")
+        draft, head_file = head_file, None
+    elif head == "mtp" and draft and drafting is not None and drafting.draft_model:  # a draft model beside MTP
+        head_file = target
 
     def warn(msg: str) -> None:
         msg = msg.removeprefix("warning: ")
@@ -146,7 +235,8 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         return Engine(
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top, draft_policy=PolicyByMode, head=head,
+            inspect_top=inspect_top, draft_policy=PolicyByMode, head=head, sampling=models.sampling,
+            head_file=head_file, head_in_every_run=head_in_every_run,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)

@@ -15,7 +15,12 @@ def model_options(f):
     """
     opts = [
         click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
-        click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None, help="draft model (GGUF)"),
+        click.option("--draft", "-md", "--model-draft", "draft", type=str, default=None,
+                     help="draft model (GGUF); or, as llama.cpp's -md, an EAGLE-3 head or the target itself (MTP), "
+                          "told apart by its header"),
+        click.option("--head", "head", type=str, default=None, metavar="GGUF",
+                     help="an EAGLE-3 head (GGUF) for --drafter eagle3 beside a separate --draft model (the same "
+                          "in every command; MTP layers need no file: --drafter mtp)"),
         click.option("-hf", "-hfr", "--hf-repo", "hf_repo", type=str, default=None,
                      help="target from Hugging Face: user/repo[:quant] (default quant Q4_K_M)"),
         click.option("-hfd", "-hfrd", "--hf-repo-draft", "hf_repo_draft", type=str, default=None,
@@ -29,6 +34,11 @@ def model_options(f):
         click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
         click.option("-t", "--threads", type=int, default=None,
                      help="default: physical performance cores this process may use (as llama.cpp)"),
+        click.option("--sampling", "sampling", type=click.Choice(["auto", "graph", "cpu"]), default="auto",
+                     show_default=True,
+                     help="where the draft's q and the target's p are computed: graph = llama.cpp backend "
+                          "sampler chains in the model's graph, cpu = numpy; auto = graph where the model runs "
+                          "on a GPU device (docs/lossless.md)"),
         click.option("--no-repack", is_flag=True,
                      help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp "
                           "builds whose AMX kernels crash"),
@@ -72,9 +82,9 @@ def run_options(f):
 # One convention per flag, the same in every command (docs/conventions.md).
 
 DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")  # spectui.contract.events.DRAFTERS: --drafter everywhere
-DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (the draft is an "
-                "EAGLE-3 head) or mtp (the target's own MTP layers) where the command runs them; default: from the "
-                "draft's metadata (eagle3, mtp or model) when a draft is given, else ngram")
+DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (an EAGLE-3 "
+                "head: --head FILE, or --draft FILE alone) or mtp (the target's own MTP layers); default: what the "
+                "files given draft with (--draft by its header: model, eagle3 or mtp; --head: eagle3), else ngram")
 
 
 def drafter_option(note: str = ""):

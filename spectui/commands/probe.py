@@ -2,6 +2,7 @@
 headless summary and the TUI read, imports no face: the command loads models through spectui.commands.common).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
+    spectui probe --target T [--draft D] --head H | --drafter mtp    # also a head's cost per draft step
     python -m spectui.commands.probe ...
 """
 
@@ -37,7 +38,8 @@ from . import command
               help="--batched: per-draft acceptance to predict with")
 @click.option("--acceptance-from", type=str, default=None,
               help="--batched: the acceptance measured in a trace or a `spectui bench --json` report")
-@drafter_option("with --batched: model (the default with --draft) or ngram (free drafts)")
+@drafter_option("eagle3 or mtp: also the head's cost per draft step beside the target decode (and the --draft "
+                "model's); with --batched: model (the default with --draft) or ngram (free drafts)")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     try:
         from .common import loading_stop  # noqa: PLC0415
@@ -71,7 +73,8 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
         raise SpectuiError(f"--max-batch must be between 2 and {MAX_BATCH_LIMIT}, not {max_batch}")
     if repeats < 1:
         raise SpectuiError(f"--repeats must be at least 1, not {repeats}")
-    engine = load_engine(models, quiet=as_json)
+    drafting = _drafting(drafter, models)
+    engine = load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
     try:
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading
@@ -84,28 +87,55 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
             curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
                                          refresh=refresh)
             pred = bk.predict(curve, knee["a"], knee["drafter"], knee["src"]) if knee["a"] is not None else None
+        head = None
+        if drafting.head is not None:  # the head's cost per draft step, beside the draft model's and a decode
+            from ..analysis import head_cost  # noqa: PLC0415
+
+            head = head_cost.cached_or_measure(engine, k=head_cost_k(), repeats=repeats, refresh=refresh)
     finally:
         engine.close()
     if as_json:
         rep = res.report()
         if knee is not None:
             rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None}
+        if head is not None:
+            rep["head"] = head.to_dict()
         out.write(json.dumps(rep) + "\n")
     else:
         out.write(render(res) + "\n")
         if knee is not None:
             out.write("\n" + bk.render(curve, pred) + "\n")
+        if head is not None:
+            out.write("\n" + head_cost.render(head) + "\n")
     w = res.warning()
     if w and as_json:
         print(f"spectui: {w}", file=sys.stderr)
     return 0
 
 
+def head_cost_k() -> int:
+    """The draft length a head's step is measured at (spectui.engine.head_probe.DEFAULT_HEAD_K)."""
+    from ..engine.head_probe import DEFAULT_HEAD_K  # noqa: PLC0415
+
+    return DEFAULT_HEAD_K
+
+
+def _drafting(drafter: str | None, models):
+    """What the probe loads: the --draft model (its decode beside the target's), and the head it measures:
+    --drafter eagle3 / mtp, --head FILE, or a head given as --draft (its header says so)."""
+    from ..contract.events import HEAD_DRAFTERS  # noqa: PLC0415
+    from .common import offered_drafters, plan_drafting  # noqa: PLC0415
+
+    wanted = offered_drafters(drafter if drafter in HEAD_DRAFTERS else None, models)
+    return plan_drafting("probe", wanted, models)
+
+
 def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict | None:
     """--batched's options, checked before any model loads (docs/batch-knee.md)."""
     if not batched:
-        if acceptance is not None or acceptance_from or drafter:
-            raise SpectuiError("--acceptance / --acceptance-from / --drafter are for --batched")
+        if acceptance is not None or acceptance_from or drafter in ("model", "ngram", "none"):
+            raise SpectuiError("--acceptance / --acceptance-from / --drafter model|ngram are for --batched "
+                               "(--drafter eagle3|mtp measures a head)")
         return None
     if drafter not in (None, "model", "ngram"):
         raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "

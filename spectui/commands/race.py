@@ -15,7 +15,7 @@ from ..tui.shared.ascii import ascii_option
 from ..contract.errors import SpectuiError
 from ..contract.params import TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
-from .common import ModelOptions, load_engine, loading_stop, refuse_heads, resolve_prompt
+from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..contract.draft_length import parse_k
 from .options import drafter_option, json_option, model_options, record_dir_option
 from . import command
@@ -78,13 +78,18 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             from ..race.spec import parse_spec, spec_settings
 
             have_draft = models.has_draft
-            refuse_heads("race", drafter, models)
-            a = parse_spec(spec_a if spec_a is not None else "k=0", "--a")
-            default_b = f"k={parse_k(draft_max) if draft_max is not None else 4} temp={temp:g} " \
-                        f"drafter={drafter or ('model' if have_draft else 'ngram')}"
-            b = parse_spec(spec_b if spec_b is not None else default_b, "--b")
-            for spec in (a, b):  # a bad setting fails before any model loads
-                spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft)
+            files = default_drafters(models)  # what the files given draft with: model, eagle3 (--head), mtp, ngram
+            k_b = parse_k(draft_max) if draft_max is not None else 4
+            # a draft model and an EAGLE-3 head given (--draft and --head): the head's lane against the model's
+            a_default = f"k={k_b} temp={temp:g} drafter={files[0]}" if len(files) > 1 and not drafter else "k=0"
+            a = parse_spec(spec_a if spec_a is not None else a_default, "--a")
+            b = parse_spec(spec_b if spec_b is not None else f"k={k_b} temp={temp:g} drafter={drafter or files[-1]}",
+                           "--b")
+            lanes = []
+            for spec, dflt in ((a, files[0]), (b, drafter or files[-1])):  # a bad setting fails before any load
+                spec.setdefault("drafter", dflt)
+                lanes.append(spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft).drafter)
+            drafting = plan_drafting("race", [d for d in lanes if d != "none"], models)
             text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
             if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
                 from ..contract.outputs import record_folder
@@ -94,12 +99,13 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             need_terminal()
 
             def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
-                return load_engine(models, use_draft=use_draft, quiet=as_json)
+                del use_draft  # the lanes' drafters say what loads (plan_drafting): the draft model, a head
+                return load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
 
             try:
                 with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
                     paths, note = record_race(load, text, [a, b], have_draft=have_draft,
-                                              inputs=[p for p in (models.target, models.draft) if p],
+                                              inputs=[p for p in (models.target, models.draft, models.head) if p],
                                               n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
                                               signals=signals)
             except RunFailed as exc:

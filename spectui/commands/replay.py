@@ -29,7 +29,7 @@ from ..tui.shared.ascii import ascii_option
 
 from ..contract.errors import SpectuiError
 from ..contract.event_json import to_dict
-from ..contract.events import AttachStarted, PassEvent
+from ..contract.events import AttachStarted, PassEvent, RunStarted
 from ..recording.player import is_attach_trace, load_for_tui, parse_speed, warn_stderr
 from ..text.replay import replay_headless
 from . import command
@@ -53,8 +53,9 @@ def parse_explain(value: str) -> tuple[int, int | None]:
 
 
 def find_pass(path: str | os.PathLike, index: int,
-              on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
-    """The first pass numbered ``index`` in a run trace (streamed: stops reading once found)."""
+              on_warning: Callable[[str], None] | None = warn_stderr, starts: list | None = None) -> PassEvent:
+    """The first pass numbered ``index`` in a run trace (streamed: stops reading once found); ``starts``, when
+    given, collects the RunStarted events read on the way (the run's head, for the inspector's words)."""
     from ..recording.trace import iter_trace
 
     _header, reader = iter_trace(path, on_warning=on_warning)
@@ -64,6 +65,8 @@ def find_pass(path: str | os.PathLike, index: int,
             if i == 0 and isinstance(ev, AttachStarted):
                 raise SpectuiError(f"{os.fspath(path)}: --explain needs a run trace; this is an attach trace "
                                    "(spectui attach --record), which has no passes")
+            if starts is not None and isinstance(ev, RunStarted):
+                starts.append(ev)
             if isinstance(ev, PassEvent):
                 if ev.index == index:
                     return ev
@@ -83,7 +86,7 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
                            f"{'' if n_slots == 1 else 's'} ({what})")
 
 
-def explain_json(ev: PassEvent, token: int | None = None) -> dict:
+def explain_json(ev: PassEvent, token: int | None = None, head=None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
     explained view of every token (or of token slot ``token`` only)."""
     from ..views.inspector_model import draft_stop_line, explain, slots, view_dict
@@ -94,20 +97,20 @@ def explain_json(ev: PassEvent, token: int | None = None) -> dict:
     d = to_dict(ev)
     d["inspector_data"] = bool(ev.inspect)
     d["draft_stop_text"] = draft_stop_line(ev)
-    d["explain"] = [view_dict(explain(ev, i)) for i in which]
+    d["explain"] = [view_dict(explain(ev, i, head)) for i in which]
     return d
 
 
-def explain_text(ev: PassEvent, token: int | None = None, width: int = 100) -> list[str]:
+def explain_text(ev: PassEvent, token: int | None = None, width: int = 100, head=None) -> list[str]:
     """``render_pass`` (every token), or its header and token slot ``token`` alone."""
     from ..views.inspector_model import explain, render_pass, render_view, slots
 
     _check_token(ev, token, len(slots(ev)))
-    lines = render_pass(ev, width)
+    lines = render_pass(ev, width, head)
     if token is None:
         return lines
-    head = lines[: lines.index("")] if "" in lines else lines
-    return [*head, "", *render_view(explain(ev, token), width)]
+    top = lines[: lines.index("")] if "" in lines else lines
+    return [*top, "", *render_view(explain(ev, token, head), width)]
 
 
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
@@ -116,12 +119,14 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
     from ..contract.text import json_text, visible
 
     index, token = parse_explain(spec)
-    ev = find_pass(path, index, on_warning=on_warning)
+    starts: list = []
+    ev = find_pass(path, index, on_warning=on_warning, starts=starts)
+    head = starts[-1].head if starts else None
     out = out or sys.stdout
     if as_json:
-        out.write(json_text(explain_json(ev, token)) + "\n")  # strict; the trace's words with controls as \uXXXX
+        out.write(json_text(explain_json(ev, token, head)) + "\n")  # strict; the trace's words with controls as \uXXXX
     else:
-        out.write(visible("\n".join(explain_text(ev, token, width))) + "\n")  # the one rule for outside text
+        out.write(visible("\n".join(explain_text(ev, token, width, head))) + "\n")  # the one rule for outside text
     out.flush()
     return ev
 

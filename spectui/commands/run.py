@@ -14,9 +14,10 @@ import sys
 from ..contract.control import DRAFT_MAX_LIMIT, RunControl
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
-from ..contract.events import HEAD_DRAFTERS, Settings
+from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
-from .common import ModelOptions, detected_drafter, load_engine, loading_stop, probe_at_load, resolve_prompt
+from .common import (ModelOptions, detected_drafter, load_engine, loading_stop, offered_drafters, plan_drafting,
+                     probe_at_load, resolve_prompt)
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
@@ -84,9 +85,13 @@ def run_main(
     if model_kwargs:
         raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
     text = resolve_prompt(prompt, prompt_file)
+    if drafter is None and models.head:  # --head FILE: the run starts drafting with the EAGLE-3 head
+        drafter = "eagle3"
     drafter = detected_drafter(drafter, models)
-    settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft, draft_p_min=draft_p_min,
-                             draft_min=draft_min)
+    settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft or bool(models.head),
+                             draft_p_min=draft_p_min, draft_min=draft_min)
+    # the engine holds the drafter asked for and what the files given draft with (the TUI's d switches to them)
+    drafting = plan_drafting("run", offered_drafters(settings.drafter, models), models)
     from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
 
     inspect_top = check_inspect_top(inspect_top)
@@ -117,7 +122,7 @@ def run_main(
         with signals:
             recorder = _run_recorder(record, models, prompt_file, force)
             engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top,
-                                 head=settings.drafter if settings.drafter in HEAD_DRAFTERS else None)
+                                 drafting=drafting)
             if recorder is not None and recorder.background:
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
@@ -160,7 +165,8 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
     from ..engine.cpu import default_threads, spare_core
 
     spare = spare_core(models.threads or default_threads().threads)
-    return TraceWriter(record, inputs=(models.target, models.draft, prompt_file), force=force, background=spare)
+    return TraceWriter(record, inputs=(models.target, models.draft, models.head, prompt_file), force=force,
+                       background=spare)
 
 
 def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,

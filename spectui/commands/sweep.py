@@ -19,7 +19,7 @@ from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from .options import drafter_option, json_option, model_options, record_dir_option
-from .common import ModelOptions, load_engine, loading_stop, refuse_heads, resolve_prompt
+from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
 from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
@@ -85,16 +85,20 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    refuse_heads("sweep", drafter, models)
     if drafter is None:
-        drafter = "model" if models.has_draft else "ngram"
+        found = default_drafters(models)
+        if len(found) > 1:
+            raise SpectuiError(f"the sweep runs one drafter and the files given draft with {' and '.join(found)}: "
+                               "give --drafter")
+        drafter = found[0]
     if drafter == "none":
         raise SpectuiError("--drafter none: the sweep runs the target alone anyway (the baseline of each "
-                           "temperature); give model or ngram")
+                           "temperature); give model, ngram, eagle3 or mtp")
     if drafter == "model" and not models.has_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
+    drafting = plan_drafting("sweep", [drafter], models)
     text = resolve_prompt(prompt, prompt_file)
-    inputs = (models.target, models.draft, prompt_file)
+    inputs = (models.target, models.draft, models.head, prompt_file)
     export = None
     if output is not None:
         if not (as_json or as_csv):
@@ -117,7 +121,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     with loading_stop() as signals:
         engine = None
         try:
-            engine = load_engine(models, use_draft=(drafter == "model"), quiet=as_json or as_csv)
+            engine = load_engine(models, quiet=as_json or as_csv, drafting=drafting, head_in_every_run=False)
             signals.raise_if_stopped()
             signals.on_stop = lambda: current and current[-1].stop()
             try:
@@ -146,7 +150,8 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         pred = None
     report = report_lines(cells, runs, pred, sorted(on_demand))
     params = {
-        "target": models.target, "draft": models.draft, "drafter": drafter, "prompt": text,
+        "target": models.target, "draft": models.draft, "head": drafting.head_file, "drafter": drafter,
+        "prompt": text,
         "n_predict": n_predict, "draft_max": ks, "temperatures": temps, "seed": seed, "repeat": repeat,
         "threads": models.threads, "ctx_size": models.ctx_size,
         "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},

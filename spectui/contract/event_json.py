@@ -22,6 +22,7 @@ from .events import (
     DRAFT_STOPS,
     DRAFTERS,
     EVENT_TYPES,
+    HEAD_DRAFTERS,
     KINDS,
     PLAIN,
     REJECTED,
@@ -31,6 +32,7 @@ from .events import (
     DraftToken,
     EngineCounters,
     Event,
+    HeadInfo,
     Histogram,
     Inspection,
     MachineProbe,
@@ -105,14 +107,16 @@ def _nested(cls: type) -> Any:
     return c
 
 
-def _tuple_of(cls: type) -> Any:
+def _each(item: Any) -> Any:
+    """A JSON list as a tuple, ``item`` converting (and checking) each element; a bad one is named by index."""
+
     def c(v: Any) -> tuple:
         if type(v) is not list:
             raise EventFormatError(f"expected a list, got {_type_name(v)}")
         out = []
         for i, x in enumerate(v):
             try:
-                out.append(_build_checked(cls, x))
+                out.append(item(x))
             except EventFormatError as exc:
                 raise EventFormatError(f"[{i}]{_sep(exc)}") from None
         return tuple(out)
@@ -120,16 +124,17 @@ def _tuple_of(cls: type) -> Any:
     return c
 
 
-def _floats(v: Any) -> tuple[float, ...]:
-    if type(v) is not list:
-        raise EventFormatError(f"expected a list, got {_type_name(v)}")
-    out = []
-    for i, x in enumerate(v):
-        try:
-            out.append(x if type(x) is float else _scalar(_FLOAT, x))
-        except EventFormatError as exc:
-            raise EventFormatError(f"[{i}]{_sep(exc)}") from None
-    return tuple(out)
+def _tuple_of(cls: type) -> Any:
+    return _each(lambda x: _build_checked(cls, x))
+
+
+def _list_of(kind: int, py: type) -> Any:
+    """A JSON list of numbers of one kind (each value checked as a scalar field is)."""
+    return _each(lambda x: x if type(x) is py else _scalar(kind, x))
+
+
+_floats = _list_of(_FLOAT, float)
+_ints = _list_of(_INT, int)
 
 
 def _one_of(values: tuple[str, ...]) -> Any:
@@ -172,6 +177,8 @@ def _field_spec(cls: type, name: str, ann: str) -> tuple[int, Any] | None:
         conv = _tuple_of(_CLASSES[ann[6:-5]])
     elif ann == "tuple[float,...]":
         conv = _floats
+    elif ann == "tuple[int,...]":
+        conv = _ints
     else:  # pragma: no cover - a new field type must be added here
         raise TypeError(f"no JSON converter for {cls.__name__}.{name}: {ann}")
     return _OTHER, (_optional(conv) if optional else conv)
@@ -298,13 +305,14 @@ def _build(cls: type, data: Any) -> Any:
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
-                                           Inspection, MachineProbe,
+                                           Inspection, MachineProbe, HeadInfo,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {
         ("DraftToken", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
         ("Settings", "drafter"): _one_of(DRAFTERS),
+        ("HeadInfo", "kind"): _one_of(HEAD_DRAFTERS + ("",)),
         ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),
         ("Target", "kind"): _one_of(KINDS),

@@ -74,6 +74,18 @@ class ModelInfo:
 
 
 @dataclass(frozen=True)
+class HeadInfo:
+    """What drafts when the drafter is an EAGLE-3 head or the target's own MTP layers (``RunStarted.head``;
+    None for a separate draft model, ngram, or a trace from before this field)."""
+
+    kind: str = ""  # one of HEAD_DRAFTERS
+    path: str = ""  # the head's file: the EAGLE-3 draft GGUF, or the target that carries the MTP layers
+    n_heads: int = 1  # MTP: the NextN blocks in the file; EAGLE-3: 1
+    chained: bool = False  # MTP: one NextN block per draft position (n_heads > 1); else one head repeats
+    target_layers: tuple[int, ...] = ()  # EAGLE-3: the target layers whose hidden states it reads
+
+
+@dataclass(frozen=True)
 class MachineProbe:
     """This machine's measured cost of the run's target (``spectui probe``), handed to the engine with the
     run and recorded in its ``RunStarted``: auto k, the faces and a replay read the same curve from here."""
@@ -196,6 +208,10 @@ class RunStarted:
     # The chat template the prompt was rendered with ("tokenizer.chat_template sha256:<12 hex>"), or "" when the
     # prompt is raw text (--no-chat, a model without a template, traces from before this field).
     chat_template: str = ""
+    head: HeadInfo | None = None  # the EAGLE-3 head / MTP layers the run was loaded with (None: no head)
+    # Where the row math ran (--sampling): "graph" (llama.cpp backend sampler chains: engine/graph_path.py) or
+    # "cpu" (numpy on the loop's path; traces from before this field).
+    sampling: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -220,6 +236,9 @@ class PassEvent:
     draft_stop_p: float = -1.0
     # The inspector's data, one per verified position (0..len(drafts)); empty when --inspect-top is 0.
     inspect: tuple[Inspection, ...] = ()
+    # A head drafted (HeadInfo): which one, per draft, 0-based (chained MTP heads: 0, 1, ..; a single head
+    # repeats: 0, 0, ..). Empty for a draft model, ngram, no drafts, and traces from before this field.
+    draft_heads: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class Proposal:
     pending: list[tuple] = field(default_factory=list)
     pool: RowPool | None = None  # where complete() returns the row copies and release() the q rows
     own_rows: bool = False  # the pending rows are pool copies nobody else keeps (not debugging copies)
+    heads: list[int] = field(default_factory=list)  # an EAGLE-3 / MTP head: which head drafted each id (0-based)
 
     def release(self) -> None:
         """The q rows and row copies are read no more (the pass is finished): back to the drafter's pool."""
@@ -163,6 +164,8 @@ class DraftModelDrafter(Drafter):
         self.n_past = 0  # draft KV positions holding accepted context
         self._decoded_drafts = 0  # drafts of the last proposal that sit in the draft KV (k - 1 at most)
         self._rows = RowPool()  # row copies of deferred positions and q rows, returned when a pass is finished
+        self.graph = False  # the run's graph path (graph_path.py): a backend chain on the draft's context
+        self.scale = 1.0  # raw logits = the rows read x this (the graph path at T > 0: T)
 
     def start(self) -> None:
         self.n_past = 0
@@ -204,15 +207,16 @@ class DraftModelDrafter(Drafter):
             # the top-N is what the inspector reads; with --draft-p-min the confidence test needs the top 10 now
             need_best = lim.p_min > 0 and i >= lim.n_min
             best = top_ids(row, n_top) if n_top and (need_best or not lim.defer) else None
-            if need_best:
-                conf = llama_confidence(row, best)
+            if need_best:  # (the graph path's rows at T > 0 are row / T: the top 10 scaled back)
+                conf = llama_confidence(row, best) if self.scale == 1.0 else llama_confidence(
+                    row[best] * np.float32(self.scale), np.arange(len(best)))
                 if conf < lim.p_min:  # llama.cpp: this position's token is not drafted
                     prop.stop, prop.stop_p = DRAFT_STOP_P_MIN, conf
                     if keep is not None:
                         prop.stop_row = row.copy()
                     break
             if keep is not None:
-                raw = row.copy()
+                raw = row.copy() if self.scale == 1.0 else row * np.float32(self.scale)
             elif lim.defer:  # a reused buffer: a fresh 600 KB array per position costs its page faults
                 raw = self._rows.take(len(row))
                 np.copyto(raw, row)
@@ -220,14 +224,10 @@ class DraftModelDrafter(Drafter):
                 raw = row
             if keep is not None:
                 keep.append(raw)
-            if temperature > 0:
-                q = softmax(row, temperature, out=self._rows.take(len(row)))
-                d = sample(q, rng)
+            d, q = self._draw(row, best, temperature, rng)
+            if q is not None:
                 q_rows.append(q)  # type: ignore[union-attr]
                 q_probs.append(float(q[d]))
-            else:  # argmax = top_ids(row)[0]: both break ties by the lower id
-                d = int(best[0]) if best is not None else int(np.argmax(row))
-                q = None
             entry = (raw, best, q, d, temperature, lim.top_n, n_top)
             if lim.defer:
                 prop.pending.append(entry)
@@ -238,6 +238,24 @@ class DraftModelDrafter(Drafter):
                 m.decode([d], self.n_past + i, "last")
                 self._decoded_drafts += 1
         return prop
+
+    def _draw(self, row: np.ndarray, best: np.ndarray | None, temperature: float,
+              rng: np.random.Generator) -> tuple[int, np.ndarray | None]:
+        """One position's draft token and its q row (None at T = 0). ``graph`` (graph_path: a backend chain on
+        the draft context): the chain's token, and at T > 0 its probability row copied (the next draft decode
+        overwrites it); otherwise q = softmax(row / T) and a draw with the run's RNG, or the argmax."""
+        if self.graph:
+            d = self.model.sampled_token(-1)
+            if temperature > 0:
+                q = self._rows.take(len(row))
+                np.copyto(q, self.model.probs_last())
+                return d, q
+            return d, None
+        if temperature > 0:
+            q = softmax(row, temperature, out=self._rows.take(len(row)))
+            return sample(q, rng), q
+        # argmax = top_ids(row)[0]: both break ties by the lower id
+        return (int(best[0]) if best is not None else int(np.argmax(row))), None
 
     def accept(self, n_accepted: int) -> None:
         keep = min(n_accepted, self._decoded_drafts)
@@ -281,6 +299,7 @@ class HeadDrafter(Drafter):
     softmax(row / T) above, and the same acceptance rules in the loop."""
 
     reads_target = True
+    info = None  # events.HeadInfo, set by spec_heads.make_head_drafter (RunStarted.head)
 
     def __init__(self, name: str, head) -> None:
         self.name = name
@@ -299,9 +318,9 @@ class HeadDrafter(Drafter):
             h.pending_h = np.zeros_like(h.pending_h)
             h.verify_h = h.verify_h[:0]
 
-    def _row(self) -> np.ndarray:
+    def _row(self, i: int = 0) -> np.ndarray:
         L = llama()
-        return np.ctypeslib.as_array(L.llama_get_logits_ith(self.head.ctx, 0), shape=(self._n_vocab,))
+        return np.ctypeslib.as_array(L.llama_get_logits_ith(self.head.ctx, int(i)), shape=(self._n_vocab,))
 
     def target_decoded(self, tokens: list[int], pos0: int, n_accepted: int | None = None) -> None:
         """The target decoded ``tokens`` at ``pos0``.. (its hidden states are in its context now). After a
@@ -323,15 +342,15 @@ class HeadDrafter(Drafter):
         prop = Proposal(ids=[], q_probs=[], q_rows=q_rows, logit_rows=keep, top=top, stop=DRAFT_STOP_K)
         steps: list[tuple] = []  # per position the head evaluated: (raw row copy, best, q, d, confidence)
 
-        def pick(ctx) -> tuple[int, float]:
-            row = self._row().copy()
+        def pick(ctx, i: int = 0) -> tuple[int, float]:
+            row = self._row(i).copy()
             best = top_ids(row, n_top) if n_top else None
             if temperature > 0:
                 q = softmax(row, temperature)
                 d = sample(q, rng)
             else:
                 q = None
-                d, _ = top_candidate(ctx, 0, self._n_vocab, TOP_K)
+                d, _ = top_candidate(ctx, i, self._n_vocab, TOP_K)
             conf = llama_confidence(row, best) if lim.p_min > 0 else 1.0
             steps.append((row, best, q, int(d), conf))
             if len(steps) <= lim.n_min:  # --draft-min: never stop for --draft-p-min before N drafts
@@ -356,4 +375,5 @@ class HeadDrafter(Drafter):
                 prop.q_probs.append(float(q[d]))
             _finish_row(prop, row, best, q, d, temperature, lim.top_n, n_top)
             prop.ids.append(d)
+            prop.heads.append(h.head_of(i) if hasattr(h, "head_of") else 0)
         return prop

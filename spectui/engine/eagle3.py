@@ -21,21 +21,14 @@ One sequence (seq 0). No UI imports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import HeadContext, CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch, ext, top_candidate
+from .llama_ext import (TOP_K, DraftStep, HeadContext, CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch,
+                        ext, head_context)
 from .models import llama
 
-TOP_K = 10  # the reference drafts with a top-k 10 sampler: p is the softmax over the 10 best logits
-
-
-@dataclass(frozen=True)
-class DraftStep:
-    token: int
-    p: float  # the reference's candidate probability (softmax over the TOP_K best logits)
+__all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in llama_ext (both heads draft with them)
 
 
 class Eagle3Head(HeadContext):
@@ -63,15 +56,7 @@ class Eagle3Head(HeadContext):
             if bad:
                 raise SpectuiError(f"the EAGLE-3 head {path} reads target layers {self.layer_ids}, but the target has "
                                    f"{self.n_layer_tgt} (ids 0..{self.n_layer_tgt})")
-            cp = L.llama_context_default_params()
-            cp.n_ctx = n_ctx
-            cp.n_batch = cp.n_ubatch = max(1, n_ubatch)
-            cp.n_seq_max = 1
-            cp.n_threads = cp.n_threads_batch = threads
-            cp.ctx_type = CONTEXT_TYPE_DEFAULT
-            cp.n_rs_seq = 0
-            cp.ctx_other = ctx_tgt  # a head without its own token_embd / output uses the target's
-            self.ctx = L.llama_init_from_model(self.model, cp)
+            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
             if not self.ctx:
                 raise SpectuiError(f"llama.cpp could not create a context for the EAGLE-3 head {path}")
         except BaseException:
@@ -143,8 +128,8 @@ class Eagle3Head(HeadContext):
             b.run(PROCESS_DECODE)
 
     def draft(self, id_last: int, n_max: int, p_min: float = 0.0, pick=None) -> list[DraftStep]:
-        """``pick(ctx)`` (the engine's drafter): choose each step's (token, confidence) from the head's output
-        row instead of the reference's top-k 10 choice (sampling at T > 0, --draft-min)."""
+        """``pick(ctx, i)`` (the engine's drafter): choose each step's (token, confidence) from the head's output
+        row i instead of the reference's top-k 10 choice (sampling at T > 0, --draft-min)."""
         L = llama()
         if self.pending_pos < 0 or n_max <= 0:
             return []
@@ -152,21 +137,11 @@ class Eagle3Head(HeadContext):
         b = self.batch
         b.clear()
         b.add(id_last, self.pending_pos, self.pending_g, True)
-        b.run(PROCESS_DECODE)
-        out: list[DraftStep] = []
-        i = 0
-        while True:
-            tok, p = top_candidate(self.ctx, 0, self.n_vocab, TOP_K) if pick is None else pick(self.ctx)
-            prenorm = self.x.rows(self.x.get_embeddings_nextn_ith(self.ctx, 0), 1, self.n_embd_dec)[0].copy()
-            if p < p_min:
-                break
-            out.append(DraftStep(tok, p))
-            if len(out) >= n_max:
-                break
-            b.clear()
-            b.add(tok, self.pending_pos + i + 1, prenorm, True)
-            b.run(PROCESS_DECODE)
-            i += 1
+
+        def step(tok: int, prenorm: np.ndarray, n: int) -> None:  # the step's pre-norm state is the next g
+            b.add(tok, self.pending_pos + n, prenorm, True)
+
+        out = self.draft_loop(n_max, p_min, pick, self.n_embd_dec, step)
         # the caller's step in the reference (tools/server/server-context.cpp: after drafting, the draft context
         # drops every position past the target's last one, so that process() can write the verify batch's pairs)
         L.llama_memory_seq_rm(self.mem, 0, self.pending_pos + 1, -1)

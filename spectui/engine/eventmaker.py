@@ -42,6 +42,8 @@ class TargetProbs:
     rejection never are) and ``speculative_verify`` indexes them; ``prob(i, token)`` is the probability
     reported in events (at T = 0: the temperature-1 softmax)."""
 
+    logit_scale = 1.0  # rows x this = the raw logits (graph_path.GraphTargetProbs: the chain's rows are row / T)
+
     def __init__(self, rows: np.ndarray, temperature: float, pool: RowPool | None = None) -> None:
         self.rows = rows
         self.t = temperature
@@ -150,7 +152,7 @@ class PassEventMaker:
             n_accepted=n_acc, emitted=tuple(out), timing=timing, n_ctx_used=w.n_ctx_used,
             others_cpu=self.others.sample(),  # other processes' CPU since the last sample (a /proc/stat read)
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
-            inspect=inspect,
+            inspect=inspect, draft_heads=tuple(prop.heads) if prop is not None else (),
         )
         # the pass's probability rows are read no more: back to the pool for the next passes
         for row in p.cache.values():
@@ -202,7 +204,8 @@ class PassEventMaker:
             if i == v.n_accepted and v.residual is not None:
                 rb = top_ids(v.residual, n)
                 res = self._candidates((j, v.residual[j]) for j in rb)
-            out.append(Inspection(position=i, target_top=tt, draft_top=dt, margin=top_two_margin(row, best),
+            margin = top_two_margin(row, best) * p.logit_scale
+            out.append(Inspection(position=i, target_top=tt, draft_top=dt, margin=margin,
                                   accept_p=acc, u=u, residual_top=res))
         return tuple(out)
 

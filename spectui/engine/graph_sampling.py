@@ -1,6 +1,6 @@
 """Backend ("graph") sampling: llama.cpp's experimental API that runs a sampler chain inside the model's graph,
-on the device that runs the model, reached through the ctypes bindings of llama-cpp-python (a prototype: the
-loop does not use it yet; docs/lossless.md says what it found).
+on the device that runs the model, reached through the ctypes bindings of llama-cpp-python (the loop's graph
+path, graph_path.py, builds on it; docs/lossless.md).
 
 The API (llama.h, "backend sampling API [EXPERIMENTAL]"):
 

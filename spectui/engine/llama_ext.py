@@ -186,12 +186,14 @@ class ExtBatch:
             raise SpectuiError(f"llama.cpp could not make an extended batch for the {role}")
         self._keep: list = []
         self.n = 0
+        self.last = -1
         self.n_runs = 0
 
     def clear(self) -> None:
         self.L.llama_batch_ext_clear(self.batch)
         self._keep = []
         self.n = 0
+        self.last = -1  # the batch index of the last entry with output (the row a draft step reads)
 
     def _embd(self, row: np.ndarray, width: int):
         row = np.ascontiguousarray(row, dtype=np.float32)
@@ -215,6 +217,7 @@ class ExtBatch:
             raise RuntimeError(f"llama_batch_ext_set_embd_token failed on the {self.role}")
         if output:
             self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
+            self.last = idx
         self.n += 1
         return idx
 
@@ -239,6 +242,31 @@ class ExtBatch:
         if self.batch:
             self.L.llama_batch_ext_free(self.batch)
             self.batch = None
+
+
+def head_context(model, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, ctx_type: int):
+    """A head's own context on ``model`` (one sequence, batches of ``n_ubatch``), with ``ctx_other`` = the
+    target's context (an EAGLE-3 head without token_embd / output uses the target's; an MTP context reads the
+    target's model). NULL when llama.cpp refuses it."""
+    L = llama()
+    cp = L.llama_context_default_params()
+    cp.n_ctx = n_ctx
+    cp.n_batch = cp.n_ubatch = max(1, n_ubatch)
+    cp.n_seq_max = 1
+    cp.n_threads = cp.n_threads_batch = threads
+    cp.ctx_type = ctx_type
+    cp.n_rs_seq = 0
+    cp.ctx_other = ctx_tgt
+    return L.llama_init_from_model(model, cp)
+
+
+TOP_K = 10  # the reference drafts with a top-k 10 sampler: p is the softmax over the 10 best logits
+
+
+@dataclass(frozen=True)
+class DraftStep:
+    token: int
+    p: float  # the reference's candidate probability (softmax over the TOP_K best logits)
 
 
 def top_candidate(ctx, i: int, n_vocab: int, top_k: int = 10) -> tuple[int, float]:
@@ -266,6 +294,29 @@ class HeadContext:
         """Drop the head's KV at positions >= p0, with the target's (the server rolls both back after a verify:
         slot.mem.seq_rm(pos_next) in tools/server/server-context.cpp)."""
         llama().llama_memory_seq_rm(self.mem, 0, int(p0), -1)
+
+    def draft_loop(self, n_max: int, p_min: float, pick, n_embd: int, next_batch, before=None) -> list[DraftStep]:
+        """The drafting loop both reference drivers share (common/speculative.cpp, EAGLE-3's and MTP's): run
+        ``self.batch``, choose (token, p) at its last output row (the reference's top-k 10 choice, or the
+        engine's ``pick(ctx, i)``), read that row's pre-norm state h; stop under ``p_min`` or at ``n_max``
+        drafts, else ``next_batch(token, h, n_drafted)`` fills the batch for the next step. ``before(i)``
+        runs before step i's decode (chained MTP heads select head i there)."""
+        out: list[DraftStep] = []
+        while True:
+            if before is not None:
+                before(len(out))
+            self.batch.run(PROCESS_DECODE)
+            i = self.batch.last
+            tok, p = top_candidate(self.ctx, i, self.n_vocab, TOP_K) if pick is None else pick(self.ctx, i)
+            h = self.x.rows(self.x.get_embeddings_nextn_ith(self.ctx, i), 1, n_embd)[0].copy()
+            if p < p_min:
+                break
+            out.append(DraftStep(tok, p))
+            if len(out) >= n_max:
+                break
+            self.batch.clear()
+            next_batch(tok, h, len(out))
+        return out
 
     def close(self) -> None:
         L = llama()

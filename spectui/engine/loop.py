@@ -41,6 +41,8 @@ from .cpu import OthersCpu, default_threads
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
+from .graph_path import GraphRun
+from .graph_path import choose as choose_sampling
 from .pair import same_file_warning, size_warning
 from .passes import DraftPolicy, PassLoop, TargetCursor
 from .rowmath import RowPool
@@ -77,13 +79,17 @@ class Engine:
         inspect_top: int = INSPECT_TOP_DEFAULT,
         draft_policy: Callable[[], "DraftPolicy"] | None = None,
         spare_core: bool | None = None,
-        head: str | None = None,
+        head: str | None = None, sampling: str = "cpu",
+        head_file: str | None = None,
+        head_in_every_run: bool = True,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = None
         self.draft = None
-        self.head = None  # "eagle3" (draft_path is the head) or "mtp" (the target's own layers): spec_heads.py
+        self.head = None  # "eagle3" (the head's file) or "mtp" (the target's own layers): spec_heads.py, _heads
+        self.head_in_every_run = bool(head_in_every_run)
+        self.head_file: str | None = None
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
@@ -94,13 +100,10 @@ class Engine:
         ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
         tpath = M.check_gguf_file(target_path, "target")
         dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
-        head_path = None
-        if head is not None:  # one-line refusals before any weights load
-            head_path = check_head(head, tpath, dpath)
-            self.head, dpath = head, None
+        head_path, dpath = self._heads(head, head_file, tpath, dpath)
         n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
-                   n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp")
+                   n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
@@ -117,6 +120,22 @@ class Engine:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
+
+    def _heads(self, head: str | None, head_file: str | None, tpath: str, dpath: str | None):
+        """(the head's file, the draft model's file), refused in one line before any weights load. ``head_file``:
+        the head's own file beside a separate draft model (``dpath``; the target itself for mtp); without it the
+        draft is the head (llama.cpp's -md). ``head_in_every_run`` False: the head reads the target's decodes
+        only in runs that start drafting with it (bench, sweep, race: each run keeps its drafter, and the
+        others pay nothing for the head); True: in every run, so a run may switch to it (the TUI's d)."""
+        if head is None:
+            return None, dpath
+        self.head = head
+        if head_file is not None:
+            path = check_head(head, tpath, M.check_gguf_file(head_file, "head"))
+        else:
+            path, dpath = check_head(head, tpath, dpath), None
+        self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
+        return path, dpath
 
     def _warn_pair(self, tpath: str, dpath: str | None) -> None:
         """The same file twice, a swapped pair, a draft not much smaller (pair.py): one warning that names it
@@ -181,7 +200,8 @@ class Engine:
         return n_shared
 
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
-              n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False) -> None:
+              n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,
+              sampling: str = "cpu") -> None:
         """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
         use_extra_bufts = not no_repack
         if use_extra_bufts and M.system_has_amx():
@@ -194,12 +214,17 @@ class Engine:
         try:
             common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
                           n_ubatch=n_ubatch, use_mmap=use_mmap)
-            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp, **common)
+            # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
+            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
+                                        n_outputs_max_per_seq=1 if sampling == "cpu" else 0, **common)
             if dpath:
                 self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
                 self.target.n_use = self.draft.n_use = n_shared
+            # --sampling: the run's row math in llama.cpp's graph or in numpy (graph_path.py), chosen once
+            self.sampling, self.sampling_why = choose_sampling(sampling, self.target, self.draft, self.head)
+            self._graph = GraphRun(self.target, self.draft) if self.sampling == "graph" else None
         except BaseException:
             self.close()
             raise
@@ -225,6 +250,8 @@ class Engine:
         if getattr(self, "_head", None) is not None:  # the head's contexts read the target's: close them first
             self._head.head.close()
             self._head = None
+        if getattr(self, "_graph", None) is not None:  # the chains are freed before their contexts
+            self._graph.free()
         for m in (self.draft, self.target):
             if m is not None:
                 m.close()

@@ -380,6 +380,25 @@ def _logits_getters(L):
     return get, ith
 
 
+def _sampled_getters(L):
+    """llama_get_sampled_logits_ith / _probs_ith (addresses) and _token_ith, GIL held (backend sampling: a
+    chain attached to the context, spectui.engine.graph_sampling), or None where the library lacks them."""
+    lib = _gil_held_lib(L)
+    try:
+        if lib is None:
+            return None
+        out = []
+        for name, res in (("llama_get_sampled_logits_ith", ctypes.c_void_p),
+                          ("llama_get_sampled_probs_ith", ctypes.c_void_p),
+                          ("llama_get_sampled_token_ith", ctypes.c_int32)):
+            f = lib[name]
+            f.restype, f.argtypes = res, [ctypes.c_void_p, ctypes.c_int32]
+            out.append(f)
+        return tuple(out)
+    except AttributeError:
+        return None
+
+
 def _seq_rm_fn(L):
     """llama_memory_seq_rm without releasing the GIL (it edits KV cell bookkeeping), or the bindings' own."""
     lib = _gil_held_lib(L)
@@ -417,7 +436,7 @@ class LoadedModel:
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
                  n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
-                 load_mtp: bool = False) -> None:
+                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1) -> None:
         L = llama()
         self.path = path
         self.role = role
@@ -433,6 +452,9 @@ class LoadedModel:
         self.n_ubatch = max(1, min(n_ubatch or self.n_batch, self.n_batch))
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
         cp = _context_params(L, n_ctx, self.n_batch, self.n_ubatch, threads, offload_devs)
+        # output rows one decode may have per sequence with a backend sampler (0: n_batch; llama.cpp's default
+        # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
+        cp.n_outputs_max_per_seq = int(n_outputs_max_per_seq)
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
             L.llama_model_free(self.model)
@@ -454,6 +476,10 @@ class LoadedModel:
             self.batch.seq_id[i][0] = 0
         self._decode = L.llama_decode
         self._get_logits, self._get_logits_ith = _logits_getters(L)
+        self._sampled = _sampled_getters(L)
+        # a backend sampler chain is attached (graph_sampling.GraphSide): llama.cpp then hands back the chain's
+        # rows, not the raw logits, and logits_rows / logits_last read those
+        self.chain_rows = False
         self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
         self._seq_rm = _seq_rm_fn(L)
         self._pieces: dict[int, bytes] = {}
@@ -601,11 +627,28 @@ class LoadedModel:
 
     def logits_rows(self, n_rows: int) -> np.ndarray:
         """Zero-copy view of the logit rows of the last decode (in batch order); overwritten by the next decode.
-        Only the first ``n_use`` ids (the vocabulary both models share) are in the view."""
+        Only the first ``n_use`` ids (the vocabulary both models share) are in the view. With a backend chain
+        attached (``chain_rows``): the chain's logits rows (the raw row for greedy, row / T after ``temp``)."""
+        if self.chain_rows:
+            return self._view(self._sampled[0](self.ctx, 0), n_rows)
         return self._view(self._get_logits(self.ctx), n_rows)
 
     def logits_last(self) -> np.ndarray:
+        if self.chain_rows:
+            return self._view(self._sampled[0](self.ctx, -1), 1)[0]
         return self._view(self._get_logits_ith(self.ctx, -1), 1)[0]
+
+    def probs_rows(self, n_rows: int) -> np.ndarray:
+        """Zero-copy view of the attached chain's probability rows of the last decode (``dist``: the softmax
+        of the chain's logits row), in batch order; overwritten by the next decode."""
+        return self._view(self._sampled[1](self.ctx, 0), n_rows)
+
+    def probs_last(self) -> np.ndarray:
+        return self._view(self._sampled[1](self.ctx, -1), 1)[0]
+
+    def sampled_token(self, i: int) -> int:
+        """The attached chain's token for output row ``i`` of the last decode (-1: the last row)."""
+        return int(self._sampled[2](self.ctx, i))
 
     def rollback(self, p0: int) -> None:
         """Drop every KV cell at position >= p0 (sequence 0)."""

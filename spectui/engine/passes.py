@@ -25,6 +25,7 @@ from ..contract.events import Event, MachineProbe, PassEvent, RunEnded, RunStart
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
 from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
+from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .models import LoadedModel
 from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
 
@@ -97,14 +98,27 @@ def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = 3)
     return statistics.median(times)
 
 
-def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator) -> tuple[int, float]:
-    """The prefill pass's token and its probability: sampled at T > 0, argmax (temperature-1 probability) at 0."""
+def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator,
+                 graph: LoadedModel | None = None) -> tuple[int, float, np.ndarray]:
+    """The prefill pass's token, its probability and the raw row: sampled at T > 0, argmax (temperature-1
+    probability) at 0. ``graph`` (the target, its chain attached: graph_path.py): at T > 0 drawn from the
+    chain's p with the run's RNG, and the raw row is the chain's row x T (the inspector's)."""
+    if temperature > 0 and graph is not None:
+        p = graph.probs_last()
+        tok = sample(p, rng)
+        return tok, float(p[tok]), row * np.float32(temperature)
     if temperature > 0:
         p = softmax(row, temperature)
         tok = sample(p, rng)
-        return tok, float(p[tok])
+        return tok, float(p[tok]), row
     tok = int(np.argmax(row))
-    return tok, float(np.exp(float(row[tok]) - logsumexp(row)))
+    return tok, float(np.exp(float(row[tok]) - logsumexp(row))), row
+
+
+def _graph_set(loop: "PassLoop", g: _Generation, s: Settings) -> None:
+    """The graph path's chains (graph_path.py) for a pass's settings (the run's end takes them off)."""
+    if loop.graph is not None:
+        loop.graph.set(s.temperature, s.seed, g.rng, loop.e._drafters.values())
 
 
 def _described(exc: BaseException) -> str:
@@ -131,6 +145,22 @@ def _decode_prompt(tgt, head, prompt_tokens: list[int]) -> tuple[float, float]:
         head_ms += (t_v - t_h) * 1000.0
     return verify_ms, head_ms
 
+def _run_started(loop: "PassLoop", prompt: str, prompt_tokens: list[int], settings: Settings) -> RunStarted:
+    """A run's first event, with single-token decode times of both models measured at position 0."""
+    e = loop.e
+    calib_tok = prompt_tokens[0] if prompt_tokens else 0
+    target_ms = single_decode_ms(e.target, calib_tok, 0)
+    draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
+    return RunStarted(
+        run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
+        prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=loop.n_predict, n_ctx=e.n_ctx,
+        threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
+        inspect_top=e.inspect_top, probe=loop.probe, chat_template=loop.chat,
+        head=getattr(e._head, "info", None),
+        sampling="graph" if loop.graph is not None else "cpu",
+    )
+
+
 class PassLoop:
     """One run of ``engine`` (see the module docstring); ``Engine.run`` makes one per call. It reads the engine's
     loaded state (models, drafters, the KV cursor, the reused row pools) and keeps the run's own."""
@@ -149,7 +179,9 @@ class PassLoop:
         self.may_overlap = overlap and engine.spare_core
         self.st = _RunState()
         self.policy: DraftPolicy | None = None
+        self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
         self.t0 = 0.0
+        self.graph = getattr(engine, "_graph", None)  # graph_path.GraphRun: the run's backend chains, or None
 
     def _observe(self, ev: Event) -> Event:
         if self.policy is not None:  # it sees every event of the run (its memory is its own aggregates)
@@ -179,6 +211,8 @@ class PassLoop:
         finally:
             if self.run_id == self.cursor.run_id:
                 self.cursor.in_run = False
+                if self.graph is not None:  # the graph path's chains come off with the run
+                    self.graph.off(self.e._drafters.values())
         # passes decided before the run ended (the last one, or one before a stop, Ctrl+C or an error) still
         # reach the consumer, in order, before RunEnded (a closed generator never gets here)
         try:
@@ -203,28 +237,18 @@ class PassLoop:
         # an empty prompt is empty, even where the tokenizer would add a BOS token to it
         prompt_tokens = self.target.tokenize(prompt) if prompt else []
         settings = self.control.settings
-        yield self._run_started(prompt, prompt_tokens, settings)
+        g = _Generation(prompt_tokens, settings.seed, self.e.debug_hook)
+        _graph_set(self, g, settings)
+        # the head reads the target's decodes in this run (Engine.head_in_every_run, or the run starts with it)
+        self.head = self.e._head if self.e.head_in_every_run or settings.drafter == self.e.head else None
+        yield _run_started(self, prompt, prompt_tokens, settings)
         st.reason, st.error = self._why_not_start(prompt_tokens)
         if st.reason:
             return
-        g = _Generation(prompt_tokens, settings.seed, self.e.debug_hook)
         yield self._prefill_pass(g, settings)
         if st.reason:
             return
         yield from self._decode_passes(g, settings)
-
-    def _run_started(self, prompt: str, prompt_tokens: list[int], settings: Settings) -> RunStarted:
-        """The first event, with single-token decode times of both models measured at position 0."""
-        e = self.e
-        calib_tok = prompt_tokens[0] if prompt_tokens else 0
-        target_ms = single_decode_ms(e.target, calib_tok, 0)
-        draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
-        return RunStarted(
-            run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
-            prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=self.n_predict, n_ctx=e.n_ctx,
-            threads=e.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
-            inspect_top=e.inspect_top, probe=self.probe, chat_template=self.chat,
-        )
 
     def _why_not_start(self, prompt_tokens: list[int]) -> tuple[str, str]:
         """(reason, error) when the run ends before the prefill pass; ("", "") when it can go on."""
@@ -252,11 +276,11 @@ class PassLoop:
         t_d = time.perf_counter()
         drafter.prefill(prompt_tokens)
         draft_ms = (time.perf_counter() - t_d) * 1000.0
-        verify_ms, head_ms = _decode_prompt(tgt, self.e._head, prompt_tokens)
+        verify_ms, head_ms = _decode_prompt(tgt, self.head, prompt_tokens)
         draft_ms += head_ms
         row = tgt.logits_last()
         temp = settings.temperature
-        tok, prob = _first_token(row, temp, g.rng)
+        tok, prob, row = _first_token(row, temp, g.rng, tgt if self.graph is not None else None)
         if g.debug_hook is not None:
             g.debug_hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [],
                           "n_accepted": 0, "token": tok, "draft_logits": None, "temperature": temp,
@@ -301,6 +325,7 @@ class PassLoop:
                 prev = s
             tp = time.perf_counter() - fin.take_waited()
             g.reseed(s.seed)
+            _graph_set(self, g, s)
             k = self._choose_k(g, s)
             if k is None:
                 st.reason = E.STOP_CTX_FULL
@@ -339,15 +364,18 @@ class PassLoop:
         happens here; the inspector's top-N, the probabilities the event reports, the token texts and the
         event itself are left to the Finisher (on copies of the logit rows when it runs overlapped)."""
         drafter = self.e._pick_drafter(s.drafter)
+        if drafter is self.e._head and self.head is None:
+            raise SpectuiError(f"--drafter {s.drafter}: the head did not read this run's target decodes (it drafts "
+                               "only in runs that start with it here)")
         t_d = time.perf_counter()
         lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.e.inspect_top, defer=self.fin.overlap)
         prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         ids = prop.ids if prop is not None else []
         p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
-        if self.e._head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
+        if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
-            self.e._head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
+            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
             draft_ms += (time.perf_counter() - t_h) * 1000.0
         # the finishing thread reads the rows while the next pass drafts: llama.cpp's buffer itself when draft
         # decodes come first (the next verify waits for it), else a copy
@@ -375,13 +403,14 @@ class PassLoop:
         tgt.decode([g.tokens[-1]] + ids, g.n_past, "all")
         verify_ms = (time.perf_counter() - t_v) * 1000.0
         rows = tgt.logits_rows(len(ids) + 1)
-        p = TargetProbs(rows, temp, pool)
+        graph = self.graph is not None
+        p = GraphTargetProbs.of(tgt, rows, temp, pool) if graph and temp > 0 else TargetProbs(rows, temp, pool)
         resid = None
         if temp > 0:
             resid = pool.take(rows.shape[1]) if ids else None
             v = speculative_verify(p, prop.q_rows if prop is not None else None, ids, g.rng, out=resid)
-        else:
-            v = greedy_verify(rows, ids)
+        else:  # on the graph path: the chain's argmax of each of the same rows
+            v = greedy_tokens_verify(tgt, ids) if graph else greedy_verify(rows, ids)
         if g.debug_hook is not None:
             n_acc = v.n_accepted
             g.debug_hook({"index": index, "n_past": g.n_past, "target_logits": np.array(rows[: n_acc + 1]),

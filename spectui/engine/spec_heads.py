@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..contract.errors import SpectuiError
+from ..contract.events import HeadInfo
 from . import spec_kinds
 from .drafters import HeadDrafter
 from .eagle3 import Eagle3Head
@@ -24,6 +25,8 @@ def check_head(kind: str, target: str, draft: str | None) -> str | None:
         return draft
     if kind == spec_kinds.KIND_MTP:
         spec_kinds.check_mtp_target(target)
+        if draft:
+            spec_kinds.check_not_shared_kv(spec_kinds.spec_info(draft))
         if draft and not os.path.samefile(draft, target):  # the target given as its own draft: llama.cpp's way
             raise SpectuiError("--drafter mtp drafts with the target's own MTP layers; spectui does not take an MTP "
                                f"sidecar file yet (drop --draft {draft})")
@@ -35,6 +38,10 @@ def make_head_drafter(kind: str, target, head_path: str | None, n_ctx: int, thre
     """The drafter for ``kind`` on the loaded target (``models.LoadedModel``; for mtp loaded with load_mtp)."""
     if kind == spec_kinds.KIND_EAGLE3:
         head = Eagle3Head(str(head_path), target.model, target.ctx, n_ctx, threads=threads)
+        info = HeadInfo(kind=kind, path=str(head_path), target_layers=tuple(int(i) for i in head.layer_ids))
     else:
         head = MtpHead(target.model, target.ctx, n_ctx, threads=threads, path=target.path)
-    return HeadDrafter(kind, head)
+        info = HeadInfo(kind=kind, path=str(target.path), n_heads=int(head.n_mtp_layers), chained=bool(head.chain))
+    drafter = HeadDrafter(kind, head)
+    drafter.info = info  # RunStarted.head: what the screen and the trace say drafted
+    return drafter

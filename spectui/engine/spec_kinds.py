@@ -38,6 +38,9 @@ KIND_MTP = "mtp"
 KIND_DFLASH = "dflash"
 KIND_DSPARK = "dspark"
 KIND_MODEL = "model"  # a plain model: a separate draft (or a target without MTP layers)
+# MTP heads that read the target's KV cache instead of keeping their own (llama.cpp keeps ``ctx_other`` for
+# them: src/llama-context.cpp; common/speculative.cpp's is_mem_shared mode). spectui cannot draft with them.
+SHARED_KV_ARCHS = ("gemma4-assistant",)
 
 # GGUF value types (ggml/include/gguf.h: enum gguf_type)
 _U8, _I8, _U16, _I16, _U32, _I32, _F32, _BOOL, _STR, _ARR, _U64, _I64, _F64 = range(13)
@@ -175,6 +178,11 @@ class SpecInfo:
     llama_cpp_types: tuple[str, ...] = ()  # what common_speculative_types_from_gguf says of it as a draft file
 
     @property
+    def shared_kv(self) -> bool:
+        """An MTP head that shares the target's KV cache (a gemma4 assistant)."""
+        return self.architecture in SHARED_KV_ARCHS
+
+    @property
     def n_layer(self) -> int:
         """The trunk's blocks (llama.cpp's n_layer: block_count - nextn_predict_layers)."""
         return self.block_count - self.n_layer_nextn
@@ -262,10 +270,19 @@ def check_mtp_target(path: str) -> SpecInfo:
     return info
 
 
+def check_not_shared_kv(info: SpecInfo) -> SpecInfo:
+    """A head that shares the target's KV cache gets one line (exit 2): spectui's MtpHead keeps its own KV."""
+    if info.shared_kv:
+        raise SpectuiError(
+            f"the draft {info.path} is a {_shown(info.architecture)} MTP head, which shares the target's KV cache; "
+            "spectui drafts only with MTP heads that keep their own (llama.cpp runs it: --spec-type draft-mtp)")
+    return info
+
+
 def detect_drafter(target: str, draft: str | None) -> str | None:
     """The drafter kind to use when ``--drafter`` is not given, as llama.cpp picks ``--spec-type``: from the
     draft file (eagle3 by architecture, mtp/dflash/dspark by llama.cpp's rule, else a separate model: "model").
     Without a draft file llama.cpp drafts nothing unless told (``--spec-type draft-mtp``), so this returns
     None; ``spec_info(target).kind == KIND_MTP`` says whether ``--drafter mtp`` would work."""
     del target  # the rule reads the draft file only (common/arg.cpp)
-    return spec_info(draft).kind if draft is not None else None
+    return check_not_shared_kv(spec_info(draft)).kind if draft is not None else None

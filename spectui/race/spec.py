@@ -2,7 +2,7 @@
 
 A spec is ``key=value`` pairs separated by spaces or commas; keys (llama.cpp's names where it has them):
 ``k`` / ``draft-max`` (0..32, ``auto``, ``schedule``), ``temp`` / ``temperature`` (0..2), ``drafter``
-(model, ngram, none), ``seed``, ``p-min`` / ``draft-p-min`` (0..1), ``draft-min``. ``k=0`` is the target
+(model, ngram, none, eagle3, mtp), ``seed``, ``p-min`` / ``draft-p-min`` (0..1), ``draft-min``. ``k=0`` is the target
 alone. Unset keys take the command's own options (``--temp``, ``--seed``; drafter: model with --draft, else
 ngram). A bad spec is a one-line error (exit 2)."""
 
@@ -13,7 +13,7 @@ import re
 from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
-from ..contract.events import Settings
+from ..contract.events import DRAFTERS, Settings
 
 KEYS = {
     "k": "k", "draft-max": "k", "draft_max": "k",
@@ -23,7 +23,7 @@ KEYS = {
     "p-min": "p_min", "draft-p-min": "p_min", "p_min": "p_min",
     "draft-min": "draft_min", "draft_min": "draft_min",
 }
-DRAFTERS = ("model", "ngram", "none")
+__all__ = ["DRAFTERS", "KEYS", "parse_spec", "slug", "spec_settings"]
 
 
 def parse_spec(text: str, name: str = "--b") -> dict:

@@ -126,6 +126,8 @@ def make_header(start: RunStarted | AttachStarted | None, extra: dict[str, Any] 
             "target": asdict(start.target),
             "draft": asdict(start.draft) if start.draft is not None else None,
         }
+        if start.head is not None:  # an EAGLE-3 head / the target's MTP layers (absent for the other drafters)
+            header["models"]["head"] = asdict(start.head)
         header["params"] = {
             "n_predict": start.n_predict,
             "n_ctx": start.n_ctx,
@@ -272,7 +274,8 @@ class TraceWriter:
                 if self.header is None:
                     first = event if isinstance(event, (RunStarted, AttachStarted)) else None
                     if isinstance(first, RunStarted) and self._output is not None:  # the model files as loaded
-                        models = (first.target.path, first.draft.path if first.draft is not None else None)
+                        models = (first.target.path, first.draft.path if first.draft is not None else None,
+                                  first.head.path if first.head is not None else None)
                         try:
                             self._output = self._output.with_inputs(models)
                         except OutputError as exc:

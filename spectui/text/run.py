@@ -15,6 +15,7 @@ from ..analysis.costmodel import predict
 from ..contract.event_json import to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from ..contract.text import json_text, visible, visible_line
+from ..views.heads import head_file, head_kind, step_cost
 from ..views.placement import placement, placement_text
 from ..analysis.stats import RunStats, StatsSnapshot
 
@@ -138,6 +139,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "error": end.error if end else "",
         "wall_s": end.wall_s if end else snap.elapsed_s,
         "start": to_dict(start) if start else None,
+        "sampling": start.sampling if start else "",  # where the row math ran: graph | cpu (--sampling)
         "placement": {
             "target": placement(start.target) if start else None,
             "draft": placement(start.draft) if start and start.draft is not None else None,
@@ -238,7 +240,11 @@ def summary_text(stats: RunStats) -> str:
     # ours
     heads = {"eagle3": "an EAGLE-3 head on the target's hidden states", "mtp": "the target's own MTP layers"}
     if start is not None and start.settings.drafter in heads:  # what drafted (the other kinds: as before)
-        lines.append(f"drafter                {start.settings.drafter} ({heads[start.settings.drafter]})")
+        head = start.head if start.head is not None and start.head.kind == start.settings.drafter else None
+        kind = f": {head_kind(head)}" if head is not None else ""
+        lines.append(f"drafter                {start.settings.drafter} ({heads[start.settings.drafter]}{kind})")
+        if head is not None:
+            lines.append(f"head file              {head_file(start)}")
     lines.append(f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts")
     lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass"
                  if snap.passes_drafted else "mean acceptance length - (no drafting pass)")
@@ -275,6 +281,10 @@ def summary_text(stats: RunStats) -> str:
         )
     elif snap.target_decode_ms:
         lines.append(f"draft cost ratio c     - (nothing drafted; target {snap.target_decode_ms:.1f} ms/token)")
+    if start is not None and start.head is not None and snap.target_decode_ms and snap.n_drafted:
+        # a head's step beside a target decode, as measured in this run (its reading of each verify included)
+        cost = step_cost(snap.draft_ms_per_token, snap.target_decode_ms, start.head.kind)
+        lines.append(f"draft step cost        {cost}")
     if snap.verify_ms_by_k:
         vk = "  ".join(f"k={k}:{ms:.0f}ms" for k, ms, _ in snap.verify_ms_by_k)
         lines.append(f"verify time by k       {vk}")
@@ -284,6 +294,9 @@ def summary_text(stats: RunStats) -> str:
             f"kept up to {snap.contention_peak_others:.1f} cores busy (down to {snap.contention_low_tps:.1f} t/s): "
             "the figures above are not this machine's own; see README: -t, OMP_WAIT_POLICY"
         )
+    if start is not None:
+        lines.append(f"sampling               {start.sampling} ("
+                     + ("llama.cpp backend sampler chains" if start.sampling == "graph" else "numpy") + ")")
     lines.append(_stop_line(stats))
     probe = start.probe if start is not None else None
     if probe is not None:

@@ -63,12 +63,13 @@ def move(recent: tuple[PassView, ...], cur: InspectCursor | None, dx: int = 0, d
     return InspectCursor(recent[i].index, slot)
 
 
-def view_at(recent: tuple[PassView, ...], cur: InspectCursor) -> InspectorView | None:
-    """``spectui.views.inspector_model.explain`` of the cursor's token (None when its pass is no longer on screen)."""
+def view_at(recent: tuple[PassView, ...], cur: InspectCursor, head=None) -> InspectorView | None:
+    """``spectui.views.inspector_model.explain`` of the cursor's token (None when its pass is no longer on screen);
+    ``head``: the run's RunStarted.head (which head drafted a token, in full)."""
     i = find(recent, cur.pass_index)
     if i is None or recent[i].event is None or not 0 <= cur.slot < n_slots(recent[i]):
         return None
-    return explain(recent[i].event, cur.slot)
+    return explain(recent[i].event, cur.slot, head)
 
 
 COLUMN_TITLES = ("target top (p)", "draft top (q)", "residual (r)")  # render_view's column headings

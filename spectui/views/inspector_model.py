@@ -39,9 +39,11 @@ from ..contract.events import (
     NEAR_TIE_MARGIN,
     REJECTED,
     Candidate,
+    HeadInfo,
     Inspection,
     PassEvent,
 )
+from .heads import drafted_by, pass_heads
 
 NO_DATA = "no inspector data for this pass (recorded with --inspect-top 0, or a trace older than version 3)"
 NEAR_TIE_NOTE = (
@@ -132,8 +134,9 @@ def _p_of(ins: Inspection, tid: int) -> float:
     return -1.0
 
 
-def explain(ev: PassEvent, slot: int) -> InspectorView:
-    """The inspector's view of token ``slot`` of pass ``ev`` (see ``slots``)."""
+def explain(ev: PassEvent, slot: int, head: HeadInfo | None = None) -> InspectorView:
+    """The inspector's view of token ``slot`` of pass ``ev`` (see ``slots``); ``head``, the run's
+    ``RunStarted.head``, names the head that drafted a drafted token in full ("MTP head 2/3")."""
     sl = slots(ev)
     if not 0 <= slot < len(sl):
         raise IndexError(f"pass {ev.index} has {len(sl)} tokens; no token {slot}")
@@ -148,11 +151,12 @@ def explain(ev: PassEvent, slot: int) -> InspectorView:
     else:
         q = -1.0
         p = ev.target.prob if ev.target is not None else -1.0
+    by = drafted_by(ev, s.slot, head) if s.is_draft else ""
     if ins is None:
-        return InspectorView(s, temp, False, q, p, NO_DATA, _outcome(ev, s))
+        return InspectorView(s, temp, False, q, p, NO_DATA, _outcome(ev, s), notes=(by,) if by else ())
     drafted = ev.drafts[s.position].id if s.position < len(ev.drafts) else None
     chosen = _chosen_at(ev, s.position)
-    notes = []
+    notes = [by] if by else []
     near_tie = ins.margin < NEAR_TIE_MARGIN
     if near_tie:
         notes.append(f"margin {ins.margin:.3f} < {NEAR_TIE_MARGIN:g}: {NEAR_TIE_NOTE}")
@@ -305,22 +309,25 @@ def render_view(v: InspectorView, width: int = 80) -> list[str]:
     return lines
 
 
-def render_pass(ev: PassEvent, width: int = 100) -> list[str]:
+def render_pass(ev: PassEvent, width: int = 100, head: HeadInfo | None = None) -> list[str]:
     """Every token of one pass, explained: ``spectui replay FILE --headless --explain PASS``."""
     s = ev.settings
-    head = (f"pass {ev.index}" + (" (prefill)" if ev.prefill else "") + f": k = {ev.k}, drafted {len(ev.drafts)}, "
+    title = (f"pass {ev.index}" + (" (prefill)" if ev.prefill else "") + f": k = {ev.k}, drafted {len(ev.drafts)}, "
             f"accepted {ev.n_accepted}, emitted {len(ev.emitted)} · T = {s.temperature:g} · drafter {s.drafter}")
     if s.draft_p_min > 0:
-        head += f" · --draft-p-min {s.draft_p_min:g} --draft-min {s.draft_min}"
-    lines = [head]
+        title += f" · --draft-p-min {s.draft_p_min:g} --draft-min {s.draft_min}"
+    lines = [title]
     stop = draft_stop_line(ev)
     if stop:
         lines.append(stop)
     lines.append(f"verify {ev.timing.verify_ms:.1f} ms · draft {ev.timing.draft_ms:.1f} ms · pass "
                  f"{ev.timing.wall_ms:.1f} ms")
+    by = pass_heads(ev, head)
+    if by:  # a head drafted: which, and its time per draft step beside this pass's verify
+        lines.append(f"{by} · {ev.timing.draft_ms / len(ev.drafts):.2f} ms per draft step")
     if not ev.inspect:
         lines.append(NO_DATA)
     for i in range(len(slots(ev))):
         lines.append("")
-        lines.extend(render_view(explain(ev, i), width))
+        lines.extend(render_view(explain(ev, i, head), width))
     return lines

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
 from spectui.analysis import draft_policy as autok
 from spectui.commands.probe import probe_cmd
 from spectui.analysis.costmodel import break_even_acceptance
@@ -30,10 +31,6 @@ from spectui.analysis.probe import (
 )
 
 from synthetic_events import make_start
-
-MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
-QWEN_TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-QWEN_DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 
 
 @pytest.fixture(scope="module")
@@ -275,8 +272,7 @@ def test_round_trip_and_the_run_carries_the_curve():
 
 
 @pytest.mark.qwen
-@pytest.mark.skipif(not (QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()),
-                    reason=f"Qwen GGUF pair not found in {MODELS}")
+@needs_qwen
 def test_probe_on_the_qwen_pair(make_engine, tmp_path):
     e = make_engine(QWEN_TARGET, QWEN_DRAFT, n_ctx=1024, threads=min(os.cpu_count() or 2, 8))
     r = cached_or_measure(e, repeats=1, directory=tmp_path)

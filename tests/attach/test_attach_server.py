@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import threading
 import time
@@ -26,6 +25,7 @@ pytest.importorskip("prometheus_client")
 from click.testing import CliRunner
 
 from servers import SKIP_REASON, LlamaServer, llama_server_binary
+from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
 from spectui.contract import event_json
 from spectui.contract import events as aev
 from spectui.commands.attach import attach_cmd
@@ -40,9 +40,6 @@ pytestmark = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mar
 
 PROMPT = "the hash map key value table bucket chain probe slot list node array index load factor"
 THREADS = ["-t", "2", "-tb", "2", "-td", "2"]
-MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
-QWEN_TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-QWEN_DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 
 
 def spec_args(target: Path, draft: Path, ctx: int = 2048, n_max: int = 3) -> list[str]:
@@ -265,8 +262,7 @@ def test_killed_mid_stream_then_restart_is_reset(tiny_target, tiny_draft_noisy, 
 
 
 @pytest.mark.qwen
-@pytest.mark.skipif(not (QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()),
-                    reason=f"Qwen GGUF pair not found in {MODELS}")
+@needs_qwen
 def test_qwen_pair_matches_server(tmp_path):
     server = LlamaServer(BINARY, spec_args(QWEN_TARGET, QWEN_DRAFT, ctx=1024), tmp_path / "qwen.log", ready_s=300)
     try:

@@ -187,7 +187,7 @@ def test_drafter_has_the_same_choices_everywhere():
     assert sorted(found) == ["bench", "probe", "race", "run", "sweep"]
     for name, o in found.items():
         if name == "bench":  # a comma-separated list of them
-            assert o.metavar == "model|ngram|none[,...]"
+            assert o.metavar == "model|ngram|eagle3|mtp[,...]"
         else:
             assert tuple(o.type.choices) == DRAFTERS, name
         assert o.help.startswith("model (the draft model), ngram (prompt lookup) or none (the target alone)"), name

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pty_term import read_to_close
 from tinymodels import build_model
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, Interrupted, SignalStop
@@ -158,15 +159,7 @@ def test_run_tui_record(slow_model, tmp_path, sig):
         slave = -1
         signal_while_loading(proc, slow_model, sig)
         proc.wait(timeout=120)
-        screen = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the process closed the terminal
-                break
-            if not chunk:
-                break
-            screen += chunk
+        screen = read_to_close(master)
     finally:
         os.close(master)
         if slave >= 0:

@@ -228,8 +228,13 @@ def test_commands_refuse_in_one_line(spec_dir, tmp_path):
     r = _spectui("--target", plain_t, "--drafter", "mtp", "--headless", "-n", "4")
     assert r.returncode == 2 and "--drafter mtp needs a target with MTP (NextN) layers" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    for cmd in (["sweep", "--drafter", "mtp"], ["bench", "--drafter", "model,eagle3"], ["sweep"]):
-        r = _spectui(*cmd, "--target", plain_t, "--draft", head)  # sweep with an EAGLE-3 head detected
+    # the commands draft with heads now (tests/commands/test_heads_commands.py); what they cannot draft with:
+    for cmd, msg in ((["sweep", "--drafter", "mtp"], "is an EAGLE-3 head (drop it, or use --drafter eagle3)"),
+                     (["bench", "--drafter", "model,eagle3"], "is an EAGLE-3 head: give it as --head")):
+        r = _spectui(*cmd, "--target", plain_t, "--draft", head)
         assert r.returncode == 2, (cmd, r.stderr)
-        assert f"spectui {cmd[0]} cannot draft with --drafter" in r.stderr, (cmd, r.stderr)
+        assert msg in r.stderr, (cmd, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1
+    r = _spectui("sweep", "--target", plain_t, "--draft", head, "-n", "4", "-k", "2", "--temp", "0", "--json")
+    assert r.returncode == 0, r.stderr  # sweep with an EAGLE-3 head detected from the draft's header
+    assert json.loads(r.stdout)["params"]["drafter"] == "eagle3"

@@ -82,6 +82,52 @@ def test_overlapped_passes_record_exactly_what_inline_passes_record(engine, case
         assert all(len(p.inspect) == len(p.drafts) + 1 for p in passes if not p.prefill)
 
 
+GREEDY_CASES = [c for c in CASES if CASES[c][0].temperature == 0]
+
+
+@pytest.fixture(scope="module")
+def graph_engine(make_engine, tiny_target, tiny_draft_noisy):
+    """The same pair with --sampling graph: the draft's token and the target's argmax from llama.cpp backend
+    sampler chains (engine/graph_path.py)."""
+    return make_engine(tiny_target, tiny_draft_noisy, spare_core=True, sampling="graph")
+
+
+def without_path(ev):
+    """recorded(ev) without the one field that says which path ran (RunStarted.sampling)."""
+    d = recorded(ev)
+    d.pop("sampling", None)
+    return d
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("case", GREEDY_CASES)
+def test_the_graph_path_records_exactly_what_the_cpu_path_records_at_t0(engine, graph_engine, case, overlap):
+    """At temperature 0 every recorded field of the graph path (inline and overlapped) equals the CPU path's,
+    field for field, in the same order, ending the same way; only RunStarted.sampling says which ran."""
+    settings, n, prompt = CASES[case]
+    cpu = run(engine, settings, n, prompt, overlap=False)
+    graph = run(graph_engine, settings, n, prompt, overlap=overlap)
+    assert cpu[0].sampling == "cpu" and graph[0].sampling == "graph"
+    assert [type(e).__name__ for e in graph] == [type(e).__name__ for e in cpu]
+    assert [without_path(e) for e in graph] == [without_path(e) for e in cpu]
+    assert graph[-1].n_passes > 3 and graph[-1].reason == cpu[-1].reason
+    assert graph_engine.target.chain_rows is False  # the chains come off with the run
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if CASES[c][0].temperature > 0])
+def test_the_graph_path_overlapped_records_what_it_records_inline_at_t_positive(graph_engine, case):
+    """At T > 0 the graph path's draws are its own (the draft chain's), so it is compared with itself: a seeded
+    run overlapped records exactly what it records inline, where the finishing thread reads the chains' p rows
+    in place (a draft model) or from copies (prompt lookup: the next verify does not wait for it)."""
+    settings, n, prompt = CASES[case]
+    inline = run(graph_engine, settings, n, prompt, overlap=False)
+    over = run(graph_engine, settings, n, prompt, overlap=True)
+    assert inline[0].sampling == over[0].sampling == "graph"
+    assert [recorded(e) for e in over] == [recorded(e) for e in inline]
+    assert any(p.inspect and p.inspect[p.n_accepted].residual_top for p in over if isinstance(p, PassEvent)
+               and not p.prefill and p.n_accepted < len(p.drafts))  # rejections drew from the residual
+
+
 def test_overlap_really_moves_the_finishing_off_the_loop(engine):
     """Black box: with overlap a consumer sees pass N once pass N + 1 has been decided, so a setting it changes
     on seeing pass N applies from pass N + 2 (inline: N + 1, as tests/engine/test_engine_greedy.py pins), and

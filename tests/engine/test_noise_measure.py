@@ -6,22 +6,18 @@ only at a step within the noise measured at its k."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from greedy_checks import emitted_ids, reference, run_with_hook
+from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
 from spectui.analysis import noise as N
 from spectui.analysis.lossless import check
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, Settings
 from spectui.engine.noise import NOISE_PROMPT, compare, measure_noise, one_token_rows
-
-MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
-QWEN_TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-QWEN_DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 
 
 def test_compare_reads_the_largest_difference_and_gap_change():
@@ -99,12 +95,10 @@ def test_another_model_parts_above_the_noise(make_engine, tiny_target, tiny_draf
 
 # ---------------------------------------------------------------- the real pair (qwen)
 
-HAVE_QWEN = QWEN_TARGET.is_file() and QWEN_DRAFT.is_file()
-
 
 @pytest.mark.parametrize("k", [2, 3])
 @pytest.mark.qwen
-@pytest.mark.skipif(not HAVE_QWEN, reason=f"Qwen GGUF pair not found in {MODELS}")
+@needs_qwen
 @pytest.mark.timeout(3000)
 def test_qwen_noise_and_greedy_partings(make_engine, tmp_path_factory, k):
     """On the Qwen pair (CPU): the noise by k (measured once for the module: batches of 2..4), and a greedy

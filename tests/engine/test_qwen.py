@@ -11,30 +11,19 @@ fetches them. About a minute on 2 cores.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from qwen_pair import NEAR_TIE, PROMPT, qwen_marks
+from qwen_pair import QWEN_DRAFT as DRAFT, QWEN_TARGET as TARGET
 from spectui.analysis import stats
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunEnded, Settings
 
-MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
-TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 N = 128
-# llama.cpp is not batch-invariant: a (k+1)-token verify batch and a one-token decode round differently.
-# Seen on this pair: a split at a step whose top-two logits were 0.06 apart. Below this margin a split
-# is numerics; at or above it, a split is a bug.
-NEAR_TIE = 0.1
 
-pytestmark = [
-    pytest.mark.qwen,
-    pytest.mark.skipif(not (TARGET.is_file() and DRAFT.is_file()), reason=f"Qwen GGUF pair not found in {MODELS}"),
-    pytest.mark.timeout(1800),
-]
+pytestmark = qwen_marks(1800)
 
 
 @pytest.fixture(scope="module")

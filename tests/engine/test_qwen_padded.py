@@ -20,22 +20,15 @@ import pytest
 
 import greedy_checks as G
 from padded_gguf import pad_vocabulary
+from qwen_pair import NEAR_TIE, PROMPT, qwen_marks
+from qwen_pair import QWEN_DRAFT as DRAFT, QWEN_TARGET as TARGET
 from spectui.analysis import stats
 from spectui.contract.events import PassEvent, RunEnded, Settings
 
-MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
-TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 N = 64
-NEAR_TIE = 0.1  # as tests/test_qwen.py: below this top-two margin a split is batch numerics
 QWEN_7B_VOCAB = 152064
 
-pytestmark = [
-    pytest.mark.qwen,
-    pytest.mark.skipif(not (TARGET.is_file() and DRAFT.is_file()), reason=f"Qwen GGUF pair not found in {MODELS}"),
-    pytest.mark.timeout(1800),
-]
+pytestmark = qwen_marks(1800)
 
 
 @pytest.fixture(scope="module")

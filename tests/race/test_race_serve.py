@@ -16,7 +16,7 @@ import sys
 import psutil
 import pytest
 
-from browser import Chromium, chromium_path, free_port, read_png, wait_for_http
+from browser import Chromium, chromium_path, free_port, read_png, stop_server, wait_for_http
 from race_traces import write_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,21 +34,6 @@ def near(px, colour, tol=40) -> bool:
 
 def pixels(row: bytes):
     return [tuple(row[i:i + 3]) for i in range(0, len(row), 3)]
-
-
-def stop(proc: subprocess.Popen) -> int:
-    """SIGTERM the server by PID (and the app processes it started, by theirs); its exit status."""
-    kids = psutil.Process(proc.pid).children(recursive=True)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait(10)
-    gone, alive = psutil.wait_procs(kids, timeout=10)
-    for p in alive:
-        p.kill()
-    return rc
 
 
 def test_a_browser_shows_the_race(tmp_path):
@@ -77,7 +62,7 @@ def test_a_browser_shows_the_race(tmp_path):
         right = sum(near(p, ACCEPTED) for row in body for p in pixels(row[3 * width // 2:]))
         assert right > 200 and left < right / 10, (left, right)  # B's accepted drafts, none in A's pane
     finally:
-        rc = stop(server)
+        rc = stop_server(server)
     out, err = server.communicate(timeout=10)
     assert rc in (0, -signal.SIGTERM), (rc, err[-2000:])
     assert "serving `spectui race" in err

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from browser import Chromium, chromium_path, free_port, wait_for_http  # noqa: E402
+from browser import Chromium, chromium_path, free_port, stop_server, wait_for_http  # noqa: E402
 
 from spectui.contract.errors import SpectuiError  # noqa: E402
 from spectui.commands.serve import own_options  # noqa: E402
@@ -48,16 +48,7 @@ def _serve(*args):
 
 
 def _stop(proc: subprocess.Popen) -> tuple[int, str]:
-    kids = psutil.Process(proc.pid).children(recursive=True)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait(10)
-    _gone, alive = psutil.wait_procs(kids, timeout=10)
-    for p in alive:
-        p.kill()
+    rc = stop_server(proc)
     _out, err = proc.communicate(timeout=10)
     return rc, err
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pty_term import PtyProcess  # noqa: E402
+from pty_term import PtyProcess, read_to_close  # noqa: E402
 
 from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
 from spectui.commands.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
@@ -29,6 +29,14 @@ from spectui.contract.errors import SpectuiError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEADLINE_S = 5.0 + 3.0  # the stop's deadline (tui.shared.app.STOP_GRACE_S) and a margin on a loaded machine
+
+
+def _ends_within_the_deadline(p: PtyProcess, stop, status: int) -> None:
+    """``stop()`` (a hang-up, a signal): the face ends with ``status`` within the stop's deadline."""
+    t0 = time.monotonic()
+    stop()
+    assert p.wait(30) == status
+    assert time.monotonic() - t0 < DEADLINE_S
 
 
 def _face_args(face: str, tiny_target=None) -> list[str]:
@@ -61,15 +69,7 @@ def test_without_a_terminal_every_face_refuses_in_one_line(face, which, tiny_tar
                                stdout=slave, stderr=slave, cwd=REPO, env=env, timeout=120)
             os.close(slave)
             slave = -1
-            out = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                out += chunk
+            out = read_to_close(master)
         finally:
             os.close(master)
             if slave >= 0:
@@ -136,10 +136,7 @@ def test_a_hung_up_terminal_ends_the_face(face, ctty):
     try:
         p.wait_for("spectui demo: ", 60)
         time.sleep(1.0)
-        t0 = time.monotonic()
-        p.hang_up()
-        assert p.wait(30) == SIGHUP_STATUS
-        assert time.monotonic() - t0 < DEADLINE_S
+        _ends_within_the_deadline(p, p.hang_up, SIGHUP_STATUS)
     finally:
         p.close()
 
@@ -154,10 +151,7 @@ def test_signals_end_a_face_whose_terminal_stopped_reading(sig, status):
         p.wait_for("spectui demo: ", 60)
         p.stop_reading()
         time.sleep(3.0)  # the pty's buffer fills, Textual's writer blocks, then its queue
-        t0 = time.monotonic()
-        p.proc.send_signal(sig)
-        assert p.wait(30) == status
-        assert time.monotonic() - t0 < DEADLINE_S
+        _ends_within_the_deadline(p, lambda: p.proc.send_signal(sig), status)
     finally:
         p.close()
 
@@ -176,10 +170,7 @@ def test_a_live_run_that_loses_its_terminal_keeps_its_trace(tiny_target, tiny_dr
         while time.monotonic() < deadline and (not rec.exists() or rec.stat().st_size < 20_000):
             assert p.proc.poll() is None, p.text()[-2000:]
             time.sleep(0.2)
-        t0 = time.monotonic()
-        p.hang_up()
-        assert p.wait(30) == SIGHUP_STATUS
-        assert time.monotonic() - t0 < DEADLINE_S
+        _ends_within_the_deadline(p, p.hang_up, SIGHUP_STATUS)
     finally:
         p.close()
     _header, events, warnings = read_trace(str(rec))

@@ -1,12 +1,14 @@
 """RunMetrics: TTFT (with why speculation cannot change it), acceptance rate, mean acceptance length,
 tokens per pass, the draft / verify / other time split, the context used (all from StatsSnapshot) and
-where each model runs (RunStarted's ModelInfo: "target CPU · draft CUDA 24/24 layers")."""
+where each model runs (RunStarted's ModelInfo: "target CPU · draft CUDA 24/24 layers") and, for an EAGLE-3 head or
+MTP layers, a draft step's cost beside a target decode, where there is room."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from ..shared.panel import Panel, fmt_ms
+from ...views.heads import step_cost
 from ...views.placement import models_where
 
 
@@ -54,6 +56,10 @@ class RunMetrics(Panel):
             ctx.append(f" · {short}")
         else:
             ctx.append_text(pct)
+        head = snap.start.head if snap.start is not None else None
+        if head is not None and s.n_drafted and s.target_decode_ms:  # a head's step beside a target decode
+            lines.append(Text.assemble(("step ", "bold"), step_cost(s.draft_ms_per_token, s.target_decode_ms,
+                                                                    head.kind)))
         for line in lines[: max(0, height - 1)]:
             line.truncate(width, overflow="ellipsis")
             out.append("\n")

@@ -8,6 +8,7 @@ from rich.text import Text
 from ...recording.player import speed_label
 from ..shared.panel import KeepLines
 from ..shared.text_line import TextLine
+from ...views.heads import head_short
 from ...views.view import ScreenView
 
 
@@ -24,6 +25,14 @@ def p_min_text(t: Text, s) -> None:
         t.append("  p-min ", "bold").append(f"{s.draft_p_min:g}")
     if s.draft_min > 0:
         t.append("  draft-min ", "bold").append(f"{s.draft_min}")
+
+
+def head_text(t: Text, view: ScreenView, drafter: str) -> None:
+    """`` (3 chained heads)`` / `` (layers 1,2,3)`` after the drafter when it is the run's head."""
+    start = view.snap.start if view.snap is not None else None
+    head = start.head if start is not None else None
+    if head is not None and head.kind == drafter:
+        t.append(f" ({head_short(head)})", "dim")
 
 
 def status_text(view: ScreenView) -> Text:
@@ -43,6 +52,7 @@ def status_text(view: ScreenView) -> Text:
         shown = snap.settings if snap and snap.settings else asked
         if shown is not None:
             t.append(f"k {shown.draft_max}  temp {shown.temperature:.1f}  drafter {shown.drafter}")
+            head_text(t, view, shown.drafter)
             p_min_text(t, shown)
     elif asked is not None:
         used = snap.settings if snap else None
@@ -52,6 +62,7 @@ def status_text(view: ScreenView) -> Text:
         t.append(" k ", "bold").append(f"{asked.draft_max}" + (" (off)" if asked.draft_max == 0 else ""))
         t.append("  temp ", "bold").append(f"{asked.temperature:.1f}")
         t.append("  drafter ", "bold").append(asked.drafter)
+        head_text(t, view, asked.drafter)
         t.append("  auto ", "bold").append(asked.auto or "off")
         p_min_text(t, asked)
         if pending:

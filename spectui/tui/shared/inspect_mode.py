@@ -47,6 +47,11 @@ class InspectMode:
     def _recent(self) -> tuple:  # pragma: no cover - every screen has one
         raise NotImplementedError
 
+    def _head(self):
+        """The run's RunStarted.head (an EAGLE-3 head / MTP layers), for the inspector's words; None without."""
+        start = getattr(getattr(self.app, "snap", None), "start", None)
+        return getattr(start, "head", None)
+
     def inspect_changed(self) -> None:
         """Repaint now: the ribbon draws the cursor, the status line the pause."""
         self.app.settings_changed()
@@ -114,11 +119,11 @@ class InspectMode:
     def _step(self, dx: int, dy: int):
         """The inspector screen's ←/→/↑/↓: move the cursor, return the token's view."""
         self.action_cursor(dx, dy)
-        return view_at(self._recent(), self.cursor) if self.cursor is not None else None
+        return view_at(self._recent(), self.cursor, self._head()) if self.cursor is not None else None
 
     def action_open_inspector(self) -> None:
         cursor = self.cursor
-        view = view_at(self._recent(), cursor) if cursor is not None else None
+        view = view_at(self._recent(), cursor, self._head()) if cursor is not None else None
         if view is None:
             self.notify("that pass is no longer on screen", timeout=2)
             return

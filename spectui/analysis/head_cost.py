@@ -1,0 +1,183 @@
+"""A head's cost per draft step on this machine (``spectui probe`` with ``--drafter eagle3 | mtp``, ``--head FILE``
+or a head as ``--draft``): one EAGLE-3 / MTP draft step, the head reading a verify batch's hidden states, a
+separate draft model's step when one is loaded beside it, and one target decode, measured side by side in one
+run (``spectui.engine.head_probe``) and shown as ratios to the target decode.
+
+Cached beside the probe's own curve, as the batched curve is: the probe's key (models, threads, placement,
+machine) plus the head's kind, its file and k, in ``<digest>-head-<hash>.json`` (``cachefile.read_entry``:
+size-limited, one line for a corrupt file, which is then measured again). No Textual imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from ..contract.errors import SpectuiError
+from ..contract.text import visible
+from .cachefile import read_entry
+
+HEAD_COST_VERSION = 1
+KIND_WORDS = {"eagle3": "EAGLE-3 head", "mtp": "MTP head"}
+
+
+class HeadCacheError(SpectuiError):
+    """A head-cost cache file that cannot be read back (reported in one line, then measured again)."""
+
+
+@dataclass(frozen=True)
+class HeadCost:
+    kind: str  # eagle3 | mtp
+    k: int
+    head_step_ms: float  # one draft step of the head
+    head_read_ms: float  # the head reading a verify batch of k + 1 tokens (after every target decode)
+    target_ms: float  # one target decode of one token
+    draft_step_ms: float | None  # one step of a separate draft model (None: none loaded)
+    head_file: str = ""
+    target: str = ""
+    draft: str = ""
+    threads: int = 0
+    context_tokens: int = 0
+    repeats: int = 0
+    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    measured_at: float = 0.0
+    wall_s: float = 0.0
+    cached: bool = False
+    cache_file: str = ""
+    version: int = HEAD_COST_VERSION
+
+    @property
+    def head_ratio(self) -> float:
+        """The head's draft step over one target decode (the cost ratio c of a head)."""
+        return self.head_step_ms / self.target_ms if self.target_ms > 0 else 0.0
+
+    @property
+    def draft_ratio(self) -> float | None:
+        if self.draft_step_ms is None or self.target_ms <= 0:
+            return None
+        return self.draft_step_ms / self.target_ms
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["loadavg"] = list(self.loadavg)
+        d["head_ratio"] = self.head_ratio
+        d["draft_ratio"] = self.draft_ratio
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "HeadCost":
+        try:
+            return cls(
+                kind=str(d["kind"]), k=int(d["k"]), head_step_ms=float(d["head_step_ms"]),
+                head_read_ms=float(d["head_read_ms"]), target_ms=float(d["target_ms"]),
+                draft_step_ms=None if d.get("draft_step_ms") is None else float(d["draft_step_ms"]),
+                head_file=str(d.get("head_file", "")), target=str(d.get("target", "")),
+                draft=str(d.get("draft", "")), threads=int(d.get("threads", 0)),
+                context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)),
+                loadavg=tuple(float(x) for x in d.get("loadavg", (0.0, 0.0, 0.0)))[:3],  # type: ignore[arg-type]
+                measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
+                version=int(d.get("version", HEAD_COST_VERSION)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HeadCacheError(f"a field is missing or has the wrong type ({exc})") from None
+
+
+def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
+    """The probe's own key plus the head's kind, its file and the measurement's k and repeats."""
+    from .probe import cache_key, file_identity  # noqa: PLC0415
+
+    base, digest = cache_key(engine)
+    key = {"probe": base, "head": {"version": HEAD_COST_VERSION, "kind": engine.head,
+                                   "file": file_identity(engine.head_file), "k": int(k), "repeats": int(repeats)}}
+    h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    return key, f"{digest}-head-{h}"
+
+
+def measure(engine, k: int, repeats: int) -> HeadCost:
+    from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
+    from .probe import CONTEXT_PROMPT, _loadavg  # noqa: PLC0415
+
+    load0 = _loadavg()
+    pts = measure_head(engine, CONTEXT_PROMPT, k=k, repeats=repeats)
+    load1 = _loadavg()
+    return HeadCost(
+        kind=pts.kind, k=pts.k, head_step_ms=pts.head_step_ms, head_read_ms=pts.head_read_ms,
+        target_ms=pts.target_ms, draft_step_ms=pts.draft_step_ms, head_file=str(engine.head_file or ""),
+        target=engine.target_info.name, draft=engine.draft_info.name if engine.draft_info is not None else "",
+        threads=int(engine.threads), context_tokens=pts.context_tokens, repeats=pts.repeats,
+        loadavg=tuple(max(a, b) for a, b in zip(load0, load1)),  # type: ignore[arg-type]
+        measured_at=time.time(), wall_s=pts.wall_s,
+    )
+
+
+def load_cached(path: Path, key: dict) -> HeadCost | None:
+    result = read_entry(path, key, HeadCacheError)
+    if result is None:
+        return None
+    if not isinstance(result, dict):
+        raise HeadCacheError("'result' is not an object")
+    return replace(HeadCost.from_dict(result), cached=True, cache_file=str(path))
+
+
+def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
+    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
+
+    res = replace(cost, cache_file=str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        d = res.to_dict()
+        d["cached"] = False
+        with atomic_write(path, PROBE_CACHE, inputs=list(models)) as fh:
+            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
+    except (OSError, OutputError) as exc:
+        print(f"spectui: warning: cannot write the head-cost cache {path}: {exc}", file=sys.stderr)
+        return replace(res, cache_file="")
+    return res
+
+
+def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,
+                      warn: Callable[[str], None] | None = None) -> HeadCost:
+    """The head's cost on this machine: from the cache (same models, threads, machine, head, k), or measured."""
+    from .probe import cache_path  # noqa: PLC0415
+
+    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    key, name = head_cache_key(engine, k, repeats)
+    path = cache_path(name, directory)
+    res = None
+    if not refresh:
+        try:
+            res = load_cached(path, key)
+        except HeadCacheError as exc:
+            warn(f"the head-cost cache file {path} is corrupt ({exc}); measuring again")
+    if res is None:
+        res = measure(engine, k, repeats)
+        models = [engine.target_info.path, engine.head_file] + (
+            [engine.draft_info.path] if engine.draft_info is not None else [])
+        res = store(res, key, path, models)
+    return res
+
+
+def render(c: HeadCost) -> str:
+    """The lines ``spectui probe`` prints under its curve: each drafter's step beside one target decode."""
+    src = "cached" if c.cached else f"measured now in {c.wall_s:.2f} s"
+    lines = [f"draft step cost, k={c.k} ({src}; median of {c.repeats} at {c.context_tokens} tokens of context; "
+             f"load {c.loadavg[0]:.2f}):"]
+    lines.append(f"  {'target decode, 1 token':44s} {c.target_ms:9.3f} ms  1.00x")
+    word = KIND_WORDS.get(c.kind, c.kind)
+    lines.append(f"  {word + ' (' + c.kind + '), 1 draft step':44s} {c.head_step_ms:9.3f} ms  {c.head_ratio:.2f}x"
+                 f"  ({visible(os.path.basename(c.head_file))})")
+    read_ratio = c.head_read_ms / c.target_ms if c.target_ms > 0 else 0.0
+    lines.append(f"  {'  + reading a verify of ' + str(c.k + 1) + ' tokens, per pass':44s} {c.head_read_ms:9.3f} ms"
+                 f"  {read_ratio:.2f}x")
+    if c.draft_step_ms is not None:
+        lines.append(f"  {'separate draft model, 1 draft step':44s} {c.draft_step_ms:9.3f} ms  {c.draft_ratio:.2f}x"
+                     f"  ({visible(c.draft)})")
+    else:
+        lines.append("  no separate draft model loaded (--draft FILE beside --head or --drafter mtp compares one)")
+    return "\n".join(lines)
