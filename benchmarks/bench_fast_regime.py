@@ -24,7 +24,9 @@ the tokens/s ratio there is the whole loop's, rule included.
 With ``--paths cpu,graph`` (the default) spectui runs twice per cell in the same rotation: ``spectui`` (today's
 path: q and p softmaxed in numpy, ``--sampling cpu``) and ``spectui-graph`` (``--sampling graph``: the draft's
 sample and q, and the target's p, from llama.cpp backend sampler chains in the models' graphs;
-spectui/engine/graph_path.py), each on its own Engine over the same files, side by side in the table.
+spectui/engine/graph_path.py), each on its own Engine over the same files, side by side in the table. ``graph-p``
+adds the graph path with the target's p from its own temp + dist chain at T > 0 (a device's default; on the
+CPU backend the graph path softmaxes the target's judged rows in numpy: graph_path.target_p_for).
 
 Then, per k and temperature, one more spectui run with the profiler on (``--no-profile`` skips it): the
 time outside both models' llama_decode split by category, exclusive (a category's time excludes the
@@ -60,7 +62,7 @@ a synthetic SentencePiece-style vocabulary, so every logit row is 152k floats as
 ``--quick``: a small setting that checks the script runs (1 repetition, -n 32, k 2, T 0, no profile).
 
 usage: .venv/bin/python benchmarks/bench_fast_regime.py [--reps 2] [--n 256] [--ks 2,4,8] [--temps 0,0.8]
-       [--threads 2] [--inspect-top 5] [--paths cpu,graph] [--no-server] [--no-simple] [--no-profile]
+       [--threads 2] [--inspect-top 5] [--paths cpu,graph[,graph-p]] [--no-server] [--no-simple] [--no-profile]
        [--profile-only] [--no-heads] [--heads-only] [--heads-vocab fast|tiny] [--quick]
 """
 
@@ -499,8 +501,8 @@ def main() -> None:
     if a.quick:
         a.reps, a.n, a.ks, a.temps, a.no_profile = 1, 32, "2", "0", True
     paths = [x for x in a.paths.split(",") if x]
-    if not paths or any(x not in ("cpu", "graph") for x in paths):
-        raise SystemExit("--paths: a comma list of cpu, graph")
+    if not paths or any(x not in ("cpu", "graph", "graph-p") for x in paths):
+        raise SystemExit("--paths: a comma list of cpu, graph, graph-p")
     ks = [int(x) for x in a.ks.split(",")]
     temps = [float(x) for x in a.temps.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="spectui-fast-"))
@@ -510,7 +512,7 @@ def main() -> None:
         head_rows(a, ks, temps, tmp)
         return
     target, draft = build_fast_pair(noise=a.noise)
-    names = {"cpu": "spectui", "graph": "spectui-graph"}
+    names = {"cpu": "spectui", "graph": "spectui-graph", "graph-p": "spectui-graph-p"}
     sides = [names[x] for x in paths]
     bin_dir = None
     if not a.profile_only and not a.no_simple:
@@ -525,7 +527,10 @@ def main() -> None:
             servers = Servers(sb, target, draft, a.threads, a.ctx, tmp)
             sides.append("server")
     engines = {names[x]: Engine(str(target), str(draft), n_ctx=a.ctx, threads=a.threads, inspect_top=a.inspect_top,
-                                sampling=x) for x in paths}
+                                sampling=x.split("-")[0]) for x in paths}
+    for x in paths:
+        if x == "graph-p":  # the target's p from its temp + dist chain (a device's default) on this backend too
+            engines[names[x]]._graph.target_p = "graph"
     engine = next(iter(engines.values()))
     try:
         first = next(iter(engine.run(PROMPT, RunControl(Settings(draft_max=0)), 1)))
@@ -554,21 +559,21 @@ def main() -> None:
             print(f"\nload average {os.getloadavg()[0]:.2f} at the end of the comparison")
             first = sides[0]  # the ratios' numerator: spectui's first path (cpu by default)
             head = f"{'k':>2} {'T':>4} | {first + ' t/s':>11} | {'outside':>7}"
-            if len(engines) > 1:
-                head += f" | {'graph t/s':>10} | {'outside':>7}"
+            for w in [w for w in engines if w != first]:
+                head += f" | {w.replace('spectui-', '') + ' t/s':>10} | {'outside':>7}"
             if "spec-simple" in sides:
                 head += f" | {'spec-simple':>11} | {'ratio':>5}"
             if "server" in sides:
                 head += f" | {'server t/s':>10} | {'ratio':>5}"
-            head += " | accept spectui / simple / server"
+            head += " | accept " + " / ".join(w.replace("spectui-", "") for w in sides)
             print(head)
             for k, temp in cells:
                 med = {w: statistics.median(r["tps"] for r in res[(w, k, temp)]) for w in sides}
                 line = (f"{k:>2} {temp:>4g} | {med[first]:11.2f} | "
                         f"{100 * statistics.median(r['outside'] for r in res[(first, k, temp)]):6.2f}%")
-                if len(engines) > 1:
-                    line += (f" | {med['spectui-graph']:10.2f} | "
-                             f"{100 * statistics.median(r['outside'] for r in res[('spectui-graph', k, temp)]):6.2f}%")
+                for w in [w for w in engines if w != first]:
+                    line += (f" | {med[w]:10.2f} | "
+                             f"{100 * statistics.median(r['outside'] for r in res[(w, k, temp)]):6.2f}%")
                 if "spec-simple" in sides:
                     line += f" | {med['spec-simple']:11.2f} | {med[first] / med['spec-simple']:5.2f}"
                 if "server" in sides:
@@ -577,13 +582,15 @@ def main() -> None:
                                   for w in sides)
                 print(line + " | " + accs)
             print("(medians over repetitions; ratio = spectui (first path) / other decode tokens/s; graph = "
-                  "--sampling graph; outside = spectui's wall "
+                  "--sampling graph; graph-p = --sampling graph with the target's p from its chain; outside = "
+                  "spectui's wall "
                   "time outside both models' llama_decode, prompt eval and calibration included; "
                   "targets: outside <= 3%, ratios >= 1.0)")
         if not a.no_profile:
             print("\nspectui's time outside llama_decode, by category (one profiled run per cell):")
             for who, eng in engines.items():
-                print(f"{who} (--sampling {eng.sampling}):")
+                print(f"{who} (--sampling {eng.sampling}"
+                      f"{', target p: ' + eng._graph.target_p if eng._graph is not None else ''}):")
                 for k, temp in cells:
                     for line in profile_table(eng, k, temp, a.n, tmp):
                         print(line)

@@ -175,6 +175,8 @@ def render(c: HeadCost) -> str:
     read_ratio = c.head_read_ms / c.target_ms if c.target_ms > 0 else 0.0
     lines.append(f"  {'  + reading a verify of ' + str(c.k + 1) + ' tokens, per pass':44s} {c.head_read_ms:9.3f} ms"
                  f"  {read_ratio:.2f}x")
+    if c.kind == "eagle3":  # what the read costs, and why it is not spectui's doing
+        lines.append("    (llama.cpp's eagle3 graph computes logits for every row written: docs/eagle3-mtp.md)")
     if c.draft_step_ms is not None:
         lines.append(f"  {'separate draft model, 1 draft step':44s} {c.draft_step_ms:9.3f} ms  {c.draft_ratio:.2f}x"
                      f"  ({visible(c.draft)})")

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .eagle3 import TOP_K
-from .llama_ext import top_candidate
+from .llama_ext import top_of_row
 from .models import LoadedModel, llama
 from .rowmath import RowPool
 from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
@@ -350,7 +350,7 @@ class HeadDrafter(Drafter):
                 d = sample(q, rng)
             else:
                 q = None
-                d, _ = top_candidate(ctx, i, self._n_vocab, TOP_K)
+                d, _ = top_of_row(row, TOP_K)
             conf = llama_confidence(row, best) if lim.p_min > 0 else 1.0
             steps.append((row, best, q, int(d), conf))
             if len(steps) <= lim.n_min:  # --draft-min: never stop for --draft-p-min before N drafts

@@ -4,9 +4,12 @@ contexts for the run's duration, instead of numpy on the loop's path.
 
 - T = 0: a ``greedy`` chain on each context. Its logits rows are the raw rows bit for bit, so every number
   recorded is the CPU path's; the draft's token and the target's argmax at each row are the chain's.
-- T > 0: ``temp`` + ``dist`` chains. The draft's token is the draft chain's own draw (a valid draw from q: the
-  chain's generator is seeded from the run's RNG) and q is the chain's probability row; the target's p at
-  every judged row is its chain's probability row, read in place (zero-copy views). The acceptance test
+- T > 0: a ``temp`` + ``dist`` chain on the draft. The draft's token is the draft chain's own draw (a valid draw
+  from q: the chain's generator is seeded from the run's RNG) and q is the chain's probability row. Where the
+  target runs on a device, a ``temp`` + ``dist`` chain on it too: its p at every judged row is the chain's
+  probability row, read in place (zero-copy views). On the CPU backend the target has no chain at T > 0
+  (``target_p_for``): the chain would softmax every row of a verify inside llama_decode, on the cores that
+  decode, at about 10x numpy's cost per row, where the CPU path softmaxes only the rows judged. The acceptance test
   min(1, p/q) draws its u from spectui's RNG, the residual max(0, p - q) is normalised only on a rejection,
   and the bonus token is drawn from p with spectui's RNG (verify.speculative_verify, unchanged).
   The chain's logits rows are row / T: the inspector's margin is scaled back by T (``GraphTargetProbs``).
@@ -137,16 +140,36 @@ class GraphSide:
         self.retired = []
 
 
-class GraphRun:
-    """The chains of one engine's runs: the target's, and the draft model's when there is one."""
+TARGET_P = ("graph", "rows")
 
-    def __init__(self, target: LoadedModel, draft: LoadedModel | None) -> None:
+
+def target_p_for(target: LoadedModel) -> str:
+    """Where the target's p comes from at T > 0: ``graph`` (its temp + dist chain's probability rows) where the
+    target runs on a device, ``rows`` (no chain on the target at T > 0: its raw rows, softmaxed in numpy only
+    for the rows the verdict judges, as the CPU path) on the CPU backend. There the chain's in-graph work runs
+    per output row, on every row of a verify, on the cores that decode: +1.4 ms a row for temp + dist on the
+    fast pair's 151,936 ids against 0.15 ms for numpy's softmax of one row (benchmarks/bench_graph_chains.py;
+    docs/lossless.md)."""
+    return "graph" if target.n_gpu_layers else "rows"
+
+
+class GraphRun:
+    """The chains of one engine's runs: the target's, and the draft model's when there is one. ``target_p``
+    (``TARGET_P``; None: ``target_p_for(target)``) says whether the target has a chain at T > 0."""
+
+    def __init__(self, target: LoadedModel, draft: LoadedModel | None, target_p: str | None = None) -> None:
         self.target = GraphSide(target)
         self.draft = GraphSide(draft) if draft is not None else None
+        self.target_p = target_p or target_p_for(target)
+        if self.target_p not in TARGET_P:
+            raise ValueError(f"target_p must be one of {TARGET_P} (got {self.target_p!r})")
 
     def set(self, temperature: float, seed: int | None, rng: np.random.Generator, drafters=()) -> None:
         """The chains for a pass's settings, and the engine's draft-model drafter told to read them."""
-        self.target.set(temperature, None, rng)  # the target's draws are never used: spectui's RNG decides
+        if temperature > 0 and self.target_p == "rows":
+            self.target.off()  # the target's raw rows (a pinned chain stays: lavapipe is a device, "graph")
+        else:
+            self.target.set(temperature, None, rng)  # the target's draws are never used: spectui's RNG decides
         if self.draft is not None:
             self.draft.set(temperature, seed, rng)
         for d in drafters:

@@ -280,7 +280,7 @@ class PassLoop:
         draft_ms += head_ms
         row = tgt.logits_last()
         temp = settings.temperature
-        tok, prob, row = _first_token(row, temp, g.rng, tgt if self.graph is not None else None)
+        tok, prob, row = _first_token(row, temp, g.rng, tgt if tgt.chain_rows else None)
         if g.debug_hook is not None:
             g.debug_hook({"index": 0, "n_past": 0, "target_logits": row[None, :].copy(), "draft_ids": [],
                           "n_accepted": 0, "token": tok, "draft_logits": None, "temperature": temp,
@@ -403,7 +403,7 @@ class PassLoop:
         tgt.decode([g.tokens[-1]] + ids, g.n_past, "all")
         verify_ms = (time.perf_counter() - t_v) * 1000.0
         rows = tgt.logits_rows(len(ids) + 1)
-        graph = self.graph is not None
+        graph = tgt.chain_rows  # the graph path with a chain on the target (graph_path.target_p_for)
         p = GraphTargetProbs.of(tgt, rows, temp, pool) if graph and temp > 0 else TargetProbs(rows, temp, pool)
         resid = None
         if temp > 0:

@@ -8,6 +8,7 @@ Every number comes from :mod:`spectui.analysis.stats`.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import IO, Callable, Iterable
 
@@ -245,6 +246,10 @@ def summary_text(stats: RunStats) -> str:
         lines.append(f"drafter                {start.settings.drafter} ({heads[start.settings.drafter]}{kind})")
         if head is not None:
             lines.append(f"head file              {head_file(start)}")
+    if start is not None and start.head is not None and start.draft is not None:  # both loaded: name each
+        lines.append(f"draft model            {visible_line(start.draft.name or start.draft.path)}"
+                     f" ({visible_line(os.path.basename(start.draft.path))})")
+        lines.append(f"head                   {start.head.kind} ({head_kind(start.head)}): {head_file(start)}")
     lines.append(f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts")
     lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass"
                  if snap.passes_drafted else "mean acceptance length - (no drafting pass)")

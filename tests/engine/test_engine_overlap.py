@@ -114,14 +114,20 @@ def test_the_graph_path_records_exactly_what_the_cpu_path_records_at_t0(engine, 
     assert graph_engine.target.chain_rows is False  # the chains come off with the run
 
 
+@pytest.mark.parametrize("target_p", ["rows", "graph"])
 @pytest.mark.parametrize("case", [c for c in CASES if CASES[c][0].temperature > 0])
-def test_the_graph_path_overlapped_records_what_it_records_inline_at_t_positive(graph_engine, case):
+def test_the_graph_path_overlapped_records_what_it_records_inline_at_t_positive(graph_engine, case, target_p):
     """At T > 0 the graph path's draws are its own (the draft chain's), so it is compared with itself: a seeded
     run overlapped records exactly what it records inline, where the finishing thread reads the chains' p rows
-    in place (a draft model) or from copies (prompt lookup: the next verify does not wait for it)."""
+    in place (a draft model) or from copies (prompt lookup: the next verify does not wait for it). Both ways
+    of the target's p (graph_path.TARGET_P: the CPU backend's default ``rows``, a device's ``graph``)."""
     settings, n, prompt = CASES[case]
-    inline = run(graph_engine, settings, n, prompt, overlap=False)
-    over = run(graph_engine, settings, n, prompt, overlap=True)
+    graph_engine._graph.target_p = target_p
+    try:
+        inline = run(graph_engine, settings, n, prompt, overlap=False)
+        over = run(graph_engine, settings, n, prompt, overlap=True)
+    finally:
+        graph_engine._graph.target_p = "rows"
     assert inline[0].sampling == over[0].sampling == "graph"
     assert [recorded(e) for e in over] == [recorded(e) for e in inline]
     assert any(p.inspect and p.inspect[p.n_accepted].residual_top for p in over if isinstance(p, PassEvent)

@@ -27,6 +27,14 @@ def engines(make_engine, tiny_target, tiny_draft_noisy):
 
 
 @pytest.fixture(scope="module")
+def graph_p_engine(make_engine, tiny_target, tiny_draft_noisy):
+    """The graph path with the target's p from its chain at T > 0 (a device's default, forced on the CPU)."""
+    e = make_engine(tiny_target, tiny_draft_noisy, n_ctx=256, sampling="graph")
+    e._graph.target_p = "graph"
+    return e
+
+
+@pytest.fixture(scope="module")
 def plain(tiny_target, tiny_draft_noisy):
     ms = [M.LoadedModel(str(p), r, n_ctx=256, threads=1, use_extra_bufts=True, n_batch=64)
           for p, r in ((tiny_target, "target"), (tiny_draft_noisy, "draft"))]
@@ -36,8 +44,9 @@ def plain(tiny_target, tiny_draft_noisy):
 
 
 @pytest.fixture(scope="module")
-def runs(engines):
-    return {path: sampled_runs(e, N_RUNS, TEMP, seed0=1000 * i) for i, (path, e) in enumerate(engines.items())}
+def runs(engines, graph_p_engine):
+    es = {**engines, "graph-p": graph_p_engine}
+    return {path: sampled_runs(e, N_RUNS, TEMP, seed0=1000 * i) for i, (path, e) in enumerate(es.items())}
 
 
 def test_the_run_records_its_path(engines):
@@ -67,7 +76,7 @@ def test_which_path_auto_takes_and_a_refusal(engines, tiny_target):
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("path", ["cpu", "graph"])
+@pytest.mark.parametrize("path", ["cpu", "graph", "graph-p"])
 def test_t_positive_emits_the_target_law_and_accepts_at_sum_min_p_q(runs, plain, path):
     by_t1 = laws(plain[0], plain[1], runs[path], TEMP)
     fig = check_runs(runs[path], by_t1)
@@ -77,6 +86,7 @@ def test_t_positive_emits_the_target_law_and_accepts_at_sum_min_p_q(runs, plain,
 @pytest.mark.timeout(1800)
 def test_acceptance_is_equal_between_the_paths_within_sampling_error(runs):
     assert abs(two_rates_z(runs["cpu"], runs["graph"])) < 4.0
+    assert abs(two_rates_z(runs["cpu"], runs["graph-p"])) < 4.0
     # the draws are the paths' own: the same seeds give different runs (the draft's draw is the chain's)
     assert [r[:2] for r in runs["cpu"][:50]] != [r[:2] for r in runs["graph"][:50]]
 
@@ -92,3 +102,22 @@ def test_a_temperature_change_mid_run_changes_the_chains(engines):
             control.update(temperature=0.8)
     assert ev.reason == "n_predict" and ev.n_emitted == 40 and n > 6
     assert e._graph.target.key is None and e.target.chain_rows is False
+
+
+def test_on_the_cpu_backend_only_the_draft_has_a_chain_at_t_positive(engines, graph_p_engine):
+    """graph_path.target_p_for: on the CPU backend the target's p at T > 0 comes from its raw rows (no chain: the
+    chain would softmax every verify row inside llama_decode); at T = 0 the target's greedy chain stays, and the
+    draft's chain is on at both temperatures. A forced ``graph`` puts the target's temp + dist chain back."""
+    e = engines["graph"]
+    assert GP.target_p_for(e.target) == "rows" and e._graph.target_p == "rows"
+    for eng, temp, want in ((e, 0.0, True), (e, 0.8, False), (graph_p_engine, 0.8, True)):
+        seen = []
+        for ev in eng.run("the hash map", RunControl(Settings(draft_max=2, drafter="model", temperature=temp,
+                                                             seed=3)), 6):
+            if getattr(ev, "index", None) is not None:
+                seen.append((eng.target.chain_rows, eng.draft.chain_rows))
+        during = [s for s in seen if s != (False, False)]  # (the last passes may reach us after the run's end)
+        assert len(during) >= 2 and all(s == (want, True) for s in during), (temp, seen)
+        assert eng.target.chain_rows is False and eng.draft.chain_rows is False  # off with the run
+    with pytest.raises(ValueError, match="target_p must be one of"):
+        GP.GraphRun(e.target, e.draft, target_p="gpu")

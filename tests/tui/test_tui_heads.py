@@ -12,6 +12,9 @@ from spectui.contract.events import Settings
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.live_screen import LiveScreen
 from spectui.tui.run.status_line import StatusLine
+from spectui.tui.run.run_metrics import RunMetrics
+from spectui.analysis.stats import RunStats
+from spectui.text.run import summary_text
 
 from test_tui_engine import ListRecorder, wait_until
 
@@ -42,5 +45,55 @@ async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
             await pilot.press("space")
             await wait_until(pilot, lambda: app.snap.end is not None and not app.running)
             assert app.snap.stats.n_accepted > 0 and app.snap.end.error == ""
+    finally:
+        engine.close()
+
+
+async def test_d_cycles_model_head_ngram_none_when_a_head_drafts_beside_a_draft_model(tmp_path):
+    """--drafter model with --head H: d goes model -> eagle3 -> ngram -> none -> model, the status line names the
+    head's kind while it is the drafter; a run with the model names the draft model's step and, in the summary,
+    both the draft model (RunStarted.draft) and the head (RunStarted.head)."""
+    import tinymodels
+    from spectui.engine.loop import Engine
+
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_spec_models.py"), str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    draft = tinymodels.build_model(tmp_path / "draft.gguf", seed=0, noise=0.1)
+    engine = Engine(str(tmp_path / "eagle3-target.gguf"), str(draft), n_ctx=256, threads=1, head="eagle3",
+                    head_file=str(tmp_path / "eagle3-draft.gguf"), warn=lambda m: None)
+    try:
+        control = RunControl(Settings(draft_max=3, temperature=0.0, drafter="model"))
+        control.pause()
+        app = SpectuiApp(lambda c, p: engine.run(p, c, 24), control, recorder=ListRecorder(), n_predict=24,
+                         prompt="the hash map")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: app.snap is not None and app.snap.start is not None)
+            start = app.snap.start
+            assert start.draft is not None and start.head is not None and start.head.kind == "eagle3"
+            screen = app.screen
+            assert isinstance(screen, LiveScreen)
+            assert set(screen.drafter_choices()) == {"model", "eagle3", "ngram", "none"}
+            for want in ("eagle3", "ngram", "none", "model", "eagle3"):
+                await pilot.press("d")
+                assert control.settings.drafter == want
+            assert "drafter eagle3 (layers 1,2,3)" in app.query_one(StatusLine).text.plain
+            for want in ("ngram", "none", "model"):  # the run drafts with the model, the head loaded beside it
+                await pilot.press("d")
+                assert control.settings.drafter == want
+            await pilot.press("space")
+            await wait_until(pilot, lambda: app.snap.end is not None and not app.running)
+            assert app.snap.end.error == "" and app.snap.stats.n_drafted > 0
+            # the step's cost is the draft model's, named so (not the head's, loaded beside it)
+            panel = app.screen.query_one(RunMetrics).draw(100, 12).plain
+            assert "step draft model" in panel and "EAGLE-3 head" not in panel
+        stats = RunStats()
+        for ev in app.recorder.events:
+            stats.update(ev)
+        # the summary names both: the draft model (RunStarted.draft) and the head (RunStarted.head)
+        text = summary_text(stats)
+        assert "draft model            tiny" in text and "(draft.gguf)" in text
+        assert "head                   eagle3 (EAGLE-3 head, features from target layers 1, 2, 3)" in text
+        assert "eagle3-draft.gguf" in text
     finally:
         engine.close()

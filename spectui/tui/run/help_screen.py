@@ -13,7 +13,7 @@ LIVE_KEYS = [
     ("← / T", "temperature - 0.1 (min 0)"),
     ("a", "auto k on/off (cost model)"),
     ("] / [", "--draft-p-min up / down (0 = off, .5 .. .95)"),
-    ("d", "cycle drafter: model / ngram / none"),
+    ("d", "cycle drafter: model / head (eagle3, mtp) / ngram / none"),
     ("space / p", "pause / resume"),
     ("r", "restart with the same prompt"),
     ("n", "new prompt"),

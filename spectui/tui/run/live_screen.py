@@ -73,14 +73,15 @@ class LiveScreen(RunScreen):
         self._update(temperature=round(self.app.control.settings.temperature - 0.1, 1))
 
     def drafter_choices(self) -> tuple[str, ...]:
+        """What ``d`` cycles through, in the order model, the head, ngram, none (from ngram on): the draft model
+        when the run has one, the head (eagle3 / mtp) the engine was loaded with, beside a draft model too."""
         snap = self.app.snap
         start = snap.start if snap else None
-        # a head (eagle3 / mtp) is loaded for the run that started with it; the draft model when one is loaded
-        head = start.settings.drafter if start is not None and start.settings.drafter in HEAD_DRAFTERS else None
-        skip = {h for h in HEAD_DRAFTERS if h != head}
-        if start is not None and start.draft is None:
-            skip.add("model")
-        return tuple(d for d in DRAFTERS if d not in skip)
+        if start is None:
+            return tuple(d for d in DRAFTERS if d not in HEAD_DRAFTERS)
+        head = start.head.kind if start.head is not None and start.head.kind in HEAD_DRAFTERS else (
+            start.settings.drafter if start.settings.drafter in HEAD_DRAFTERS else None)  # a trace without .head
+        return ("ngram", "none") + (("model",) if start.draft is not None else ()) + ((head,) if head else ())
 
     def action_drafter(self) -> None:
         choices = self.drafter_choices()

@@ -57,9 +57,12 @@ class RunMetrics(Panel):
         else:
             ctx.append_text(pct)
         head = snap.start.head if snap.start is not None else None
-        if head is not None and s.n_drafted and s.target_decode_ms:  # a head's step beside a target decode
+        # the step's cost beside a target decode, named by what drafts now (a head loaded beside a draft model
+        # does not make the model's steps the head's)
+        drafter = snap.settings.drafter if snap.settings is not None else (head.kind if head is not None else "")
+        if head is not None and drafter in (head.kind, "model") and s.n_drafted and s.target_decode_ms:
             lines.append(Text.assemble(("step ", "bold"), step_cost(s.draft_ms_per_token, s.target_decode_ms,
-                                                                    head.kind)))
+                                                                    drafter)))
         for line in lines[: max(0, height - 1)]:
             line.truncate(width, overflow="ellipsis")
             out.append("\n")
