@@ -103,7 +103,7 @@ def soak_live(target: str, draft: str | None, n: int, threads: int, sample_s: fl
         first, last = statistics.median(r for _, r in samples[:q]), statistics.median(r for _, r in samples[-q:])
         return {"seconds": time.monotonic() - t0, "status": status, "passes": max(passes or [0]),
                 "rss_first_quarter": first, "rss_last_quarter": last, "rss_max": max(r for _, r in samples),
-                "traceback": "Traceback" in p.text()}
+                "traceback": "Traceback" in p.text(), "samples": samples}
     finally:
         p.close()
 
@@ -131,6 +131,8 @@ def main() -> int:
         print(f"live run, -n {args.n}{rec}: {r['seconds']:.0f} s, {r['passes']} passes, exit {r['status']}; RSS "
               f"first quarter {r['rss_first_quarter'] / mib:.1f} MiB, last quarter {r['rss_last_quarter'] / mib:.1f} "
               f"MiB ({ratio:.3f}x), highest {r['rss_max'] / mib:.1f} MiB; load {load:.2f}")
+        tenths = [r["samples"][min(len(r["samples"]) - 1, len(r["samples"]) * i // 10)][1] / mib for i in range(11)]
+        print("RSS at each tenth of the run (MiB): " + " ".join(f"{x:.1f}" for x in tenths))
         ok = r["status"] == 0 and not r["traceback"] and ratio <= 1 + RSS_TOLERANCE
         return 0 if ok else 1
     r = soak_demo(args.minutes, args.speed, args.cols, args.rows)

@@ -50,7 +50,7 @@ def read_to_close(master: int) -> bytes:
 
 class PtyProcess:
     def __init__(self, args, cols: int = 100, rows: int = 30, env: dict | None = None, ctty: bool = False,
-                 module: str = "spectui", argv: list[str] | None = None) -> None:
+                 module: str = "spectui", argv: list[str] | None = None, cwd: str | os.PathLike = REPO) -> None:
         self.master, slave = pty.openpty()
         _set_size(slave, cols, rows)
         inherited = {k: v for k, v in os.environ.items() if k not in SIZE_VARS}
@@ -63,7 +63,7 @@ class PtyProcess:
 
         argv = argv if argv is not None else [sys.executable, "-m", module, *map(str, args)]
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave,
-                                     stderr=slave, cwd=REPO, env=full_env, start_new_session=True,
+                                     stderr=slave, cwd=cwd, env=full_env, start_new_session=True,
                                      preexec_fn=take_terminal)
         os.close(slave)
         self.out = bytearray()

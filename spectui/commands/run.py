@@ -120,7 +120,7 @@ def run_main(
     recorder = engine = None
     try:
         with signals:
-            recorder = _run_recorder(record, models, prompt_file, force)
+            recorder = _run_recorder(record, models, prompt_file, force, anonymous=not headless)
             engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top,
                                  drafting=drafting)
             if recorder is not None and recorder.background:
@@ -153,18 +153,22 @@ def _note_only() -> None:
     """A signal's ``on_stop`` while the TUI's engine thread loads: noted (SignalStop.signum), acted on after."""
 
 
-def _run_recorder(record, models: ModelOptions, prompt_file, force: bool):
+def _run_recorder(record, models: ModelOptions, prompt_file, force: bool, anonymous: bool = False):
     """The --record TraceWriter, or None. Checked now (never a model or the prompt file; an existing file
     only if it is a trace, or --force); the file is created at the first event, so a run that fails or is
     stopped before it starts leaves none. With a spare core the trace is encoded and written on a thread of
-    its own, off the engine's passes."""
-    if not record:
+    its own, off the engine's passes. ``anonymous`` (the TUI without --record): the trace goes to an
+    anonymous temporary file that ``s`` copies, so the screen never holds the run's whole history in memory
+    (a long run's memory stays flat: the screen keeps only its bounded tails)."""
+    if not record and not anonymous:
         return None
     from ..recording.trace import TraceWriter
 
     from ..engine.cpu import default_threads, spare_core
 
     spare = spare_core(models.threads or default_threads().threads)
+    if not record:
+        return TraceWriter(None, background=spare)
     return TraceWriter(record, inputs=(models.target, models.draft, models.head, prompt_file), force=force,
                        background=spare)
 

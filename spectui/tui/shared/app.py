@@ -23,7 +23,10 @@ from textual.screen import Screen
 from .lifecycle import (install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals,
                         theme_order, watch_terminal)
 from .terminal import Deadline
+from .textual_fixes import fix_textual_leaks
 from .themes import VARIABLE_DEFAULTS, check_theme
+
+fix_textual_leaks()  # Textual 8 keeps gone widgets and apps in lru_caches keyed on them
 
 
 STOP_GRACE_S = 5.0  # a stop asked of a face ends the process within this many seconds, whatever blocks it
