@@ -23,6 +23,7 @@ from spectui.contract.events import DRAFTERS as EVENT_DRAFTERS
 from spectui.race.spec import parse_spec, spec_settings
 from spectui.recording.trace import write_trace
 
+from in_process import spectui_in_process
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +33,16 @@ def spectui(*args, timeout=120):
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
     return subprocess.run([sys.executable, "-m", "spectui", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=ROOT)
+
+
+def in_process(*args):
+    return spectui_in_process(*args, env={"NO_COLOR": "1"})
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def cli(request):
+    """How the commands run: in this process (the fast lane) or each as its own process (the full suite)."""
+    return in_process if request.param == "in_process" else spectui
 
 
 def commands() -> dict[str, click.Command]:
@@ -101,25 +112,25 @@ def test_race_specs_read_k_with_the_same_parser():
     (["race"], ["-k", "x", "-p", "hi"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'"),
     (["race"], ["--b", "k=99", "-p", "hi"], "bad k '99'"),
 ])
-def test_every_command_parses_k_the_same_way_before_loading(tmp_path, cmd, args, says):
+def test_every_command_parses_k_the_same_way_before_loading(cli, tmp_path, cmd, args, says):
     """A bad k is the one parser's one-line error, exit 2, before any model loads (the target is missing)."""
-    one_line_error(spectui(*cmd, "--target", tmp_path / "missing.gguf", "--headless" if not cmd else "--drafter",
+    one_line_error(cli(*cmd, "--target", tmp_path / "missing.gguf", "--headless" if not cmd else "--drafter",
                            *(["ngram"] if cmd else []), *args), says)
 
 
-def test_race_takes_a_mode_as_its_k(tmp_path):
+def test_race_takes_a_mode_as_its_k(cli, tmp_path):
     """-k auto is a draft length in the race as in the live run: it reaches the models (missing here)."""
-    r = spectui("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "-k", "auto", "--drafter", "ngram")
+    r = cli("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "-k", "auto", "--drafter", "ngram")
     one_line_error(r, "missing.gguf")
 
 
 # ------------------------------------------------------------------ --json: JSON on stdout, no TUI
 
 
-def test_json_is_json_on_stdout_without_a_tui_everywhere(trace):
+def test_json_is_json_on_stdout_without_a_tui_everywhere(cli, trace):
     """--json alone gives what --headless --json gives (the TUI never starts): replay here, race and the live
     run through the same rule (their tests: tests/race/test_race_model.py, tests/commands/test_cli.py)."""
-    alone, headless = spectui("replay", trace, "--json"), spectui("replay", trace, "--headless", "--json")
+    alone, headless = cli("replay", trace, "--json"), cli("replay", trace, "--headless", "--json")
     assert alone.returncode == headless.returncode == 0, alone.stderr
     assert alone.stdout == headless.stdout and json.loads(alone.stdout)["start"]["run_id"] == "synthetic"
     for name, cmd in commands().items():
@@ -137,10 +148,10 @@ def test_dash_o_writes_the_export_wherever_there_is_one():
         assert option(cmd, "--json").is_flag or option(cmd, "--json").flag_value == "-", name
 
 
-def test_bench_json_to_a_file_the_old_way_still_works_with_a_note(tmp_path):
+def test_bench_json_to_a_file_the_old_way_still_works_with_a_note(cli, tmp_path):
     """`bench --json FILE` (scripted before the convention) is still accepted, with a one-line note; it
     still refuses bad input as before (here the missing target), after the note."""
-    r = spectui("bench", "--target", tmp_path / "missing.gguf", "--json", tmp_path / "b.json", "--limit", 1)
+    r = cli("bench", "--target", tmp_path / "missing.gguf", "--json", tmp_path / "b.json", "--limit", 1)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 2, r.stderr
     assert lines[0] == "spectui: note: `--json FILE` is deprecated; use `--json -o FILE`"
@@ -151,8 +162,8 @@ def test_bench_json_to_a_file_the_old_way_still_works_with_a_note(tmp_path):
     (["-o", "x.json"], "give one of --json, --csv or --markdown"),
     (["--json", "--csv", "-o", "x"], "--json and --csv were given"),
 ])
-def test_bench_dash_o_writes_one_export(tmp_path, args, says):
-    one_line_error(spectui("bench", "--target", tmp_path / "missing.gguf", *args), says)
+def test_bench_dash_o_writes_one_export(cli, tmp_path, args, says):
+    one_line_error(cli("bench", "--target", tmp_path / "missing.gguf", *args), says)
     assert not (ROOT / "x.json").exists() and not (ROOT / "x").exists()
 
 
@@ -169,11 +180,11 @@ def test_record_dir_has_one_type_everywhere():
 
 
 @pytest.mark.parametrize("cmd", [["sweep"], ["bench"], ["race", "-p", "hi"]])
-def test_record_dir_that_is_a_file_is_the_same_one_line_error(tmp_path, cmd):
+def test_record_dir_that_is_a_file_is_the_same_one_line_error(cli, tmp_path, cmd):
     """The folder is checked by one function (contract.outputs.record_folder), before any model loads."""
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
-    r = spectui(*cmd, "--target", tmp_path / "missing.gguf", "--drafter", "ngram", "--record-dir", a_file)
+    r = cli(*cmd, "--target", tmp_path / "missing.gguf", "--drafter", "ngram", "--record-dir", a_file)
     one_line_error(r, f"--record-dir {a_file} exists and is not a directory")
 
 
@@ -197,13 +208,13 @@ def test_drafter_has_the_same_choices_everywhere():
     ("sweep", "--drafter none: the sweep runs the target alone anyway"),
     ("bench", "--drafter none: the bench runs the target alone anyway"),
 ])
-def test_a_drafter_a_command_cannot_run_is_one_line(tmp_path, cmd, says):
-    one_line_error(spectui(cmd, "--target", tmp_path / "missing.gguf", "--drafter", "none"), says)
+def test_a_drafter_a_command_cannot_run_is_one_line(cli, tmp_path, cmd, says):
+    one_line_error(cli(cmd, "--target", tmp_path / "missing.gguf", "--drafter", "none"), says)
 
 
-def test_the_race_runs_drafter_none(tmp_path):
+def test_the_race_runs_drafter_none(cli, tmp_path):
     """In a race, drafter none is a setting like any other (B = the target alone): it reaches the models."""
-    one_line_error(spectui("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "--drafter", "none"),
+    one_line_error(cli("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "--drafter", "none"),
                    "missing.gguf")
 
 

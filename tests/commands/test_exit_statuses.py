@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from in_process import spectui_in_process
 from servers import SilentServer, StaticServer, free_port
 from tmux_pane import needs_tmux, pane_factory, spectui_cmd  # noqa: F401 - pane_factory is a fixture
 from waits import Started, wait_until
@@ -143,7 +144,8 @@ async def test_run_tui_exit_status_is_1_after_a_failed_run(make_engine, tiny_tar
     assert exit_status(app, failed=app.run_failed()) == FAILED
 
 
-@pytest.mark.parametrize("args", [["-k", "99"], ["--temp", "5"], ["--bogus"], ["-m", "/no/such.gguf"]],
+@pytest.mark.parametrize("args", [["-k", "99"], pytest.param(["--temp", "5"], marks=pytest.mark.slow),
+                                  pytest.param(["--bogus"], marks=pytest.mark.slow), ["-m", "/no/such.gguf"]],
                          ids=["k", "temp", "usage", "missing"])
 def test_run_2_bad_usage_or_input(tiny_target, args):
     base = [] if "-m" in args else ["-m", tiny_target, "--drafter", "ngram"]
@@ -192,6 +194,7 @@ def test_replay_headless_signals_print_the_summary_so_far(trace, sig, status):
 # ------------------------------------------------------------------ cast
 
 
+@pytest.mark.slow  # three CLI processes; test_cast_0_and_2_in_process checks the same in the fast lane
 def test_cast_0_and_2(trace, tmp_path):
     out = tmp_path / "x.cast"
     small = tmp_path / "small.jsonl"
@@ -201,6 +204,19 @@ def test_cast_0_and_2(trace, tmp_path):
     r = spectui("cast", small, "-o", small)
     assert r.returncode == USAGE and "input" in one_error_line(r.stderr)
     r = spectui("cast", small, "-o", out, "--theme", "nonexistent")
+    assert r.returncode == USAGE
+
+
+def test_cast_0_and_2_in_process(tmp_path):
+    """test_cast_0_and_2's rows through the same click command in this process (click's CliRunner)."""
+    out = tmp_path / "x.cast"
+    small = tmp_path / "small.jsonl"
+    write_trace(small, list(synthetic_run(4)))
+    r = spectui_in_process("cast", small, "-o", out, "--cols", 80, "--rows", 24, "--speed", 8)
+    assert r.returncode == OK, r.stderr
+    r = spectui_in_process("cast", small, "-o", small)
+    assert r.returncode == USAGE and "input" in one_error_line(r.stderr)
+    r = spectui_in_process("cast", small, "-o", out, "--theme", "nonexistent")
     assert r.returncode == USAGE
 
 
@@ -227,6 +243,7 @@ def test_demo_0_and_2():
     assert r.returncode == USAGE and "available themes" in one_error_line(r.stderr)
 
 
+@pytest.mark.slow  # the headless player's signals: test_replay_headless_signals_print_the_summary_so_far
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_demo_headless_signals(sig, status):
     proc = start("demo", "--headless", "--act", 1, "--speed", "0.25")
@@ -269,11 +286,21 @@ def test_sweep_signals_report_the_runs_done(tiny_target, tiny_draft_noisy, tmp_p
 # ------------------------------------------------------------------ probe
 
 
+@pytest.mark.slow  # two CLI processes; test_probe_0_and_2_in_process checks the same in the fast lane
 def test_probe_0_and_2(tiny_target, tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path)}
     r = spectui("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1, env=env)
     assert r.returncode == OK, r.stderr
     r = spectui("probe", "-m", tiny_target, "--max-batch", 1, env=env)
+    assert r.returncode == USAGE and "--max-batch" in one_error_line(r.stderr)
+
+
+def test_probe_0_and_2_in_process(tiny_target, tmp_path, monkeypatch):
+    """test_probe_0_and_2's rows through the same click command in this process (click's CliRunner)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    r = spectui_in_process("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1)
+    assert r.returncode == OK, r.stderr
+    r = spectui_in_process("probe", "-m", tiny_target, "--max-batch", 1)
     assert r.returncode == USAGE and "--max-batch" in one_error_line(r.stderr)
 
 
@@ -343,6 +370,7 @@ def test_attach_1_a_server_that_never_answers_ends_with_count(silent):
     assert time.monotonic() - t < 30
 
 
+@pytest.mark.slow  # waits out --duration 2; the --count deadline stays in the fast lane
 def test_attach_1_request_mode_deadline_against_a_silent_server(silent):
     r = spectui("attach", silent.url, "-p", "hi", "--interval", 0.2, "--timeout", 0.2, "--duration", 2,
                 "--headless", timeout=60)
@@ -356,8 +384,10 @@ def test_attach_1_request_refused_and_501(e501):
     assert r.returncode == FAILED and "HTTP 501" in r.stderr
 
 
-@pytest.mark.parametrize("url", ["htp:/bad url", "", "http://127.0.0.1:99999", "ftp://h:1", "http://:8080",
-                                 "http://h:port"])
+@pytest.mark.parametrize("url", ["htp:/bad url", pytest.param("", marks=pytest.mark.slow), "http://127.0.0.1:99999",
+                                 pytest.param("ftp://h:1", marks=pytest.mark.slow),
+                                 pytest.param("http://:8080", marks=pytest.mark.slow),
+                                 pytest.param("http://h:port", marks=pytest.mark.slow)])
 def test_attach_2_bad_urls_before_any_scrape(url):
     r = spectui("attach", url, "--headless", "--count", 1)
     assert r.returncode == USAGE

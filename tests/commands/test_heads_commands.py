@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import spectui_in_process
 
 import tinymodels
 from spectui.contract.control import RunControl
@@ -56,6 +57,16 @@ def _spectui(*args: str, cache: Path, timeout: int = 300) -> subprocess.Complete
                           timeout=timeout, env=env)
 
 
+def _in_process(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    return spectui_in_process(*args, "-t", "1", env={"XDG_CACHE_HOME": str(cache)})
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def cli(request):
+    """How the commands run: in this process (the fast lane) or each as its own process (the full suite)."""
+    return _in_process if request.param == "in_process" else _spectui
+
+
 def _trace_drafter(path: str) -> str:
     """The drafter a recorded run started with (its RunStarted, read back by the trace reader)."""
     start = next(ev for ev in read_trace(path).events if isinstance(ev, RunStarted))
@@ -63,8 +74,8 @@ def _trace_drafter(path: str) -> str:
 
 
 @pytest.mark.parametrize("kind", CLI_KINDS)
-def test_bench_runs_model_ngram_and_the_head_side_by_side(spec_dir, tmp_path, kind):
-    r = _spectui("bench", *_files(spec_dir, kind), "--drafter", f"model,ngram,{kind}", "-n", "12", "-k", "3",
+def test_bench_runs_model_ngram_and_the_head_side_by_side(cli, spec_dir, tmp_path, kind):
+    r = cli("bench", *_files(spec_dir, kind), "--drafter", f"model,ngram,{kind}", "-n", "12", "-k", "3",
                  "--limit", "2", "--json", cache=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -80,15 +91,15 @@ def test_bench_runs_model_ngram_and_the_head_side_by_side(spec_dir, tmp_path, ki
     assert len(overall) == 1 and overall[0]["equal"] == overall[0]["compared"] == 2
     labels = {s["setting"]["label"] for s in doc["summaries"]}
     assert f"{kind} k=3" in labels and "model k=3" in labels
-    text = _spectui("bench", *_files(spec_dir, kind), "--drafter", kind, "-n", "8", "-k", "2", "--limit", "1",
+    text = cli("bench", *_files(spec_dir, kind), "--drafter", kind, "-n", "8", "-k", "2", "--limit", "1",
                     cache=tmp_path)
     assert text.returncode == 0, text.stderr
     assert f"{kind} k=2" in text.stdout
 
 
 @pytest.mark.parametrize("kind", CLI_KINDS)
-def test_sweep_takes_k_over_a_head(spec_dir, tmp_path, kind):
-    r = _spectui("sweep", *_files(spec_dir, kind), "--drafter", kind, "-n", "12", "-k", "1,3", "--temp", "0",
+def test_sweep_takes_k_over_a_head(cli, spec_dir, tmp_path, kind):
+    r = cli("sweep", *_files(spec_dir, kind), "--drafter", kind, "-n", "12", "-k", "1,3", "--temp", "0",
                  "-p", PROMPT, "--json", "--record-dir", str(tmp_path / "traces"), cache=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -99,9 +110,9 @@ def test_sweep_takes_k_over_a_head(spec_dir, tmp_path, kind):
     assert {_trace_drafter(x["trace"]) for x in spec} == {kind}
 
 
-def test_sweep_with_a_head_alone_detects_it(spec_dir, tmp_path):
+def test_sweep_with_a_head_alone_detects_it(cli, spec_dir, tmp_path):
     """--draft as the head (llama.cpp's -md): the sweep drafts with the kind its header says."""
-    r = _spectui("sweep", "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--draft",
+    r = cli("sweep", "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--draft",
                  str(spec_dir / "eagle3-agree-draft.gguf"), "-n", "8", "-k", "2", "--temp", "0", "-p", PROMPT,
                  "--json", cache=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -109,9 +120,9 @@ def test_sweep_with_a_head_alone_detects_it(spec_dir, tmp_path):
 
 
 @pytest.mark.parametrize("kind", CLI_KINDS)
-def test_race_a_head_lane_against_a_draft_model_lane(spec_dir, tmp_path, kind):
+def test_race_a_head_lane_against_a_draft_model_lane(cli, spec_dir, tmp_path, kind):
     rec = tmp_path / "race"
-    r = _spectui("race", *_files(spec_dir, kind), "--a", "k=3 drafter=model", "--b", f"k=3 drafter={kind}",
+    r = cli("race", *_files(spec_dir, kind), "--a", "k=3 drafter=model", "--b", f"k=3 drafter={kind}",
                  "-p", PROMPT, "-n", "16", "--json", "--record-dir", str(rec), cache=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -121,9 +132,9 @@ def test_race_a_head_lane_against_a_draft_model_lane(spec_dir, tmp_path, kind):
     assert _trace_drafter(a["path"]) == "model" and _trace_drafter(b["path"]) == kind
 
 
-def test_race_defaults_to_the_head_against_the_draft_model(spec_dir, tmp_path):
+def test_race_defaults_to_the_head_against_the_draft_model(cli, spec_dir, tmp_path):
     """--draft and --head given, no --a/--b: lane A drafts with the model, lane B with the head."""
-    r = _spectui("race", *_files(spec_dir, "eagle3"), "-p", PROMPT, "-n", "8", "--json", "--record-dir",
+    r = cli("race", *_files(spec_dir, "eagle3"), "-p", PROMPT, "-n", "8", "--json", "--record-dir",
                  str(tmp_path / "race"), cache=tmp_path)
     assert r.returncode == 0, r.stderr
     a, b = json.loads(r.stdout)["lanes"]
@@ -131,10 +142,10 @@ def test_race_defaults_to_the_head_against_the_draft_model(spec_dir, tmp_path):
 
 
 @pytest.mark.parametrize("kind", CLI_KINDS)
-def test_probe_measures_a_head_beside_the_draft_model_and_caches_it(spec_dir, tmp_path, kind):
+def test_probe_measures_a_head_beside_the_draft_model_and_caches_it(cli, spec_dir, tmp_path, kind):
     args = [*_files(spec_dir, kind), *(["--drafter", "mtp"] if kind == "mtp" else []), "--max-batch", "3",
             "--repeats", "2"]
-    r = _spectui("probe", *args, "--json", cache=tmp_path)
+    r = cli("probe", *args, "--json", cache=tmp_path)
     assert r.returncode == 0, r.stderr
     head = json.loads(r.stdout)["head"]
     assert head["kind"] == kind and head["k"] >= 1 and not head["cached"]
@@ -143,28 +154,28 @@ def test_probe_measures_a_head_beside_the_draft_model_and_caches_it(spec_dir, tm
     assert head["head_ratio"] == pytest.approx(head["head_step_ms"] / head["target_ms"])
     assert head["draft_ratio"] == pytest.approx(head["draft_step_ms"] / head["target_ms"])
     assert Path(head["cache_file"]).is_file() and Path(head["cache_file"]).is_relative_to(tmp_path)
-    again = _spectui("probe", *args, cache=tmp_path)  # the text, from the cache
+    again = cli("probe", *args, cache=tmp_path)  # the text, from the cache
     assert again.returncode == 0, again.stderr
     word = {"eagle3": "EAGLE-3 head (eagle3)", "mtp": "MTP head (mtp)"}[kind]
     assert f"{word}, 1 draft step" in again.stdout and "separate draft model, 1 draft step" in again.stdout
     assert "draft step cost, k=4 (cached" in again.stdout
-    fresh = _spectui("probe", *args, "--json", "--refresh", cache=tmp_path)
+    fresh = cli("probe", *args, "--json", "--refresh", cache=tmp_path)
     assert fresh.returncode == 0 and not json.loads(fresh.stdout)["head"]["cached"]
 
 
-def test_probe_without_a_head_prints_no_head_cost(spec_dir, tmp_path):
-    r = _spectui("probe", "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--draft",
+def test_probe_without_a_head_prints_no_head_cost(cli, spec_dir, tmp_path):
+    r = cli("probe", "--target", str(spec_dir / "eagle3-agree-target.gguf"), "--draft",
                  str(spec_dir / "draft.gguf"), "--max-batch", "3", "--repeats", "1", "--json", cache=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "head" not in json.loads(r.stdout)
 
 
 @pytest.mark.parametrize("extra, drafter", [([], "eagle3"), (["--drafter", "model"], "model")])
-def test_the_live_run_takes_a_head_beside_a_draft_model(spec_dir, tmp_path, extra, drafter):
+def test_the_live_run_takes_a_head_beside_a_draft_model(cli, spec_dir, tmp_path, extra, drafter):
     """spectui run: --head beside --draft loads both (the TUI's d switches between them); the run starts with
     the head unless --drafter says otherwise, and its trace records what drafted."""
     trace = tmp_path / "run.trace"
-    r = _spectui(*_files(spec_dir, "eagle3"), *extra, "--headless", "-n", "12", "-p", PROMPT, "--no-probe",
+    r = cli(*_files(spec_dir, "eagle3"), *extra, "--headless", "-n", "12", "-p", PROMPT, "--no-probe",
                  "--record", str(trace), cache=tmp_path)
     assert r.returncode == 0, r.stderr
     assert ("drafter                eagle3 (" in r.stdout) == (drafter == "eagle3")  # the summary names a head
@@ -254,9 +265,9 @@ def test_a_run_that_did_not_start_with_the_head_cannot_switch_to_it(spec_dir):
     (["probe", "--drafter", "mtp"], "--drafter mtp needs a target with MTP (NextN) layers"),
     (["sweep", "--drafter", "mtp", "--draft", "{head}"], "is an EAGLE-3 head (drop it, or use --drafter eagle3)"),
 ])
-def test_what_a_command_cannot_draft_with_is_one_line(spec_dir, tmp_path, args, message):
+def test_what_a_command_cannot_draft_with_is_one_line(cli, spec_dir, tmp_path, args, message):
     names = {"head": str(spec_dir / "eagle3-agree-draft.gguf"), "draft": str(spec_dir / "draft.gguf")}
-    r = _spectui(*[a.format(**names) for a in args], "--target", str(spec_dir / "eagle3-agree-target.gguf"),
+    r = cli(*[a.format(**names) for a in args], "--target", str(spec_dir / "eagle3-agree-target.gguf"),
                  cache=tmp_path)
     assert r.returncode == 2, (args, r.stderr)
     assert message.format(**names) in r.stderr, (args, r.stderr)

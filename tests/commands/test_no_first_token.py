@@ -31,6 +31,8 @@ from spectui.sweep.export import to_csv as sweep_csv
 from spectui.text.sweep import table_rows as sweep_table_rows
 from spectui.views.numbers import ms_or_dash
 
+from in_process import spectui_in_process
+
 REPO = Path(__file__).resolve().parents[2]
 UNMEASURED = ("ttft_ms", "tokens_per_second", "itl_ms_p50", "itl_ms_p95", "tokens_per_pass", "acceptance_rate",
               "mean_acceptance_length", "draft_ms_per_token", "draft_cost_ratio")
@@ -41,8 +43,18 @@ def spectui(*args) -> subprocess.CompletedProcess:
                           text=True, cwd=REPO, timeout=120, env={**os.environ, "NO_COLOR": "1"})
 
 
-def run_json(*args) -> tuple[subprocess.CompletedProcess, dict]:
-    r = spectui(*args)
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def cli(request):
+    """How the commands run: in this process (the fast lane) or each as its own process (the full suite)."""
+    return in_process if request.param == "in_process" else spectui
+
+
+def in_process(*args) -> subprocess.CompletedProcess:
+    return spectui_in_process(*args, env={"NO_COLOR": "1"})
+
+
+def run_json(cli, *args) -> tuple[subprocess.CompletedProcess, dict]:
+    r = cli(*args)
     return r, json.loads(r.stdout)
 
 
@@ -51,32 +63,32 @@ def run_json(*args) -> tuple[subprocess.CompletedProcess, dict]:
     ("empty", ["-p", ""]),
     ("does not fit", ["-c", "8", "-p", "the hash map handles collisions with a chain of nodes in each bucket"]),
 ], ids=["empty-prompt", "prompt-over-context"])
-def test_a_run_that_never_started_has_no_ttft(tiny_target, tmp_path, why, args):
+def test_a_run_that_never_started_has_no_ttft(cli, tiny_target, tmp_path, why, args):
     rec = tmp_path / "run.jsonl"
-    r, d = run_json("--target", tiny_target, "--drafter", "ngram", "--headless", "--json", "-t", 1, *args,
+    r, d = run_json(cli, "--target", tiny_target, "--drafter", "ngram", "--headless", "--json", "-t", 1, *args,
                     "--record", rec)
     assert r.returncode == 1, r.stderr
     assert d["error"] and d["n_passes"] == 0 and d["n_predict"] == 0
     for key in UNMEASURED:
         assert d[key] is None, (key, d[key])
     # replay --json reads the trace the same way; the text summary names no time at all
-    r, again = run_json("replay", rec, "--headless", "--json")
+    r, again = run_json(cli, "replay", rec, "--headless", "--json")
     assert r.returncode == 0, r.stderr
     assert {k: again[k] for k in UNMEASURED} == dict.fromkeys(UNMEASURED)
-    text = spectui("replay", rec, "--headless").stdout
+    text = cli("replay", rec, "--headless").stdout
     assert "nothing was decoded: no tokens/s, TTFT or ITL to report" in text
     assert "TTFT                   0.0" not in text and " ms" not in text
 
 
-def test_the_first_token_only_has_ttft_but_no_decode_figures(tiny_target):
-    r, d = run_json("--target", tiny_target, "--drafter", "ngram", "--headless", "--json", "-t", 1, "--no-probe",
+def test_the_first_token_only_has_ttft_but_no_decode_figures(cli, tiny_target):
+    r, d = run_json(cli, "--target", tiny_target, "--drafter", "ngram", "--headless", "--json", "-t", 1, "--no-probe",
                     "-p", "the hash map", "-n", 1)
     assert r.returncode == 0, r.stderr
     assert d["n_predict"] == 1 and d["n_passes"] == 0
     assert d["ttft_ms"] == pytest.approx(d["passes"][0]["timing"]["wall_ms"]) and d["ttft_ms"] > 0
     for key in ("tokens_per_second", "itl_ms_p50", "itl_ms_p95", "tokens_per_pass"):
         assert d[key] is None, key
-    text = spectui("--target", tiny_target, "--drafter", "ngram", "--headless", "-t", 1, "--no-probe",
+    text = cli("--target", tiny_target, "--drafter", "ngram", "--headless", "-t", 1, "--no-probe",
                    "-p", "the hash map", "-n", 1).stdout
     assert "tokens/s (decode)      - (no decode pass)" in text
     assert "ITL p50 / p95          - (no token after the first)" in text
@@ -85,15 +97,15 @@ def test_the_first_token_only_has_ttft_but_no_decode_figures(tiny_target):
     assert "0.000 t/s" not in text
 
 
-def test_nothing_drafted_has_no_acceptance(tiny_target):
-    r, d = run_json("--target", tiny_target, "--drafter", "none", "--headless", "--json", "-t", 1, "--no-probe",
+def test_nothing_drafted_has_no_acceptance(cli, tiny_target):
+    r, d = run_json(cli, "--target", tiny_target, "--drafter", "none", "--headless", "--json", "-t", 1, "--no-probe",
                     "-p", "the hash map", "-n", 6)
     assert r.returncode == 0, r.stderr
     assert d["n_drafted"] == 0 and d["n_passes"] > 0
     assert d["acceptance_rate"] is None and d["mean_acceptance_length"] is None
     assert d["draft_ms_per_token"] is None and d["draft_cost_ratio"] is None
     assert d["tokens_per_second"] > 0 and d["ttft_ms"] > 0 and d["itl_ms_p50"] > 0  # measured: numbers
-    text = spectui("--target", tiny_target, "--drafter", "none", "--headless", "-t", 1, "--no-probe",
+    text = cli("--target", tiny_target, "--drafter", "none", "--headless", "-t", 1, "--no-probe",
                    "-p", "the hash map", "-n", 6).stdout
     assert "accept    = - (nothing drafted)" in text
     assert "mean acceptance length - (no drafting pass)" in text

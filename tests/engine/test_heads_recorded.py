@@ -17,6 +17,7 @@ from spectui.contract.events import HeadInfo, PassEvent, RunStarted, Settings
 from spectui.engine.loop import Engine
 from spectui.views.heads import drafted_by, head_label, pass_heads, step_cost
 
+from in_process import spectui_in_process
 from test_spec_models import _make
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,14 +60,27 @@ def test_run_started_names_the_head_and_passes_the_head_of_each_draft(spec_dir):
         assert others and all(ev.draft_heads == () for ev in others)
 
 
+@pytest.mark.slow  # a CLI process; test_eagle3_summary_names_the_head_file_and_its_layers_in_process
 def test_eagle3_summary_names_the_head_file_and_its_layers(spec_dir):
     target, head = str(spec_dir / "eagle3-agree-target.gguf"), str(spec_dir / "eagle3-agree-draft.gguf")
     r = _spectui("--target", target, "--draft", head, "--headless", "-n", "16", "-p", PROMPT, "--no-probe")
     assert r.returncode == 0, r.stderr
+    _says_the_head_file_and_its_layers(r.stdout, head)
+
+
+def test_eagle3_summary_names_the_head_file_and_its_layers_in_process(spec_dir):
+    """The same command and the same lines, run by click's CliRunner in this process."""
+    target, head = str(spec_dir / "eagle3-agree-target.gguf"), str(spec_dir / "eagle3-agree-draft.gguf")
+    r = spectui_in_process("--target", target, "--draft", head, "--headless", "-n", "16", "-p", PROMPT, "--no-probe")
+    assert r.returncode == 0, r.stderr
+    _says_the_head_file_and_its_layers(r.stdout, head)
+
+
+def _says_the_head_file_and_its_layers(stdout: str, head: str) -> None:
     assert ("drafter                eagle3 (an EAGLE-3 head on the target's hidden states: EAGLE-3 head, features "
-            "from target layers 1, 2, 3)") in r.stdout
-    assert f"head file              {head}" in r.stdout
-    assert "draft step cost        EAGLE-3 head " in r.stdout
+            "from target layers 1, 2, 3)") in stdout
+    assert f"head file              {head}" in stdout
+    assert "draft step cost        EAGLE-3 head " in stdout
 
 
 def test_a_draft_model_run_records_no_head(spec_dir):

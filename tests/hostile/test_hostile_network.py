@@ -134,7 +134,7 @@ def test_bench_on_a_drip_ends_with_its_timeout(drip):
     assert p.returncode == 2 and "timed out after 1 s" in err.decode() and time.monotonic() - t0 < 10
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.parametrize("concurrency", [pytest.param("1", marks=pytest.mark.slow), "2"])  # fast lane: 2
 def test_a_signal_ends_bench_within_a_second_mid_request(concurrency):
     srv = FakeServer("slow_stream")  # a chunk a second for a minute
     try:
