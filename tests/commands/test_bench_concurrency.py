@@ -238,10 +238,10 @@ def test_the_sweep_shows_vllm_switching_speculation_off(tmp_path):
     prompts = tmp_path / "q.jsonl"
     # 12 requests a level (max(prompts, 2 c)): the ramp at a level's start and end, where fewer than 4 run and
     # vLLM drafts again, is then a small share of the level even when the machine is busy
-    prompts.write_text("".join(json.dumps(
-        {"question_id": i + 1, "category": "lookup", "turns": ["hash map key value table bucket hash map key value "
-                                                               "table bucket hash map key value table bucket hash map"]})
-        + "\n" for i in range(12)))
+    text = ("hash map key value table bucket hash map key value table bucket hash map key value table bucket "
+            "hash map")
+    prompts.write_text("".join(json.dumps({"question_id": i + 1, "category": "lookup", "turns": [text]}) + "\n"
+                               for i in range(12)))
     out = tmp_path / "off.json"
     (tmp_path / "dyn").mkdir()
     spec = dict(SPEC, num_speculative_tokens_per_batch_size=[[1, 1, 3], [2, 512, 0]])
