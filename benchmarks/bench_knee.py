@@ -53,6 +53,20 @@ PROMPTS = [
     "        result.append(x * 2)",
     "Write a bash script that counts the lines of every .py file in a folder and prints the total.",
 ]
+# prompt lookup pays where the output copies the prompt: editing tasks, each with the code it edits
+EDIT_PROMPTS = [
+    "Add type hints to this function and return it unchanged otherwise:\n\ndef mean(values):\n    total = 0\n"
+    "    for value in values:\n        total += value\n    return total / len(values)\n",
+    "Rename the variable `items` to `entries` everywhere in this code:\n\ndef count(items):\n    seen = {}\n"
+    "    for item in items:\n        seen[item] = seen.get(item, 0) + 1\n    return seen\n",
+    "Add a docstring to this function and keep the body exactly as it is:\n\ndef clamp(x, lo, hi):\n"
+    "    if x < lo:\n        return lo\n    if x > hi:\n        return hi\n    return x\n",
+    "Rewrite this function with an early return on an empty list, keeping the rest:\n\ndef largest(xs):\n"
+    "    best = xs[0]\n    for x in xs:\n        if x > best:\n            best = x\n    return best\n",
+]
+# llama-server's ngram-simple looks up a 12-token key by default (common.h ngram_simple.size_n); spectui's own
+# lookup keys on the last 1..3 tokens: the server is given the same key size
+NGRAM_ARGS = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3"]
 
 
 def qwen_dir() -> Path | None:
@@ -100,7 +114,7 @@ def servers_for(binary, target: Path, draft: Path, drafter: str, k: int, np_: in
     common = ["-m", str(target), "--metrics", "-c", str(n_ctx * np_), "-np", str(np_), "--no-warmup",
               "-t", t, "-tb", t]
     spec_args = (["-md", str(draft), "--spec-type", "draft-simple", "-td", t] if drafter == bk.DRAFTER_MODEL
-                 else ["--spec-type", "ngram-simple"])
+                 else list(NGRAM_ARGS))
     spec_args += ["--spec-draft-n-max", str(k), "--spec-draft-n-min", "0"]
     base = LlamaServer(binary, common, tmp / f"{tag}-base.log")
     try:
@@ -111,9 +125,10 @@ def servers_for(binary, target: Path, draft: Path, drafter: str, k: int, np_: in
     return base, spec
 
 
-def prompt_set(tmp: Path, n: int):
-    p = tmp / "prompts.jsonl"
-    p.write_text("".join(json.dumps({"question_id": i + 1, "category": "code", "turns": [PROMPTS[i % len(PROMPTS)]]})
+def prompt_set(tmp: Path, n: int, lookup: bool = False):
+    texts = EDIT_PROMPTS if lookup else PROMPTS
+    p = tmp / ("edit-prompts.jsonl" if lookup else "prompts.jsonl")
+    p.write_text("".join(json.dumps({"question_id": i + 1, "category": "code", "turns": [texts[i % len(texts)]]})
                          + "\n" for i in range(n)), encoding="utf-8")
     return load_prompts(str(p))
 
@@ -125,7 +140,8 @@ def one_case(case: str, a, binary, tmp: Path) -> dict:
     curve = curve_for(target, draft, drafter, max(levels), a.k, a.threads, a.repeats)
     base, spec = servers_for(binary, target, draft, drafter, a.k, max(levels), a.threads, a.ctx, tmp, case)
     try:
-        res = sweep(prompt_set(tmp, a.prompts), spec.url, base.url, levels, n_predict=a.n, temp="0", seed=0,
+        prompts = prompt_set(tmp, a.prompts, lookup=drafter == bk.DRAFTER_LOOKUP)
+        res = sweep(prompts, spec.url, base.url, levels, n_predict=a.n, temp="0", seed=0,
                     system=None, timeout_s=1800.0,
                     on_level=lambda c, url, role: print(f"  {case}: concurrency {c}, {role}", file=sys.stderr))
     finally:
@@ -135,7 +151,7 @@ def one_case(case: str, a, binary, tmp: Path) -> dict:
     meas = res.speedups()
     cs = [c for c in levels if c in meas]
     pc = [c for c in cs if c in pred]
-    mk = bk.knee_of(cs, [meas[c] for c in cs]) if cs else None
+    mk = bk.knee_of(cs, [meas[c] for c in cs]) if cs and not res.drafted_nothing() else None
     pk = bk.knee_of(pc, [pred[c] for c in pc]) if pc else None
     return {"case": case, "target": target.name, "draft": draft.name if drafter == bk.DRAFTER_MODEL else "",
             "curve": curve, "sweep": res, "pred": pred, "meas": meas, "measured_knee": mk, "predicted_knee": pk}

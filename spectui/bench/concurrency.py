@@ -102,6 +102,11 @@ class Sweep:
         return {lv.concurrency: lv.tokens_per_second / base[lv.concurrency].tokens_per_second
                 for lv in self.spec if lv.concurrency in base and base[lv.concurrency].tokens_per_second > 0}
 
+    def drafted_nothing(self) -> bool:
+        """The speculating deployment drafted no token at any level (a lookup that found no match, a server
+        without speculation): its "speedup" is then run-to-run spread, not speculation's."""
+        return bool(self.spec) and all(lv.drafted == 0 for lv in self.spec)
+
     def switched_off(self) -> list[int]:
         """Levels at which the server drafted (almost) nothing although it drafted at the lowest level."""
         if not self.spec:
@@ -248,7 +253,11 @@ def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
                 f"{_f(lv.ttft_ms_p50, '>7.1f')}/{_f(lv.ttft_ms_p95, '<7.1f')}  "
                 f"{_f(lv.acceptance, '>10.2f')}  {lv.drafts_per_token:>12.2f}")
         lines.append(row)
-    if sp:
+    if sp and res.drafted_nothing():
+        lines.append("measured: no knee: the speculating deployment drafted no token at any level, so its "
+                     "speedups are this machine's run-to-run spread, not speculation's (a prompt lookup that "
+                     "found no match in these prompts, or a server started without speculation)")
+    elif sp:
         cs = [c for c in res.levels if c in sp]
         m = bk.knee_of(cs, [sp[c] for c in cs])
         lines.append(f"measured: speculation {m.words(cs[-1], 'concurrency')}")

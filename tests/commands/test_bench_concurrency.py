@@ -72,6 +72,25 @@ def test_report_of_a_sweep_by_hand():
     assert " 1.50x" in text and "1.40x" in text
 
 
+def test_a_deployment_that_drafted_nothing_has_no_knee():
+    """A speculating deployment that drafted no token at any level (llama-server's ngram-simple keys on 12 tokens
+    by default, so prompts without such a repeat never draft) is measured against its baseline twice over: its
+    "speedups" are run-to-run spread, and the report says so instead of naming a knee."""
+    from spectui.bench.concurrency import Level, Sweep, report_lines
+
+    res = Sweep([1, 2, 4])
+    for c, b_tps, s_tps in ((1, 10.0, 10.4), (2, 19.0, 20.1), (4, 36.0, 35.0)):
+        res.base.append(Level(c, "b", "baseline", n_requests=8, output_tokens=400, tokens_per_second=b_tps))
+        res.spec.append(Level(c, "s", "speculation", n_requests=8, output_tokens=400, tokens_per_second=s_tps))
+    assert res.drafted_nothing() and res.switched_off() == []
+    text = "\n".join(report_lines(res))
+    assert "measured: no knee: the speculating deployment drafted no token at any level" in text
+    assert "pays up to" not in text and "never pays" not in text
+    res.spec[0].drafted = 5  # one level that drafted: the knee is measured again
+    assert not res.drafted_nothing()
+    assert "measured: speculation pays up to concurrency = 2, stops at concurrency = 4" in "\n".join(report_lines(res))
+
+
 @pytest.mark.parametrize("value, msg", [("1,two", "comma-separated numbers"), ("0,2", "between 1 and"),
                                          ("2,2", "twice")])
 def test_bad_concurrency_is_one_line(value, msg, tmp_path):
