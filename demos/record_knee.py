@@ -5,8 +5,8 @@ and the reason in words computed from the numbers, as an asciicast v2 file (``sp
     .venv/bin/python demos/record_knee.py --target T.gguf --draft D.gguf --acceptance 0.6 -o knee.cast
     asciinema play demos/knee.cast
 
-The acceptance is ``--acceptance`` or ``--acceptance-from`` a trace (default: 0.7 for the draft model, 0.5
-for prompt lookup: give the figures of your own runs). Measuring takes minutes on a 2-core CPU; a curve
+The acceptance is ``--acceptance`` (and ``--acceptance-lookup`` for the prompt-lookup act) or ``--acceptance-from``
+a trace (default: 0.7 for the draft model, 0.5 for prompt lookup: give the figures of your own runs). Measuring takes minutes on a 2-core CPU; a curve
 already cached (``spectui probe --batched`` with the same sizes) is used as is. Record on a quiet machine:
 the probe says when it was not.
 """
@@ -47,7 +47,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target")
     ap.add_argument("--draft")
-    ap.add_argument("--acceptance", type=float, default=None)
+    ap.add_argument("--acceptance", type=float, default=None, help="the draft model's per-draft acceptance")
+    ap.add_argument("--acceptance-lookup", type=float, default=None, help="prompt lookup's (default: --acceptance)")
     ap.add_argument("--acceptance-from", default=None)
     ap.add_argument("--batch-seqs", type=int, default=16)
     ap.add_argument("--ks", default="1,2,4")
@@ -65,7 +66,8 @@ def main() -> None:
     if a.draft:
         acts.append(("draft model", probe_text(a.target, a.draft, a, a.acceptance if a.acceptance is not None
                                                else (None if a.acceptance_from else 0.7))))
-    acts.append(("prompt lookup", probe_text(a.target, None, a, a.acceptance if a.acceptance is not None
+    look = a.acceptance_lookup if a.acceptance_lookup is not None else a.acceptance
+    acts.append(("prompt lookup", probe_text(a.target, None, a, look if look is not None
                                              else (None if a.acceptance_from else 0.5))))
     chunks, t = [], 0.5
     for i, (name, text) in enumerate(acts):

@@ -37,6 +37,7 @@ from typing import Callable, Sequence
 
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
+from ..contract.text import model_label, visible_line
 from .costmodel import break_even_acceptance, leviathan
 from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
 
@@ -328,7 +329,7 @@ def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
         seqs=pts.seqs, ks=pts.ks, plain_ms=tuple(pts.target_ms[(b, 1)] for b in pts.seqs),
         verify_ms={k: tuple(pts.target_ms[(b, k + 1)] for b in pts.seqs) for k in pts.ks},
         draft_ms=tuple(pts.draft_ms[b] for b in pts.seqs) if pts.draft_ms else (),
-        target=engine.target_info.name, draft=engine.draft_info.name if engine.draft_info is not None else "",
+        target=_label(engine.target_info), draft=_label(engine.draft_info) if engine.draft_info is not None else "",
         threads=int(engine.threads), machine=machine_key(), context_tokens=pts.context_tokens,
         repeats=pts.repeats, loadavg=tuple(max(a, b) for a, b in zip(load0, load1)),  # type: ignore[arg-type]
         others_cpu=others.sample(), measured_at=time.time(), wall_s=pts.wall_s,
@@ -461,10 +462,14 @@ def why(curve: BatchCurve, pred: KneePrediction) -> str:
 
 
 def safe_text(text: str, limit: int = 120) -> str:
-    """Text from outside (GGUF names, file names) for a terminal: control characters as visible escapes."""
-    text = str(text)[:limit]
-    return text if text.isprintable() else "".join(ch if ch.isprintable() else f"\\x{ord(ch) & 0xFF:02x}"
-                                                   for ch in text)
+    """Text from outside (GGUF names, file names, a server's words) for a terminal, at most ``limit``
+    characters of it: the one escaping rule (``contract.text.visible_line``)."""
+    return visible_line(str(text)[:limit])
+
+
+def _label(info) -> str:
+    """A model in the curve: its metadata's name and file type ("Qwen2.5 Coder 0.5B Instruct Q4_K_M")."""
+    return model_label(info.name, info.quantization, info.path)
 
 
 def render(curve: BatchCurve, pred: KneePrediction | None) -> str:

@@ -48,6 +48,7 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
+from ..contract.text import model_label
 from .costmodel import break_even_acceptance
 from .cachefile import CachedRecord, loadavg_of
 
@@ -535,7 +536,7 @@ def render(r: ProbeResult) -> str:
     out = []
     src = f"cached, measured {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.measured_at))}" if r.cached else (
         f"measured now in {r.wall_s:.1f} s")
-    out.append(f"spectui probe: {t.name or os.path.basename(t.path)} ({t.quantization}, "
+    out.append(f"spectui probe: {model_label(t.name, '', t.path)} ({t.quantization}, "
                f"{t.size_bytes / 1e9:.2f} GB) on {r.machine.get('cpu') or 'this machine'}, {t.backend or 'CPU'}, "
                f"{r.threads} threads ({src}; median of {r.repeats} rounds at {r.context_tokens} tokens of context)")
     out.append(f"target decode, 1 token: {r.decode_ms:.2f} ms ({1000 / r.decode_ms:.1f} tokens/s); weights read "
@@ -543,7 +544,7 @@ def render(r: ProbeResult) -> str:
     out.append(f"verify of {r.max_batch} tokens: {r.verify_ms_by_batch[-1]:.1f} ms ({r.ratio(r.max_batch):.2f} "
                f"decodes), {r.per_token_ms:.2f} ms a token")
     if r.draft is not None:
-        name = r.draft.name or os.path.basename(r.draft.path)
+        name = model_label(r.draft.name, r.draft.quantization, r.draft.path)
         out.append(f"draft decode, 1 token: {r.draft_decode_ms:.2f} ms ({name}); cost ratio c = {r.cost_ratio:.2f}")
     else:
         out.append("no draft model: the figures below assume free drafts (prompt lookup)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 # Everything that must never reach a terminal as it is.
@@ -89,3 +90,20 @@ class VisibleWriter:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+# words a GGUF's general.name often carries from the repository it was converted from, naming a format or a
+# quantization the file does not have ("Qwen2.5 Coder 0.5B Instruct AWQ" for a Q4_K_M file)
+_FORMAT_WORDS = re.compile(r"(?:[\s_-]+(?:gguf|awq|gptq|exl2|mlx|fp16|bf16|fp32|f16|int4|int8|q\d[\w]*))+\s*$",
+                           re.IGNORECASE)
+
+
+def model_label(name: str, quantization: str = "", path: str = "") -> str:
+    """A model as its metadata names it (general.name, without a format or quantization word the file does
+    not have), then its file type when given (the GGUF's own quantization): "Qwen2.5 Coder 0.5B Instruct
+    Q4_K_M". Without a name, the file's name. Made visible (a GGUF's words are text from outside)."""
+    clean = _FORMAT_WORDS.sub("", name).strip() if name else ""
+    if not clean:
+        return visible_line(name or os.path.basename(path) or "?")
+    return visible_line(f"{clean} {quantization}" if quantization else clean)
+

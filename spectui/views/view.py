@@ -10,13 +10,11 @@ holds and never reach into the app. Also the text helpers the replay banner, the
 from __future__ import annotations
 
 import datetime as _dt
-import os
-import re
 from dataclasses import dataclass
 
 from .animation import SETTLED
 from ..analysis.costmodel import Prediction, predict
-from ..contract.text import visible_line
+from ..contract.text import model_label
 from ..contract.events import ModelInfo, RunStarted, Settings
 from .state import ScreenSnapshot
 
@@ -76,21 +74,12 @@ def prediction_for(snap: ScreenSnapshot | None, current_k: int | None) -> tuple[
         return None, f"cost model error: {exc}", True
 
 
-# words a GGUF's general.name often carries from the repository it was converted from, naming a format or a
-# quantization the file does not have ("Qwen2.5 Coder 0.5B Instruct AWQ" for a Q4_K_M file)
-_FORMAT_WORDS = re.compile(r"(?:[\s_-]+(?:gguf|awq|gptq|exl2|mlx|fp16|bf16|fp32|f16|int4|int8|q\d[\w]*))+\s*$",
-                           re.IGNORECASE)
-
-
 def model_name(info: ModelInfo | None) -> str:
-    """A model as its metadata names it (general.name, without a format or quantization word the file does
-    not have), then its file type (the GGUF's own quantization): "Qwen2.5 Coder 0.5B Instruct Q4_K_M"."""
+    """A model as its metadata names it, then its file type: "Qwen2.5 Coder 0.5B Instruct Q4_K_M"
+    (``contract.text.model_label``)."""
     if info is None:
         return "no draft model"
-    name = _FORMAT_WORDS.sub("", info.name).strip() if info.name else ""
-    if not name:
-        return visible_line(info.name or os.path.basename(info.path) or "?")  # a GGUF's words, shown safe
-    return visible_line(f"{name} {info.quantization}" if info.quantization else name)
+    return model_label(info.name, info.quantization, info.path)
 
 
 def banner_text(start: RunStarted | None) -> str:
