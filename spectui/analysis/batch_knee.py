@@ -445,20 +445,30 @@ def chart(pred: KneePrediction, height: int = CHART_HEIGHT) -> list[str]:
 
 
 def why(curve: BatchCurve, pred: KneePrediction) -> str:
-    """The reason in words, from the numbers: how the verify step's cost grows against the plain step's."""
+    """The reason in words, from the numbers: what a pass costs in plain steps (its verify, and its k draft
+    steps with a draft model) against the tokens it yields, at the smallest and the largest B."""
     k = pred.best_k[0]
     b0, b1 = curve.seqs[0], curve.seqs[-1]
-    r0 = curve.verify(b0, k) / curve.plain(b0)
-    r1 = curve.verify(b1, k) / curve.plain(b1)
+    drafts = pred.drafter == DRAFTER_MODEL
+
+    def cost(b: int) -> float:  # a pass in plain steps: speedup = tokens a pass / cost
+        return (curve.verify(b, k) + (k * curve.draft_step(b) if drafts else 0.0)) / curve.plain(b)
+
+    c0, c1 = cost(b0), cost(b1)
+    s0, s1 = pred.speedup[k][0], pred.speedup[k][-1]
     gain = leviathan(pred.acceptance, k)
-    head = (f"At B = {b0} a verify of {k + 1} tokens a sequence costs {r0:.2f} plain steps and yields {gain:.2f} "
-            f"tokens a pass; at B = {b1} it costs {r1:.2f} plain steps for the same {gain:.2f}")
-    if r1 > r0 * 1.1:
-        last = pred.speedup[k][-1]
-        tail = f", and speculation at k = {k} loses ({last:.2f}x)." if last <= 1.0 else (
-            f", yet at k = {k} it still pays ({last:.2f}x).")
+    what = f"a pass of k = {k} (its verify of {k + 1} tokens a sequence" + (f" and {k} draft steps)" if drafts
+                                                                              else ")")
+    head = (f"At B = {b0} {what} costs {c0:.2f} plain steps and yields {gain:.2f} tokens; at B = {b1} it costs "
+            f"{c1:.2f} plain steps for the same {gain:.2f}")
+    if s0 <= 1.0:
+        return head + (f": it costs more plain steps than it yields tokens already at B = {b0}, so speculation "
+                       f"at k = {k} never pays here ({s0:.2f}x at B = {b0}, {s1:.2f}x at B = {b1}).")
+    if c1 > c0 * 1.1:
+        tail = f", and speculation at k = {k} loses ({s1:.2f}x)." if s1 <= 1.0 else (
+            f", yet at k = {k} it still pays ({s1:.2f}x).")
         return head + ": the step has run out of idle compute, so the extra tokens verified are paid for in full" + tail
-    return head + ": the verify step did not grow dearer against a plain one here (idle compute left at every B)."
+    return head + ": a pass did not grow dearer against a plain step here (idle compute left at every B)."
 
 
 def safe_text(text: str, limit: int = 120) -> str:

@@ -151,6 +151,25 @@ def test_table_and_chart_are_plain_text():
     assert "stops paying" in bk.render(KNEE, p) and "At B = 1" in bk.why(KNEE, p)
 
 
+def test_the_reason_in_words_says_what_its_numbers_say():
+    """why(): a pass's cost in plain steps (its verify and, with a draft model, its k draft steps) against the
+    tokens it yields, and a verdict that agrees with the speedups."""
+    # a draft model whose k = 2 draft steps cost 0.5 plain steps each: at B = 1 the pass costs
+    # (10 + 2 * 5) / 10 = 2.0 plain steps for leviathan(0.5, 2) = 1.75 tokens: 0.875x, never pays
+    c = curve(plain=[10, 10, 12, 20], verify={2: [10, 15, 30, 60]}, draft=[5, 5, 6, 10])
+    p = bk.predict(c, 0.5, bk.DRAFTER_MODEL)
+    assert p.speedup[2][0] == pytest.approx(1.75 / 2.0)
+    w = bk.why(c, p)
+    assert "At B = 1 a pass of k = 2 (its verify of 3 tokens a sequence and 2 draft steps) costs 2.00 plain " \
+           "steps and yields 1.75 tokens" in w
+    assert "never pays here (0.88x at B = 1" in w
+    # the same curve with free drafts (prompt lookup): 1.75x at B = 1, a verify that grows dearer, 0.58x at B = 8
+    p = bk.predict(c, 0.5, bk.DRAFTER_LOOKUP)
+    w = bk.why(c, p)
+    assert "(its verify of 3 tokens a sequence) costs 1.00 plain steps" in w and "at B = 8 it costs 3.00" in w
+    assert "run out of idle compute" in w and "loses (0.58x)" in w
+
+
 def test_json_round_trip_and_malformed_input():
     c = curve(plain=[10, 10, 12, 20], verify={1: [10, 12, 20, 40], 2: [10, 15, 30, 60]}, draft=[1, 1, 2, 4])
     d = json.loads(json.dumps(c.to_dict()))
