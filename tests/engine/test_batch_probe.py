@@ -153,4 +153,4 @@ def test_the_knee_act_records_an_asciicast(tiny_target, tiny_draft_noisy, tmp_pa
     assert json.loads(lines[0])["version"] == 2
     text = "".join(json.loads(ln)[2] for ln in lines[1:])
     assert "draft model" in text and "prompt lookup" in text and "best k at each B:" in text
-    assert "speedup against B" in text and text.count("At B = 1 a verify") == 2  # the reason, once an act
+    assert "speedup against B" in text and text.count("At B = 1 a pass of k = 2") == 2  # the reason, once an act
