@@ -38,6 +38,13 @@ def spectui(*args, module: str = "spectui", timeout: float = 120, env=None) -> s
                           cwd=REPO, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def cli(request):
+    """How a command runs: in this process through click's CliRunner (the fast lane), or as its own process
+    (the full suite)."""
+    return spectui_in_process if request.param == "in_process" else spectui
+
+
 def start(*args, module: str = "spectui", env=None) -> Started:
     return Started([sys.executable, "-m", module, *[str(a) for a in args]], cwd=REPO,
                    env={**os.environ, **(env or {})})
@@ -194,29 +201,15 @@ def test_replay_headless_signals_print_the_summary_so_far(trace, sig, status):
 # ------------------------------------------------------------------ cast
 
 
-@pytest.mark.slow  # three CLI processes; test_cast_0_and_2_in_process checks the same in the fast lane
-def test_cast_0_and_2(trace, tmp_path):
+def test_cast_0_and_2(cli, tmp_path):
     out = tmp_path / "x.cast"
     small = tmp_path / "small.jsonl"
     write_trace(small, list(synthetic_run(4)))
-    r = spectui("cast", small, "-o", out, "--cols", 80, "--rows", 24, "--speed", 8)
+    r = cli("cast", small, "-o", out, "--cols", 80, "--rows", 24, "--speed", 8)
     assert r.returncode == OK, r.stderr
-    r = spectui("cast", small, "-o", small)
+    r = cli("cast", small, "-o", small)
     assert r.returncode == USAGE and "input" in one_error_line(r.stderr)
-    r = spectui("cast", small, "-o", out, "--theme", "nonexistent")
-    assert r.returncode == USAGE
-
-
-def test_cast_0_and_2_in_process(tmp_path):
-    """test_cast_0_and_2's rows through the same click command in this process (click's CliRunner)."""
-    out = tmp_path / "x.cast"
-    small = tmp_path / "small.jsonl"
-    write_trace(small, list(synthetic_run(4)))
-    r = spectui_in_process("cast", small, "-o", out, "--cols", 80, "--rows", 24, "--speed", 8)
-    assert r.returncode == OK, r.stderr
-    r = spectui_in_process("cast", small, "-o", small)
-    assert r.returncode == USAGE and "input" in one_error_line(r.stderr)
-    r = spectui_in_process("cast", small, "-o", out, "--theme", "nonexistent")
+    r = cli("cast", small, "-o", out, "--theme", "nonexistent")
     assert r.returncode == USAGE
 
 
@@ -286,21 +279,11 @@ def test_sweep_signals_report_the_runs_done(tiny_target, tiny_draft_noisy, tmp_p
 # ------------------------------------------------------------------ probe
 
 
-@pytest.mark.slow  # two CLI processes; test_probe_0_and_2_in_process checks the same in the fast lane
-def test_probe_0_and_2(tiny_target, tmp_path):
-    env = {"XDG_CACHE_HOME": str(tmp_path)}
-    r = spectui("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1, env=env)
+def test_probe_0_and_2(cli, tiny_target, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the in-process run and the child process alike
+    r = cli("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1)
     assert r.returncode == OK, r.stderr
-    r = spectui("probe", "-m", tiny_target, "--max-batch", 1, env=env)
-    assert r.returncode == USAGE and "--max-batch" in one_error_line(r.stderr)
-
-
-def test_probe_0_and_2_in_process(tiny_target, tmp_path, monkeypatch):
-    """test_probe_0_and_2's rows through the same click command in this process (click's CliRunner)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    r = spectui_in_process("probe", "-m", tiny_target, "--max-batch", 2, "--repeats", 1, "-t", 1)
-    assert r.returncode == OK, r.stderr
-    r = spectui_in_process("probe", "-m", tiny_target, "--max-batch", 1)
+    r = cli("probe", "-m", tiny_target, "--max-batch", 1)
     assert r.returncode == USAGE and "--max-batch" in one_error_line(r.stderr)
 
 

@@ -21,6 +21,15 @@ from test_tui_engine import ListRecorder, wait_until
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _paused_app(engine, drafter: str, n: int):
+    """A run app on ``engine`` at k = 3, T = 0, starting paused (the test presses space when ready)."""
+    control = RunControl(Settings(draft_max=3, temperature=0.0, drafter=drafter))
+    control.pause()
+    app = SpectuiApp(lambda c, p: engine.run(p, c, n), control, recorder=ListRecorder(), n_predict=n,
+                     prompt="the hash map")
+    return control, app
+
+
 async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
     from spectui.engine.loop import Engine
 
@@ -29,10 +38,7 @@ async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
     assert r.returncode == 0, r.stderr
     engine = Engine(str(tmp_path / "mtp-agree-target.gguf"), n_ctx=256, threads=1, head="mtp")
     try:
-        control = RunControl(Settings(draft_max=3, temperature=0.0, drafter="mtp"))
-        control.pause()
-        app = SpectuiApp(lambda c, p: engine.run(p, c, 40), control, recorder=ListRecorder(), n_predict=40,
-                         prompt="the hash map")
+        control, app = _paused_app(engine, "mtp", 40)
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: app.snap is not None and app.snap.start is not None)
             assert "drafter mtp" in app.query_one(StatusLine).text.plain
@@ -63,10 +69,7 @@ async def test_d_cycles_model_head_ngram_none_when_a_head_drafts_beside_a_draft_
     engine = Engine(str(tmp_path / "eagle3-target.gguf"), str(draft), n_ctx=256, threads=1, head="eagle3",
                     head_file=str(tmp_path / "eagle3-draft.gguf"), warn=lambda m: None)
     try:
-        control = RunControl(Settings(draft_max=3, temperature=0.0, drafter="model"))
-        control.pause()
-        app = SpectuiApp(lambda c, p: engine.run(p, c, 24), control, recorder=ListRecorder(), n_predict=24,
-                         prompt="the hash map")
+        control, app = _paused_app(engine, "model", 24)
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: app.snap is not None and app.snap.start is not None)
             start = app.snap.start
