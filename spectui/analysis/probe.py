@@ -48,7 +48,7 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
-from ..contract.text import model_label
+from ..contract.text import model_label, visible_line
 from .costmodel import break_even_acceptance
 from .cachefile import CachedRecord, loadavg_of
 
@@ -536,8 +536,9 @@ def render(r: ProbeResult) -> str:
     out = []
     src = f"cached, measured {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.measured_at))}" if r.cached else (
         f"measured now in {r.wall_s:.1f} s")
-    out.append(f"spectui probe: {model_label(t.name, '', t.path)} ({t.quantization}, "
-               f"{t.size_bytes / 1e9:.2f} GB) on {r.machine.get('cpu') or 'this machine'}, {t.backend or 'CPU'}, "
+    cpu = visible_line(r.machine.get("cpu") or "this machine")  # a cache file's words, like the GGUF's
+    out.append(f"spectui probe: {model_label(t.name, '', t.path)} ({visible_line(t.quantization)}, "
+               f"{t.size_bytes / 1e9:.2f} GB) on {cpu}, {visible_line(t.backend or 'CPU')}, "
                f"{r.threads} threads ({src}; median of {r.repeats} rounds at {r.context_tokens} tokens of context)")
     out.append(f"target decode, 1 token: {r.decode_ms:.2f} ms ({1000 / r.decode_ms:.1f} tokens/s); weights read "
                f"at up to {r.bandwidth_gb_s:.1f} GB/s (file bytes / decode time: an upper-bound estimate)")

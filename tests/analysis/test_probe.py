@@ -4,6 +4,7 @@ when present (sanity only: no timing assertions)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -303,3 +304,18 @@ def test_python_dash_m_help():
     assert out.returncode == 0, out.stderr
     for opt in ("--target", "--draft", "--json", "--max-batch", "--repeats", "--refresh", "-t, --threads"):
         assert opt in out.stdout, opt
+
+
+def test_the_header_shows_a_cached_probes_words_escaped_and_names_models_by_their_file_type():
+    """A probe read back from its cache carries words from outside (the CPU's name, the GGUF's name and file
+    type): the header shows them through the one escaping rule, and names a model as the screens do
+    (general.name without a format word the file does not have, then its file type)."""
+    r = dataclasses.replace(
+        _hand(26.0, QWEN_RATIOS, draft_ms=15.6), machine={"cpu": "EPYC\x1b[2J"},
+        target=ModelInfo(path="/m/t.gguf", name="Qwen2.5 Coder 1.5B Instruct AWQ", size_bytes=1_100_000_000,
+                         quantization="Q4_K_M\x07"),
+        draft=ModelInfo(path="/m/d.gguf", name="Qwen2.5 Coder 0.5B Instruct GGUF", quantization="Q8_0"))
+    head = render(r).splitlines()
+    assert head[0].startswith("spectui probe: Qwen2.5 Coder 1.5B Instruct (Q4_K_M\\x07, 1.10 GB) on EPYC\\x1b[2J")
+    assert "\x1b" not in "\n".join(head) and "\x07" not in "\n".join(head)
+    assert any("(Qwen2.5 Coder 0.5B Instruct Q8_0)" in ln for ln in head)
