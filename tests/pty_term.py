@@ -14,6 +14,7 @@ import fcntl
 import os
 import pty
 import re
+import select
 import signal
 import struct
 import subprocess
@@ -78,7 +79,9 @@ class PtyProcess:
         while not self._closed:
             if not self._reading.wait(0.1):
                 continue
-            try:
+            try:  # never blocked in read: a close of the master while a read holds it would not take effect
+                if not select.select([self.master], [], [], 0.05)[0]:
+                    continue
                 chunk = os.read(self.master, 65536)
             except OSError:  # EIO: the process closed its terminal, or we did
                 return
@@ -121,8 +124,12 @@ class PtyProcess:
         self._reading.clear()
 
     def hang_up(self) -> None:
+        """Close the master now: the drain thread leaves first (a read in progress would keep the file open,
+        and the hang-up would only come with the app's next write)."""
         if not self._closed:
             self._closed = True
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout=1.0)
             os.close(self.master)
 
     def wait(self, timeout: float) -> int:

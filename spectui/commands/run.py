@@ -166,13 +166,13 @@ def run_main(
             from ..tui.shared.terminal import ExitGuard  # the app has ended: the process ends within 2 s
 
             guard = ExitGuard(status).start()
-            return status
     finally:
         with guard.hold() if guard is not None else contextlib.nullcontext():  # the trace's last bytes
             if recorder is not None:
                 recorder.close()
         if engine is not None:
             engine.close()
+    guard.exit_now()  # the TUI's app has ended and everything is closed: nothing is left to wait for
 
 
 def _run_tui(runner, engine, plan: RunPlan, control: RunControl, machine, measure_later: bool, recorder,

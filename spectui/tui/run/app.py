@@ -247,7 +247,7 @@ class SpectuiApp(PacedFaceApp):
             self.measuring = None
             self.wake()
         if res is not None and not control.stopped:
-            self.notify_soon(f"{res.summary}; cached: the next run (r, n) starts from it", title="this machine",
+            self.notify_soon(f"cached for the next run (r, n): {res.summary}", title="this machine measured",
                              timeout=12)
         return res
 

@@ -106,16 +106,28 @@ class FaceApp(App):
         # after the app ended (the kernel sends one with the SIGHUP of a terminal that closes; tmux
         # kill-session) would start its input thread again, which then spins on the dead terminal and
         # keeps the process from exiting. They are put back as they were when the app ends.
-        job_signals = {s: signal.getsignal(s) for s in _JOB_SIGNALS}
+        self._job_signals = {s: signal.getsignal(s) for s in _JOB_SIGNALS}
         try:
             return super().run(*args, **kwargs)
         finally:
             self.deadline.cancel()  # the app is done: what is left is the command's
-            for sig, handler in job_signals.items():
-                try:
-                    signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-                except (OSError, RuntimeError, ValueError, TypeError):  # pragma: no cover
-                    pass
+            self.end_job_control()
+
+    def exit(self, *args, **kwargs) -> None:
+        self.end_job_control()  # on its way out: a SIGCONT from now on resumes nothing
+        super().exit(*args, **kwargs)
+
+    def end_job_control(self) -> None:
+        """Ctrl+Z's suspend and resume end here: the driver no longer restarts itself on SIGCONT, and the
+        job-control handlers it installed are put back as they were before the app (see ``run``)."""
+        driver = getattr(self, "_driver", None)
+        if driver is not None and hasattr(driver, "_auto_restart"):
+            driver._auto_restart = False
+        for sig, handler in getattr(self, "_job_signals", {}).items():
+            try:
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+            except (OSError, RuntimeError, ValueError, TypeError):  # not the main thread; a test's app
+                pass
 
     def last_words(self) -> None:
         """What the deadline does before it ends the process: stop the worker and flush the recording (the

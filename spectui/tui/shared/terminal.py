@@ -25,7 +25,7 @@ import select
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ...contract.errors import SpectuiError
 from ...contract.exitcodes import SIGHUP_STATUS
@@ -164,7 +164,8 @@ class ExitGuard:
     ``select`` on it and ``threading._shutdown`` waits for it forever), a model that does not close, an
     atexit hook. A daemon thread then calls ``os._exit(status)``; a normal exit comes first and ends it.
     ``hold()`` marks what must not be cut (closing the recording: a file, never the terminal): the guard
-    waits for it, up to ``HOLD_MAX_S``. Started only by a command that ran a face in a terminal of its own."""
+    waits for it, up to ``HOLD_MAX_S``; ``exit_now()`` ends the process once the command is done. Started
+    only by a command that ran a face in a terminal of its own."""
 
     def __init__(self, status: int, within_s: float = EXIT_WITHIN_S) -> None:
         self.status = int(status)
@@ -184,6 +185,18 @@ class ExitGuard:
             yield
         finally:
             self._held.set()
+
+    def exit_now(self) -> NoReturn:
+        """The command is done (its recording and models closed): end the process now, with its status,
+        without the interpreter's teardown (joining what threads remain, finalizing llama.cpp's thread
+        pool: a second on a loaded machine, forever on a thread left behind). The guard still ends it if
+        flushing stdout / stderr blocks (a terminal that no longer reads)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):  # a terminal that is gone, a closed stream
+                pass
+        os._exit(self.status)
 
     def _expire(self) -> None:
         time.sleep(self.within_s)
