@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import waits  # noqa: E402
 from pty_term import PtyProcess  # noqa: E402
 
-from spectui.tui.shared.ascii import _TABLE, ascii_wanted, encoding_is_utf8, to_ascii  # noqa: E402
+from spectui.tui.shared.ascii import KEY_WORDS, _TABLE, ascii_wanted, encoding_is_utf8, key_names, to_ascii  # noqa: E402
 from spectui.tui.shared.panel import GLYPH  # noqa: E402
 
 
@@ -89,3 +89,24 @@ def test_a_utf8_terminal_keeps_its_glyphs():
     raw, text = _screen(["demo", "--act", "1", "--speed", "8"], {"LANG": "en_US.UTF-8", "LC_ALL": "", "LC_CTYPE": ""},
                         ("accepted ✓ rejected ✗", "╭"), passes=20)
     assert "accepted ✓ rejected ✗" in text and "╭" in raw
+
+
+def test_keys_named_by_an_arrow_are_words_in_the_ascii_face():
+    ascii_env, utf8 = {"SPECTUI_ASCII": "1"}, {"LANG": "en_US.UTF-8"}
+    assert key_names("→", ascii_env) == "right" and key_names("←/→ step", ascii_env) == "left/right step"
+    assert key_names("←→ token ↑↓ pass", ascii_env) == "left/right token up/down pass"
+    assert key_names("→ / t", utf8) == "→ / t"  # a UTF-8 terminal keeps its arrows
+    for _glyph, word in KEY_WORDS:
+        assert ">" not in word and "<" not in word  # never the faster / slower keys' characters
+
+
+FOOTER = re.compile(r"(\S+) (\S*step\S*|faster|slower)")  # a footer key and what it does
+
+
+def test_the_ascii_footer_names_every_key_unambiguously():
+    """The replay's footer (demo act 1): the step keys are the arrows, named "right" / "left"; ">" and "<"
+    name only faster and slower (in ASCII an arrow drawn as a glyph became ">" / "<" too)."""
+    raw, text = _screen(["demo", "--act", "1", "--speed", "8", "--ascii"], {}, ("right step", "> faster"))
+    keys = {what: key for key, what in FOOTER.findall(text) if what in ("step>", "<step", "faster", "slower")}
+    assert keys == {"step>": "right", "<step": "left", "faster": ">", "slower": "<"}, keys
+    assert "left/right step" in text  # the replay banner names them the same way

@@ -79,6 +79,26 @@ async def test_every_panel_reads_the_recordings_settings_at_its_position(tmp_pat
             assert "current k = 8" in text
 
 
+async def test_at_event_0_the_status_reads_the_traces_header(tmp_path):
+    """Right after Home (the cursor at event 0, nothing delivered) the status line and the panels read the
+    recording's RunStarted settings (k 8 here), not the RunControl's -k default (2)."""
+    from spectui.tui.run.status_line import status_text  # noqa: PLC0415
+
+    _header, events = load_for_tui(k_changing_trace(tmp_path / "k-changes.jsonl"))
+    app = SpectuiApp(None, RunControl(), replay=ReplayPlayer(events, speed="max"), title="replay")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _settle(pilot, app, lambda: app.player.at_end and not app.running)
+        app.control.pause()  # Home, held there (Home then plays on from event 0)
+        app.player.jump_start()
+        app.rebuild()
+        await pilot.pause(0.1)
+        view = app.view
+        assert view.replay.cursor == 0 and (view.snap is None or view.snap.settings is None)  # nothing delivered
+        assert (view.asked.draft_max, view.asked.temperature, view.asked.drafter) == (8, 0.0, "model")
+        line = status_text(view).plain
+        assert "event 0/" in line and "k 8 " in line and "k 2 " not in line
+
+
 def test_a_recorded_live_run_keeps_no_event_history_of_its_own(tmp_path):
     """With --record the recorder keeps the run (``s`` saves from it): the screen's state keeps only its bounded
     tails, not every event a second time; without a recorder it keeps them for ``s``."""

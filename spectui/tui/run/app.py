@@ -188,10 +188,15 @@ class SpectuiApp(PacedFaceApp):
 
     def settings_in_force(self, snap: ScreenSnapshot | None):
         """The settings every panel reads: live, what the keys asked (RunControl; the next pass uses them); in
-        a replay, the recording's own at this point of the trace (its latest pass or settings change), not
-        the RunControl's defaults: the replay's keys move through the recording, they do not set k."""
-        if self.player is not None and snap is not None and snap.settings is not None:
-            return snap.settings
+        a replay, the recording's own at this point of the trace (its latest pass or settings change; before
+        its first event, at event 0 after Home, its header's: RunStarted's settings), never the RunControl's
+        defaults: the replay's keys move through the recording, they do not set k."""
+        if self.player is not None:
+            if snap is not None and snap.settings is not None:
+                return snap.settings
+            start = getattr(self.run_screen, "recording", None)  # the recording's RunStarted (None: attach)
+            if start is not None:
+                return start.settings
         return self.control.settings
 
     def run_state(self) -> tuple[str, str]:

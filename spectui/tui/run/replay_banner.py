@@ -8,7 +8,10 @@ from textual.widget import Widget
 
 from ...contract.events import RunStarted
 from ...views.view import ScreenView, banner_text
+from ..shared.ascii import key_names
 from ..shared.visible_text import visible_rich
+
+REPLAY_KEYS = "space pause  ←/→ step  home/end  </> speed"
 
 
 class ReplayBanner(Widget):
@@ -25,6 +28,6 @@ class ReplayBanner(Widget):
             self.refresh()
 
     def render(self) -> Text:
-        t = visible_rich(Text(" " + banner_text(self.start) + "  ·  space pause  ←/→ step  home/end  </> speed"))
+        t = visible_rich(Text(" " + banner_text(self.start) + "  ·  " + key_names(REPLAY_KEYS)))
         t.truncate(max(1, self.content_size.width), overflow="ellipsis")
         return t

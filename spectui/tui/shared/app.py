@@ -85,6 +85,20 @@ class FaceApp(App):
             return base
         return ascii_driver(base)
 
+    def get_key_display(self, binding) -> str:
+        """The footer's name of a key: Textual's, with an arrow glyph as a word in the ASCII face (an arrow
+        drawn in ASCII is ``>`` / ``<``, the keys faster / slower: tui.shared.ascii.key_names)."""
+        from .ascii import key_names  # noqa: PLC0415
+
+        shown = super().get_key_display(binding)
+        return shown if self._web_driver() else key_names(shown)
+
+    @staticmethod
+    def _web_driver() -> bool:
+        from textual import constants  # noqa: PLC0415
+
+        return constants.DRIVER is not None  # textual-serve's browser has UTF-8: no ASCII face there
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 

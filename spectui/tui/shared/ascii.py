@@ -5,7 +5,9 @@ character a face writes outside ASCII is written as an ASCII one of the same wid
 still differ by shape, not only by colour (accepted ``+``, rejected ``x``, discarded ``.``, the target's
 correction ``@``, bonus ``*``, a plain pass ``o``, pending ``?``). Anything else (a token's text in
 another script) becomes ``?`` for each cell it takes. No Textual here: the translation is applied by the
-faces' driver (``tui.shared.app``) to what it writes, escape sequences untouched (they are ASCII).
+faces' driver (``tui.shared.app``) to what it writes, escape sequences untouched (they are ASCII). Keys
+named by an arrow glyph (the footer, the help pages, the replay banner) are named by words instead
+(``key_names``: "right", "left"), never by ``>`` / ``<``, which are keys of their own (faster / slower).
 """
 
 from __future__ import annotations
@@ -31,6 +33,24 @@ _TABLE = {
 }
 for _c in "┌┏┐┓└┗┘┛├┝┣┤┥┫┬┯┳┴┷┻┼┿╋╔╗╚╝╠╣╦╩╬╭╮╯╰╒╓╕╖╘╙╛╜╞╟╡╢╤╥╧╨╪╫":
     _TABLE[_c] = "+"
+
+
+# Keys named by a glyph (Textual's footer draws the arrow keys as arrows): in the ASCII face an arrow would
+# become ">" / "<", the very characters of the faster / slower keys, so the key is named by its word instead
+# (the text is made so before it is laid out: ``key_names``). Pairs first.
+KEY_WORDS = (("←→", "left/right"), ("←/→", "left/right"), ("→/←", "right/left"), ("↑↓", "up/down"),
+             ("↑/↓", "up/down"), ("→", "right"), ("←", "left"), ("↑", "up"), ("↓", "down"), ("⏎", "enter"),
+             ("⌫", "backspace"))
+
+
+def key_names(text: str, env=None) -> str:
+    """``text`` (a key, or a line that names keys) with its arrow glyphs as words when the ASCII face is
+    wanted; as it is otherwise."""
+    if text.isascii() or not ascii_wanted(env):
+        return text
+    for glyph, word in KEY_WORDS:
+        text = text.replace(glyph, word)
+    return text
 
 
 class _Map(dict):

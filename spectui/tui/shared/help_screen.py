@@ -10,13 +10,17 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from .ascii import key_names
+
 CLOSE_HINT = "escape / q / ? closes this screen."
 
 
 def key_lines(t: Text, rows, width: int = 12) -> Text:
-    """Append ``rows`` of (key, what) to ``t`` as the help pages lay them out."""
+    """Append ``rows`` of (key, what) to ``t`` as the help pages lay them out (an arrow key by its word in the
+    ASCII face: tui.shared.ascii.key_names)."""
     for key, what in rows:
-        t.append(f"  {key:<{width}}", "bold").append(f"{what}\n")
+        key = key_names(key)
+        t.append(f"  {key:<{max(width, len(key) + 1)}}", "bold").append(f"{what}\n")
     return t
 
 
@@ -63,7 +67,7 @@ class HelpPage(ModalScreen[None]):
         with Vertical(id="help-box"):
             with VerticalScroll(id="help-scroll"):
                 yield Static(self.text, id="help-text")
-            yield Static(SCROLL_HINT, id="help-hint")
+            yield Static(key_names(SCROLL_HINT), id="help-hint")
 
     def on_mount(self) -> None:
         self.query_one("#help-scroll", VerticalScroll).focus()

@@ -16,6 +16,7 @@ from textual.strip import Strip
 
 from ...contract.events import DRAFT_STOP_P_MIN
 from ...views.animation import PENDING
+from .ascii import key_names
 from .panel import GLYPH, Panel, clip, fmt_ms
 from ...views.state import PassView
 
@@ -95,7 +96,7 @@ class PassRibbon(Panel):
         cur = self.view.inspect
         if cur is not None:
             t.append(f"inspect #{cur.pass_index} token {cur.slot + 1}", st["title"])
-            t.append(INSPECT_TITLE[len("inspect"):], st["dim"])
+            t.append(key_names(INSPECT_TITLE[len("inspect"):]), st["dim"])
         else:
             t.append("current pass", st["title"])
             t.append(TITLE_LEGEND, st["dim"])
