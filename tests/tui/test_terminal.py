@@ -29,7 +29,7 @@ from spectui.tui.shared.terminal import NEEDS_TERMINAL, require_terminal, termin
 from spectui.contract.errors import SpectuiError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent
-DEADLINE_S = 5.0 + 3.0  # the stop's deadline (tui.shared.app.STOP_GRACE_S) and a margin on a loaded machine
+DEADLINE_S = 3.0 + 5.0  # the stop's deadline (tui.shared.app.STOP_GRACE_S) and a margin on a loaded machine
 
 
 def _ends_within_the_deadline(p: PtyProcess, stop, status: int) -> None:
