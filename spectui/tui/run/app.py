@@ -302,20 +302,24 @@ def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, th
     ``probe``: this machine's probe as cached (every run records it in ``RunStarted.probe``: auto k and the
     prediction start from it), or None: the runs' own passes feed them from the first. ``measure(say,
     progress, stop)``: the probe, measured in idle time (on the worker, once a run has ended by itself while
-    the screen is up, never while a run decodes: it would measure the run's own contention) and cached; the
-    next run (r, n) starts from it; q, a signal or a restart stop it mid-decode, and nothing is cached.
+    the screen is up, never while a run decodes: it would measure the run's own contention) and cached: none
+    was cached, or it was measured busy and the machine is quiet now; the next run (r, n) starts from it;
+    q, a signal or a restart stop it mid-decode, nothing is cached, and it is tried after the next run.
     Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C, SIGTERM,
     SIGHUP); closing the recorder and the engine is the caller's job.
     """
     machine: list[MachineProbe | None] = [probe]
+    pending = [measure]  # measured once; a measurement cut short is tried again after the next run
     app: SpectuiApp
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
         return engine.run(p, ctl, n_predict, probe=machine[0], overlap=True)  # keys act between passes
 
     def after_run(ctl: RunControl) -> None:
-        if measure is not None and machine[0] is None:
-            machine[0] = app.measure_machine(measure, ctl)
+        if pending[0] is not None:
+            res = app.measure_machine(pending[0], ctl)
+            if res is not None:
+                machine[0], pending[0] = res, None
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)
