@@ -359,3 +359,24 @@ def test_policy_by_mode_memory_is_flat_and_a_mode_switched_on_mid_run_knows_the_
     assert cost.n_decode_passes == 120  # it saw the 100 passes before it was switched on
     assert cost.positions and cost.positions[0].trials > MIN_WEIGHT  # and learned acceptance from them
     assert cost.last_reason and not cost.last_reason.startswith("warm-up")
+
+
+def test_without_a_probe_the_verify_costs_come_from_the_runs_own_passes():
+    """A first run (no probe cached, RunStarted.probe None): every batch size the run has verified is a
+    measured point of the model, at the run's own figure, from the first pass that used it."""
+    world = World(a=0.85, d=5.0, v0=85.0, slope=1.0)
+    pol = make_policy("cost")
+    seen = []
+    settings = Settings(draft_max=2, auto="cost")
+    pol.observe(make_start(target_decode_ms=world.v0, draft_decode_ms=world.d, settings=settings))
+    pol.observe(make_prefill())
+    assert pol.curve is None
+    for _ in range(60):
+        k = pol.choose(settings)
+        pol.observe(world.pass_event(k))
+        seen.append(k)
+        pred = pol.prediction()
+        for used in {x for x in seen if 0 < x <= pred.k_max}:
+            assert pred.verify_measured_by_k[used]
+            assert pred.verify_ms_by_k[used] == pytest.approx(world.v0 + world.slope * used)
+    assert len({x for x in seen if x > 0}) >= 2  # it verified more than one size: it learned as it went
