@@ -123,35 +123,20 @@ def gone_within(pid: int, seconds: float, t0: float) -> float:
 # ---------------------------------------------------------------- the TUI
 
 
-def test_q_mid_pass_ends_the_run_within_a_second(slow_target, tmp_path):
+@pytest.mark.parametrize("stop", ["q", *SIGNALS], ids=["q-0", *SIG_IDS])
+def test_q_and_signals_mid_pass_end_the_tui_within_a_second(slow_target, tmp_path, stop):
     rec = tmp_path / "run.jsonl"
     p = PtyProcess([], argv=run_argv(slow_target, "-n", "400", "--no-probe", "--record", rec), cols=120, rows=36)
     try:
         mid_pass(rec)
         t0 = time.monotonic()
-        p.send("q")
-        assert p.wait(30) == 0
+        p.send("q") if stop == "q" else p.proc.send_signal(stop)
+        assert p.wait(30) == (0 if stop == "q" else STATUS[stop])
         took = time.monotonic() - t0
     finally:
         p.close()
     check_trace(rec, took)
-    assert took < STOP_S, f"q took {took:.2f} s"
-
-
-@pytest.mark.parametrize("sig", SIGNALS, ids=SIG_IDS)
-def test_signals_mid_pass_end_the_tui_within_a_second(slow_target, tmp_path, sig):
-    rec = tmp_path / "run.jsonl"
-    p = PtyProcess([], argv=run_argv(slow_target, "-n", "400", "--no-probe", "--record", rec), cols=120, rows=36)
-    try:
-        mid_pass(rec)
-        t0 = time.monotonic()
-        p.proc.send_signal(sig)
-        assert p.wait(30) == STATUS[sig]
-        took = time.monotonic() - t0
-    finally:
-        p.close()
-    check_trace(rec, took)
-    assert took < STOP_S, f"{sig.name} took {took:.2f} s"
+    assert took < STOP_S, f"{stop} took {took:.2f} s"
 
 
 # ---------------------------------------------------------------- headless
