@@ -41,7 +41,7 @@ from ..contract.text import model_label, visible_line
 from .costmodel import break_even_acceptance, leviathan
 from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
 
-BATCH_VERSION = 1
+BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer
 DRAFTER_MODEL = "model"
 DRAFTER_LOOKUP = "ngram"  # prompt lookup (docs/conventions.md: --drafter model, ngram)
 CHART_HEIGHT = 12
