@@ -44,7 +44,8 @@ from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
 from .pair import same_file_warning, size_warning
-from .passes import DraftPolicy, PassLoop, TargetCursor
+from .passes import PassLoop, TargetCursor
+from .policy import DraftPolicy, DraftPolicyFactory
 from .rowmath import RowPool
 from .spec_heads import check_head, make_head_drafter
 
@@ -77,7 +78,7 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
-        draft_policy: Callable[[], "DraftPolicy"] | None = None,
+        draft_policy: DraftPolicyFactory | None = None,
         spare_core: bool | None = None,
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,

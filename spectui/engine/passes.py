@@ -14,7 +14,7 @@ import statistics
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
@@ -27,19 +27,11 @@ from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
 from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .models import LoadedModel
+from .policy import DraftPolicy
 from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
 
 if TYPE_CHECKING:
     from .loop import Engine
-
-
-class DraftPolicy(Protocol):
-    """What the loop asks of a draft-length policy (``spectui.analysis.draft_policy.PolicyByMode``): it sees
-    every event of the run and, when ``settings.auto`` is set, chooses the next pass's k."""
-
-    def observe(self, event: Event) -> None: ...
-
-    def choose(self, settings: Settings) -> int: ...
 
 
 @dataclass
