@@ -101,10 +101,11 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
     from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
-    from .probe import CONTEXT_PROMPT, _loadavg  # noqa: PLC0415
+    from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from .probe import _loadavg  # noqa: PLC0415
 
     load0 = _loadavg()
-    pts = measure_head(engine, CONTEXT_PROMPT, k=k, repeats=repeats)
+    pts = measure_head(engine, DEFAULT_PROMPT, k=k, repeats=repeats)
     load1 = _loadavg()
     return HeadCost(
         kind=pts.kind, k=pts.k, head_step_ms=pts.head_step_ms, head_read_ms=pts.head_read_ms,

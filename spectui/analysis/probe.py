@@ -48,6 +48,7 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
+from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .costmodel import break_even_acceptance
 from .cachefile import CachedRecord, loadavg_of
@@ -59,7 +60,7 @@ MAX_BATCH_LIMIT = 64
 HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
 QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet
 QUIET_LOAD_MARGIN = 0.5  # ... or, without /proc/stat, the 1-min load average at most threads + this
-CONTEXT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
+CONTEXT_PROMPT = DEFAULT_PROMPT  # batch_knee reads it here
 CHART_WIDTH = 48
 FLAT_MARGINAL = 0.15  # an extra verify token costing at most this share of a decode: memory-bound (flat)
 KERNEL_GAIN = 2.0  # a large batch computing this many tokens per decode time: idle compute exists
@@ -383,10 +384,10 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     load0 = _loadavg()
     # a short prompt in the KV cache, as in a run (this also warms both models' weights up)
     ctl = RunControl(Settings(draft_max=0, drafter="none"))
-    for ev in engine.run(CONTEXT_PROMPT, ctl, 1):
+    for ev in engine.run(DEFAULT_PROMPT, ctl, 1):
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
-    context_tokens = len(engine.tokenize(CONTEXT_PROMPT))  # the prompt's KV cells the measurements follow
+    context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))
