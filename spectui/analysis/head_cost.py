@@ -101,10 +101,11 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
     from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
-    from .machine import CONTEXT_PROMPT, load_average  # noqa: PLC0415
+    from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from .machine import load_average  # noqa: PLC0415
 
     load0 = load_average()
-    pts = measure_head(engine, CONTEXT_PROMPT, k=k, repeats=repeats)
+    pts = measure_head(engine, DEFAULT_PROMPT, k=k, repeats=repeats)
     load1 = load_average()
     return HeadCost(
         kind=pts.kind, k=pts.k, head_step_ms=pts.head_step_ms, head_read_ms=pts.head_read_ms,

@@ -45,12 +45,13 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
+from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
 from .cachefile import CachedRecord, loadavg_of
 from .costmodel import break_even_acceptance
 from .machine import (
-    CONTEXT_PROMPT, DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
+    DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
     machine_key, quiet_machine,
 )
 
@@ -362,10 +363,10 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     load0 = load_average()
     # a short prompt in the KV cache, as in a run (this also warms both models' weights up)
     ctl = RunControl(Settings(draft_max=0, drafter="none"))
-    for ev in engine.run(CONTEXT_PROMPT, ctl, 1):
+    for ev in engine.run(DEFAULT_PROMPT, ctl, 1):
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
-    context_tokens = len(engine.tokenize(CONTEXT_PROMPT))  # the prompt's KV cells the measurements follow
+    context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))

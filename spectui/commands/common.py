@@ -13,8 +13,8 @@ from pathlib import Path
 from ..contract.errors import SpectuiError
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
+from ..contract.prompt import DEFAULT_PROMPT
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:

@@ -27,6 +27,7 @@ from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
 from ...contract.events import Event, MachineProbe
+from ...contract.prompt import DEFAULT_PROMPT
 from ...recording.player import ReplayPlayer
 from ...recording.trace import write_trace
 from .help_screen import HelpScreen
@@ -38,7 +39,6 @@ from ..shared.app import FACE_BINDINGS
 from ..shared.paced_app import PacedFaceApp, run_face
 from ...views.view import ScreenView, prediction_for
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
