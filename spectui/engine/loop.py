@@ -37,6 +37,7 @@ from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from . import models as M
 from .chat import chat_template_of
+from .abort import DecodeAbort
 from .cpu import OthersCpu, default_threads
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
@@ -94,6 +95,7 @@ class Engine:
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
+        self.abort = DecodeAbort()  # a run's stop ends the llama_decode in progress (abort.py)
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
@@ -119,6 +121,7 @@ class Engine:
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
+                self.abort.attach(M.llama(), m.ctx)
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 

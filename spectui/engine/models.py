@@ -19,6 +19,7 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from ..contract.events import ModelInfo
+from .abort import DecodeAborted
 
 GGUF_MAGIC = b"GGUF"
 VOCAB_TYPES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo2"}
@@ -592,6 +593,8 @@ class LoadedModel:
         if gate is not None:
             gate.clear()
         self.n_decodes += 1
+        if rc == 2:  # the engine's DecodeAbort stopped it (a stop asked mid-pass: spectui.engine.abort)
+            raise DecodeAborted(self.role)
         if rc != 0:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"
