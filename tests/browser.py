@@ -49,21 +49,6 @@ def wait_for_http(url: str, timeout: float = 30.0) -> None:
             time.sleep(0.2)
 
 
-def stop_server(proc: subprocess.Popen) -> int:
-    """SIGTERM a ``spectui serve`` by PID (then the app processes it started, by theirs); its exit status."""
-    kids = psutil.Process(proc.pid).children(recursive=True)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait(10)
-    _gone, alive = psutil.wait_procs(kids, timeout=10)
-    for p in alive:
-        p.kill()
-    return rc
-
-
 class Chromium:
     """``with Chromium(w, h) as c: png = c.screenshot(url, until_js)``: one headless browser, by PID."""
 

@@ -56,7 +56,8 @@ class Serve:
         return self.base
 
     def ws_url(self, token: str | None = None, query: str = "width=80&height=24") -> str:
-        return f"ws://127.0.0.1:{self.port}/ws/{self.token if token is None else token}" + (f"?{query}" if query else "")
+        path = f"ws://127.0.0.1:{self.port}/ws/{self.token if token is None else token}"
+        return path + (f"?{query}" if query else "")
 
     def __enter__(self) -> "Serve":
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

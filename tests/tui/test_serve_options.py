@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from browser import Chromium, chromium_path, free_port, read_png  # noqa: E402
+from browser import Chromium, chromium_path, read_png  # noqa: E402
 from serve_probe import Serve, gone, no_traceback  # noqa: E402
 
 from spectui.contract.errors import SpectuiError  # noqa: E402
