@@ -19,7 +19,6 @@ import time
 import urllib.request
 import zlib
 
-import psutil
 
 
 def chromium_path() -> str | None:
