@@ -124,22 +124,6 @@ def json_text(obj, **kwargs) -> str:
     return FORBIDDEN_RUNS.sub(_json_escape, s)
 
 
-class VisibleWriter:
-    """A text stream that passes everything written through :func:`visible` (for faces that print outside text)."""
-
-    def __init__(self, stream) -> None:
-        self._stream = stream
-
-    def write(self, s: str) -> int:
-        return self._stream.write(visible(s))
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
 # ------------------------------------------------------------------ cells: measuring and cutting, linear
 MAX_ZERO_WIDTH_RUN = 30  # Unicode's stream-safe limit (UAX #15): a longer run of combining marks is cut there
 
@@ -245,15 +229,6 @@ def escape_unencodable(*streams) -> None:
                 reconfigure(errors="spectui-escape")
             except (ValueError, OSError, AttributeError):  # closed, or not a TextIOWrapper underneath
                 pass
-
-
-def can_encode(stream, text: str) -> bool:
-    """True when ``stream``'s encoding can write ``text`` as it is (an ASCII stream cannot write "…")."""
-    try:
-        text.encode(getattr(stream, "encoding", None) or "utf-8")
-        return True
-    except (UnicodeEncodeError, LookupError):
-        return False
 
 
 # words a GGUF's general.name often carries from the repository it was converted from, naming a format or a

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 import numpy as np
 
 from ..contract import events as E
-from ..contract.control import DRAFT_MAX_LIMIT, RunControl
+from ..contract.control import RunControl
+from ..contract.draft_length import clamp_draft_length
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe, PassEvent, RunEnded, RunStarted, Settings
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
@@ -348,7 +349,7 @@ class PassLoop:
             if self.policy is None:
                 raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             k_want = int(self.policy.choose(s))
-        k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
+        k_want = clamp_draft_length(k_want)
         room = self.e.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
         if room < 1:
             return None

@@ -792,10 +792,6 @@ def read_trace(path: str | os.PathLike, on_warning: Callable[[str], None] | None
     return Trace(header, events, reader.warnings)
 
 
-def count_passes(events: Iterable[Event]) -> int:
-    return sum(1 for ev in events if isinstance(ev, PassEvent))
-
-
 # ------------------------------------------------------------------------------------------ synthetic
 
 
