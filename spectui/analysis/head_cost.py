@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..contract.errors import SpectuiError
 from ..contract.text import visible
-from .cachefile import read_entry
+from .cachefile import read_entry, write_entry
 
 HEAD_COST_VERSION = 1
 KIND_WORDS = {"eagle3": "EAGLE-3 head", "mtp": "MTP head"}
@@ -126,19 +126,11 @@ def load_cached(path: Path, key: dict) -> HeadCost | None:
 
 
 def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
-    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
+    from ..contract.outputs import PROBE_CACHE  # noqa: PLC0415
 
-    res = replace(cost, cache_file=str(path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        d = res.to_dict()
-        d["cached"] = False
-        with atomic_write(path, PROBE_CACHE, inputs=list(models)) as fh:
-            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-    except (OSError, OutputError) as exc:
-        print(f"spectui: warning: cannot write the head-cost cache {path}: {exc}", file=sys.stderr)
-        return replace(res, cache_file="")
-    return res
+    d = replace(cost, cache_file=str(path)).to_dict()
+    d["cached"] = False
+    return replace(cost, cache_file=write_entry(path, key, d, PROBE_CACHE, models, "head-cost"))
 
 
 def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,

@@ -113,7 +113,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     plan = make_plan(ks, temps, repeat, drafter)
     if rec is not None:  # every trace name the plan will write, checked before the first run
         for i, p in enumerate(plan):
-            check_output(rec / trace_name(i, p), TRACE, inputs, force)
+            check_output(rec / trace_name(i, p), TRACE, inputs, force, own_name=True)  # never through a link
     current: list = []
     stopped_by = None
     # A signal while the models load ends the sweep at once with nothing written (Interrupted, 128 + N); from

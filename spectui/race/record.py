@@ -44,7 +44,7 @@ def free_name(folder: str, stem: str) -> str:
     TraceWriter checks it again through spectui.contract.outputs, against the inputs)."""
     path = os.path.join(folder, f"{stem}.jsonl.gz")
     n = 1
-    while os.path.exists(path):
+    while os.path.lexists(path):  # a link to nothing names no file, but is never written through
         path = os.path.join(folder, f"{stem}~{n}.jsonl.gz")
         n += 1
     return path

@@ -42,7 +42,7 @@ from ..contract.events import (
     Inspection,
     PassEvent,
 )
-from ..contract.text import MAX_ZERO_WIDTH_RUN, cells, cut, pad, visible_cells
+from ..contract.text import MAX_ZERO_WIDTH_RUN, cut, pad, visible_cells
 from .heads import drafted_by, pass_heads
 
 NO_DATA = "no inspector data for this pass (recorded with --inspect-top 0, or a trace older than version 3)"
