@@ -122,7 +122,7 @@ class CachedRecord:
         try:
             return cls.load_cached(path, key)
         except cls.RECORD_ERROR as exc:
-            warn(f"the {cls.CACHE_NAME} cache file {path} is corrupt ({exc}); measuring again")
+            warn(f"the {cls.CACHE_NAME} cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
             return None
 
     def store(self: R, key: dict, path: Path, inputs) -> R:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from ..contract.text import visible
+from ..contract.text import visible, visible_line
 from .cachefile import read_entry, write_entry
 
 HEAD_COST_VERSION = 1
@@ -146,7 +146,7 @@ def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, di
         try:
             res = load_cached(path, key)
         except HeadCacheError as exc:
-            warn(f"the head-cost cache file {path} is corrupt ({exc}); measuring again")
+            warn(f"the head-cost cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
     if res is None:
         res = measure(engine, k, repeats)
         models = [engine.target_info.path, engine.head_file] + (

@@ -23,7 +23,7 @@ from ..contract.params import SECONDS
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
-from ..contract.text import json_text, visible
+from ..contract.text import json_text, visible, visible_line
 from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
 from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
 from .common import ModelOptions, default_drafters, load_engine, plan_drafting
@@ -307,7 +307,7 @@ def _noise(engine, settings):
     max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
 
     def say(m: str) -> None:
-        print(f"spectui: {m}", file=sys.stderr)
+        print(f"spectui: {visible_line(m)}", file=sys.stderr)
 
     progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
                 ) if sys.stderr.isatty() else None

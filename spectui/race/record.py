@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.events import RunEnded
 from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
@@ -36,7 +37,7 @@ class RunFailed(Exception):
 
 
 def _say(message: str) -> None:
-    print(f"spectui: {message}", file=sys.stderr, flush=True)
+    print(f"spectui: {visible_line(message)}", file=sys.stderr, flush=True)  # paths: the one escaping rule
 
 
 def free_name(folder: str, stem: str) -> str:
