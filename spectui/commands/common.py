@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
 from ..contract.prompt import DEFAULT_PROMPT
@@ -224,10 +225,11 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
 
     def warn(msg: str) -> None:
         msg = msg.removeprefix("warning: ")
-        print(f"spectui: warning: {msg}", file=sys.stderr)
+        print(f"spectui: warning: {visible_line(msg)}", file=sys.stderr)
 
     if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
-        print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
+        print(visible_line(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else "")),
+              file=sys.stderr)
 
     def build():
         from ..analysis.draft_policy import PolicyByMode

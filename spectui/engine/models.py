@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..contract.errors import SpectuiError
+from ..contract.outputs import missing
 from ..contract.events import ModelInfo
 from .abort import DecodeAborted
 
@@ -166,7 +167,9 @@ def check_gguf_file(path: str, role: str = "model") -> str:
     """Raise SpectuiError (one line) unless ``path`` is a readable GGUF file; return the absolute path."""
     p = os.path.abspath(os.path.expanduser(str(path)))
     if not os.path.exists(p):
-        raise SpectuiError(f"{role} file not found: {path}")
+        why = missing(p)  # a loop of symbolic links is not "not found"
+        raise SpectuiError(f"{role} file not found: {path}" if why == "file not found" else
+                           f"{role} file {path}: {why}")
     if os.path.isdir(p):
         raise SpectuiError(f"{role} path is a directory, not a GGUF file: {path}")
     try:

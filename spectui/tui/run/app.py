@@ -26,6 +26,7 @@ from textual.binding import Binding
 from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
+from ...contract.text import visible_line
 from ...contract.events import Event, MachineProbe
 from ...contract.prompt import DEFAULT_PROMPT
 from ...recording.player import ReplayPlayer
@@ -221,10 +222,10 @@ class SpectuiApp(PacedFaceApp):
         try:
             save_trace(path, self.recorder, self.state.events_so_far())
         except (OSError, SpectuiError) as exc:
-            self.notify(f"could not save the trace: {exc}", severity="error")
+            self.notify(visible_line(f"could not save the trace: {exc}"), severity="error", markup=False)
             return
         self.saved_paths.append(path)
-        self.notify(f"trace saved to {path}", timeout=4)
+        self.notify(visible_line(f"trace saved to {path}"), timeout=4, markup=False)  # a path: the one rule
 
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
