@@ -14,15 +14,26 @@ from pathlib import Path
 
 import pytest
 
+from in_process import spectui_in_process
 from vllm_server import SKIP_REASON as VLLM_SKIP, VENV
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def probe(tmp_path: Path, *args, timeout: float = 600) -> subprocess.CompletedProcess:
+def probe_process(tmp_path: Path, *args, timeout: float = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO), XDG_CACHE_HOME=str(tmp_path / "cache"))
     return subprocess.run([sys.executable, "-m", "spectui", "probe", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def probe_in_process(tmp_path: Path, *args) -> subprocess.CompletedProcess:
+    return spectui_in_process("probe", *args, env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def probe(request):
+    """How the command runs: in this process (the fast lane) or as its own process (the full suite)."""
+    return probe_in_process if request.param == "in_process" else probe_process
 
 
 def emit_args(target, *more):
@@ -30,7 +41,7 @@ def emit_args(target, *more):
             "--acceptance", "0.9", *more]
 
 
-def test_emit_checks_come_before_any_model_loads(tiny_target, tmp_path):
+def test_emit_checks_come_before_any_model_loads(probe, tiny_target, tmp_path):
     r = probe(tmp_path, "--target", tiny_target, "--emit", "vllm")
     assert r.returncode == 2 and "needs an acceptance" in r.stderr, r.stderr
     r = probe(tmp_path, *emit_args(tiny_target, "--emit", "vllm", "-o", tiny_target))
@@ -43,7 +54,7 @@ def test_emit_checks_come_before_any_model_loads(tiny_target, tmp_path):
     assert r.returncode == 2 and "for --emit" in r.stderr
 
 
-def test_emit_each_format_through_the_gate(tiny_target, tiny_draft_noisy, tmp_path):
+def test_emit_each_format_through_the_gate(probe, tiny_target, tiny_draft_noisy, tmp_path):
     out = tmp_path / "spec.json"
     r = probe(tmp_path, *emit_args(tiny_target, "--drafter", "ngram", "--emit", "vllm", "-o", out))
     assert r.returncode == 0, r.stderr
@@ -86,9 +97,10 @@ def vllm_python(script: str, *args, timeout: float = 300) -> subprocess.Complete
 
 @pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_the_emitted_vllm_config_is_read_by_vllm(tiny_target, tmp_path):
     out = tmp_path / "spec.json"
-    r = probe(tmp_path, *emit_args(tiny_target, "--drafter", "ngram", "--emit", "vllm", "-o", out))
+    r = probe_process(tmp_path, *emit_args(tiny_target, "--drafter", "ngram", "--emit", "vllm", "-o", out))
     assert r.returncode == 0, r.stderr
     mine = json.loads(out.read_text())
     v = vllm_python(VALIDATE, out)
@@ -112,7 +124,7 @@ def test_vllm_serves_with_the_emitted_config(tiny_target, tmp_path):
     from vllm_server import vllm_server
 
     out = tmp_path / "spec.json"
-    r = probe(tmp_path, *emit_args(tiny_target, "--drafter", "ngram", "--emit", "vllm", "-o", out))
+    r = probe_process(tmp_path, *emit_args(tiny_target, "--drafter", "ngram", "--emit", "vllm", "-o", out))
     assert r.returncode == 0, r.stderr
     (tmp_path / "srv").mkdir()
     with vllm_server(tmp_path / "srv", spec=json.loads(out.read_text())) as url:
