@@ -18,6 +18,7 @@ and its errors need none).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
@@ -159,7 +160,12 @@ def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
                         public_url=values.get("--public-url"))
     except SpectuiError as exc:
         fail(str(exc))
-    sys.exit(status)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything serve started has ended and every socket is closed: what is left is the interpreter's
+    # teardown of the modules it loaded (aiohttp, jinja2, click...), up to a second on a loaded machine, on
+    # a signal that asked to stop now.
+    os._exit(status)
 
 
 def _serve(argv: list[str], what: str, *, host: str, port: int, max_sessions: int, title: str | None,
