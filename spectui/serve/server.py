@@ -162,7 +162,7 @@ class PageServer(Server):
         await ws.prepare(request)
         self.sockets.add(ws)
         try:
-            if len(self.sessions) >= self.max_sessions:
+            if self.active() >= self.max_sessions:
                 await self._full(ws)
             else:
                 await self._session(ws, width, height)
@@ -174,8 +174,12 @@ class PageServer(Server):
                 await ws.close()
         return ws
 
+    def active(self) -> int:
+        """Sessions whose process is starting or running (one that ended and shows why does not count)."""
+        return sum(not s.over() for s in self.sessions)
+
     async def _full(self, ws: web.WebSocketResponse) -> None:
-        text = (f"spectui serve: {len(self.sessions)} sessions are open, the most this server takes "
+        text = (f"spectui serve: {self.active()} sessions are open, the most this server takes "
                 "(spectui serve --max-sessions N). Close a tab, then reload this page.")
         await ws.send_bytes(text.encode() + b"\r\n")
         async for _message in ws:  # until the tab goes (the page keeps showing why)
@@ -227,7 +231,7 @@ class PageServer(Server):
     async def on_shutdown(self, app: web.Application) -> None:
         """Every session ended, every websocket closed: within QUIT_S + TERM_S + a second."""
         self.stopping = True
-        self.ended = len(self.sessions)
+        self.ended = self.active()
         going = [s.stop() for s in list(self.sessions)]
         closing = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"spectui serve stopped")
                    for ws in list(self.sockets)]
