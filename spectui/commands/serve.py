@@ -97,23 +97,14 @@ def shown(args: tuple[str, ...]) -> str:
     return shlex.join(["spectui", *args])
 
 
-def _port(value) -> int:
-    try:
-        port = int(value)
-    except (TypeError, ValueError):
-        port = 0
-    if not 1 <= port <= 65535:
-        raise SpectuiError(f"--port takes a number from 1 to 65535, not {value!r}")
-    return port
-
-
-def _sessions(value) -> int:
+def _whole(name: str, value, most: int) -> int:
+    """``value`` (an option's word) as a whole number from 1 to ``most``, else the one-line error."""
     try:
         n = int(value)
     except (TypeError, ValueError):
         n = 0
-    if not 1 <= n <= 64:
-        raise SpectuiError(f"--max-sessions takes a number from 1 to 64, not {value!r}")
+    if not 1 <= n <= most:
+        raise SpectuiError(f"{name} takes a number from 1 to {most}, not {value!r}")
     return n
 
 
@@ -146,8 +137,8 @@ def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
         if not host.strip():  # "" would listen on every interface, IPv4 and IPv6, and say http://:PORT
             raise SpectuiError("--host is empty: give an address (127.0.0.1; 0.0.0.0 for every interface, "
                                "then --public-url)")
-        port = _port(values.get("--port", DEFAULT_PORT))
-        sessions = _sessions(values.get("--max-sessions", DEFAULT_SESSIONS))
+        port = _whole("--port", values.get("--port", DEFAULT_PORT), 65535)
+        sessions = _whole("--max-sessions", values.get("--max-sessions", DEFAULT_SESSIONS), 64)
         command = tuple(command) or ("demo",)
         if command[0] == "serve":
             raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), "
