@@ -25,12 +25,13 @@ import sys
 import click
 
 from ..contract.errors import SpectuiError
+from ..serve.guard import MAX_SESSIONS  # the rules only: no textual-serve, no aiohttp
 from . import command
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-DEFAULT_SESSIONS = 4  # spectui.serve.guard.MAX_SESSIONS (not imported: --help loads no textual-serve)
 OWN_OPTIONS = ("--host", "--port", "--public-url", "--title", "--max-sessions")
+NOT_ITSELF = "spectui serve serves another spectui command (e.g. `spectui serve race A B`), not itself"
 
 
 def own_options(command: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -81,8 +82,7 @@ def check_served(group: click.Group, args: tuple[str, ...]) -> None:
         if rest:
             name, sub, sub_args = group.resolve_command(ctx, rest)
             if name == "serve":
-                raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), "
-                                   "not itself")
+                raise SpectuiError(NOT_ITSELF)
             sub.make_context(name, sub_args, parent=ctx)
     except click.UsageError as exc:
         if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.ctx.parent is None:
@@ -109,13 +109,13 @@ def _whole(name: str, value, most: int) -> int:
 
 
 @command("serve", ignore_unknown_options=True, allow_interspersed_args=False)
-@click.option("--host", multiple=True, show_default=DEFAULT_HOST,
-              help="address to listen on (0.0.0.0: every interface; then give --public-url)")
-@click.option("--port", multiple=True, show_default=str(DEFAULT_PORT))
-@click.option("--public-url", multiple=True, help="the URL browsers use (default http://HOST:PORT)")
+@click.option("--host", multiple=True, metavar="ADDRESS",
+              help=f"address to listen on (default {DEFAULT_HOST}; 0.0.0.0: every interface, then give --public-url)")
+@click.option("--port", multiple=True, metavar="PORT", help=f"port to listen on, 1-65535 (default {DEFAULT_PORT})")
+@click.option("--public-url", multiple=True, metavar="URL", help="the URL browsers use (default http://HOST:PORT)")
 @click.option("--title", multiple=True, help="the page's title (default: the command)")
-@click.option("--max-sessions", multiple=True, show_default=str(DEFAULT_SESSIONS),
-              help="browser tabs served at once (each is a process)")
+@click.option("--max-sessions", multiple=True, metavar="N",
+              help=f"browser tabs served at once, each a process, 1-64 (default {MAX_SESSIONS})")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
     """e.g. `spectui serve race A.jsonl B.jsonl`; serve's own options may stand before or after COMMAND
@@ -138,11 +138,10 @@ def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
             raise SpectuiError("--host is empty: give an address (127.0.0.1; 0.0.0.0 for every interface, "
                                "then --public-url)")
         port = _whole("--port", values.get("--port", DEFAULT_PORT), 65535)
-        sessions = _whole("--max-sessions", values.get("--max-sessions", DEFAULT_SESSIONS), 64)
+        sessions = _whole("--max-sessions", values.get("--max-sessions", MAX_SESSIONS), 64)
         command = tuple(command) or ("demo",)
         if command[0] == "serve":
-            raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), "
-                               "not itself")
+            raise SpectuiError(NOT_ITSELF)
         group = click.get_current_context().find_root().command
         if isinstance(group, click.Group):  # spectui's group (serve run on its own has none to check with)
             check_served(group, command)
