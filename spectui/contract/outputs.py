@@ -79,7 +79,8 @@ class _Stream(io.RawIOBase):
     """A device or a FIFO opened and written in non-blocking steps: a FIFO waits for its reader, and a full
     pipe for its reader to read, as long as they take, but once a stop signal came
     (:func:`~spectui.contract.exitcodes.stop_asked`) a wait gives up (an OSError that says so): at once for a
-    FIFO with no reader, within ``STREAM_GIVE_UP_S`` for a reader that stopped reading, so SIGINT, SIGTERM and SIGHUP end a command within a second whatever its outputs block on."""
+    FIFO with no reader, within ``STREAM_GIVE_UP_S`` for a reader that stopped reading. So SIGINT, SIGTERM
+    and SIGHUP end a command within a second whatever its outputs block on."""
 
     def __init__(self, path: str) -> None:
         super().__init__()
