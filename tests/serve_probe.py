@@ -197,8 +197,9 @@ async def client(srv: Serve, *, token: str | None = None, origin: str | None = "
     return session, ws
 
 
-async def read_for(ws, seconds: float) -> bytes:
-    """What the websocket brings in ``seconds`` (binary frames: the screen), until it closes."""
+async def read_for(ws, seconds: float, until: bytes = b"") -> bytes:
+    """What the websocket brings in ``seconds`` (binary frames: the screen), until it closes (or, given
+    ``until``, until those bytes have come)."""
     import aiohttp
 
     got = bytearray()
@@ -210,6 +211,8 @@ async def read_for(ws, seconds: float) -> bytes:
             break
         if msg.type == aiohttp.WSMsgType.BINARY:
             got += msg.data
+            if until and until in got:
+                break
         elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
             break
     return bytes(got)

@@ -111,9 +111,9 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
                     writer.close()
                 except SpectuiError as exc:
                     write_error.append(str(exc))
-    if write_error:
+    if write_error:  # a signal that stopped a write nobody read (a FIFO) still ends with 128 + N
         echo_error(write_error[0])
-        sys.exit(SpectuiError.exit_code)
+        sys.exit(signals.status(SpectuiError.exit_code))
     why = session.failure()
     if why and not signals.signum:
         echo_error(why, topic="attach")

@@ -18,18 +18,20 @@ and its errors need none).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
 import click
 
 from ..contract.errors import SpectuiError
+from ..serve.guard import MAX_SESSIONS  # the rules only: no textual-serve, no aiohttp
 from . import command
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-DEFAULT_SESSIONS = 4  # spectui.serve.guard.MAX_SESSIONS (not imported: --help loads no textual-serve)
 OWN_OPTIONS = ("--host", "--port", "--public-url", "--title", "--max-sessions")
+NOT_ITSELF = "spectui serve serves another spectui command (e.g. `spectui serve race A B`), not itself"
 
 
 def own_options(command: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -80,8 +82,7 @@ def check_served(group: click.Group, args: tuple[str, ...]) -> None:
         if rest:
             name, sub, sub_args = group.resolve_command(ctx, rest)
             if name == "serve":
-                raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), "
-                                   "not itself")
+                raise SpectuiError(NOT_ITSELF)
             sub.make_context(name, sub_args, parent=ctx)
     except click.UsageError as exc:
         if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.ctx.parent is None:
@@ -96,34 +97,25 @@ def shown(args: tuple[str, ...]) -> str:
     return shlex.join(["spectui", *args])
 
 
-def _port(value) -> int:
-    try:
-        port = int(value)
-    except (TypeError, ValueError):
-        port = 0
-    if not 1 <= port <= 65535:
-        raise SpectuiError(f"--port takes a number from 1 to 65535, not {value!r}")
-    return port
-
-
-def _sessions(value) -> int:
+def _whole(name: str, value, most: int) -> int:
+    """``value`` (an option's word) as a whole number from 1 to ``most``, else the one-line error."""
     try:
         n = int(value)
     except (TypeError, ValueError):
         n = 0
-    if not 1 <= n <= 64:
-        raise SpectuiError(f"--max-sessions takes a number from 1 to 64, not {value!r}")
+    if not 1 <= n <= most:
+        raise SpectuiError(f"{name} takes a number from 1 to {most}, not {value!r}")
     return n
 
 
 @command("serve", ignore_unknown_options=True, allow_interspersed_args=False)
-@click.option("--host", multiple=True, show_default=DEFAULT_HOST,
-              help="address to listen on (0.0.0.0: every interface; then give --public-url)")
-@click.option("--port", multiple=True, show_default=str(DEFAULT_PORT))
-@click.option("--public-url", multiple=True, help="the URL browsers use (default http://HOST:PORT)")
+@click.option("--host", multiple=True, metavar="ADDRESS",
+              help=f"address to listen on (default {DEFAULT_HOST}; 0.0.0.0: every interface, then give --public-url)")
+@click.option("--port", multiple=True, metavar="PORT", help=f"port to listen on, 1-65535 (default {DEFAULT_PORT})")
+@click.option("--public-url", multiple=True, metavar="URL", help="the URL browsers use (default http://HOST:PORT)")
 @click.option("--title", multiple=True, help="the page's title (default: the command)")
-@click.option("--max-sessions", multiple=True, show_default=str(DEFAULT_SESSIONS),
-              help="browser tabs served at once (each is a process)")
+@click.option("--max-sessions", multiple=True, metavar="N",
+              help=f"browser tabs served at once, each a process, 1-64 (default {MAX_SESSIONS})")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
     """e.g. `spectui serve race A.jsonl B.jsonl`; serve's own options may stand before or after COMMAND
@@ -145,12 +137,11 @@ def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
         if not host.strip():  # "" would listen on every interface, IPv4 and IPv6, and say http://:PORT
             raise SpectuiError("--host is empty: give an address (127.0.0.1; 0.0.0.0 for every interface, "
                                "then --public-url)")
-        port = _port(values.get("--port", DEFAULT_PORT))
-        sessions = _sessions(values.get("--max-sessions", DEFAULT_SESSIONS))
+        port = _whole("--port", values.get("--port", DEFAULT_PORT), 65535)
+        sessions = _whole("--max-sessions", values.get("--max-sessions", MAX_SESSIONS), 64)
         command = tuple(command) or ("demo",)
         if command[0] == "serve":
-            raise SpectuiError("spectui serve serves another spectui command (e.g. `spectui serve race A B`), "
-                               "not itself")
+            raise SpectuiError(NOT_ITSELF)
         group = click.get_current_context().find_root().command
         if isinstance(group, click.Group):  # spectui's group (serve run on its own has none to check with)
             check_served(group, command)
@@ -159,7 +150,12 @@ def serve_cmd(command: tuple[str, ...], **given: tuple[str, ...]) -> None:
                         public_url=values.get("--public-url"))
     except SpectuiError as exc:
         fail(str(exc))
-    sys.exit(status)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything serve started has ended and every socket is closed: what is left is the interpreter's
+    # teardown of the modules it loaded (aiohttp, jinja2, click...), up to a second on a loaded machine, on
+    # a signal that asked to stop now.
+    os._exit(status)
 
 
 def _serve(argv: list[str], what: str, *, host: str, port: int, max_sessions: int, title: str | None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from typing import Callable, Sequence
 
@@ -39,6 +40,46 @@ CLOSE_S = 0.5  # a websocket's close handshake
 SHUTDOWN_S = 1.0  # aiohttp's wait for handlers after the sessions have ended
 MAX_MESSAGE = 1024 * 1024  # one message from the page (a paste)
 REFUSALS_LOGGED = 20  # refused Origins named in the log, each once
+LOG_LINES = 50  # aiohttp's and textual-serve's notes in serve's log, at most
+LOGGERS = ("aiohttp", "textual-serve", "asyncio")
+
+
+class OneLineLog(logging.Handler):
+    """The log records of aiohttp, textual-serve and asyncio as serve's one-line notes: the message and the
+    exception's first line, escaped, no traceback (aiohttp logs one, quoting the request's bytes, for every
+    malformed request a client sends), at most ``most`` of them."""
+
+    def __init__(self, say: Callable[[str], None], most: int = LOG_LINES) -> None:
+        super().__init__(logging.WARNING)
+        self.say = say
+        self.most = most
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        if self.count > self.most:
+            if self.count == self.most + 1:
+                self.say(f"(more than {self.most} notes from the web server: the rest are not shown)")
+            return
+        try:
+            text = record.getMessage()
+        except (TypeError, ValueError):
+            text = str(record.msg)
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()][:2]  # aiohttp's: "400, message:", why
+            text += f": {type(exc).__name__}" + (f": {' '.join(lines)}" if lines else "")
+        self.say(text[:300])
+
+    @classmethod
+    def install(cls, say: Callable[[str], None]) -> "OneLineLog":
+        handler = cls(say)
+        for name in LOGGERS:
+            logger = logging.getLogger(name)
+            logger.handlers[:] = [handler]
+            logger.propagate = False
+            logger.setLevel(logging.WARNING)
+        return handler
 
 
 class PageServer(Server):
@@ -121,7 +162,7 @@ class PageServer(Server):
         await ws.prepare(request)
         self.sockets.add(ws)
         try:
-            if len(self.sessions) >= self.max_sessions:
+            if self.active() >= self.max_sessions:
                 await self._full(ws)
             else:
                 await self._session(ws, width, height)
@@ -133,8 +174,12 @@ class PageServer(Server):
                 await ws.close()
         return ws
 
+    def active(self) -> int:
+        """Sessions whose process is starting or running (one that ended and shows why does not count)."""
+        return sum(not s.over() for s in self.sessions)
+
     async def _full(self, ws: web.WebSocketResponse) -> None:
-        text = (f"spectui serve: {len(self.sessions)} sessions are open, the most this server takes "
+        text = (f"spectui serve: {self.active()} sessions are open, the most this server takes "
                 "(spectui serve --max-sessions N). Close a tab, then reload this page.")
         await ws.send_bytes(text.encode() + b"\r\n")
         async for _message in ws:  # until the tab goes (the page keeps showing why)
@@ -186,7 +231,7 @@ class PageServer(Server):
     async def on_shutdown(self, app: web.Application) -> None:
         """Every session ended, every websocket closed: within QUIT_S + TERM_S + a second."""
         self.stopping = True
-        self.ended = len(self.sessions)
+        self.ended = self.active()
         going = [s.stop() for s in list(self.sessions)]
         closing = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"spectui serve stopped")
                    for ws in list(self.sockets)]
@@ -200,6 +245,7 @@ class PageServer(Server):
     async def _serve(self, ready: Callable[[], None] | None) -> int:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
+        OneLineLog.install(self.say)
 
         def on_signal(signum: int) -> None:
             if self.signum is None:

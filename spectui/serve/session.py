@@ -111,6 +111,11 @@ class Session(AppService):
     def alive(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
+    def over(self) -> bool:
+        """Its process has ended and been reaped (the page may still show why): no longer a session that
+        counts against the cap."""
+        return self._task is not None and self._task.done()
+
     async def _open_app_process(self, width: int = 80, height: int = 24):
         self._process = process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

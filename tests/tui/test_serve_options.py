@@ -153,3 +153,27 @@ def test_the_page_shows_the_commands_error_when_the_face_cannot_start(tmp_path):
     assert lit > 200, lit  # the text is drawn in the terminal's top rows
     assert rc == 143 and no_traceback(srv.stderr())
     assert "drew no screen (exit status 2)" in srv.stderr()
+
+
+def test_a_session_that_cannot_start_tells_its_page_without_a_browser(tmp_path):
+    """The same through a raw websocket (no chromium needed): the text arrives, the socket stays open."""
+    import asyncio
+
+    import aiohttp
+    from serve_probe import client, read_for
+
+    (tmp_path / "junk.jsonl").write_text("not a trace\n")
+
+    async def go(srv):
+        async with aiohttp.ClientSession() as http:
+            _s, ws = await client(srv, session=http)
+            said = await read_for(ws, 60.0, until=b"Reload the page")
+            return said, ws.closed
+
+    with Serve("replay", "junk.jsonl", cwd=tmp_path) as srv:
+        said, closed = asyncio.run(go(srv))
+        rc, wall = srv.stop(signal.SIGTERM)
+    text = said.decode("utf-8", "replace")
+    assert "`spectui replay junk.jsonl` drew no screen (exit status 2)" in text and "spectui: error:" in text, text
+    assert "\x1b]" not in text.split("drew no screen", 1)[1]  # the process's output is escaped in the page
+    assert not closed and rc == 143 and wall < 2.0 and no_traceback(srv.stderr())
