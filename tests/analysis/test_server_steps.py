@@ -144,3 +144,9 @@ def test_step_costs_round_trip_and_refuse_bad_figures():
         ss.StepCosts.from_dict(dict(s.to_dict(), target_chunk_ms=[1.0, -2.0]))
     with pytest.raises(ss.StepsCacheError):
         ss.StepCosts.from_dict(dict(s.to_dict(), version=99))
+
+
+def test_a_slowed_sample_does_not_make_a_small_step_dearer():
+    # T = 16 slowed (40 ms, more than T = 32's 30 ms): read as 30; the rest as measured
+    assert ss.monotone([(8, 12.0), (16, 40.0), (32, 30.0), (64, 50.0)]) == [(8, 12.0), (16, 30.0), (32, 30.0),
+                                                                           (64, 50.0)]
