@@ -100,6 +100,12 @@ class StepCosts(CachedRecord):
         if any(not (x > 0) for x in (*self.target_chunk_ms, *self.draft_chunk_ms)) or not self.sample_ms >= 0:
             raise ValueError("times must be positive")
 
+    @property
+    def quiet(self) -> bool:
+        from .machine import quiet_machine  # noqa: PLC0415
+
+        return quiet_machine(-1.0, self.loadavg, self.threads)  # the load average: no other cores sampled
+
     def to_dict(self) -> dict:
         d = asdict(self)
         for k in ("chunks", "target_chunk_ms", "draft_chunk_ms", "loadavg"):
@@ -512,11 +518,19 @@ def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
 
 def cached_or_measure(engine, *, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> StepCosts:
+                      progress: Callable[[str], None] | None = None,
+                      now_quiet: Callable[[int], bool] | None = None) -> StepCosts:
+    """The step costs from the cache, or measured now (and stored); measured again once the machine is quiet
+    when they were cached busy (as the batched curve)."""
+    from .batch_knee import quiet_now  # noqa: PLC0415 - the probe's rule, once
+
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = steps_cache_key(engine, repeats)
     path = cache_path(name, directory)
     res = None if refresh else StepCosts.load_or_warn(path, key, warn)
+    if res is not None and not res.quiet and (now_quiet or quiet_now)(res.threads):
+        warn("the cached step costs were measured while the machine was busy; it is quiet now: measuring again")
+        res = None
     if res is None:
         res = measure_steps(engine, repeats=repeats, progress=progress)
         models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
