@@ -38,7 +38,7 @@ from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.chat import chat_messages
 from .datasets import PromptSet
 from .plan import parse_temps
-from .server import Deployment, _counters, _delta, chat_request, probe_deployment
+from .server import Deployment, chat_request, counters_delta, probe_deployment, scrape_counters
 
 MAX_LEVEL = 256
 # drafted tokens per output token under this share of the lowest level's: speculation was off (not all off: a level's
@@ -121,7 +121,7 @@ class Sweep:
 def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, temperature: float, seed: int,
               system: str | None, timeout_s: float, role: str) -> Level:
     n = max(len(ps.prompts), 2 * c)
-    before = _counters(dep, 10.0)
+    before = scrape_counters(dep, 10.0)
     t0 = time.monotonic()
 
     def one(i: int):
@@ -152,7 +152,7 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
             lv.accepted += max(end.draft_n_accepted, 0)
     if not timed_drafts and role != "baseline":
         time.sleep(0.5)  # the engine counts a request once it is done
-        win = _delta(dep, before, _counters(dep, 10.0))
+        win = counters_delta(dep, before, scrape_counters(dep, 10.0))
         if win is not None and win.draft_tokens > 0:
             lv.drafted, lv.accepted, lv.acceptance_source = int(win.draft_tokens), int(win.accepted), "metrics"
     elif timed_drafts:
