@@ -44,7 +44,7 @@ from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
 from .llama_lib import system_has_amx
 from .models import LoadedModel
-from .pair import same_file_warning, size_warning
+from .pair import pair_warning
 from .parts import Drafters, RunParts, RunRequest, TargetCursor
 from .passes import PassLoop
 from .policy import DraftPolicy, DraftPolicyFactory
@@ -65,7 +65,30 @@ def _stderr(msg: str) -> None:
 
 
 class Engine:
-    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop."""
+    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop.
+
+    Args:
+        target_path: the target's GGUF file.
+        draft_path: the draft model's GGUF file (None: n-gram lookup or a head drafts, or nothing).
+        n_ctx: the context of each model (-c), at least 8.
+        threads: decode threads (-t; None: llama.cpp's choice, the physical performance cores).
+        no_repack: load the weights as they are in the file (--no-repack).
+        warn: where warnings go (default: stderr).
+        n_batch, n_ubatch: llama.cpp's logical and physical batch sizes (-b, -ub).
+        n_gpu_layers, n_gpu_layers_draft: -ngl / -ngld ("all", a number, None: every layer where a GPU is).
+        use_mmap: map the files (None: unless the weights are repacked).
+        inspect_top: candidates recorded per verified position (--inspect-top, 0: off).
+        draft_policy: makes the draft-length policy of each run (auto k), or None.
+        spare_core: a core is free for the overlapped finishing (None: found out from the CPUs and placement).
+        head: "eagle3" or "mtp": load a head drafter (docs/eagle3-mtp.md).
+        sampling: "cpu", "graph" or "auto" (--sampling: where the row math runs; docs/lossless.md).
+        head_file: the head's own file beside a separate draft model.
+        head_in_every_run: the head reads the target's decodes in every run (False: only in runs that start
+            with it).
+
+    Raises:
+        SpectuiError: a missing or foreign file, vocabularies that cannot speculate together, a bad option.
+    """
 
     def __init__(
         self,
@@ -112,7 +135,10 @@ class Engine:
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
-        self._warn_pair(tpath, dpath)
+        if self.draft is not None:
+            msg = pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)
+            if msg:
+                self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
@@ -139,14 +165,6 @@ class Engine:
             path, dpath = check_head(head, tpath, dpath), None
         self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
         return path, dpath
-
-    def _warn_pair(self, tpath: str, dpath: str | None) -> None:
-        """The same file twice, a swapped pair, a draft not much smaller (pair.py): one warning that names it
-        (the same file is not also "not much smaller")."""
-        if self.draft is not None:
-            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
-            if msg:
-                self.warn(msg)
 
     def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
         """Every drafter this engine can switch to mid-run: none, ngram, the draft model, the head."""
@@ -235,7 +253,15 @@ class Engine:
         self.close()
 
     def measure_verify_ms(self, k: int, repeats: int = 3) -> float:
-        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only."""
+        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only.
+
+        Args:
+            k: draft tokens (the batch holds k + 1).
+            repeats: timed decodes.
+
+        Returns:
+            The median, in ms.
+        """
         if self.target is None:
             raise SpectuiError("the engine is closed")
         k = max(0, int(k))

@@ -322,11 +322,19 @@ class TraceReader:
 def iter_trace(
     path: str | os.PathLike, on_warning: Callable[[str], None] | None = None
 ) -> tuple[dict[str, Any], TraceReader]:
-    """Open a trace: returns its header (checked now) and a streaming iterator over its events.
+    """Open a trace: its header (checked now) and a streaming iterator over its events.
 
-    Raises :class:`TraceError` for a file that is not a readable trace. Warnings (a damaged last line)
-    go to ``on_warning`` when given, else to :mod:`warnings` as :class:`TraceWarning`; the iterator's
-    ``warnings`` list keeps them either way.
+    Args:
+        path: the trace (plain or gzip).
+        on_warning: called with each warning (a damaged last line); None: :mod:`warnings`, as
+            :class:`TraceWarning`. The iterator's ``warnings`` list keeps them either way.
+
+    Returns:
+        (the header, a ``TraceReader`` over the events: one at a time, in flat memory).
+
+    Raises:
+        TraceError: a file that is not a readable trace (``TraceLimitError``: past a limit); the iterator raises
+            it for a broken middle, after every event before it.
     """
     p = os.fspath(path)
     lines = _open_lines(p)
@@ -346,7 +354,18 @@ class Trace(NamedTuple):
 
 
 def read_trace(path: str | os.PathLike, on_warning: Callable[[str], None] | None = None) -> Trace:
-    """Read a whole (small) trace into memory: header, events and warnings."""
+    """Read a whole (small) trace into memory.
+
+    Args:
+        path: the trace (plain or gzip).
+        on_warning: called with each warning (default: none; they are in the result either way).
+
+    Returns:
+        ``Trace(header, events, warnings)``.
+
+    Raises:
+        TraceError: not a readable trace, or a broken middle.
+    """
     header, reader = iter_trace(path, on_warning=on_warning if on_warning is not None else (lambda m: None))
     events = list(reader)
     return Trace(header, events, reader.warnings)
