@@ -35,6 +35,7 @@ from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from .chat import chat_template_of
+from .abort import DecodeAbort
 from .cpu import OthersCpu, default_threads
 from .devices import gpu_layers
 from .cpu import spare_core as _spare_core
@@ -42,7 +43,7 @@ from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
-from .llama_lib import system_has_amx
+from .llama_lib import llama, system_has_amx
 from .models import LoadedModel
 from .pair import pair_warning
 from .parts import Drafters, RunParts, RunRequest, TargetCursor
@@ -120,6 +121,7 @@ class Engine:
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
+        self.abort = DecodeAbort()  # a run's stop ends the llama_decode in progress (abort.py)
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
@@ -135,10 +137,8 @@ class Engine:
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
-        if self.draft is not None:
-            msg = pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)
-            if msg:
-                self.warn(msg)
+        if self.draft is not None and (msg := pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)):
+            self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
@@ -147,6 +147,7 @@ class Engine:
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
+                self.abort.attach(llama(), m.ctx)
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
@@ -335,7 +336,8 @@ class Engine:
         return RunParts(
             target=self.target, draft=self.draft, drafters=self._drafters, head_in_every_run=self.head_in_every_run,
             policy_factory=self.draft_policy, cursor=self._cursor, rows=self._prob_rows, texts=self._texts,
-            others=self._others, finishing=self._finishing, graph=self._graph, spare_core=self.spare_core,
+            others=self._others, finishing=self._finishing, abort=self.abort, graph=self._graph,
+            spare_core=self.spare_core,
             n_ctx=self.n_ctx, threads=self.threads, inspect_top=self.inspect_top, target_info=self.target_info,
             draft_info=self.draft_info, debug_hook=self.debug_hook,
         )

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from ..contract.events import ModelInfo
+from .abort import DecodeAborted
 from .devices import gpu_devices, is_lavapipe, supports_gpu_offload
 from .llama_lib import address, cpu_name, ftype_names, gil_held_lib, llama, model_meta, model_params
 from .preload import VOCAB_TYPES
@@ -275,6 +276,8 @@ class LoadedModel:
         if gate is not None:
             gate.clear()
         self.n_decodes += 1
+        if rc == 2:  # the engine's DecodeAbort stopped it (a stop asked mid-pass: spectui.engine.abort)
+            raise DecodeAborted(self.role)
         if rc != 0:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"

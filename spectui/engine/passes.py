@@ -24,6 +24,7 @@ from ..contract import events as E
 from ..contract.draft_length import clamp_draft_length
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, PassEvent, RunEnded, Settings
+from .abort import DecodeAborted
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
 from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
@@ -125,19 +126,22 @@ class PassLoop:
         self.fin = Finisher(parts.finishing, maker, self.may_overlap)
         self.t0 = time.perf_counter()
         self.cursor.in_run = True
+        aborting = parts.abort.watching(self.control)  # a stop ends the decode in progress (abort.py)
+        aborting.__enter__()
         try:
             for ev in self._body():
                 yield self._observe(ev)
         except GeneratorExit:  # the consumer let go: passes still being finished end before anything else runs
             self.fin.settle()
             raise
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, DecodeAborted):  # DecodeAborted: the pass it cut is never an event
             st.reason = E.STOP_USER
         except SpectuiError as exc:
             st.reason, st.error = E.STOP_ERROR, str(exc)
         except Exception as exc:  # noqa: BLE001 - any engine failure ends the run with its message
             st.reason, st.error = E.STOP_ERROR, _described(exc)
         finally:
+            aborting.__exit__(None, None, None)
             if self.run_id == self.cursor.run_id:
                 self.cursor.in_run = False
                 if self.graph is not None:  # the graph path's chains come off with the run
