@@ -1,5 +1,5 @@
 """What a serving engine's Prometheus text calls its speculative decoding metrics: one ``Dialect`` per engine
-(``llamacpp.py``, ``vllm.py``, ``sglang.py``), found by the metric prefix (``detect``).
+(``llamacpp.py``, ``vllm.py``, ``sglang.py``), found by the metric prefix (``dialects.detect``).
 
 A dialect names each figure by its metric's base name, without ``_total``: a counter is read under its base
 name and under ``<base>_total`` (Prometheus text writes ``_total`` on a counter's sample, OpenMetrics and some
@@ -67,16 +67,3 @@ def count_list(raw, most: int = MAX_POSITIONS + 1) -> tuple[int, ...]:
             return ()
         out.append(int(x))
     return tuple(out)
-
-
-def all_dialects() -> tuple[Dialect, ...]:
-    from . import llamacpp, sglang, vllm  # noqa: PLC0415 - each module names its engine's metrics
-
-    return (llamacpp.DIALECT, vllm.DIALECT, sglang.DIALECT)
-
-
-def detect(sample_names) -> Dialect | None:
-    """The dialect whose prefix the page's samples carry (llama-server, then vLLM, then SGLang when a page
-    mixes them), or None (another exporter)."""
-    names = list(sample_names)
-    return next((d for d in all_dialects() if any(n.startswith(d.prefix) for n in names)), None)

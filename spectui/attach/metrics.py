@@ -1,7 +1,7 @@
 """Prometheus text from a serving engine -> its speculative decoding counters (``EngineCounters``).
 
 Parsed with ``prometheus_client.parser.text_string_to_metric_families`` (the reference parser), then read in
-the engine's dialect, found by the metric prefix (``dialect.detect``): ``llamacpp.py`` (llama-server),
+the engine's dialect, found by the metric prefix (``dialects.detect``): ``llamacpp.py`` (llama-server),
 ``vllm.py`` (vLLM, V1 and the V0 names), ``sglang.py`` (SGLang's gauges). Each module says what its engine
 publishes and where its source says so.
 
@@ -25,7 +25,8 @@ from ..contract.events import (
     Histogram,
     PositionCount,
 )
-from .dialect import MAX_POSITIONS, Dialect, base_name, detect
+from .dialect import MAX_POSITIONS, Dialect, base_name
+from .dialects import detect
 
 PROCESS_START = "process_start_time_seconds"  # prometheus_client's process collector (vLLM, SGLang)
 

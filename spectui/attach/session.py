@@ -104,7 +104,7 @@ class AttachSession:
         if self.prompt is not None:
             threads.append(threading.Thread(target=self._request_worker, args=(q,), name="spectui-attach-request",
                                             daemon=True))
-        reason, ticks = "stopped", 0
+        reason = "stopped"
         try:
             # The baseline first (request mode: before the request, so the session window is the request).
             # polled (scrape_all): a signal stops it at once, and every scrape ends within --timeout
@@ -113,42 +113,51 @@ class AttachSession:
             for th in threads:
                 if not self.stop.is_set():
                     th.start()
-            while not self.stop.is_set():
-                if self.duration and self._clock() - self.t0 >= self.duration:
-                    reason = "done"  # the deadline (--duration); failure() says whether it went well
-                    self.ended_by = "duration"
-                    break
-                try:
-                    item = q.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if item is _TICK:
-                    ticks += 1
-                    if self.count and ticks >= self.count:  # also in request mode: a request still
-                        reason = "done"                      # running then is cut short (a failure)
-                        break
-                elif item is _REQUEST_DONE:
-                    self._final_scrapes(emit)
-                    reason = "done"
-                    break
-                else:
-                    emit(item)
+            reason = self._consume(q, emit)
         except KeyboardInterrupt:
             reason = "stopped"
         finally:
-            self.stop.set()
-            for th in threads:  # a thread blocked in a read is a daemon: its scrape or request ends with
-                if th.is_alive():  # the process (its Deadline); the session's end never waits on a server
-                    th.join(timeout=0.3)
-            while not q.empty():  # a request cut short still ends with its RequestEnded
-                item = q.get_nowait()
-                if isinstance(item, RequestEnded):
-                    emit(item)
-            if self.stats.request_running:  # blocked in a read: it ends with the process
-                emit(RequestEnded(t=self._clock() - self.t0, reason=REQ_STOPPED))
-            self.scraper.close()
-            self.end_reason = reason
-            emit(AttachEnded(t=self._clock() - self.t0, reason=reason))
+            self._wind_down(q, threads, emit, reason)
+
+    def _consume(self, q: queue.Queue, emit: Callable[[Any], None]) -> str:
+        """The producers' events, in arrival order, until the session ends; returns why ("done" or "stopped")."""
+        ticks = 0
+        while not self.stop.is_set():
+            if self.duration and self._clock() - self.t0 >= self.duration:
+                self.ended_by = "duration"
+                return "done"  # the deadline (--duration); failure() says whether it went well
+            try:
+                item = q.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if item is _TICK:
+                ticks += 1
+                if self.count and ticks >= self.count:  # also in request mode: a request still
+                    return "done"                        # running then is cut short (a failure)
+            elif item is _REQUEST_DONE:
+                self._final_scrapes(emit)
+                return "done"
+            else:
+                emit(item)
+        return "stopped"
+
+    def _wind_down(self, q: queue.Queue, threads: list[threading.Thread], emit: Callable[[Any], None],
+                   reason: str) -> None:
+        """The session's end: the producers stopped (never waited on for long), a request cut short ended,
+        ``AttachEnded`` last."""
+        self.stop.set()
+        for th in threads:  # a thread blocked in a read is a daemon: its scrape or request ends with
+            if th.is_alive():  # the process (its Deadline); the session's end never waits on a server
+                th.join(timeout=0.3)
+        while not q.empty():  # a request cut short still ends with its RequestEnded
+            item = q.get_nowait()
+            if isinstance(item, RequestEnded):
+                emit(item)
+        if self.stats.request_running:  # blocked in a read: it ends with the process
+            emit(RequestEnded(t=self._clock() - self.t0, reason=REQ_STOPPED))
+        self.scraper.close()
+        self.end_reason = reason
+        emit(AttachEnded(t=self._clock() - self.t0, reason=reason))
 
     def _emitter(self, sink: Callable[[Any], None]) -> Callable[[Any], None]:
         def emit(ev: Any) -> None:

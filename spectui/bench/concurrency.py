@@ -38,7 +38,7 @@ from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.chat import chat_messages
 from .datasets import PromptSet
 from .plan import parse_temps
-from .server import Deployment, _counters, _delta, chat_request, probe_deployment
+from .server import Deployment, chat_request, counters_delta, probe_deployment, scrape_counters
 from .server_shape import load_steps, predict_on_steps, prediction_lines, server_shape
 
 MAX_LEVEL = 256
@@ -126,7 +126,7 @@ class Sweep:
 def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, temperature: float, seed: int,
               system: str | None, timeout_s: float, role: str) -> Level:
     n = max(len(ps.prompts), 2 * c)
-    before = _counters(dep, 10.0)
+    before = scrape_counters(dep, 10.0)
     t0 = time.monotonic()
 
     def one(i: int):
@@ -159,7 +159,7 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
             lv.accepted += max(end.draft_n_accepted, 0)
     if role != "baseline":
         time.sleep(0.5)  # the engine counts a request once it is done
-        win = _delta(dep, before, _counters(dep, 10.0))
+        win = counters_delta(dep, before, scrape_counters(dep, 10.0))
         lv.drafts = int(win.drafts) if win is not None else 0  # the verify steps: the server's steps' shape
         if not timed_drafts and win is not None and win.draft_tokens > 0:
             lv.drafted, lv.accepted, lv.acceptance_source = int(win.draft_tokens), int(win.accepted), "metrics"

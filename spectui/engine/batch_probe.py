@@ -21,7 +21,7 @@ The largest point is bounded by what the context allows: at most ``llama_max_par
 sequences and ``MAX_BATCH_TOKENS`` tokens in one batch (the default ``n_batch`` of llama.cpp and
 llama-server), and the sizes measured stop at the largest power of two that fits.
 
-No Textual imports; llama.cpp only through ``spectui.engine.models``.
+No Textual imports; llama.cpp only through ``spectui.engine.llama_lib``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from . import models as M
+from .devices import gpu_devices, is_lavapipe
+from .llama_lib import llama
+from .models import LoadedModel
 
 DEFAULT_MAX_SEQS = 32
 DEFAULT_KS = (1, 2, 4)
@@ -80,19 +82,19 @@ def fit_max_seqs(max_seqs: int, ks: tuple[int, ...]) -> int:
     """The most sequences that fit: llama.cpp's sequence limit and MAX_BATCH_TOKENS for the largest k."""
     if max_seqs < 1:
         raise SpectuiError(f"--batch-seqs must be at least 1, not {max_seqs}")
-    L = M.llama()
+    L = llama()
     limit = int(L.llama_max_parallel_sequences()) if hasattr(L, "llama_max_parallel_sequences") else 64
     n_max = max(ks) + 1
     return max(1, min(max_seqs, limit, MAX_BATCH_TOKENS // n_max))
 
 
-class _BatchContext:
+class BatchContext:
     """A second llama.cpp context on an already loaded model: ``n_seq_max`` sequences, a KV stream each (llama-server
     with ``-np N`` slots: each slot's attention over its own cells, a batch cut into micro-batches of consecutive
     sequences)."""
 
-    def __init__(self, model: "M.LoadedModel", n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
-        L = M.llama()
+    def __init__(self, model: LoadedModel, n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
+        L = llama()
         cp = L.llama_context_default_params()
         cp.n_ctx = n_ctx
         cp.n_batch = n_batch
@@ -102,7 +104,7 @@ class _BatchContext:
         cp.n_threads_batch = threads
         if hasattr(cp, "kv_unified"):
             cp.kv_unified = False  # a KV stream a sequence, as llama-server with -np N has (its --kv-unified is off)
-        if model.n_gpu_layers and any(M._is_lavapipe(d) for d in M.gpu_devices()):  # see LoadedModel
+        if model.n_gpu_layers and any(is_lavapipe(d) for d in gpu_devices()):  # see LoadedModel
             cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
         self.ctx = L.llama_init_from_model(model.model, cp)
         if not self.ctx:
@@ -115,7 +117,7 @@ class _BatchContext:
 
     def decode(self, rows: list[tuple[int, int, int]], logits: bool) -> float:
         """One llama_decode of (token, position, sequence) rows; its milliseconds (synchronised)."""
-        L = M.llama()
+        L = llama()
         b = self.batch
         for i, (tok, pos, seq) in enumerate(rows):
             b.token[i] = tok
@@ -136,11 +138,11 @@ class _BatchContext:
         return ms
 
     def drop_after(self, pos: int) -> None:
-        if not M.llama().llama_memory_seq_rm(self.mem, ctypes.c_int32(-1), pos, -1):
+        if not llama().llama_memory_seq_rm(self.mem, ctypes.c_int32(-1), pos, -1):
             raise SpectuiError(f"probe: llama_memory_seq_rm failed on the {self.role} model")
 
     def close(self) -> None:
-        L = M.llama()
+        L = llama()
         if self.batch is not None:
             L.llama_batch_free(self.batch)
             self.batch = None
@@ -149,7 +151,7 @@ class _BatchContext:
             self.ctx = None
 
 
-def _fill(bc: _BatchContext, prompt: list[int], n_seqs: int) -> None:
+def prefill_sequences(bc: BatchContext, prompt: list[int], n_seqs: int) -> None:
     """The prompt in each sequence's cells (per sequence, in pieces of the batch size)."""
     for s in range(n_seqs):
         i = 0
@@ -179,11 +181,11 @@ def measure_batched(engine, *, max_seqs: int = DEFAULT_MAX_SEQS, ks=DEFAULT_KS,
     n_batch = max(b_max * n_max, min(len(ctx_ids), MAX_BATCH_TOKENS), 1)
     n_ctx = b_max * (len(ctx_ids) + n_max) + 256
     models = [("target", engine.target)] + ([("draft", engine.draft)] if engine.draft is not None else [])
-    made: dict[str, _BatchContext] = {}
+    made: dict[str, BatchContext] = {}
     try:
         for role, m in models:
-            made[role] = _BatchContext(m, b_max, n_batch, n_ctx, int(engine.threads))
-            _fill(made[role], ctx_ids, b_max)
+            made[role] = BatchContext(m, b_max, n_batch, n_ctx, int(engine.threads))
+            prefill_sequences(made[role], ctx_ids, b_max)
         pos0 = len(ctx_ids)
         points = [("target", b, n) for b in seqs for n in ns]
         if "draft" in made:

@@ -14,7 +14,7 @@ for those:
 Each in a one-sequence context of its own (the engine's contexts are left alone), rounds forward then backward
 after one discarded warm-up round, the median of ``repeats`` kept, as the batched probe does.
 
-No Textual imports; llama.cpp only through ``spectui.engine.models``.
+No Textual imports; llama.cpp only through ``spectui.engine.llama_lib``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from . import models as M
-from .batch_probe import DEFAULT_BATCH_REPEATS, _BatchContext, _fill
+from .llama_lib import llama
+from .batch_probe import DEFAULT_BATCH_REPEATS, BatchContext, prefill_sequences
 
 CHUNKS = (8, 16, 32, 64, 128, 256)  # prompt tokens in one step (bench prompts: 40-200 tokens; n_ubatch 512)
 SAMPLE_ROWS = 8
@@ -44,9 +44,9 @@ class StepPoints:
     wall_s: float
 
 
-def _sample_row_ms(bc: _BatchContext, tok: int, pos0: int, repeats: int) -> float:
+def _sample_row_ms(bc: BatchContext, tok: int, pos0: int, repeats: int) -> float:
     """Median ms to sample one row of logits with llama.cpp's sampler (candidates, top-k, greedy)."""
-    L = M.llama()
+    L = llama()
     chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
     if not chain:
         raise SpectuiError("probe: llama.cpp could not make a sampler chain")
@@ -82,11 +82,11 @@ def measure_steps(engine, *, chunks=CHUNKS, repeats: int = DEFAULT_BATCH_REPEATS
     n_batch = max(chunks[-1], SAMPLE_ROWS, min(len(ctx_ids), 512))
     n_ctx = len(ctx_ids) + chunks[-1] + 256
     models = [("target", engine.target)] + ([("draft", engine.draft)] if engine.draft is not None else [])
-    made: dict[str, _BatchContext] = {}
+    made: dict[str, BatchContext] = {}
     try:
         for role, m in models:
-            made[role] = _BatchContext(m, 1, n_batch, n_ctx, int(engine.threads))
-            _fill(made[role], ctx_ids, 1)
+            made[role] = BatchContext(m, 1, n_batch, n_ctx, int(engine.threads))
+            prefill_sequences(made[role], ctx_ids, 1)
         pos0 = len(ctx_ids)
         points = [(role, c) for role, _ in models for c in chunks]
         samples: dict[tuple[str, int], list[float]] = {p: [] for p in points}

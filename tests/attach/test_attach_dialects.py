@@ -20,7 +20,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from spectui.analysis.attach_stats import HIGH, IDLE, LOW, OK, AttachStats, outlier
 from spectui.attach import metrics
-from spectui.attach.dialect import MAX_POSITIONS, base_name, detect, positions_from_histogram
+from spectui.attach.dialect import MAX_POSITIONS, base_name, positions_from_histogram
+from spectui.attach.dialects import detect
 from spectui.attach.request import _SGLangText, build_request
 from spectui.attach.sglang import request_spec
 from spectui.contract.events import (
