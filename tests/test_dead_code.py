@@ -27,6 +27,7 @@ CALLED_BY_NAME = {
     "is_headless": "overrides Textual App.is_headless (capture.py's app draws with no terminal)",
     "http_open": "urllib.request handler method, called for http:// by protocol name",
     "https_open": "urllib.request handler method, called for https:// by protocol name",
+    "_open_app_process": "overrides textual-serve's AppService._open_app_process (its start() calls it)",
 }
 # Decorators whose functions are used by name from elsewhere.
 DECORATED = {
