@@ -41,7 +41,8 @@ Where the numbers come from (each figure says whether it was measured or extrapo
   asked for drafts (passes in ``draft_stops``; a pass that stopped before its first draft paid the draft
   model too) minus that slope times the drafts per such pass; without a calibration, the run's mean per
   drafted token and no fixed part.
-- verify time: measured means by batch size (the snapshot's ``verify_ms_by_k``, the target's single
+- verify time (``analysis.verify_time``): measured means by batch size (the snapshot's ``verify_ms_by_k``,
+  the target's single
   decode ``target_decode_ms`` for k = 0, and any figures measured on demand and passed in as
   ``verify_ms_by_k``). Gaps between measured sizes are interpolated linearly between the neighbours;
   sizes beyond the largest measured one are extrapolated along a least-squares line fitted to all
@@ -64,16 +65,12 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from .stats import StatsSnapshot
+from .verify_time import SRC_CURVE, SRC_RUN, verify_sources
 from .wording import LOSES, WINS, outcome
 
 K_MAX = 16
 TAIL_POSITIONS = 3  # conditional rates averaged for the extrapolated tail
 
-# where each verify time came from (Prediction.verify_source_by_k)
-SRC_RUN = "run"  # measured in this run (or passed in as measured)
-SRC_CURVE = "probe"  # the hardware's measured curve, scaled to the run's level
-SRC_INTERPOLATED = "interpolated"
-SRC_EXTRAPOLATED = "extrapolated"
 
 
 @dataclass(frozen=True)
@@ -264,121 +261,11 @@ def drafted_length(cont: Sequence[float], k: int) -> tuple[float, list[float]]:
     return sum(reach[1:]), probs
 
 
-def verify_curve(
-    points: Mapping[int, float], k_max: int, curve: Mapping[int, float] | None = None
-) -> tuple[list[float], list[bool], str]:
-    """Verify ms for k = 0..k_max from measured {k: ms}, and the hardware's curve when given (see the
-    module docstring). Returns (ms by k, measured-in-the-run by k, note)."""
-    out, sources, note = verify_sources(points, k_max, curve)
-    return out, [src == SRC_RUN for src in sources], note
-
-
-def curve_scale(points: Mapping[int, float], base: Sequence[float]) -> tuple[float, list[int]]:
-    """The run's level relative to a curve: sum of measured ms / sum of the curve's ms at the same k
-    (k within the curve); 1.0 when nothing is shared. Also the shared k."""
-    common = sorted(k for k, ms in points.items() if 0 <= k < len(base) and ms > 0 and base[k] > 0)
-    if not common:
-        return 1.0, []
-    return sum(points[k] for k in common) / sum(base[k] for k in common), common
-
-
-def verify_sources(
-    points: Mapping[int, float], k_max: int, curve: Mapping[int, float] | None = None
-) -> tuple[list[float], list[str], str]:
-    """Verify ms for k = 0..k_max and where each came from (SRC_*), and the note."""
-    pts = {int(k): float(ms) for k, ms in points.items() if ms > 0 and k >= 0}
-    cur = {int(k): float(ms) for k, ms in (curve or {}).items() if ms > 0 and k >= 0}
-    if cur:
-        base, _, _ = _straight_curve(cur, k_max)
-        scale, common = curve_scale(pts, base)
-        top = max(cur)
-        out, src = [], []
-        for k in range(k_max + 1):
-            if k in pts:
-                out.append(pts[k])
-                src.append(SRC_RUN)
-            else:
-                out.append(base[k] * scale)
-                src.append(SRC_CURVE if k <= top else SRC_EXTRAPOLATED)
-        note = f"verify time from the probe's curve (k=0..{top})"
-        if common:
-            note += (f", scaled x{scale:.2f} to this run's level (measured here at k="
-                     f"{','.join(str(k) for k in common)})")
-        if k_max > top:
-            note += f"; k>{top} extrapolated along the curve's least-squares line"
-        return out, src, note
-    out, meas, note = _straight_curve(pts, k_max)
-    src = []
-    top = max(pts) if pts else -1
-    for k in range(k_max + 1):
-        if meas[k]:
-            src.append(SRC_RUN)
-        elif len(pts) > 1 and min(pts) < k < top:
-            src.append(SRC_INTERPOLATED)
-        else:
-            src.append(SRC_EXTRAPOLATED)
-    return out, src, note
-
-
-def _straight_curve(points: Mapping[int, float], k_max: int) -> tuple[list[float], list[bool], str]:
-    """Measured points, linear interpolation between them and a least-squares line beyond."""
-    pts = sorted((int(k), float(ms)) for k, ms in points.items() if ms > 0 and k >= 0)
-    if not pts:
-        return [0.0] * (k_max + 1), [False] * (k_max + 1), "no verify time measured yet"
-    ks = [k for k, _ in pts]
-    ms = [m for _, m in pts]
-    if len(pts) == 1:
-        k0, m0 = pts[0]
-        out = [m0] * (k_max + 1)
-        flags = [k == k0 for k in range(k_max + 1)]
-        return out, flags, f"only k={k0} measured: verify time assumed flat ({m0:.0f} ms) for every k"
-    n = len(pts)
-    mk = sum(ks) / n
-    mm = sum(ms) / n
-    sxx = sum((k - mk) ** 2 for k in ks)
-    slope = sum((k - mk) * (m - mm) for k, m in pts) / sxx if sxx else 0.0
-    slope = max(0.0, slope)
-    known = dict(pts)
-    out: list[float] = []
-    flags: list[bool] = []
-    for k in range(k_max + 1):
-        if k in known:
-            out.append(known[k])
-            flags.append(True)
-            continue
-        flags.append(False)
-        if k > ks[-1]:
-            out.append(ms[-1] + slope * (k - ks[-1]))
-        elif k < ks[0]:
-            out.append(max(0.5 * ms[0], ms[0] - slope * (ks[0] - k)))
-        else:
-            hi = next(i for i, kk in enumerate(ks) if kk > k)
-            k_lo, k_hi = ks[hi - 1], ks[hi]
-            m_lo, m_hi = ms[hi - 1], ms[hi]
-            out.append(m_lo + (m_hi - m_lo) * (k - k_lo) / (k_hi - k_lo))
-    measured = ",".join(str(k) for k in ks)
-    note = (
-        f"verify time measured for k={measured}; gaps interpolated, k>{ks[-1]} extrapolated along a "
-        f"least-squares line ({slope:.1f} ms per extra token)"
-    )
-    return out, flags, note
-
-
-def predict_from(
-    rates: Sequence[float],
-    rate_weights: Sequence[float],
-    verify_points: Mapping[int, float],
-    draft_ms_per_token: float,
-    other_ms_per_pass: float = 0.0,
-    *,
-    k_max: int = K_MAX,
-    current_k: int | None = None,
-    draft_ms_fixed: float = 0.0,
-    curve: Mapping[int, float] | None = None,
-    continue_rates: Sequence[float] | None = None,
-    continue_weights: Sequence[float] | None = None,
-    draft_stop_cause: str = "",
-) -> Prediction:
+def predict_from(rates: Sequence[float], rate_weights: Sequence[float], verify_points: Mapping[int, float],
+                 draft_ms_per_token: float, other_ms_per_pass: float = 0.0, *, k_max: int = K_MAX,
+                 current_k: int | None = None, draft_ms_fixed: float = 0.0, curve: Mapping[int, float] | None = None,
+                 continue_rates: Sequence[float] | None = None, continue_weights: Sequence[float] | None = None,
+                 draft_stop_cause: str = "") -> Prediction:
     """The model itself, from plain numbers (``predict`` and the auto-k policy feed it).
 
     ``continue_rates`` / ``continue_weights``: the measured continuation c_i of drafting (positions 1..)
@@ -401,25 +288,10 @@ def predict_from(
     other = max(0.0, float(other_ms_per_pass))
     cw = continue_weights if continue_weights is not None else [1.0] * len(continue_rates or ())
     c, c_meas, c_note = fill("continuation", continue_rates or (), cw, k_max)
-    reach: list[float] = []  # prod a_j: accepted given drafted (vLLM's per-position rate)
-    yield_reach: list[float] = []  # prod c_j * a_j: drafted and accepted
-    r = ry = 1.0
-    for x, cx in zip(a, c):
-        r *= x
-        ry *= cx * x
-        reach.append(r)
-        yield_reach.append(ry)
+    reach, yield_reach = _reaches(a, c)
     tpp = [1.0 + sum(yield_reach[:k]) for k in range(k_max + 1)]
     fixed = max(0.0, float(draft_ms_fixed))
-    drafted: list[float] = []
-    v_exp: list[float] = []
-    for k in range(k_max + 1):
-        dl, probs = drafted_length(c, k)
-        drafted.append(dl)
-        ev = 0.0
-        for ln, pr in enumerate(probs):
-            ev += pr * v[ln]
-        v_exp.append(ev)
+    drafted, v_exp = _drafted_and_verify(c, v, k_max)
     ms = [(fixed + drafted[k] * d if k > 0 else 0.0) + v_exp[k] + other for k in range(k_max + 1)]
     ready = ms[0] > 0
     tps = [1000.0 * t / m if m > 0 else 0.0 for t, m in zip(tpp, ms)]
@@ -442,6 +314,34 @@ def predict_from(
         draft_stop_cause=draft_stop_cause,
     )
     return _with_advice(pred, bool(rates))
+
+
+def _reaches(a: Sequence[float], c: Sequence[float]) -> tuple[list[float], list[float]]:
+    """By draft position: prod a_j, accepted given drafted (vLLM's per-position rate), and prod c_j * a_j,
+    drafted and accepted."""
+    reach: list[float] = []
+    yield_reach: list[float] = []
+    r = ry = 1.0
+    for x, cx in zip(a, c):
+        r *= x
+        ry *= cx * x
+        reach.append(r)
+        yield_reach.append(ry)
+    return reach, yield_reach
+
+
+def _drafted_and_verify(c: Sequence[float], v: Sequence[float], k_max: int) -> tuple[list[float], list[float]]:
+    """By k asked for: the expected drafted length D(k) and the expected verify ms E[verify_ms(L)]."""
+    drafted: list[float] = []
+    v_exp: list[float] = []
+    for k in range(k_max + 1):
+        dl, probs = drafted_length(c, k)
+        drafted.append(dl)
+        ev = 0.0
+        for ln, pr in enumerate(probs):
+            ev += pr * v[ln]
+        v_exp.append(ev)
+    return drafted, v_exp
 
 
 def _with_advice(p: Prediction, have_rates: bool) -> Prediction:
