@@ -129,7 +129,18 @@ def _counters_back(cur: EngineCounters, prev: EngineCounters) -> bool:
 def engine_window(
     url: str, kind: str, cur: EngineCounters, prev: EngineCounters | None, dt: float, speculation: str = ""
 ) -> Window:
-    """The window from ``prev`` to ``cur`` (prev None: a baseline)."""
+    """The window from ``prev`` to ``cur``.
+
+    Args:
+        url, kind: the engine's server and what it is (llama-server, vLLM, SGLang).
+        cur, prev: its counters at this scrape and the one before (prev None: a baseline, no window yet).
+        dt: seconds between the two scrapes.
+        speculation: "on" / "none" when the server says (llama-server's /slots), else "".
+
+    Returns:
+        The Window: acceptance by position, rate, mean acceptance length, tokens/s, TTFT/ITL quantiles, and
+        its ``status`` (a baseline, a reset, idle, no speculation, an error) where the deltas are not figures.
+    """
     spec_off = not cur.speculation or speculation == "none"
     accept_length = cur.accept_length if cur.accept_length >= 0 else None
     if prev is None:
@@ -307,6 +318,12 @@ class AttachStats:
             self.order.append(key)
 
     def update(self, ev: Any) -> None:
+        """Take one event of an attach session, in order (live, or a recorded attach trace).
+
+        Args:
+            ev: a scrape (its counters' deltas make the windows), a request's start, chunk or end; the rest
+                is ignored.
+        """
         if isinstance(ev, MetricsScraped):
             self._scrape(ev)
         elif isinstance(ev, RequestStarted):
@@ -402,6 +419,11 @@ class AttachStats:
         )
 
     def snapshot(self) -> AttachSnapshot:
+        """The figures so far, immutable: per engine the last interval's window and the session's.
+
+        Returns:
+            An AttachSnapshot: the attach TUI, the headless lines and the JSON all read this one.
+        """
         interval = [self.interval[k] for k in self.order if k in self.interval]
         session = [self.session[k] for k in self.order if k in self.session]
         return AttachSnapshot(

@@ -1,11 +1,15 @@
 """One reader and one writer for the measurement caches (the probe's curve, the batched curve, the kernels'
 noise): a JSON file ``{"key": ..., "result": ...}`` under ~/.cache/spectui, read with a size limit and
 written atomically. Each cache keeps its own result type (a ``CachedRecord``: its version, its figures'
-checks) and its own error class (the one line a corrupt file gets)."""
+checks) and its own error class (the one line a corrupt file gets). What identifies a measurement in every
+cache's key is here too: a model file (``file_identity``) and the machine (``machine_key``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import platform
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +18,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 from ..contract.outputs import Kind, OutputError, atomic_write
 
 MAX_CACHE_BYTES = 4 * 1024 * 1024  # a cache file is a few KB: anything this large is not one of ours
+HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
 
 R = TypeVar("R", bound="CachedRecord")
 
@@ -111,3 +116,30 @@ class CachedRecord:
             print(f"spectui: warning: cannot write the {self.CACHE_NAME} cache {path}: {exc}", file=sys.stderr)
             return replace(res, cache_file="")  # type: ignore[type-var]
         return res
+
+
+# ---------------------------------------------------------------- what identifies a measurement
+
+
+def file_identity(path: str) -> dict:
+    """Real path, size, mtime and a hash of the first HEADER_BYTES of a model file."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    h = hashlib.sha256()
+    with open(real, "rb") as fh:
+        h.update(fh.read(HEADER_BYTES))
+    return {"path": real, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "header_sha256": h.hexdigest()[:32]}
+
+
+def machine_key() -> dict:
+    """The CPU model and the llama.cpp build (version and a hash of its system info)."""
+    from ..engine.models import cpu_name, llama  # noqa: PLC0415
+
+    L = llama()
+    info = L.llama_print_system_info().decode("utf-8", "replace")
+    return {
+        "cpu": cpu_name(),
+        "arch": platform.machine(),
+        "llama_cpp_python": getattr(L, "__version__", ""),
+        "system_info_sha256": hashlib.sha256(info.encode()).hexdigest()[:16],
+    }

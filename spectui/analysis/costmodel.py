@@ -156,16 +156,31 @@ def expected_tokens_per_pass(rates: Sequence[float], k: int) -> float:
 
 
 def leviathan(a: float, k: int) -> float:
-    """Expected tokens per pass with a constant per-draft acceptance a: (1 - a^(k+1)) / (1 - a)."""
+    """Expected tokens per pass with a constant per-draft acceptance a: (1 - a^(k+1)) / (1 - a).
+
+    Args:
+        a: the per-draft acceptance, 0..1.
+        k: the draft length.
+
+    Returns:
+        Leviathan et al.'s expected tokens per pass (k + 1 at a = 1).
+    """
     if a >= 1.0:
         return float(k + 1)
     return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
 def break_even_acceptance(ratio: float, k: int) -> float | None:
-    """Leviathan's inverse: the constant per-draft acceptance a with leviathan(a, k) == ratio, i.e. what a
-    k-draft pass costing ``ratio`` target decodes needs to break even. 0 when ratio <= 1 (any accepted draft
-    pays), None when even a = 1 (k + 1 tokens) is not enough."""
+    """Leviathan's inverse: the constant per-draft acceptance a with leviathan(a, k) == ratio.
+
+    Args:
+        ratio: what a k-draft pass costs, in target decodes.
+        k: the draft length.
+
+    Returns:
+        The acceptance the pass needs to break even: 0 when ratio <= 1 (any accepted draft pays), None when
+        even a = 1 (k + 1 tokens) is not enough.
+    """
     if ratio <= 1.0:
         return 0.0
     if ratio > k + 1:
@@ -268,16 +283,22 @@ def predict_from(rates: Sequence[float], rate_weights: Sequence[float], verify_p
                  draft_stop_cause: str = "") -> Prediction:
     """The model itself, from plain numbers (``predict`` and the auto-k policy feed it).
 
-    ``continue_rates`` / ``continue_weights``: the measured continuation c_i of drafting (positions 1..)
-    and their sample weights; None or empty: every pass drafts the k asked for (see the module
-    docstring). ``draft_stop_cause``: why drafting stops early ("p_min", "no_match"), for the advice.
+    Args:
+        rates: the measured per-position acceptance (vLLM's r_i, positions 1..), rate_weights their samples.
+        verify_points: measured verify ms {k: ms} (a batch of k + 1 tokens).
+        draft_ms_per_token, draft_ms_fixed: drafting k tokens costs ``draft_ms_fixed + k * draft_ms_per_token``
+            (the fixed part: a pass's first draft decode beyond a back-to-back one; on the Qwen pair
+            11.5 + 18.2 k ms); other_ms_per_pass: the loop's own bookkeeping.
+        k_max: predict k = 0..k_max; current_k: the draft length in force, marked in the advice.
+        curve: the hardware's measured verify ms by k, e.g. ``ProbeResult.curve``; it fills every k the run
+            has not measured (see the module docstring).
+        continue_rates: the measured continuation c_i of drafting (positions 1..), continue_weights their
+            samples; None or empty: every pass drafts the k asked for.
+        draft_stop_cause: why drafting stops early ("p_min", "no_match"), for the advice.
 
-    ``curve``: the hardware's measured verify ms by k (batch k + 1), e.g. ``ProbeResult.curve``; it
-    fills every k the run has not measured (see the module docstring).
-
-    Drafting k tokens costs ``draft_ms_fixed + k * draft_ms_per_token`` (k > 0): the fixed part is
-    what a pass's first draft decode costs beyond a back-to-back one (measured on the Qwen pair: draft
-    time per pass = 11.5 + 18.2 k ms for k = 1..8, the target's pass having just run).
+    Returns:
+        The Prediction: tokens/s, tokens per pass and costs by k, the best k, where each figure came from, and
+        the advice.
     """
     if k_max < 0:
         raise ValueError("k_max must be >= 0")
@@ -364,7 +385,15 @@ def _drafts_clause(p: Prediction, k: int) -> str:
 
 def advice(p: Prediction, have_rates: bool = True) -> str:
     """One plain sentence: what speculation costs here and which k wins (and, when drafting stops before
-    the k asked for, how many drafts a pass of that k makes and why)."""
+    the k asked for, how many drafts a pass of that k makes and why).
+
+    Args:
+        p: the prediction.
+        have_rates: whether any acceptance was measured (else the sentence says to draft a few passes).
+
+    Returns:
+        The sentence (with no timings yet: that there is nothing to predict).
+    """
     if not p.ready:
         return "no timings measured yet: nothing to predict"
     t0 = p.target_decode_ms
@@ -418,13 +447,20 @@ def predict(
 ) -> Prediction:
     """Predict tokens/s for k = 0..k_max from a statistics snapshot.
 
-    ``verify_ms_by_k``: extra measured verify times {k: ms} (e.g. from ``engine.measure_verify_ms``);
-    they override the snapshot's means for the same k. ``current_k``: the draft length in force (marked
-    in the advice); when None, the most used k of the run. ``draft_ms_per_token``: override (e.g. the
-    start event's calibration ``draft_decode_ms`` before any draft was made). ``curve``: the hardware's
-    verify ms by k from ``spectui probe`` (``ProbeResult.curve``), used for every k the run has not
-    measured instead of the straight-line extrapolation. Drafting that stops before k (--draft-p-min,
-    short n-gram matches) comes from ``draft_continue_by_position`` and ``draft_stops``.
+    Args:
+        snapshot: the run's statistics (``RunStats.snapshot``, ``compute``); drafting that stops before k
+            (--draft-p-min, short n-gram matches) comes from its continuation and draft stops.
+        k_max: predict k = 0..k_max.
+        verify_ms_by_k: extra measured verify times {k: ms} (e.g. from ``engine.measure_verify_ms``); they
+            override the snapshot's means for the same k.
+        current_k: the draft length in force (marked in the advice); when None, the most used k of the run.
+        draft_ms_per_token: override (e.g. the start event's calibration ``draft_decode_ms`` before any
+            draft was made).
+        curve: the hardware's verify ms by k from ``spectui probe`` (``ProbeResult.curve``), used for every
+            k the run has not measured instead of the straight-line extrapolation.
+
+    Returns:
+        The Prediction (``predict_from``).
     """
     points: dict[int, float] = {}
     if snapshot.target_decode_ms > 0:

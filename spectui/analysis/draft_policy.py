@@ -441,9 +441,16 @@ class CostPolicy:
 
 
 def make_policy(mode: str | None, curve: Mapping[int, float] | None = None):
-    """A fresh policy for ``mode`` ("cost" or "schedule"; "auto" means "cost"). ``curve``: the target's
-    verify ms by k on this machine (``ProbeResult.curve``) for the cost policy; when None, the policy
-    takes the run's own at RunStarted (``RunStarted.probe``), if it has one."""
+    """A fresh policy for one mode.
+
+    Args:
+        mode: "cost" or "schedule" (``Settings.auto``; "auto" means "cost", any other is a SpectuiError).
+        curve: the target's verify ms by k here (``ProbeResult.curve``) for the cost policy; when None, the
+            run's own at RunStarted (``RunStarted.probe``), if it has one.
+
+    Returns:
+        A CostPolicy or a SchedulePolicy: ``observe(event)`` every event, ``choose(settings)`` a pass's k.
+    """
     if mode == "auto":
         mode = "cost"
     if mode == "cost":
@@ -463,6 +470,7 @@ class PolicyByMode:
         self._active: str | None = None  # the mode that chose the last pass (None: a fixed k did)
 
     def observe(self, event: Event) -> None:
+        """Every event the run emits, in order: each mode's policy learns from all (RunStarted: afresh)."""
         if isinstance(event, RunStarted) or not self.policies:
             self.policies = {m: make_policy(m, self.curve) for m in AUTO_MODES}
             self._active = None
@@ -472,6 +480,7 @@ class PolicyByMode:
             policy.observe(event)
 
     def choose(self, settings: Settings) -> int:
+        """The next pass's k (0..32), asked of the policy of ``settings.auto``."""
         mode = "cost" if settings.auto == "auto" else settings.auto
         if mode not in AUTO_MODES:
             raise SpectuiError(f"unknown automatic draft-length mode {mode!r}; use one of: {', '.join(AUTO_MODES)}")

@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -50,14 +49,13 @@ from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
-from .cachefile import CachedRecord, loadavg_of
+from .cachefile import CachedRecord, file_identity, loadavg_of, machine_key
 from .probe_verdict import ProbeVerdict, analyse
 
 PROBE_VERSION = 1
 DEFAULT_MAX_BATCH = 16
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
-HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
 QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet
 QUIET_LOAD_MARGIN = 0.5  # ... or, without /proc/stat, the 1-min load average at most threads + this
 CONTEXT_PROMPT = DEFAULT_PROMPT  # batch_knee reads it here
@@ -276,9 +274,43 @@ def _draft_decode_ms(engine, token: int) -> float:
     return dt
 
 
+def _rounds(engine, sizes: list[int], repeats: int, tok: int, progress) -> tuple[dict[int, list[float]], list[float]]:
+    """The verify ms of every batch size, ``repeats`` rounds in alternating order after a discarded warm-up
+    round, and the draft's single-token decode interleaved at the smallest, middle and largest size."""
+    max_batch = sizes[-1]
+    samples: dict[int, list[float]] = {b: [] for b in sizes}
+    draft_samples: list[float] = []
+    for rnd in range(repeats + 1):  # round 0: warm-up, discarded
+        order = sizes if rnd % 2 == 0 else sizes[::-1]
+        if progress:
+            progress(f"round {rnd} of {repeats}" if rnd else "warm-up round")
+        for b in order:
+            ms = float(engine.measure_verify_ms(b - 1, repeats=1))
+            if rnd:
+                samples[b].append(ms)
+            if engine.draft is not None and b in (1, max_batch // 2, max_batch):  # interleaved with the target's
+                dms = _draft_decode_ms(engine, tok)
+                if rnd:
+                    draft_samples.append(dms)
+    return samples, draft_samples
+
+
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
             progress: Callable[[str], None] | None = None) -> ProbeResult:
-    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring)."""
+    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring).
+
+    Args:
+        engine: the loaded engine (its draft model's decode too, when it has one).
+        max_batch: the largest verify batch measured (2..64; capped to the context and the batch size).
+        repeats: measured rounds over every batch size (the median is kept).
+        progress: told "round i of n" as it goes.
+
+    Returns:
+        The ProbeResult (not cached: ``cached_or_measure`` stores it).
+
+    Raises:
+        SpectuiError: a bad max_batch or repeats, a closed engine, a failed warm-up run.
+    """
     from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
     from ..contract.events import Settings  # noqa: PLC0415
@@ -303,20 +335,7 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))
-    samples: dict[int, list[float]] = {b: [] for b in sizes}
-    draft_samples: list[float] = []
-    for rnd in range(repeats + 1):  # round 0: warm-up, discarded
-        order = sizes if rnd % 2 == 0 else sizes[::-1]
-        if progress:
-            progress(f"round {rnd} of {repeats}" if rnd else "warm-up round")
-        for b in order:
-            ms = float(engine.measure_verify_ms(b - 1, repeats=1))
-            if rnd:
-                samples[b].append(ms)
-            if engine.draft is not None and b in (1, max_batch // 2, max_batch):  # interleaved with the target's
-                dms = _draft_decode_ms(engine, tok)
-                if rnd:
-                    draft_samples.append(dms)
+    samples, draft_samples = _rounds(engine, sizes, repeats, tok, progress)
     verify = tuple(statistics.median(samples[b]) for b in sizes)
     spread = tuple((max(samples[b]) - min(samples[b])) / statistics.median(samples[b]) for b in sizes)
     load1 = _loadavg()
@@ -339,30 +358,6 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "spectui" / "probe"
-
-
-def file_identity(path: str) -> dict:
-    """Real path, size, mtime and a hash of the first HEADER_BYTES of a model file."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    h = hashlib.sha256()
-    with open(real, "rb") as fh:
-        h.update(fh.read(HEADER_BYTES))
-    return {"path": real, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "header_sha256": h.hexdigest()[:32]}
-
-
-def machine_key() -> dict:
-    """The CPU model and the llama.cpp build (version and a hash of its system info)."""
-    from ..engine.models import cpu_name, llama  # noqa: PLC0415
-
-    L = llama()
-    info = L.llama_print_system_info().decode("utf-8", "replace")
-    return {
-        "cpu": cpu_name(),
-        "arch": platform.machine(),
-        "llama_cpp_python": getattr(L, "__version__", ""),
-        "system_info_sha256": hashlib.sha256(info.encode()).hexdigest()[:16],
-    }
 
 
 def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH) -> tuple[dict, str]:
@@ -404,9 +399,19 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
     Its curve reaches auto k and the faces with the run: ``engine.run(..., probe=result.machine_probe())``.
-    ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
-    under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
-    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5)."""
+
+    Args:
+        engine: the loaded engine; max_batch, repeats, progress: as ``measure``.
+        refresh: measure again even when a cached result exists.
+        directory: the cache folder (default ``cache_dir()``).
+        warn: gets the one-line messages (a corrupt cache file; a cached result measured under load that is
+            measured again because the machine is quiet now).
+        now_quiet: ``now_quiet(threads)``, whether the machine is quiet at this moment (default: the 1-min
+            load average is at most threads + 0.5).
+
+    Returns:
+        The ProbeResult, ``cached`` when it came from the cache.
+    """
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     now_quiet = now_quiet or (lambda threads: _loadavg()[0] <= threads + QUIET_LOAD_MARGIN)
     key, digest = cache_key(engine, max_batch)
@@ -444,6 +449,14 @@ def chart(r: ProbeResult, width: int = CHART_WIDTH) -> list[str]:
 
 
 def render(r: ProbeResult) -> str:
+    """What ``spectui probe`` prints: the models and the machine, the figures, the chart, the verdict.
+
+    Args:
+        r: the probe result.
+
+    Returns:
+        The lines, joined; a model's, the CPU's and a cache file's words made visible.
+    """
     v = r.verdict()
     t = r.target
     out = []

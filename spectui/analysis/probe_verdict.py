@@ -38,7 +38,14 @@ class ProbeVerdict:
 
 
 def analyse(r: ProbeResult) -> ProbeVerdict:
-    """The verdict from the figures: break-even acceptance by k, the best case, what limits verification."""
+    """The verdict from the figures: break-even acceptance by k, the best case, what limits verification.
+
+    Args:
+        r: the probe's result (its verify cost by batch size and the draft's cost ratio).
+
+    Returns:
+        The ProbeVerdict, with the one sentence ``spectui probe`` prints.
+    """
     from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
 
     c = r.cost_ratio if r.cost_ratio is not None else 0.0  # no draft model: prompt lookup (drafts ~free)

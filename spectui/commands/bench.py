@@ -206,7 +206,6 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         draft_max, temp, drafter: comma-separated settings, each beside the target alone (the baseline).
         json_out, csv_out, md_out: "-" for stdout, or a file each (written atomically, never over an input).
         signals: the command's signal handler (a stop while loading: nothing written).
-        The others: as the command's options.
 
     Returns:
         The exit status: 0 done, 1 a run or request failed, 128 + N stopped by signal N (what ran is kept).

@@ -63,6 +63,24 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
                refresh: bool = False, out=None, signals=None, batched: bool = False, batch_seqs: int = 32,
                batch_ks: str = "1,2,4", acceptance: float | None = None, acceptance_from: str | None = None,
                drafter: str | None = None, **model_kwargs) -> int:
+    """The whole probe: check the options, load the models, measure (or read the cache), print.
+
+    Args:
+        as_json: one JSON object on stdout instead of the text.
+        max_batch, repeats, refresh: the curve's largest batch, its measured rounds, measure again.
+        out: where the result goes (default stdout); signals: the command's SignalStop (a stop while loading
+            or measuring: nothing cached).
+        batched, batch_seqs, batch_ks, acceptance, acceptance_from: ``--batched``, the batched curve and the
+            knee (docs/batch-knee.md).
+        drafter: eagle3 or mtp: a head's cost per draft step too; with --batched: model or ngram.
+        model_kwargs: the model options (``ModelOptions.pop_from``).
+
+    Returns:
+        The exit status (0).
+
+    Raises:
+        SpectuiError: bad input, before any model loads (one line, exit 2).
+    """
     from .common import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
@@ -95,23 +113,34 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
             head = head_cost.cached_or_measure(engine, k=head_cost_k(), repeats=repeats, refresh=refresh)
     finally:
         engine.close()
-    if as_json:
-        rep = res.report()
-        if knee is not None:
-            rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None}
-        if head is not None:
-            rep["head"] = head.to_dict()
-        out.write(json.dumps(rep) + "\n")
-    else:
-        out.write(render(res) + "\n")
-        if knee is not None:
-            out.write("\n" + bk.render(curve, pred) + "\n")
-        if head is not None:
-            out.write("\n" + head_cost.render(head) + "\n")
+    _write(out, as_json, res, (curve, pred) if knee is not None else None, head)
     w = res.warning()
     if w and as_json:
         print(f"spectui: {w}", file=sys.stderr)
     return 0
+
+
+def _write(out, as_json: bool, res, batched, head) -> None:
+    """The probe's result, and the batched curve's (``batched``: (curve, prediction)) and the head's when
+    measured: one JSON object, or the text of each."""
+    if as_json:
+        rep = res.report()
+        if batched is not None:
+            curve, pred = batched
+            rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None}
+        if head is not None:
+            rep["head"] = head.to_dict()
+        out.write(json.dumps(rep) + "\n")
+        return
+    out.write(render(res) + "\n")
+    if batched is not None:
+        from ..analysis import batch_knee as bk  # noqa: PLC0415
+
+        out.write("\n" + bk.render(*batched) + "\n")
+    if head is not None:
+        from ..analysis import head_cost  # noqa: PLC0415
+
+        out.write("\n" + head_cost.render(head) + "\n")
 
 
 def head_cost_k() -> int:
