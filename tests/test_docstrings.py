@@ -23,7 +23,7 @@ ENTRY_POINTS = {
     "analysis/noise.py": ["measure", "cached_or_measure"],
     "analysis/head_cost.py": ["cached_or_measure", "render"],
     "analysis/lossless.py": ["check"],
-    "analysis/attach_stats.py": ["engine_window", "AttachStats.update", "AttachStats.snapshot"],
+    "analysis/attach_stats.py": ["AttachStats.update", "AttachStats.snapshot"],
     "analysis/wording.py": ["trend", "outcome", "moved"],
     "commands/__init__.py": ["command"],
     "commands/bench.py": ["bench_main"],

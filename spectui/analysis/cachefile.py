@@ -1,31 +1,32 @@
 """One reader and one writer for the measurement caches (the probe's curve, the batched curve, the kernels'
 noise): a JSON file ``{"key": ..., "result": ...}`` under ~/.cache/spectui, read with a size limit and
 written atomically. Each cache keeps its own result type (a ``CachedRecord``: its version, its figures'
-checks) and its own error class (the one line a corrupt file gets). What identifies a measurement in every
-cache's key is here too: a model file (``file_identity``) and the machine (``machine_key``)."""
+checks) and its own error class (the one line a corrupt file gets)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import platform
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
 
 from ..contract.outputs import Kind, OutputError, atomic_write
+from ..contract.text import visible_line
 
 MAX_CACHE_BYTES = 4 * 1024 * 1024  # a cache file is a few KB: anything this large is not one of ours
-HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
 
 R = TypeVar("R", bound="CachedRecord")
 
 
 def read_entry(path: Path, key: dict, error: type[Exception]) -> Any | None:
     """The cached ``result`` at ``path`` when it was measured for ``key``; None when the file is absent or
-    holds another key's. Raises ``error`` (one line) when the file is unreadable, too large or corrupt."""
+    holds another key's. Raises ``error`` (one line) when the file is unreadable, too large or corrupt. A
+    symbolic link is not read (spectui never makes one there): absent, so measured again, and
+    :func:`write_entry` replaces the link, never what it names."""
+    if path.is_symlink():
+        return None
     try:
         if path.stat().st_size > MAX_CACHE_BYTES:
             raise error(f"larger than {MAX_CACHE_BYTES // (1024 * 1024)} MiB")
@@ -43,6 +44,28 @@ def read_entry(path: Path, key: dict, error: type[Exception]) -> Any | None:
     if data["key"] != key:
         return None
     return data["result"]
+
+
+def write_entry(path: Path, key: dict, result: dict, kind: Kind, inputs, name: str) -> str:
+    """Write ``{"key": key, "result": result}`` atomically at ``path`` (never over one of ``inputs``, the model
+    files) and return where it went: the path with its directory's links resolved (a symlinked cache
+    directory is named as what it names). A symbolic link at ``path`` is replaced by the file, never written
+    through (a warning says so); a cache that cannot be written is a warning and "" (the figures are still
+    printed). ``name``: the cache's name in the warnings ("probe", "head-cost")."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        place = Path(os.path.realpath(path.parent)) / path.name
+        if path.is_symlink():
+            print(f"spectui: warning: the {name} cache file {visible_line(str(place))} was a symbolic link (to "
+                  f"{visible_line(os.readlink(path))}): replaced by this measurement, what it named left alone",
+                  file=sys.stderr)
+        with atomic_write(path, kind, inputs=list(inputs)) as fh:
+            fh.write(json.dumps({"key": key, "result": result}, indent=1, sort_keys=True))
+    except (OSError, OutputError) as exc:
+        print(f"spectui: warning: cannot write the {name} cache {visible_line(str(path))}: {visible_line(exc)}",
+              file=sys.stderr)
+        return ""
+    return str(place)
 
 
 def loadavg_of(d: dict) -> tuple[float, float, float]:
@@ -90,7 +113,8 @@ class CachedRecord:
         result = read_entry(path, key, cls.RECORD_ERROR)
         if result is None:
             return None
-        return replace(cls.from_dict(result), cached=True, cache_file=str(path))  # type: ignore[type-var]
+        place = Path(os.path.realpath(path.parent)) / path.name  # a symlinked cache directory: what it names
+        return replace(cls.from_dict(result), cached=True, cache_file=str(place))  # type: ignore[type-var]
 
     @classmethod
     def load_or_warn(cls: type[R], path: Path, key: dict, warn: Callable[[str], None]) -> R | None:
@@ -98,48 +122,14 @@ class CachedRecord:
         try:
             return cls.load_cached(path, key)
         except cls.RECORD_ERROR as exc:
-            warn(f"the {cls.CACHE_NAME} cache file {path} is corrupt ({exc}); measuring again")
+            warn(f"the {cls.CACHE_NAME} cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
             return None
 
     def store(self: R, key: dict, path: Path, inputs) -> R:
         """Write this result for ``key`` atomically at ``path`` (never over one of ``inputs``, the model files);
         returns it with its cache file named. A cache that cannot be written is a warning, not an error (the
         figures are still printed)."""
-        res = replace(self, cache_file=str(path))  # type: ignore[type-var]
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            d = res.to_dict()  # type: ignore[attr-defined]
-            d["cached"] = False
-            with atomic_write(path, self.CACHE_KIND, inputs=list(inputs)) as fh:
-                fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-        except (OSError, OutputError) as exc:
-            print(f"spectui: warning: cannot write the {self.CACHE_NAME} cache {path}: {exc}", file=sys.stderr)
-            return replace(res, cache_file="")  # type: ignore[type-var]
-        return res
-
-
-# ---------------------------------------------------------------- what identifies a measurement
-
-
-def file_identity(path: str) -> dict:
-    """Real path, size, mtime and a hash of the first HEADER_BYTES of a model file."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    h = hashlib.sha256()
-    with open(real, "rb") as fh:
-        h.update(fh.read(HEADER_BYTES))
-    return {"path": real, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "header_sha256": h.hexdigest()[:32]}
-
-
-def machine_key() -> dict:
-    """The CPU model and the llama.cpp build (version and a hash of its system info)."""
-    from ..engine.models import cpu_name, llama  # noqa: PLC0415
-
-    L = llama()
-    info = L.llama_print_system_info().decode("utf-8", "replace")
-    return {
-        "cpu": cpu_name(),
-        "arch": platform.machine(),
-        "llama_cpp_python": getattr(L, "__version__", ""),
-        "system_info_sha256": hashlib.sha256(info.encode()).hexdigest()[:16],
-    }
+        d = replace(self, cache_file=str(path)).to_dict()  # type: ignore[attr-defined, type-var]
+        d["cached"] = False
+        place = write_entry(path, key, d, self.CACHE_KIND, inputs, self.CACHE_NAME)
+        return replace(self, cache_file=place)  # type: ignore[type-var]

@@ -31,8 +31,8 @@ from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
 from ..contract.prompt import DEFAULT_PROMPT
 from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
-from .probe import _loadavg
-from .cachefile import CachedRecord, file_identity, loadavg_of, machine_key
+from .machine import file_identity, load_average, machine_key
+from .cachefile import CachedRecord, loadavg_of
 
 NOISE_VERSION = 1
 NOISE_CACHE = Kind("noise cache", lambda head: True, owned_dir=True)
@@ -170,9 +170,9 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_
     Returns:
         The NoiseResult (not cached: ``cached_or_measure`` stores it).
     """
-    load0 = _loadavg()
+    load0 = load_average()
     m = measure_noise(engine, range(2, max_batch + 1), n_tokens, progress=progress)
-    load1 = _loadavg()
+    load1 = load_average()
     info = engine.target_info
     return NoiseResult(
         target_path=info.path, target_name=info.name or os.path.basename(info.path), backend=info.backend or "CPU",

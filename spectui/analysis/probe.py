@@ -34,9 +34,8 @@ No Textual imports.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
-import os
 import statistics
 import sys
 import time
@@ -49,16 +48,16 @@ from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
-from .cachefile import CachedRecord, file_identity, loadavg_of, machine_key
+from .batch_knee import sibling_curve
+from .cachefile import CachedRecord, loadavg_of
 from .probe_verdict import ProbeVerdict, analyse
+from .machine import (
+    DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
+    machine_key, quiet_machine,
+)
 
-PROBE_VERSION = 1
-DEFAULT_MAX_BATCH = 16
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
-QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet
-QUIET_LOAD_MARGIN = 0.5  # ... or, without /proc/stat, the 1-min load average at most threads + this
-CONTEXT_PROMPT = DEFAULT_PROMPT  # batch_knee reads it here
 CHART_WIDTH = 48
 
 
@@ -86,14 +85,6 @@ def _model_from(d: dict) -> ModelInfo:
         raise TypeError(f"unexpected model fields {', '.join(extra)}")
     return ModelInfo(**d)
 
-
-
-def quiet_machine(others_cpu: float, loadavg, threads: int) -> bool:
-    """Whether a measurement ran quiet: other processes' CPU (cores) when it was sampled (>= 0), else the
-    load average against the threads the measurement used."""
-    if others_cpu >= 0:
-        return others_cpu <= QUIET_OTHERS_CORES
-    return loadavg[0] <= threads + QUIET_LOAD_MARGIN
 
 @dataclass(frozen=True)
 class ProbeResult(CachedRecord):
@@ -176,8 +167,6 @@ class ProbeResult(CachedRecord):
 
     def machine_probe(self) -> MachineProbe:
         """What a run records of this result (``RunStarted.probe``): the curve and the one-line figures."""
-        from .batch_knee import sibling_curve  # noqa: PLC0415 - the batched curve cached beside this one, if any
-
         rep = self.report()
         batched = sibling_curve(self.cache_file, self.key)
         if batched is not None:
@@ -251,13 +240,6 @@ class ProbeResult(CachedRecord):
 # ---------------------------------------------------------------- measuring
 
 
-def _loadavg() -> tuple[float, float, float]:
-    try:
-        return tuple(float(x) for x in os.getloadavg())  # type: ignore[return-value]
-    except (AttributeError, OSError):
-        return (0.0, 0.0, 0.0)
-
-
 def _facts(info: ModelInfo) -> ModelInfo:
     """What the probe keeps of a loaded model (PROBE_MODEL_FIELDS)."""
     return ModelInfo(path=info.path, name=info.name, size_bytes=int(info.size_bytes), quantization=info.quantization,
@@ -274,42 +256,19 @@ def _draft_decode_ms(engine, token: int) -> float:
     return dt
 
 
-def _rounds(engine, sizes: list[int], repeats: int, tok: int, progress) -> tuple[dict[int, list[float]], list[float]]:
-    """The verify ms of every batch size, ``repeats`` rounds in alternating order after a discarded warm-up
-    round, and the draft's single-token decode interleaved at the smallest, middle and largest size."""
-    max_batch = sizes[-1]
-    samples: dict[int, list[float]] = {b: [] for b in sizes}
-    draft_samples: list[float] = []
-    for rnd in range(repeats + 1):  # round 0: warm-up, discarded
-        order = sizes if rnd % 2 == 0 else sizes[::-1]
-        if progress:
-            progress(f"round {rnd} of {repeats}" if rnd else "warm-up round")
-        for b in order:
-            ms = float(engine.measure_verify_ms(b - 1, repeats=1))
-            if rnd:
-                samples[b].append(ms)
-            if engine.draft is not None and b in (1, max_batch // 2, max_batch):  # interleaved with the target's
-                dms = _draft_decode_ms(engine, tok)
-                if rnd:
-                    draft_samples.append(dms)
-    return samples, draft_samples
-
-
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-            progress: Callable[[str], None] | None = None) -> ProbeResult:
+            progress: Callable[[str], None] | None = None, stop=None) -> ProbeResult:
     """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring).
 
     Args:
         engine: the loaded engine (its draft model's decode too, when it has one).
         max_batch: the largest verify batch measured (2..64; capped to the context and the batch size).
-        repeats: measured rounds over every batch size (the median is kept).
-        progress: told "round i of n" as it goes.
+        repeats: measured rounds over every batch size (the median is kept); progress: told how far it is.
+        stop: a RunControl whose ``stop()`` ends the measurement mid-decode (the engine's abort: the decode
+            raises ``spectui.engine.abort.DecodeAborted``, and nothing is measured).
 
     Returns:
         The ProbeResult (not cached: ``cached_or_measure`` stores it).
-
-    Raises:
-        SpectuiError: a bad max_batch or repeats, a closed engine, a failed warm-up run.
     """
     from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
@@ -325,20 +284,49 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     t_start = time.perf_counter()
     others = OthersCpu()
     others.sample()
-    load0 = _loadavg()
+    load0 = load_average()
     # a short prompt in the KV cache, as in a run (this also warms both models' weights up)
     ctl = RunControl(Settings(draft_max=0, drafter="none"))
+    if stop is not None:
+        stop.on_stop(ctl.stop)
+        watching = engine.abort.watching(stop)
+    else:
+        watching = contextlib.nullcontext()
+    with watching:
+        return _measured(engine, ctl, max_batch, repeats, progress, (t_start, others, load0))
+
+
+def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> ProbeResult:
+    """``measure``'s rounds, after its checks (``began``: its start time, CPU sampler and load average)."""
+    t_start, others, load0 = began
     for ev in engine.run(DEFAULT_PROMPT, ctl, 1):
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
+    if ctl.stopped:  # stopped during the warm-up run (it ends 'stopped'): nothing to measure
+        from ..engine.abort import DecodeAborted  # noqa: PLC0415
+
+        raise DecodeAborted("target")
     context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))
-    samples, draft_samples = _rounds(engine, sizes, repeats, tok, progress)
+    samples: dict[int, list[float]] = {b: [] for b in sizes}
+    draft_samples: list[float] = []
+    for rnd in range(repeats + 1):  # round 0: warm-up, discarded
+        order = sizes if rnd % 2 == 0 else sizes[::-1]
+        if progress:
+            progress(f"round {rnd} of {repeats}" if rnd else "warm-up round")
+        for b in order:
+            ms = float(engine.measure_verify_ms(b - 1, repeats=1))
+            if rnd:
+                samples[b].append(ms)
+            if engine.draft is not None and b in (1, max_batch // 2, max_batch):  # interleaved with the target's
+                dms = _draft_decode_ms(engine, tok)
+                if rnd:
+                    draft_samples.append(dms)
     verify = tuple(statistics.median(samples[b]) for b in sizes)
     spread = tuple((max(samples[b]) - min(samples[b])) / statistics.median(samples[b]) for b in sizes)
-    load1 = _loadavg()
+    load1 = load_average()
     oc = others.sample()
     target = _facts(engine.target_info)
     draft = _facts(engine.draft_info) if engine.draft is not None else None
@@ -355,33 +343,6 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
 # ---------------------------------------------------------------- the cache
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "spectui" / "probe"
-
-
-def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH) -> tuple[dict, str]:
-    """(key object, its hash) for a loaded engine: model files, threads, placement, machine."""
-    key = {
-        "version": PROBE_VERSION,
-        "target": file_identity(engine.target_info.path),
-        "draft": file_identity(engine.draft_info.path) if engine.draft_info is not None else None,
-        "threads": int(engine.threads),
-        "target_backend": engine.target_info.backend,
-        "target_gpu_layers": int(engine.target_info.n_gpu_layers),
-        "draft_gpu_layers": int(engine.draft_info.n_gpu_layers) if engine.draft_info is not None else None,
-        "no_repack": bool(getattr(engine, "no_repack", False)),
-        "max_batch": int(max_batch),
-        "machine": machine_key(),
-    }
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-    return key, digest
-
-
-def cache_path(digest: str, directory: Path | None = None) -> Path:
-    return (directory or cache_dir()) / f"{digest}.json"
-
-
 load_cached = ProbeResult.load_cached  # (path, key): the cached result, None when absent or another key's
 
 
@@ -395,15 +356,15 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
                       refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
-                      now_quiet: Callable[[int], bool] | None = None) -> ProbeResult:
+                      now_quiet: Callable[[int], bool] | None = None, stop=None) -> ProbeResult:
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
     Its curve reaches auto k and the faces with the run: ``engine.run(..., probe=result.machine_probe())``.
 
     Args:
-        engine: the loaded engine; max_batch, repeats, progress: as ``measure``.
-        refresh: measure again even when a cached result exists.
-        directory: the cache folder (default ``cache_dir()``).
+        engine: the loaded engine; max_batch, repeats, progress, stop: as ``measure`` (a stopped measurement
+            caches nothing).
+        refresh: measure again even when a cached result exists; directory: the cache folder.
         warn: gets the one-line messages (a corrupt cache file; a cached result measured under load that is
             measured again because the machine is quiet now).
         now_quiet: ``now_quiet(threads)``, whether the machine is quiet at this moment (default: the 1-min
@@ -413,20 +374,40 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
         The ProbeResult, ``cached`` when it came from the cache.
     """
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    now_quiet = now_quiet or (lambda threads: _loadavg()[0] <= threads + QUIET_LOAD_MARGIN)
     key, digest = cache_key(engine, max_batch)
     path = cache_path(digest, directory)
     res = None
     if not refresh:
-        res = ProbeResult.load_or_warn(path, key, warn)
-        if res is not None and not res.quiet and now_quiet(res.threads):
+        res, again = _cached(path, key, warn, now_quiet)
+        if again and res is not None:
             warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
             res = None
     if res is None:
-        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)
+        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress, stop=stop)
         models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
         res = _with(res, key=digest).store(key, path, models)  # never a model file; atomic
     return res
+
+
+def _cached(path: Path, key: dict, warn, now_quiet) -> tuple[ProbeResult | None, bool]:
+    """(the cached result or None, whether to measure: none cached, or it was measured busy and the machine
+    is quiet now)."""
+    now_quiet = now_quiet or (lambda threads: load_average()[0] <= threads + QUIET_LOAD_MARGIN)
+    res = ProbeResult.load_or_warn(path, key, warn)
+    if res is None:
+        return None, True
+    return res, (not res.quiet and now_quiet(res.threads))
+
+
+def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path | None = None,
+                warn: Callable[[str], None] | None = None,
+                now_quiet: Callable[[int], bool] | None = None) -> tuple[ProbeResult | None, bool]:
+    """What a run starts from, measuring nothing (a run never waits for the probe: docs/probe-and-sweep.md):
+    the cached result for this engine on this machine, or None, and whether it is worth measuring (when
+    idle: after the run) because there is none or it was measured busy and the machine is quiet now."""
+    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    key, digest = cache_key(engine, max_batch)
+    return _cached(cache_path(digest, directory), key, warn, now_quiet)
 
 
 # ---------------------------------------------------------------- text

@@ -3,10 +3,16 @@
 - llama-server: ``POST /completion`` with ``"stream": true, "timings_per_token": true`` (every chunk
   then carries ``timings.draft_n`` / ``draft_n_accepted`` so far: llama.cpp tools/server
   server-context.cpp) and, when asked, ``"speculative.n_max"``.
-- Anything else (vLLM, SGLang): OpenAI ``POST /v1/completions`` with ``"stream": true`` and
+- SGLang: its native ``POST /generate`` (``"text"``, ``"sampling_params"``, ``"stream": true``), whose chunks
+  carry ``meta_info`` with the request's speculative figures and acceptance histogram (``sglang.py``); the
+  chunk's ``text`` is the whole text so far (or, with ``--incremental-streaming-output``, the new part).
+- Anything else (vLLM): OpenAI ``POST /v1/completions`` with ``"stream": true`` and
   ``stream_options.include_usage``; vLLM started with ``--per-request-spec-decode-metrics`` puts
   ``metrics.speculative_decoding`` (``num_draft_tokens``, ``num_accepted_draft_tokens``,
-  ``num_spec_steps``) in the last chunk.
+  ``num_spec_steps``, ``acceptance_histogram``) in the last chunk.
+
+A per-request histogram (vLLM, SGLang) gives the request's acceptance by draft position
+(``RequestEnded.accepted_per_pos``).
 
 ``stream_completion(...)`` yields ``RequestStarted``, ``RequestChunk``... and always a final
 ``RequestEnded`` (a server that dies mid-stream, an HTTP error or a malformed stream end it with
@@ -26,6 +32,7 @@ from typing import Any, Callable, Iterator
 
 from ..contract.events import (
     KIND_LLAMA_SERVER,
+    KIND_SGLANG,
     REQ_ERROR,
     REQ_LENGTH,
     REQ_STOP,
@@ -34,10 +41,13 @@ from ..contract.events import (
     RequestEnded,
     RequestStarted,
 )
+from .dialect import count_list, positions_from_histogram
 from .scraper import USER_AGENT, Deadline, FetchError, base_url, check_scheme, describe_error, http_get, open_url
+from .sglang import request_spec
 
 API_COMPLETION = "completion"
 API_OPENAI = "openai"
+API_SGLANG = "generate"  # SGLang's native /generate
 
 
 def openai_model(root: str, timeout: float) -> str:
@@ -63,6 +73,9 @@ def build_request(kind: str, prompt: str, n_predict: int, draft_max: int, model:
         if draft_max >= 0:
             body["speculative.n_max"] = draft_max
         return API_COMPLETION, "/completion", body
+    if kind == KIND_SGLANG:
+        body = {"text": prompt, "stream": True, "sampling_params": {"max_new_tokens": n_predict, "temperature": 0.0}}
+        return API_SGLANG, "/generate", body
     body = {
         "prompt": prompt,
         "max_tokens": n_predict,
@@ -162,7 +175,7 @@ def stream_completion(
     """Send one streaming completion and yield its events (``t`` in seconds since ``t0``)."""
     t0 = clock() if t0 is None else t0
     root = base_url(url)
-    model = openai_model(root, min(timeout, 5.0)) if kind != KIND_LLAMA_SERVER else ""
+    model = openai_model(root, min(timeout, 5.0)) if kind not in (KIND_LLAMA_SERVER, KIND_SGLANG) else ""
     api, path, body = build_request(kind, prompt, n_predict, draft_max, model)
     yield RequestStarted(url=url, t=clock() - t0, api=api, prompt=prompt, n_predict=n_predict, draft_max=draft_max)
     n_tokens = 0
@@ -174,10 +187,15 @@ def stream_completion(
     )
 
     def ended(reason: str, error: str = "") -> RequestEnded:
+        if api == API_SGLANG:
+            return _sglang_ended(last.get("meta_info"), clock() - t0, reason, error, n_tokens)
         timings = last.get("timings") or {}
         spec = (last.get("metrics") or {}).get("speculative_decoding") or {}
+        spec = spec if isinstance(spec, dict) else {}
         usage = last.get("usage") or {}
         server_n = last.get("tokens_predicted", usage.get("completion_tokens", -1))
+        hist = count_list(spec.get("acceptance_histogram"))
+        steps = _int(spec.get("num_spec_steps", -1))
         return RequestEnded(
             t=clock() - t0,
             reason=reason,
@@ -185,7 +203,9 @@ def stream_completion(
             n_tokens=server_n if isinstance(server_n, int) and server_n >= 0 and not error else n_tokens,
             draft_n=_int(timings.get("draft_n", spec.get("num_draft_tokens", -1))),
             draft_n_accepted=_int(timings.get("draft_n_accepted", spec.get("num_accepted_draft_tokens", -1))),
-            spec_steps=_int(spec.get("num_spec_steps", -1)),
+            spec_steps=steps,
+            accepted_per_pos=positions_from_histogram(hist) if hist and sum(hist) == steps else (),
+            prompt_n=_int(timings.get("prompt_n", usage.get("prompt_tokens", -1))),
             prompt_ms=_float(timings.get("prompt_ms", -1.0)),
             predicted_ms=_float(timings.get("predicted_ms", -1.0)),
             predicted_n=_int(timings.get("predicted_n", -1)),
@@ -217,12 +237,13 @@ def stream_completion(
         try:
             with resp:
                 stream = JsonStream(resp)
+                sglang = _SGLangText()
                 for msg in stream:
                     if stop is not None and stop.is_set():
                         yield ended(REQ_STOPPED)
                         return
                     now = clock() - t0
-                    text, n, finish_now = _chunk_text(msg, api)
+                    text, n, finish_now = sglang.chunk(msg) if api == API_SGLANG else _chunk_text(msg, api)
                     predicted = msg.get("tokens_predicted")
                     if isinstance(predicted, int) and api == API_COMPLETION:
                         # llama-server holds back tokens (an incomplete UTF-8 character, a possible stop
@@ -231,7 +252,7 @@ def stream_completion(
                         n = max(predicted - n_tokens, 0)
                     finish = finish_now or finish
                     last.update({k: v for k, v in msg.items()
-                                 if k in ("timings", "metrics", "usage", "tokens_predicted")})
+                                 if k in ("timings", "metrics", "usage", "tokens_predicted", "meta_info")})
                     if text or n:
                         n_tokens += n
                         timings = msg.get("timings") or {}
@@ -270,6 +291,42 @@ def _float(v: Any, default: float = -1.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         return default
     return float(v)
+
+
+def _sglang_ended(meta: Any, t: float, reason: str, error: str, n_tokens: int) -> RequestEnded:
+    """SGLang's last ``meta_info``: its completion tokens and the request's speculative figures."""
+    meta = meta if isinstance(meta, dict) else {}
+    spec = request_spec(meta)
+    server_n = _int(meta.get("completion_tokens", -1))
+    return RequestEnded(
+        t=t, reason=reason, error=error, n_tokens=server_n if server_n >= 0 and not error else n_tokens,
+        draft_n=spec.drafted, draft_n_accepted=spec.accepted, spec_steps=spec.verify_steps,
+        accepted_per_pos=spec.accepted_per_pos, prompt_n=_int(meta.get("prompt_tokens", -1)),
+    )
+
+
+class _SGLangText:
+    """SGLang's streamed ``/generate`` chunks -> new text: a chunk's ``text`` is the whole text so far (the
+    default) or only the new part (``--incremental-streaming-output``); ``meta_info.completion_tokens`` counts
+    the tokens so far, ``meta_info.finish_reason`` ends it."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.tokens = 0
+
+    def chunk(self, msg: dict) -> tuple[str, int, str]:
+        meta = msg.get("meta_info") if isinstance(msg.get("meta_info"), dict) else {}
+        raw = msg.get("text", "")
+        raw = raw if isinstance(raw, str) else ""
+        new = raw[len(self.text):] if raw.startswith(self.text) else raw
+        self.text = raw if raw.startswith(self.text) else self.text + raw
+        done = _int(meta.get("completion_tokens", -1))
+        n = max(done - self.tokens, 0) if done >= 0 else (1 if new else 0)
+        self.tokens = max(self.tokens, done)
+        fr = meta.get("finish_reason")
+        kind = fr.get("type", "") if isinstance(fr, dict) else (fr if isinstance(fr, str) else "")
+        finish = REQ_LENGTH if kind == "length" else (REQ_STOP if kind else "")
+        return new, n, finish
 
 
 def _chunk_text(msg: dict, api: str) -> tuple[str, int, str]:

@@ -202,6 +202,7 @@ class _Reply:
             draft_n=_int(timings.get("draft_n", -1)), draft_n_accepted=_int(timings.get("draft_n_accepted", -1)),
             prompt_ms=_float(timings.get("prompt_ms", -1.0)), predicted_ms=_float(timings.get("predicted_ms", -1.0)),
             predicted_n=_int(timings.get("predicted_n", -1)),
+            prompt_n=_int(usage.get("prompt_tokens", timings.get("prompt_n", -1))),
         )
 
     def read(self, resp, url: str, why, timeout: float) -> Iterator[RequestChunk | RequestEnded]:

@@ -110,7 +110,7 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     plan = make_plan(ks, temps, repeat, drafter)
     if rec is not None:  # every trace name the plan will write, checked before the first run
         for i, p in enumerate(plan):
-            check_output(rec / trace_name(i, p), TRACE, inputs, force)
+            check_output(rec / trace_name(i, p), TRACE, inputs, force, own_name=True)  # never through a link
     runs, stopped_by, on_demand, signals = _run_plan(models, drafting, text, plan, n_predict, seed, rec, made_dir,
                                                      inputs, force, quiet=as_json or as_csv)
     if not runs:

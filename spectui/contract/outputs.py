@@ -36,6 +36,7 @@ Only the standard library and spectui's errors are imported here.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -127,6 +128,23 @@ def _head(path: str) -> bytes:
     return data
 
 
+def missing(path: str | os.PathLike) -> str:
+    """Why ``path`` names no file, in words ("" when it does): a loop of symbolic links (``a -> b -> a``), a
+    link to nothing (and what it names), or not found. For the one-line errors of inputs and outputs."""
+    p = os.fspath(path)
+    try:
+        os.stat(p)
+        return ""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links (it never names a file)"
+        if os.path.islink(p):
+            return f"a symbolic link to {os.readlink(p)}, which does not exist"
+        return "file not found" if exc.errno == errno.ENOENT else str(exc.strerror or exc)
+    except ValueError:  # a NUL byte: no file can have that name
+        return "file not found"
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         if os.path.realpath(a) == os.path.realpath(b):
@@ -147,6 +165,7 @@ class OutputPath:
     force: bool = False
     stream: bool = False  # an existing device or pipe (/dev/null, a FIFO): written in place, never renamed onto
     target: str = ""  # a symlink's real path (a regular file, or none yet): written through it, the link kept
+    replaces_link: bool = False  # a link in a cache's own directory: replaced by the file, never written through
 
     @property
     def real(self) -> str:
@@ -159,7 +178,8 @@ class OutputPath:
 
     def recheck(self) -> None:
         """The same checks again, at the moment of opening (the file system may have changed)."""
-        check_output(self.path, self.kind, self.inputs, self.force)
+        if not self.replaces_link:
+            check_output(self.path, self.kind, self.inputs, self.force)
 
     @contextlib.contextmanager
     def atomic_write(self, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
@@ -237,12 +257,23 @@ def _keep_mode(path: str, tmp: str) -> None:
 
 
 def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.PathLike | None] = (),
-                 force: bool = False) -> OutputPath:
+                 force: bool = False, own_name: bool = False) -> OutputPath:
     """Check that ``path`` may be written as a ``kind`` file, before any work; raises :class:`OutputError`
-    with one line otherwise. ``inputs``: every file the run reads (None entries are skipped)."""
+    with one line otherwise. ``inputs``: every file the run reads (None entries are skipped).
+
+    Symbolic links: a path the user named (``-o``, ``--record``) that is a link is written through, to what
+    it names (``/dev/stdout``). A file spectui names itself is never written through a link: in a cache's own
+    directory (``kind.owned_dir``) the link itself is replaced by the new file (what it named is left
+    alone); a ``--record-dir`` trace (``own_name``) that is a link is refused, ``--force`` or not."""
     p = os.fspath(path)
     if not p or not p.strip():
         raise OutputError(f"the {kind.name} path is empty", "empty path")
+    if os.path.islink(p) and (kind.owned_dir or own_name):
+        if own_name:
+            reason = (f"it is a symbolic link (to {os.readlink(p)}); spectui names this file itself and never "
+                      "writes through a link")
+            raise OutputError(f"refusing to write the {kind.name} {p}: {reason}", reason)
+        return OutputPath(p, kind, (), force, replaces_link=True)
     ins = tuple(os.fspath(i) for i in inputs if i)
     for i in ins:
         if _same_file(p, i):
@@ -257,6 +288,8 @@ def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.
         # A symlink (/dev/stdout -> /proc/self/fd/1 -> a redirect's file, a link to a report): what it names
         # is checked and written, through its real path; the link itself is never replaced.
         real = os.path.realpath(p)
+        if os.path.islink(real):  # realpath stops inside a loop (a -> b -> a): no file to write
+            raise _refuse(kind, p, "it is a loop of symbolic links (it never names a file)")
         if os.path.isdir(real):
             raise _refuse(kind, p, f"it links to a directory ({real})")
         checked = check_output(real, kind, ins, force)

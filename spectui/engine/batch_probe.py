@@ -6,8 +6,8 @@ k + 1 (its last token and its k drafts, every row's logits kept for verification
 on the loaded target, in a llama.cpp context of its own (``n_seq_max`` = the most sequences measured, one
 unified KV buffer as llama-server uses; the engine's own single-sequence context is left untouched):
 
-- every sequence 0..B_max-1 first holds the same short prompt in the KV cache (``CONTEXT_PROMPT``, decoded per
-  sequence, so the cells are distinct as a server's slots are);
+- every sequence 0..B_max-1 first holds the same short prompt in the KV cache
+  (``contract.prompt.DEFAULT_PROMPT``, decoded per sequence, so the cells are distinct as a server's slots are);
 - one measurement is one ``llama_decode`` of B x n tokens (sequence s at positions L..L+n-1, s < B, every
   row's logits), then every cell past the prompt is removed (``llama_memory_seq_rm(mem, -1, L, -1)``);
 - the points are B in 1, 2, 4, ... ``max_seqs`` times n in {1} and {k + 1 for k in ``ks``}; rounds alternate

@@ -37,6 +37,7 @@ from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from . import models as M
 from .chat import chat_template_of
+from .abort import DecodeAbort
 from .cpu import OthersCpu, default_threads
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
@@ -44,7 +45,8 @@ from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
 from .pair import same_file_warning, size_warning
-from .passes import DraftPolicy, PassLoop, TargetCursor
+from .passes import PassLoop, TargetCursor
+from .policy import DraftPolicy, DraftPolicyFactory
 from .rowmath import RowPool
 from .spec_heads import check_head, make_head_drafter
 
@@ -77,7 +79,7 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
-        draft_policy: Callable[[], "DraftPolicy"] | None = None,
+        draft_policy: DraftPolicyFactory | None = None,
         spare_core: bool | None = None,
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,
@@ -93,6 +95,7 @@ class Engine:
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
+        self.abort = DecodeAbort()  # a run's stop ends the llama_decode in progress (abort.py)
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
@@ -118,6 +121,7 @@ class Engine:
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
+                self.abort.attach(M.llama(), m.ctx)
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 

@@ -18,7 +18,9 @@ from typing import Callable
 import numpy as np
 
 from ..contract.errors import SpectuiError
+from ..contract.outputs import missing
 from ..contract.events import ModelInfo
+from .abort import DecodeAborted
 
 GGUF_MAGIC = b"GGUF"
 VOCAB_TYPES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo2"}
@@ -165,7 +167,9 @@ def check_gguf_file(path: str, role: str = "model") -> str:
     """Raise SpectuiError (one line) unless ``path`` is a readable GGUF file; return the absolute path."""
     p = os.path.abspath(os.path.expanduser(str(path)))
     if not os.path.exists(p):
-        raise SpectuiError(f"{role} file not found: {path}")
+        why = missing(p)  # a loop of symbolic links is not "not found"
+        raise SpectuiError(f"{role} file not found: {path}" if why == "file not found" else
+                           f"{role} file {path}: {why}")
     if os.path.isdir(p):
         raise SpectuiError(f"{role} path is a directory, not a GGUF file: {path}")
     try:
@@ -592,6 +596,8 @@ class LoadedModel:
         if gate is not None:
             gate.clear()
         self.n_decodes += 1
+        if rc == 2:  # the engine's DecodeAbort stopped it (a stop asked mid-pass: spectui.engine.abort)
+            raise DecodeAborted(self.role)
         if rc != 0:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"

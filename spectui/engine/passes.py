@@ -14,7 +14,7 @@ import statistics
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
@@ -23,24 +23,17 @@ from ..contract.control import RunControl
 from ..contract.draft_length import clamp_draft_length
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe, PassEvent, RunEnded, RunStarted, Settings
+from .abort import DecodeAborted
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
 from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
 from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .models import LoadedModel
+from .policy import DraftPolicy
 from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
 
 if TYPE_CHECKING:
     from .loop import Engine
-
-
-class DraftPolicy(Protocol):
-    """What the loop asks of a draft-length policy (``spectui.analysis.draft_policy.PolicyByMode``): it sees
-    every event of the run and, when ``settings.auto`` is set, chooses the next pass's k."""
-
-    def observe(self, event: Event) -> None: ...
-
-    def choose(self, settings: Settings) -> int: ...
 
 
 @dataclass
@@ -150,8 +143,11 @@ def _run_started(loop: "PassLoop", prompt: str, prompt_tokens: list[int], settin
     """A run's first event, with single-token decode times of both models measured at position 0."""
     e = loop.e
     calib_tok = prompt_tokens[0] if prompt_tokens else 0
-    target_ms = single_decode_ms(e.target, calib_tok, 0)
-    draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
+    try:
+        target_ms = single_decode_ms(e.target, calib_tok, 0)
+        draft_ms = single_decode_ms(e.draft, calib_tok, 0) if e.draft is not None else 0.0
+    except DecodeAborted:  # stopped while calibrating: the run starts stopped (no pass; nothing measured)
+        target_ms = draft_ms = 0.0
     return RunStarted(
         run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=e.target_info, draft=e.draft_info,
         prompt=prompt, prompt_tokens=len(prompt_tokens), n_predict=loop.n_predict, n_ctx=e.n_ctx,
@@ -197,19 +193,22 @@ class PassLoop:
         self.fin = Finisher(e._finishing, maker, self.may_overlap)
         self.t0 = time.perf_counter()
         self.cursor.in_run = True
+        aborting = e.abort.watching(self.control)  # a stop ends the decode in progress (abort.py)
+        aborting.__enter__()
         try:
             for ev in self._body(prompt):
                 yield self._observe(ev)
         except GeneratorExit:  # the consumer let go: passes still being finished end before anything else runs
             self.fin.settle()
             raise
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, DecodeAborted):  # DecodeAborted: the pass it cut is never an event
             st.reason = E.STOP_USER
         except SpectuiError as exc:
             st.reason, st.error = E.STOP_ERROR, str(exc)
         except Exception as exc:  # noqa: BLE001 - any engine failure ends the run with its message
             st.reason, st.error = E.STOP_ERROR, _described(exc)
         finally:
+            aborting.__exit__(None, None, None)
             if self.run_id == self.cursor.run_id:
                 self.cursor.in_run = False
                 if self.graph is not None:  # the graph path's chains come off with the run

@@ -20,6 +20,7 @@ from typing import Callable
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded, Settings
+from ..contract.text import visible_line
 from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
 from .spec import slug, spec_settings
@@ -36,7 +37,7 @@ class RunFailed(Exception):
 
 
 def _say(message: str) -> None:
-    print(f"spectui: {message}", file=sys.stderr, flush=True)
+    print(f"spectui: {visible_line(message)}", file=sys.stderr, flush=True)  # paths: the one escaping rule
 
 
 def free_name(folder: str, stem: str) -> str:
@@ -44,7 +45,7 @@ def free_name(folder: str, stem: str) -> str:
     TraceWriter checks it again through spectui.contract.outputs, against the inputs)."""
     path = os.path.join(folder, f"{stem}.jsonl.gz")
     n = 1
-    while os.path.exists(path):
+    while os.path.lexists(path):  # a link to nothing names no file, but is never written through
         path = os.path.join(folder, f"{stem}~{n}.jsonl.gz")
         n += 1
     return path

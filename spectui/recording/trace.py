@@ -44,7 +44,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
 from .. import __version__
 from ..contract.errors import SpectuiError
 from ..contract.outputs import TRACE, OutputError, check_output
-from ..contract.event_json import EventFormatError, from_dict, to_dict
+from ..contract.event_json import EventFormatError, NonFinite, NumberTooLong, from_dict, loads_line, to_dict
 from ..contract.events import (
     ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, AttachStarted, DraftToken, Event, ModelInfo, PassEvent,
     RunEnded, RunStarted, Settings, SettingsChanged, TargetToken, Timing, Token,
@@ -588,13 +588,6 @@ def _gzip_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
         yield from _split_lines(path, _gzip_blocks(fh))
 
 
-class _NonFinite:
-    """What ``json.loads`` makes of NaN / Infinity / -Infinity in a trace (then named and read as 0)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
 def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
     if isinstance(first, _Damage):
         raise TraceError(f"{path}: gzip file with {first}, not a readable trace ({_supported()})")
@@ -679,10 +672,8 @@ class TraceReader:
             else:
                 problem = ""
                 try:
-                    if b"NaN" in line or b"Infinity" in line:  # JSON's extensions, never written by spectui
-                        ev = from_dict(self._finite(json.loads(line.decode("utf-8"), parse_constant=_NonFinite)))
-                    else:
-                        ev = from_dict(json.loads(line.decode("utf-8")))
+                    obj, checked = loads_line(line)  # NaN, Infinity, 1e400: named and read as 0
+                    ev = from_dict(self._finite(obj) if checked else obj)
                     if type(ev) is PassEvent:
                         t = ev.timing
                         if t.wall_ms < 0 or t.verify_ms < 0 or t.draft_ms < 0 or t.other_ms < 0 or t.t_end < 0:
@@ -691,6 +682,8 @@ class TraceReader:
                     problem = "not UTF-8"
                 except EventFormatError as exc:
                     problem = f"not an event ({str(exc)[:160]})"
+                except NumberTooLong as exc:
+                    problem = str(exc)
                 except (ValueError, RecursionError):
                     problem = "truncated line" if not line.endswith(b"\n") else "not JSON"
             if not problem:
@@ -731,8 +724,8 @@ class TraceReader:
                    "it occurs again)")
 
     def _finite(self, obj: Any, where: str = "") -> Any:
-        """A parsed line with each NaN / Infinity (a _NonFinite) replaced by 0.0 and named in a warning."""
-        if isinstance(obj, _NonFinite):
+        """A parsed line with each NaN / Infinity / 1e400 (a NonFinite) replaced by 0.0 and named in a warning."""
+        if isinstance(obj, NonFinite):
             self._value_warning(where or "a value", f"{obj.text} (not a number a run records)")
             return 0.0
         if isinstance(obj, dict):

@@ -1,6 +1,6 @@
 """AttachState: what the attach screen shows, fed event by event from the attach worker thread (no Textual).
 
-The worker calls ``feed(ev)`` for every attach event (a live :class:`~spectui.commands.attach.AttachSession`
+The worker calls ``feed(ev)`` for every attach event (a live :class:`~spectui.attach.session.AttachSession`
 or a replayed trace); the UI thread calls ``view(...)`` at most once per paint and gets one frozen
 :class:`AttachView` that it hands to the widgets. Every number comes from
 :class:`~spectui.analysis.attach_stats.AttachStats` (the same statistics as the headless face and the JSON); this

@@ -2,7 +2,7 @@
 ``spectui replay`` of an attach trace).
 
 Data flows one way: a ``@work(thread=True)`` worker runs the attach session
-(:class:`~spectui.commands.attach.AttachSession`: scraper and request threads, events in arrival order) or
+(:class:`~spectui.attach.session.AttachSession`: scraper and request threads, events in arrival order) or
 replays a recorded session at its recorded pace, and feeds every event to the trace recorder (live,
 ``--record``) and to :class:`~spectui.views.attach_state.AttachState`; then it posts one ``StateChanged``
 unless one is already waiting. The UI paints at most ``FRAME_HZ`` times a second: one frozen AttachView per

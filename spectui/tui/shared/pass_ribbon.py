@@ -15,8 +15,9 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...contract.events import DRAFT_STOP_P_MIN
+from ...contract.text import token_cell
 from ...views.animation import PENDING
-from .panel import GLYPH, Panel, clip, fmt_ms
+from .panel import GLYPH, Panel, fmt_ms
 from ...views.state import PassView
 
 TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"
@@ -64,7 +65,7 @@ class PassRibbon(Panel):
             t.append(GLYPH[shown], st[shown] + CURSOR if on else st[shown])
             if detailed:
                 t.append(f"{i + 1}:", st["dim"] + CURSOR if on else st["dim"])
-                t.append(clip(txt.replace("\n", "⏎"), cell), st[shown] + CURSOR if on else st[shown])
+                t.append(token_cell(txt, cell), st[shown] + CURSOR if on else st[shown])
             hits.append((x0, t.cell_len, i))
             if detailed:
                 t.append(" ")
@@ -82,7 +83,7 @@ class PassRibbon(Panel):
             style = st.get(kind) or st["plain"]
             t.append(GLYPH.get(kind, "○"), style + CURSOR if on else style)
             if detailed:
-                t.append(clip(txt.replace("\n", "⏎"), 10), style + CURSOR if on else style)
+                t.append(token_cell(txt, 10), style + CURSOR if on else style)
             hits.append((x0, t.cell_len, len(p.drafts)))
             if detailed:
                 t.append(f" {kind}", st["dim"])
