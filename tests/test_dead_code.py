@@ -27,6 +27,7 @@ CALLED_BY_NAME = {
     "is_headless": "overrides Textual App.is_headless (capture.py's app draws with no terminal)",
     "http_open": "urllib.request handler method, called for http:// by protocol name",
     "https_open": "urllib.request handler method, called for https:// by protocol name",
+    "writable": "overrides io.RawIOBase.writable (the io machinery asks a raw stream whether it writes)",
     "_open_app_process": "overrides textual_serve's AppService._open_app_process (spectui serve), called by it",
 }
 # Dead units in work that lands separately, each with where it is done: none may be added here, and each goes

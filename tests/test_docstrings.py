@@ -28,7 +28,6 @@ ENTRY_POINTS = {
     "commands/__init__.py": ["command"],
     "commands/bench.py": ["bench_main"],
     "commands/sweep.py": ["sweep_main"],
-    "commands/probe.py": ["probe_main"],
     "commands/common.py": ["resolve_prompt", "plan_drafting", "load_engine"],
     "commands/replay.py": ["explain_pass"],
     "commands/cast.py": ["render_cast", "write_asciicast"],

@@ -43,7 +43,7 @@ from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
 from ..contract.prompt import DEFAULT_PROMPT
 from .machine import cache_key, cache_path, load_average, machine_key, quiet_machine
 
-BATCH_VERSION = 1
+BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer
 DRAFTER_MODEL = "model"
 DRAFTER_LOOKUP = "ngram"  # prompt lookup (docs/conventions.md: --drafter model, ngram)
 CHART_HEIGHT = 12

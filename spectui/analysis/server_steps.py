@@ -53,7 +53,9 @@ from typing import Callable, Sequence
 
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
+from ..contract.prompt import DEFAULT_PROMPT
 from .cachefile import CachedRecord, loadavg_of
+from .machine import cache_key, cache_path, load_average
 from .costmodel import leviathan
 
 STEPS_VERSION = 1
@@ -472,11 +474,10 @@ def predict_level(costs: ServerCosts, w: Workload, spec: Speculation) -> LevelPr
 
 def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | None = None) -> StepCosts:
     from ..engine.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
-    from .probe import CONTEXT_PROMPT, _loadavg  # noqa: PLC0415
 
-    load0 = _loadavg()
-    pts = measure(engine, repeats=repeats, prompt=CONTEXT_PROMPT, progress=progress)
-    load1 = _loadavg()
+    load0 = load_average()
+    pts = measure(engine, repeats=repeats, prompt=DEFAULT_PROMPT, progress=progress)
+    load1 = load_average()
     return StepCosts(
         chunks=pts.chunks, target_chunk_ms=tuple(pts.target_chunk_ms[c] for c in pts.chunks),
         draft_chunk_ms=tuple(pts.draft_chunk_ms[c] for c in pts.chunks) if pts.draft_chunk_ms else (),
@@ -489,7 +490,6 @@ def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | Non
 def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
     """The probe's own key (models, threads, placement, machine) plus the chunk sizes."""
     from ..engine.step_probe import CHUNKS  # noqa: PLC0415
-    from .probe import cache_key  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     key = {"probe": base, "steps": {"version": STEPS_VERSION, "chunks": list(CHUNKS)}}
@@ -500,8 +500,6 @@ def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
 def cached_or_measure(engine, *, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None) -> StepCosts:
-    from .probe import cache_path  # noqa: PLC0415
-
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = steps_cache_key(engine, repeats)
     path = cache_path(name, directory)

@@ -80,7 +80,3 @@ def detect(sample_names) -> Dialect | None:
     mixes them), or None (another exporter)."""
     names = list(sample_names)
     return next((d for d in all_dialects() if any(n.startswith(d.prefix) for n in names)), None)
-
-
-def by_kind(kind: str) -> Dialect | None:
-    return next((d for d in all_dialects() if d.kind == kind), None)

@@ -58,10 +58,6 @@ class RequestSpec:
     histogram: tuple[int, ...] = ()  # entry n: verify steps that accepted exactly n drafts
     accepted_per_pos: tuple[int, ...] = ()  # verify steps whose draft at position i was accepted
 
-    @property
-    def present(self) -> bool:
-        return self.verify_steps >= 0 or self.drafted >= 0 or bool(self.histogram)
-
 
 def _count(v: Any) -> int:
     """A count from the server: a finite, non-negative whole number, else -1 (absent)."""

@@ -231,7 +231,8 @@ def _stop_rendering(signals: SignalStop, output: str) -> None:
     raises instead, and the temporary file is removed."""
     if _WRITING:
         raise Interrupted(signals.signum)
-    os.write(2, f"spectui: cast interrupted: {output} not written\n".encode())  # fd 2: Textual holds sys.stderr
+    line = visible_line(f"spectui: cast interrupted: {output} not written") + "\n"  # a path: the one rule
+    os.write(2, line.encode(sys.__stderr__.encoding or "utf-8", "spectui-escape"))  # fd 2: Textual holds sys.stderr
     os._exit(signals.status())
 
 

@@ -37,15 +37,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import re
+import select
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Iterator
 
 from .errors import SpectuiError
+from .exitcodes import signal_name, stop_asked
 
 HEAD_BYTES = 64 * 1024  # how much of an existing file is read to recognise it
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -58,6 +62,68 @@ class OutputError(SpectuiError):
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)
         self.reason = reason or message
+
+
+STREAM_GIVE_UP_S = 0.3  # after a stop signal, how long a write waits for its reader to read before it gives up
+_STEP_S = 0.1  # a wait on a stream output, in steps this long (a stop signal is seen at the next step)
+
+
+def _blocked_too_long(path: str, grace_s: float = STREAM_GIVE_UP_S) -> None:
+    """Raise OSError when a stop signal came more than ``grace_s`` ago: the command must end."""
+    asked = stop_asked()
+    if asked is not None and asked[1] >= grace_s:
+        raise OSError(errno.EAGAIN, f"nobody reads it, and {signal_name(asked[0])} asked to stop", path)
+
+
+class _Stream(io.RawIOBase):
+    """A device or a FIFO opened and written in non-blocking steps: a FIFO waits for its reader, and a full
+    pipe for its reader to read, as long as they take, but once a stop signal came
+    (:func:`~spectui.contract.exitcodes.stop_asked`) a wait gives up (an OSError that says so): at once for a
+    FIFO with no reader, within ``STREAM_GIVE_UP_S`` for a reader that stopped reading. So SIGINT, SIGTERM
+    and SIGHUP end a command within a second whatever its outputs block on."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            try:
+                self._fd = os.open(path, flags)
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:  # ENXIO: a FIFO with no reader yet
+                    raise
+            _blocked_too_long(path, 0.0)  # no reader at all: nothing to wait for once a stop is asked
+            time.sleep(_STEP_S)
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            try:
+                done += os.write(self._fd, view[done:])
+            except BlockingIOError:
+                _blocked_too_long(self.path)
+                select.select([], [self._fd], [], _STEP_S)
+        return done
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                super().close()
+            finally:
+                os.close(self._fd)
+
+
+def _open_stream(path: str, binary: bool, encoding: str | None) -> IO:
+    raw = io.BufferedWriter(_Stream(path))
+    return raw if binary else io.TextIOWrapper(raw, encoding=encoding or "utf-8")
 
 
 def _refuse(kind: "Kind", path: str, reason: str, verb: str = "cannot write") -> OutputError:
@@ -190,8 +256,8 @@ class OutputPath:
         directory = os.path.dirname(os.path.abspath(real))
         binary = "b" in mode
         if self.stream:
-            try:  # /dev/full, a closed pipe: one line, not a traceback
-                with open(self.path, "wb" if binary else "w", **({} if binary else {"encoding": encoding})) as fh:
+            try:  # /dev/full, a closed pipe, a FIFO nobody reads after a signal: one line, not a traceback
+                with _open_stream(self.path, binary, encoding) as fh:
                     yield fh
             except OSError as exc:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
@@ -221,7 +287,7 @@ class OutputPath:
         self.recheck()
         if self.stream:
             try:
-                return open(self.path, "wb"), (lambda: None)
+                return _open_stream(self.path, True, None), (lambda: None)
             except OSError as exc:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
         real = self.real

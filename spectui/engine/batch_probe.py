@@ -4,7 +4,8 @@ A serving engine (llama-server with ``-np N`` slots, vLLM) puts every running re
 pass. Without speculation each of B requests adds one token; with speculation at draft length k each adds
 k + 1 (its last token and its k drafts, every row's logits kept for verification). This module measures both
 on the loaded target, in a llama.cpp context of its own (``n_seq_max`` = the most sequences measured, one
-unified KV buffer as llama-server uses; the engine's own single-sequence context is left untouched):
+KV stream a sequence, as llama-server with ``-np N`` has; the engine's own single-sequence context is left
+untouched):
 
 - every sequence 0..B_max-1 first holds the same short prompt in the KV cache
   (``contract.prompt.DEFAULT_PROMPT``, decoded per sequence, so the cells are distinct as a server's slots are);
@@ -86,7 +87,9 @@ def fit_max_seqs(max_seqs: int, ks: tuple[int, ...]) -> int:
 
 
 class _BatchContext:
-    """A second llama.cpp context on an already loaded model: ``n_seq_max`` sequences, one unified KV buffer."""
+    """A second llama.cpp context on an already loaded model: ``n_seq_max`` sequences, a KV stream each (llama-server
+    with ``-np N`` slots: each slot's attention over its own cells, a batch cut into micro-batches of consecutive
+    sequences)."""
 
     def __init__(self, model: "M.LoadedModel", n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
         L = M.llama()
@@ -98,7 +101,7 @@ class _BatchContext:
         cp.n_threads = threads
         cp.n_threads_batch = threads
         if hasattr(cp, "kv_unified"):
-            cp.kv_unified = True
+            cp.kv_unified = False  # a KV stream a sequence, as llama-server with -np N has (its --kv-unified is off)
         if model.n_gpu_layers and any(M._is_lavapipe(d) for d in M.gpu_devices()):  # see LoadedModel
             cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
         self.ctx = L.llama_init_from_model(model.model, cp)

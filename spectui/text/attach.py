@@ -7,7 +7,9 @@ import sys
 from typing import IO, Any
 
 from ..contract.text import json_text, visible, visible_line
-from ..contract.events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
+from ..contract.events import (
+    KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk, RequestStarted,
+)
 from ..views.numbers import pct, rate, secs
 from ..analysis.attach_stats import (
     BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window,
@@ -130,6 +132,7 @@ class HeadlessFace:
         self.last_url = ""
         self.request_mode = False
         self.session_end = "stopped"
+        self.n_requests = 0
 
     def __call__(self, ev: Any) -> None:
         self.stats.update(ev)
@@ -138,6 +141,10 @@ class HeadlessFace:
             self.request_mode = bool(ev.prompt)
         elif isinstance(ev, MetricsScraped) and ev.url == self.last_url:
             self.tick()
+        elif isinstance(ev, RequestStarted) and not self.as_json:
+            self.n_requests += 1
+            if self.n_requests > 1:  # several requests: each one's text under its own line
+                self.out.write(f"\n-- request {self.n_requests} to {visible_line(ev.url)}\n")
         elif isinstance(ev, RequestChunk) and not self.as_json:
             self.out.write(visible(ev.text))  # the server's completion text, controls made visible
             self.out.flush()
