@@ -8,12 +8,28 @@ No Textual imports.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .costmodel import break_even_acceptance
 
-if TYPE_CHECKING:
-    from .probe import ProbeResult
+
+class ProbeFigures(Protocol):
+    """What the verdict reads of a probe's result (``probe.ProbeResult``): the verify cost by batch size as a
+    ratio to one decode, the draft's cost ratio (None: no draft model), and the decode itself."""
+
+    decode_ms: float
+    draft: object | None
+
+    @property
+    def max_batch(self) -> int: ...
+
+    @property
+    def per_token_ms(self) -> float: ...
+
+    @property
+    def cost_ratio(self) -> float | None: ...
+
+    def ratio(self, batch: int) -> float: ...
 
 FLAT_MARGINAL = 0.15  # an extra verify token costing at most this share of a decode: memory-bound (flat)
 KERNEL_GAIN = 2.0  # a large batch computing this many tokens per decode time: idle compute exists
@@ -37,7 +53,7 @@ class ProbeVerdict:
 
 
 
-def analyse(r: ProbeResult) -> ProbeVerdict:
+def analyse(r: ProbeFigures) -> ProbeVerdict:
     """The verdict from the figures: break-even acceptance by k, the best case, what limits verification.
 
     Args:
@@ -85,7 +101,7 @@ def analyse(r: ProbeResult) -> ProbeVerdict:
                    sentence=sentence[0].upper() + sentence[1:])
 
 
-def _limit(r: ProbeResult) -> tuple[str, str]:
+def _limit(r: ProbeFigures) -> tuple[str, str]:
     """What limits verification, and the sentence that says so: "memory" (the flat line), "kernels",
     "compute" or "mixed"."""
     gain = r.decode_ms / r.per_token_ms if r.per_token_ms > 0 else 0.0  # tokens per decode time, large batch
