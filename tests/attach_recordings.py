@@ -93,7 +93,7 @@ CODE_PROMPT = "# Python: a hash map with separate chaining\nclass HashMap:\n    
 async def _shoot(urls: list[str], out: Path, seconds: float, size: tuple[int, int]) -> None:
     import time
 
-    from spectui.commands.attach import AttachSession
+    from spectui.attach.session import AttachSession
     from spectui.tui.attach.app import AttachApp
 
     app = AttachApp(session=AttachSession(urls, interval=1.0))

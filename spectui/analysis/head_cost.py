@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from ..contract.text import visible
-from .cachefile import read_entry
+from ..contract.text import visible, visible_line
+from .cachefile import read_entry, write_entry
 
 HEAD_COST_VERSION = 1
 KIND_WORDS = {"eagle3": "EAGLE-3 head", "mtp": "MTP head"}
@@ -90,7 +90,7 @@ class HeadCost:
 
 def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
     """The probe's own key plus the head's kind, its file and the measurement's k and repeats."""
-    from .probe import cache_key, file_identity  # noqa: PLC0415
+    from .machine import cache_key, file_identity  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     key = {"probe": base, "head": {"version": HEAD_COST_VERSION, "kind": engine.head,
@@ -101,11 +101,12 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
     from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
-    from .probe import CONTEXT_PROMPT, _loadavg  # noqa: PLC0415
+    from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from .machine import load_average  # noqa: PLC0415
 
-    load0 = _loadavg()
-    pts = measure_head(engine, CONTEXT_PROMPT, k=k, repeats=repeats)
-    load1 = _loadavg()
+    load0 = load_average()
+    pts = measure_head(engine, DEFAULT_PROMPT, k=k, repeats=repeats)
+    load1 = load_average()
     return HeadCost(
         kind=pts.kind, k=pts.k, head_step_ms=pts.head_step_ms, head_read_ms=pts.head_read_ms,
         target_ms=pts.target_ms, draft_step_ms=pts.draft_step_ms, head_file=str(engine.head_file or ""),
@@ -126,25 +127,27 @@ def load_cached(path: Path, key: dict) -> HeadCost | None:
 
 
 def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
-    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
+    from ..contract.outputs import PROBE_CACHE  # noqa: PLC0415
 
-    res = replace(cost, cache_file=str(path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        d = res.to_dict()
-        d["cached"] = False
-        with atomic_write(path, PROBE_CACHE, inputs=list(models)) as fh:
-            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-    except (OSError, OutputError) as exc:
-        print(f"spectui: warning: cannot write the head-cost cache {path}: {exc}", file=sys.stderr)
-        return replace(res, cache_file="")
-    return res
+    d = replace(cost, cache_file=str(path)).to_dict()
+    d["cached"] = False
+    return replace(cost, cache_file=write_entry(path, key, d, PROBE_CACHE, models, "head-cost"))
 
 
 def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None) -> HeadCost:
-    """The head's cost on this machine: from the cache (same models, threads, machine, head, k), or measured."""
-    from .probe import cache_path  # noqa: PLC0415
+    """The head's cost on this machine: from the cache (same models, threads, machine, head, k), or measured.
+
+    Args:
+        engine: the loaded engine with its head (``--head``, ``--drafter mtp``).
+        k: the draft length a step is measured at; repeats: measured rounds (the median is kept).
+        refresh: measure again even when a cached result exists; directory: the cache folder.
+        warn: gets the one-line messages (a corrupt cache file).
+
+    Returns:
+        The HeadCost: each drafter's step beside one target decode.
+    """
+    from .machine import cache_path  # noqa: PLC0415
 
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = head_cache_key(engine, k, repeats)
@@ -154,7 +157,7 @@ def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, di
         try:
             res = load_cached(path, key)
         except HeadCacheError as exc:
-            warn(f"the head-cost cache file {path} is corrupt ({exc}); measuring again")
+            warn(f"the head-cost cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
     if res is None:
         res = measure(engine, k, repeats)
         models = [engine.target_info.path, engine.head_file] + (
@@ -164,7 +167,14 @@ def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, di
 
 
 def render(c: HeadCost) -> str:
-    """The lines ``spectui probe`` prints under its curve: each drafter's step beside one target decode."""
+    """The lines ``spectui probe`` prints under its curve: each drafter's step beside one target decode.
+
+    Args:
+        c: the head's measured cost.
+
+    Returns:
+        The lines, joined.
+    """
     src = "cached" if c.cached else f"measured now in {c.wall_s:.2f} s"
     lines = [f"draft step cost, k={c.k} ({src}; median of {c.repeats} at {c.context_tokens} tokens of context; "
              f"load {c.loadavg[0]:.2f}):"]

@@ -23,13 +23,14 @@ from ..contract.params import SECONDS
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
-from ..contract.text import json_text, visible
-from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
+from ..contract.text import json_text, visible, visible_line
+from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
+from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
 from .common import ModelOptions, default_drafters, load_engine, plan_drafting
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
+from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_temps
 from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
@@ -45,11 +46,11 @@ CSV_KIND = csv_report("bench", CSV_FIELDS)
 MD_KIND = text_report("bench", MARKDOWN_MARKER)  # the --markdown file's first line
 
 
-def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False):
+def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False, own_name: bool = False):
     """Every file the bench writes goes through here: the project's output rule (spectui.contract.outputs:
     checked before any work, never one of the bench's inputs - the prompt file, the models - and an
     existing file replaced only when it is a spectui file of the same kind, or with --force)."""
-    return check_output(path, kind, inputs, force)
+    return check_output(path, kind, inputs, force, own_name)
 
 
 def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
@@ -69,7 +70,7 @@ class _Signals:
     is only noted (``pending``) and ``raise_if_stopped`` raises it once the load has returned."""
 
     def __init__(self) -> None:
-        from ..engine.models import CALLBACK_CODES  # noqa: PLC0415
+        from ..engine.llama_lib import CALLBACK_CODES  # noqa: PLC0415
 
         self.signum = signal.SIGINT
         self.old = {}
@@ -120,8 +121,8 @@ class _Signals:
               help="use the target's chat template (default: on when the GGUF has one, as llama-cli)")
 @click.option("--system", "-sys", "system", type=str, default=None, help="system message (default: none)")
 @click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True, help="tokens per prompt")
-@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
-              help="comma-separated draft lengths")
+@draft_max_option("comma-separated draft lengths (with --url: the deployment's one draft length, which the "
+                  "--knee-probe prediction reads its curve at)")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
 @click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
@@ -191,11 +192,27 @@ def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
 
 
 def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
-               turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
-               seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
+               turns="first", chat=None, system=None, n_predict=256, draft_max=DEFAULT_DRAFT_MAX, temp="0",
+               drafter=None, seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
                baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
                knee_probe=None) -> int:
-    """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
+    """The whole bench: check everything, load the models once (or probe the deployments), run, report.
+
+    Args:
+        models: local models (``ModelOptions.pop_from`` of the command's options); or ``urls`` (and
+            ``baseline_url``): deployments, one request at a time or ``concurrency`` (several levels: the
+            knee sweep, ``bench.concurrency``).
+        prompts, categories, per_category, limit: the prompt set and what of it runs.
+        draft_max, temp, drafter: comma-separated settings, each beside the target alone (the baseline).
+        json_out, csv_out, md_out: "-" for stdout, or a file each (written atomically, never over an input).
+        signals: the command's signal handler (a stop while loading: nothing written).
+
+    Returns:
+        The exit status: 0 done, 1 a run or request failed, 128 + N stopped by signal N (what ran is kept).
+
+    Raises:
+        SpectuiError: bad input, before any model loads or any request is sent.
+    """
     out = out or sys.stdout
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
     ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
@@ -204,36 +221,20 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
         if p and p != "-":
             output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
+    exports = (json_out, csv_out, md_out)
     if urls or baseline_url:
-        from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
-
-        if not urls:
-            raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
-        if models.target or models.draft or models.hf_repo or models.hf_repo_draft:
-            raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
-        if record_dir is not None:
-            raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
-        from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
-
-        levels = parse_concurrency(concurrency)
-        if len(levels) > 1 or knee_probe:  # the knee sweep (spectui/bench/concurrency.py)
-            return sweep_main(ps, list(urls), baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed,
-                              system=system, timeout_s=timeout_s, draft_max=draft_max, knee_probe=knee_probe,
-                              json_out=json_out, write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force),
-                              out=out)
-        concurrency = levels[0]
-        with _progress() as (progress, task):
-            def on_job(i, job, n_jobs, prompts) -> None:
-                progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
-
-            res, params, has_base = server_bench(ps, list(urls), baseline_url, n_predict=n_predict, temp=temp,
-                                                 seed=seed, repeat=repeat, turns=turns, system=system,
-                                                 concurrency=concurrency, timeout_s=timeout_s, chat=chat,
-                                                 on_job=on_job)
-        return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
-
+        return _server_main(models, ps, urls, baseline_url, record_dir, draft_max, concurrency, knee_probe,
+                            exports, inputs, out, signals, force, n_predict=n_predict, temp=temp, seed=seed,
+                            repeat=repeat, turns=turns, system=system, timeout_s=timeout_s, chat=chat)
     if str(concurrency) != "1" or knee_probe:
         raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
+    return _engine_main(models, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals, force,
+                        n_predict=n_predict, seed=seed, repeat=repeat, turns=turns, chat=chat, system=system)
+
+
+def _engine_main(models: ModelOptions, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals,
+                 force, *, n_predict, seed, repeat, turns, chat, system) -> int:
+    """Local models: every setting beside the baseline on one loaded engine, the kernels' noise first."""
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter if drafter is not None else ",".join(default_drafters(models)),
@@ -242,24 +243,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     settings = make_settings(ks, temps, drafters)
     made_dir = record_dir is not None and not Path(record_dir).exists()
     rec = Path(record_folder(record_dir)) if record_dir is not None else None
-    t_load = time.perf_counter()
-    engine = None
-    try:
-        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
-                             head_in_every_run=False)
-        if signals is not None:
-            signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
-        load_s = time.perf_counter() - t_load
-        t_noise = time.perf_counter()
-        noise = _noise(engine, settings)  # before any run; stopped or failed here, nothing is written either
-        noise_s = time.perf_counter() - t_noise
-    except BaseException:  # stopped while loading: the --record-dir this bench made goes again
-        if engine is not None:
-            engine.close()
-        if made_dir:
-            with contextlib.suppress(OSError):
-                rec.rmdir()  # only an empty folder goes
-        raise
+    engine, noise, timing = _load(models, drafting, settings, rec if made_dir else None, signals)
     try:
         templater = _templater(engine, chat, system)
         jobs = make_jobs(len(ps.prompts), settings, repeat)
@@ -267,7 +251,8 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         def open_trace(name: str, extra: dict):
             from ..recording.trace import TraceWriter  # noqa: PLC0415
 
-            return TraceWriter(output_path(rec / name, TRACE, inputs, force).path, extra, inputs=inputs, force=force)
+            return TraceWriter(output_path(rec / name, TRACE, inputs, force, own_name=True).path, extra, inputs=inputs,
+                               force=force)
 
         t0 = time.perf_counter()
         res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
@@ -283,13 +268,69 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         "chat_template": templater.label, "system": system, "n_predict": n_predict, "draft_max": ks,
         "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
         "ctx_size": models.ctx_size, "record_dir": str(rec) if rec is not None else None,
-        "timing": {"load_s": load_s, "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
-                   "outside_runs_s": bench_s - res.run_wall_s, "noise_s": noise_s},
+        "timing": {"load_s": timing["load_s"], "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
+                   "outside_runs_s": bench_s - res.run_wall_s, "noise_s": timing["noise_s"]},
         "noise": noise.report() if noise is not None else None,
     }
     if noise is not None:
         params["notes"] = [noise_note(noise)]
-    return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
+    return _finish(res, params, True, repeat, *exports, inputs, out, signals, force)
+
+
+def _server_main(models: ModelOptions, ps, urls, baseline_url, record_dir, draft_max, concurrency, knee_probe,
+                 exports, inputs, out, signals, force, **run) -> int:
+    """``--url`` (and ``--baseline-url``): the deployments, one request at a time or ``--concurrency`` in flight;
+    several levels or ``--knee-probe``: the knee sweep (spectui/bench/concurrency.py)."""
+    from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
+
+    if not urls:
+        raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
+    if models.target or models.draft or models.hf_repo or models.hf_repo_draft:
+        raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
+    if record_dir is not None:
+        raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
+    from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
+
+    draft_max = parse_k(draft_max, modes=False)  # the deployment drafts: one fixed length, as it was started
+    levels = parse_concurrency(concurrency)
+    json_out = exports[0]
+    if len(levels) > 1 or knee_probe:
+        return sweep_main(ps, list(urls), baseline_url, levels, n_predict=run["n_predict"], temp=run["temp"],
+                          seed=run["seed"], system=run["system"], timeout_s=run["timeout_s"], draft_max=draft_max,
+                          knee_probe=knee_probe, json_out=json_out,
+                          write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force), out=out)
+    with _progress() as (progress, task):
+        def on_job(i, job, n_jobs, prompts) -> None:
+            progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
+
+        res, params, has_base = server_bench(ps, list(urls), baseline_url, concurrency=levels[0], on_job=on_job,
+                                             **run)
+    return _finish(res, params, has_base, run["repeat"], *exports, inputs, out, signals, force)
+
+
+def _load(models: ModelOptions, drafting, settings, made_dir: Path | None, signals):
+    """Load the engine once and measure the kernels' noise before any run: (engine, noise, timing). Stopped
+    or failed here, nothing is measured or written, and the --record-dir this bench made (``made_dir``) goes
+    again."""
+    t_load = time.perf_counter()
+    engine = None
+    try:
+        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
+                             head_in_every_run=False)
+        if signals is not None:
+            signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
+        load_s = time.perf_counter() - t_load
+        t_noise = time.perf_counter()
+        noise = _noise(engine, settings)  # before any run; stopped or failed here, nothing is written either
+        noise_s = time.perf_counter() - t_noise
+    except BaseException:  # stopped while loading: the --record-dir this bench made goes again
+        if engine is not None:
+            engine.close()
+        if made_dir is not None:
+            with contextlib.suppress(OSError):
+                made_dir.rmdir()  # only an empty folder goes
+        raise
+    return engine, noise, {"load_s": load_s, "noise_s": noise_s}
 
 
 def _noise(engine, settings):
@@ -304,7 +345,7 @@ def _noise(engine, settings):
     max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
 
     def say(m: str) -> None:
-        print(f"spectui: {m}", file=sys.stderr)
+        print(f"spectui: {visible_line(m)}", file=sys.stderr)
 
     progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
                 ) if sys.stderr.isatty() else None

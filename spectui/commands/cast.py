@@ -33,7 +33,7 @@ import click
 
 from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
 from ..contract.text import json_text, visible_line
-from ..contract.errors import SpectuiError
+from ..contract.errors import SpectuiError, echo_line
 from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
 from ..contract.outputs import CAST, OutputPath, check_output
@@ -134,9 +134,17 @@ def cast_title(start: RunStarted | None) -> str:
 
 def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
                     end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
-    """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2, atomically (through
-    spectui.contract.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
-    ``end_t``. Returns ("o" events written, duration)."""
+    """Write terminal output as asciicast v2, atomically (through spectui.contract.outputs: a path not checked
+    yet is checked now).
+
+    Args:
+        out: the .cast file; cols, rows: the terminal's size in the header.
+        chunks: (time, data) in time order; end_t: the run's end (the last frame is held ``HOLD_END_S`` past it).
+        start: the run's start (the header's environment); title: the header's title.
+
+    Returns:
+        ("o" events written, duration).
+    """
     target = out if isinstance(out, OutputPath) else check_output(out, CAST)
     ends_at = end_t + HOLD_END_S
     header: dict[str, Any] = {
@@ -180,8 +188,17 @@ def render_cast(
     title: str | None = None,
     inspect: str | None = None,
 ) -> CastInfo:
-    """Render ``events`` (a recorded run) to an asciicast v2 file; ``inspect`` ("PASS[:TOKEN]") holds the
-    token inspector on that token after its pass. Returns what was written."""
+    """Render a recorded run to an asciicast v2 file, the screen as the replay TUI draws it.
+
+    Args:
+        events: the run's events (a trace's).
+        out_path: the .cast file (checked through spectui.contract.outputs, written atomically).
+        cols, rows: the terminal's size; speed: 0.25..8 (1: as recorded); theme, title: the look, the header.
+        inspect: "PASS[:TOKEN]": the token inspector held on that token after its pass.
+
+    Returns:
+        The CastInfo: what was written (frames, duration, size).
+    """
     evs = list(events)
     if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
         from ..tui.attach.cast_render import capture_attach
@@ -214,7 +231,8 @@ def _stop_rendering(signals: SignalStop, output: str) -> None:
     raises instead, and the temporary file is removed."""
     if _WRITING:
         raise Interrupted(signals.signum)
-    os.write(2, f"spectui: cast interrupted: {output} not written\n".encode())  # fd 2: Textual holds sys.stderr
+    line = visible_line(f"spectui: cast interrupted: {output} not written") + "\n"  # a path: the one rule
+    os.write(2, line.encode(sys.__stderr__.encoding or "utf-8", "spectui-escape"))  # fd 2: Textual holds sys.stderr
     os._exit(signals.status())
 
 
@@ -303,8 +321,8 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
             with SignalStop(lambda: _stop_rendering(signals, output)) as signals:
                 info = render_race_cast(load_race(list(files), from_start=from_start, any_prompt=any_prompt), out,
                                         cols=cols, rows=rows, speed=sp, theme=theme, title=title)
-            print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
-                  f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
+            echo_line(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+                      f"{info.duration_s:.1f} s, {info.n_events} output events")
             return
         if len(files) != 1:
             raise SpectuiError(f"cast takes one trace FILE (or --race A B [C]), not {len(files)}")
@@ -319,7 +337,7 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:
-        click.echo(f"spectui: cast interrupted: {output} not written", err=True)
+        echo_line(f"spectui: cast interrupted: {output} not written")
         sys.exit(exc.status)
-    print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
-          f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
+    echo_line(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+              f"{info.duration_s:.1f} s, {info.n_events} output events")

@@ -12,15 +12,24 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
+from ..contract.prompt import DEFAULT_PROMPT
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
-    """The prompt: -p TEXT, or the text of -f FILE, or DEFAULT_PROMPT. ``needed_by`` (e.g. "a recorded race"):
-    no default, and a prompt that is empty or only spaces is a one-line error."""
+    """The prompt a command decodes.
+
+    Args:
+        prompt: -p TEXT; prompt_file: -f FILE (its text).
+        needed_by: e.g. "a recorded race": no default, and a prompt that is empty or only spaces is a
+            one-line error.
+
+    Returns:
+        -p's text, or -f's, or DEFAULT_PROMPT.
+    """
     if prompt is not None and prompt_file is not None:
         raise SpectuiError("give either -p/--prompt or --prompt-file, not both")
     if prompt_file is not None:
@@ -70,7 +79,7 @@ class ModelOptions:
     def check_local_files(self) -> None:
         """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
         (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
-        from ..engine.models import check_gguf_file
+        from ..engine.preload import check_gguf_file
 
         if self.target:
             check_gguf_file(self.target, "target")
@@ -131,7 +140,16 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     """The one convention of every command (docs/conventions.md): ``--draft FILE`` is the separate draft model,
     or, when its header says so, the EAGLE-3 head or the target itself (MTP), as llama.cpp's -md; ``--head FILE``
     is an EAGLE-3 head beside a separate draft model; ``--drafter mtp`` drafts with the target's own MTP layers
-    (no file). One head per command. Every refusal is one line (exit 2), before any weights load."""
+    (no file). One head per command. Every refusal is one line (exit 2), before any weights load.
+
+    Args:
+        command: the command's name, for the messages.
+        drafters: the drafters the command will run (``--drafter``, or ``default_drafters``).
+        models: the model options.
+
+    Returns:
+        The Drafting: whether the draft model loads, and which head, from which file.
+    """
     from ..contract.events import HEAD_DRAFTERS
 
     names = [drafters] if isinstance(drafters, str) else list(drafters)
@@ -189,7 +207,7 @@ def loading_stop(on_stop=None) -> SignalStop:
     the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
     (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
     ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
-    from ..engine.models import CALLBACK_CODES
+    from ..engine.llama_lib import CALLBACK_CODES
 
     return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
 
@@ -197,15 +215,22 @@ def loading_stop(on_stop=None) -> SignalStop:
 def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
                 inspect_top: int = 5, head: str | None = None, head_file: str | None = None,
                 head_in_every_run: bool = True, drafting: Drafting | None = None):
-    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
-    Engine (on its own EngineThread for the TUI). ``drafting`` (``plan_drafting``) sets use_draft, head and
-    head_file: the head beside a separate draft model, the head alone, or none. ``head_in_every_run``: see
-    ``Engine``. Raises SpectuiError with one line on bad input."""
+    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, build the Engine.
+
+    Args:
+        models: the model options; drafting: what drafts (``plan_drafting``: it sets use_draft, head and
+            head_file); quiet: no loading notes; own_thread: on its own EngineThread (the TUI).
+        inspect_top: top-N candidates recorded per position (0: off); head_in_every_run: see ``Engine``.
+
+    Returns:
+        The loaded Engine (or EngineThread); bad input (a missing or foreign file, mismatched vocabularies) is
+        a SpectuiError of one line.
+    """
     if drafting is not None:
         use_draft = drafting.draft_model or drafting.head_is_draft(models)
         head = drafting.head
         head_file = None if drafting.head_is_draft(models) else drafting.head_file
-    from ..engine.models import check_gguf_file
+    from ..engine.preload import check_gguf_file
     from ..engine.hub import resolve_models
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
@@ -224,10 +249,11 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
 
     def warn(msg: str) -> None:
         msg = msg.removeprefix("warning: ")
-        print(f"spectui: warning: {msg}", file=sys.stderr)
+        print(f"spectui: warning: {visible_line(msg)}", file=sys.stderr)
 
     if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
-        print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
+        print(visible_line(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else "")),
+              file=sys.stderr)
 
     def build():
         from ..analysis.draft_policy import PolicyByMode

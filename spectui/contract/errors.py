@@ -1,4 +1,6 @@
-"""User-facing errors: one line, no traceback. ``fail`` prints ``spectui: error: <message>`` and exits 2."""
+"""User-facing errors: one line, no traceback. ``echo_error`` prints ``spectui: error: <message>`` (the message
+through the one escaping rule, ``contract.text.visible_line``); ``fail`` prints it and exits 2; ``echo_line``
+prints any other notice line (``wrote PATH``) through the same rule."""
 
 from __future__ import annotations
 
@@ -19,6 +21,25 @@ class SpectuiError(Exception):
         return visible_line(super().__str__())
 
 
-def fail(message: str) -> NoReturn:
-    click.echo(f"spectui: error: {visible_line(message)}", err=True)
+def echo_error(message: object, topic: str = "error") -> None:
+    """Print ``spectui: <topic>: <message>`` on stderr, the message made one visible line.
+
+    Args:
+        message: the message, or the exception (a ``SpectuiError``) whose text it is.
+        topic: what the line is: ``error`` (bad input, exit 2), or a command's name for a failure it reports
+            (``spectui: attach: ...``, exit 1).
+    """
+    click.echo(f"spectui: {topic}: {visible_line(message)}", err=True)
+
+
+def echo_line(message: object) -> None:
+    """Print ``message`` on stderr as one visible line (:func:`~spectui.contract.text.visible_line`): a notice
+    that names a path or quotes outside text (``wrote PATH: ...``), so an ESC, a BEL or a newline in a file
+    name reaches the terminal as ``\\x1b``, ``\\x07``, ``\\n``."""
+    click.echo(visible_line(message), err=True)
+
+
+def fail(message: object) -> NoReturn:
+    """Print ``spectui: error: <message>`` (:func:`echo_error`) and exit with ``SpectuiError.exit_code`` (2)."""
+    echo_error(message)
     sys.exit(SpectuiError.exit_code)

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ..contract.errors import SpectuiError
+from ..contract.errors import SpectuiError, fail
 from ..recording.player import load_for_tui
 from ..views.sample import sample_events
 
@@ -29,8 +29,7 @@ def main(trace: str | None, theme: str | None, speed: str) -> None:
         events = load_for_tui(trace)[1] if trace else sample_events()
         sys.exit(run_replay(events, theme=theme, speed=speed))
     except SpectuiError as exc:
-        click.echo(f"spectui: error: {exc}", err=True)
-        sys.exit(SpectuiError.exit_code)
+        fail(exc)
 
 
 if __name__ == "__main__":

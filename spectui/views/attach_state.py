@@ -1,6 +1,6 @@
 """AttachState: what the attach screen shows, fed event by event from the attach worker thread (no Textual).
 
-The worker calls ``feed(ev)`` for every attach event (a live :class:`~spectui.commands.attach.AttachSession`
+The worker calls ``feed(ev)`` for every attach event (a live :class:`~spectui.attach.session.AttachSession`
 or a replayed trace); the UI thread calls ``view(...)`` at most once per paint and gets one frozen
 :class:`AttachView` that it hands to the widgets. Every number comes from
 :class:`~spectui.analysis.attach_stats.AttachStats` (the same statistics as the headless face and the JSON); this
@@ -22,6 +22,7 @@ from ..contract.events import (
     MetricsScraped,
     RequestChunk,
     RequestEnded,
+    RequestStarted,
 )
 
 SERIES_MAX = 600  # rounds of scrapes kept for the sparklines (10 minutes at the default 1 s)
@@ -116,6 +117,8 @@ class AttachState:
                     self.kinds[ev.url] = ev.kind
                 if ev.url == self._last_url:  # a round of scrapes is complete (as the headless face counts)
                     self._round(ev.t)
+            elif isinstance(ev, RequestStarted):  # several requests: the panel streams the current one
+                self.chunks = []
             elif isinstance(ev, RequestChunk):
                 self.chunks.append(ev.text)
                 self.streaming = True

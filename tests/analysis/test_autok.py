@@ -380,3 +380,15 @@ def test_without_a_probe_the_verify_costs_come_from_the_runs_own_passes():
             assert pred.verify_measured_by_k[used]
             assert pred.verify_ms_by_k[used] == pytest.approx(world.v0 + world.slope * used)
     assert len({x for x in seen if x > 0}) >= 2  # it verified more than one size: it learned as it went
+
+
+def test_the_policy_the_engine_is_handed_is_a_draft_policy():
+    """engine/policy.py's protocol is what analysis' PolicyByMode offers (observe, choose), and the engine's
+    factory type names it: the engine never imports a policy."""
+    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.engine.policy import DraftPolicy
+
+    policy = PolicyByMode()
+    assert isinstance(policy, DraftPolicy)
+    policy.observe(make_start())
+    assert isinstance(policy.choose(Settings(draft_max=4, auto="cost")), int)

@@ -215,3 +215,16 @@ def test_ctrl_c_during_a_hung_request(silent, tmp_path):
     assert len(ends) == 1 and ends[0]["reason"] == "stopped"
     assert evs[-1]["type"] == "attach_end"
     assert "timed out" in stdout  # the hung scrape, one line in the session summary
+
+
+def test_attach_lines_go_through_the_one_escaping_rule(capsys):
+    """The command's error and failure lines (contract.errors.echo_error): a server's text shows its control
+    characters as escapes, on one line."""
+    from spectui.contract.errors import SpectuiError, echo_error
+
+    echo_error("http://h:1 never answered: \x1b]0;pwned\x07\nnext", topic="attach")
+    echo_error(SpectuiError("cannot write /dev/full: \x1b[2J"))
+    assert capsys.readouterr().err.splitlines() == [
+        "spectui: attach: http://h:1 never answered: \\x1b]0;pwned\\x07\\nnext",
+        "spectui: error: cannot write /dev/full: \\x1b[2J",
+    ]

@@ -16,7 +16,7 @@ pytest.importorskip("prometheus_client")
 from attach_recordings import PROMPT, REQUEST, WATCH, server_args
 from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
 from tmux_pane import needs_tmux, spectui_cmd
-from spectui.commands.attach import AttachSession
+from spectui.attach.session import AttachSession
 from spectui.text.attach import HeadlessFace
 from spectui.analysis.attach_stats import AttachStats
 from spectui.contract.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded

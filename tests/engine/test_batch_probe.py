@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from spectui.analysis import batch_knee as bk
-from spectui.analysis.probe import cache_key, cache_path, cached_or_measure as probe_cached
+from spectui.analysis.machine import cache_key, cache_path
+from spectui.analysis.probe import cached_or_measure as probe_cached
 from spectui.engine.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
 from spectui.commands.probe import probe_cmd
 
@@ -71,7 +72,8 @@ def test_curve_cache_and_old_cache(engine, tmp_path):
     c1 = bk.cached_or_measure(engine, max_seqs=4, ks=(2,), repeats=1, directory=tmp_path)
     assert not c1.cached and c1.cache_file and Path(c1.cache_file).parent == tmp_path
     assert c1.seqs == (1, 2, 4) and c1.ks == (2,) and c1.has_draft
-    c2 = bk.cached_or_measure(engine, max_seqs=4, ks=(2,), repeats=1, directory=tmp_path)
+    c2 = bk.cached_or_measure(engine, max_seqs=4, ks=(2,), repeats=1, directory=tmp_path,
+                              now_quiet=lambda threads: False)  # read back whatever the load
     assert c2.cached and c2.plain_ms == c1.plain_ms and c2.verify_ms == c1.verify_ms
     again = probe_cached(engine, max_batch=4, repeats=1, directory=tmp_path)
     assert again.cached and again.verify_ms_by_batch == old.verify_ms_by_batch
@@ -119,7 +121,8 @@ def test_probe_command_prints_the_table_and_chart(tiny_target, tiny_draft_noisy,
     # bad input: one line, exit status 2, before any model loads
     r = CliRunner().invoke(probe_cmd, args[:-1] + ["1.5"], env=env)
     assert r.exit_code == 2 and "between 0 and 1" in r.output
-    for bad, msg in ((["--batch-ks", "0"], "between 1 and 16, not [0]"), (["--batch-ks", "a"], "comma-separated"),
+    for bad, msg in ((["--batch-ks", "0"], "--batch-ks values must be between 1 and 16, not 0"),
+                     (["--batch-ks", "a"], "--batch-ks takes comma-separated integers 1..16 (e.g. 2,5,10), not 'a'"),
                      (["--acceptance-from", str(tmp_path / "none.json")], "no such file"),
                      (["--acceptance-from", str(tiny_target)], "trace")):
         r = CliRunner().invoke(probe_cmd, ["--target", str(tiny_target), "--batched", *bad], env=env)

@@ -2,7 +2,7 @@
 ``spectui replay`` of an attach trace).
 
 Data flows one way: a ``@work(thread=True)`` worker runs the attach session
-(:class:`~spectui.commands.attach.AttachSession`: scraper and request threads, events in arrival order) or
+(:class:`~spectui.attach.session.AttachSession`: scraper and request threads, events in arrival order) or
 replays a recorded session at its recorded pace, and feeds every event to the trace recorder (live,
 ``--record``) and to :class:`~spectui.views.attach_state.AttachState`; then it posts one ``StateChanged``
 unless one is already waiting. The UI paints at most ``FRAME_HZ`` times a second: one frozen AttachView per
@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from textual import work
 from textual.css.query import NoMatches
@@ -31,9 +31,6 @@ from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
 from ..shared.lifecycle import exit_status
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
-
-# A live session: runs until stopped, calling sink(ev) for every event (AttachSession.run).
-Runner = Callable[[Callable[[Any], None]], None]
 
 
 class AttachApp(FaceApp):

@@ -26,7 +26,9 @@ from textual.binding import Binding
 from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
+from ...contract.text import visible_line
 from ...contract.events import Event, MachineProbe
+from ...contract.prompt import DEFAULT_PROMPT
 from ...recording.player import ReplayPlayer
 from ...recording.trace import write_trace
 from .help_screen import HelpScreen
@@ -38,7 +40,6 @@ from ..shared.app import FACE_BINDINGS
 from ..shared.paced_app import PacedFaceApp, run_face
 from ...views.view import ScreenView, prediction_for
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
@@ -226,10 +227,10 @@ class SpectuiApp(PacedFaceApp):
         try:
             save_trace(path, self.recorder, self.state.events_so_far())
         except (OSError, SpectuiError) as exc:
-            self.notify(f"could not save the trace: {exc}", severity="error")
+            self.notify(visible_line(f"could not save the trace: {exc}"), severity="error", markup=False)
             return
         self.saved_paths.append(path)
-        self.notify(f"trace saved to {path}", timeout=4)
+        self.notify(visible_line(f"trace saved to {path}"), timeout=4, markup=False)  # a path: the one rule
 
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)

@@ -15,9 +15,10 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...contract.events import DRAFT_STOP_P_MIN
+from ...contract.text import token_cell
 from ...views.animation import PENDING
 from .ascii import key_names
-from .panel import GLYPH, Panel, clip, fmt_ms
+from .panel import GLYPH, Panel, fmt_ms
 from ...views.state import PassView
 
 TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"
@@ -30,10 +31,11 @@ Hits = tuple[tuple[int, int, int], ...]  # (x from, x to, token slot) of one lin
 
 class PassRibbon(Panel):
     class TokenClicked(Message):
-        """A token of pass ``pass_index`` (slot ``slot``) was clicked."""
+        """A token of pass ``pass_index`` (slot ``slot``) of ``ribbon`` was clicked."""
 
-        def __init__(self, pass_index: int, slot: int) -> None:
+        def __init__(self, ribbon: "PassRibbon", pass_index: int, slot: int) -> None:
             super().__init__()
+            self.ribbon = ribbon
             self.pass_index = pass_index
             self.slot = slot
 
@@ -65,7 +67,7 @@ class PassRibbon(Panel):
             t.append(GLYPH[shown], st[shown] + CURSOR if on else st[shown])
             if detailed:
                 t.append(f"{i + 1}:", st["dim"] + CURSOR if on else st["dim"])
-                t.append(clip(txt.replace("\n", "⏎"), cell), st[shown] + CURSOR if on else st[shown])
+                t.append(token_cell(txt, cell), st[shown] + CURSOR if on else st[shown])
             hits.append((x0, t.cell_len, i))
             if detailed:
                 t.append(" ")
@@ -83,7 +85,7 @@ class PassRibbon(Panel):
             style = st.get(kind) or st["plain"]
             t.append(GLYPH.get(kind, "○"), style + CURSOR if on else style)
             if detailed:
-                t.append(clip(txt.replace("\n", "⏎"), 10), style + CURSOR if on else style)
+                t.append(token_cell(txt, 10), style + CURSOR if on else style)
             hits.append((x0, t.cell_len, len(p.drafts)))
             if detailed:
                 t.append(f" {kind}", st["dim"])
@@ -189,4 +191,4 @@ class PassRibbon(Panel):
         hit = self.token_at(offset.x, offset.y)
         if hit is not None:
             event.stop()
-            self.post_message(self.TokenClicked(*hit))
+            self.post_message(self.TokenClicked(self, *hit))
