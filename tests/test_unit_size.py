@@ -22,13 +22,9 @@ IN_FLIGHT = {
     "attach/session.py:AttachSession.run": 63,  # moved from commands/attach.py, to split with the package
     "views/sample.py:sample_events": 67,  # with the sample screen's rework
     "analysis/server_steps.py:simulate": 84,  # the replay of llama-server's steps, work in progress
-    "commands/probe.py:probe_main": 65,  # probe --emit and the server's steps, work in progress
     "commands/attach.py:attach_cmd": 64,  # the attach package's split (--each)
 }
-BIG_MODULES_IN_FLIGHT = {  # the batched probe's rework splits them
-    "analysis/batch_knee.py": 517,
-    "analysis/server_steps.py": 523,
-}
+BIG_MODULES_IN_FLIGHT: dict[str, int] = {}
 
 
 def sizes(path: Path) -> list[tuple[str, str, int, int]]:
