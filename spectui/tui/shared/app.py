@@ -132,11 +132,8 @@ class FaceApp(App):
         super().exit(*args, **kwargs)
 
     def end_job_control(self) -> None:
-        """Ctrl+Z's suspend and resume end here: the driver no longer restarts itself on SIGCONT, and the
-        job-control handlers it installed are put back as they were before the app (see ``run``)."""
-        driver = getattr(self, "_driver", None)
-        if driver is not None and hasattr(driver, "_auto_restart"):
-            driver._auto_restart = False
+        """Ctrl+Z's suspend and resume end here: the job-control handlers the driver installed are put back as
+        they were before the app (see ``run``), so a SIGCONT no longer restarts the driver."""
         for sig, handler in getattr(self, "_job_signals", {}).items():
             try:
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
