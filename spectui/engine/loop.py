@@ -37,7 +37,7 @@ from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from . import models as M
 from .chat import chat_template_of
-from .cpu import OthersCpu, default_threads
+from .cpu import OthersCpu, affinity, default_threads
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
@@ -45,6 +45,7 @@ from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
 from .pair import same_file_warning, size_warning
 from .passes import DraftPolicy, PassLoop, TargetCursor
+from .pipeline import DraftThread, split_threads
 from .rowmath import RowPool
 from .spec_heads import check_head, make_head_drafter
 
@@ -82,6 +83,7 @@ class Engine:
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,
         head_in_every_run: bool = True,
+        threads_draft: int | None = None, pin_pipeline: bool = False,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
@@ -97,7 +99,11 @@ class Engine:
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
         self.threads, self.threads_why = _threads(threads)
-        ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
+        # -td (llama.cpp's --threads-draft), the pipelined passes' split, pinned apart or not (pipeline.py)
+        self.threads_draft, self.pipeline_threads, self.pipeline_cores = _draft_threads(self.threads, threads,
+                                                                                        threads_draft)
+        self.pin_pipeline, self._draft_thread = bool(pin_pipeline), DraftThread()
+        ngl_t, ngl_d = _gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
         tpath = M.check_gguf_file(target_path, "target")
         dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
         head_path, dpath = self._heads(head, head_file, tpath, dpath)
@@ -113,11 +119,9 @@ class Engine:
         self._drafters: dict[str, Drafter] = self._make_drafters(head, head_path)
         self._warned_no_draft = False
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
-        self._cursor = TargetCursor()  # the target's accepted KV cells between runs (the last run's)
-        self._chat = _UNSET  # the target's chat template, read on first use
-        for m in (self.target, self.draft):
-            if m is not None:
-                m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
+        self._cursor, self._chat = TargetCursor(), _UNSET  # the target's accepted KV cells between runs; its template
+        for m in filter(None, (self.target, self.draft)):
+            m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
@@ -165,20 +169,6 @@ class Engine:
         on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
         return _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
 
-    def _gpu_layers(self, n_gpu_layers, n_gpu_layers_draft) -> tuple[int, int]:
-        """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
-        llama.cpp does; 0 on a CPU-only build (with one warning when layers were asked for)."""
-        ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
-        ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
-        if M.supports_gpu_offload():
-            return (-1 if ngl_t is None else ngl_t), (-1 if ngl_d is None else ngl_d)
-        if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
-            self.warn(
-                "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
-                "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
-            )
-        return 0, 0
-
     def _check_pair(self, tpath, dpath, n_ctx: int, ngl_t: int, ngl_d: int) -> int | None:
         """Cheap vocabulary-only loads first: the vocabulary check and the memory estimate before any weights
         load. Returns the number of token ids both models share (None without a draft)."""
@@ -218,6 +208,7 @@ class Engine:
             self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
                                         n_outputs_max_per_seq=1 if sampling == "cpu" else 0, **common)
             if dpath:
+                common["threads"] = self.threads_draft
                 self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
@@ -247,6 +238,8 @@ class Engine:
         finishing = getattr(self, "_finishing", None)
         if finishing is not None:  # a pass still being finished reads the models' vocabularies: let it end first
             finishing.close()
+        if getattr(self, "_draft_thread", None) is not None:
+            self._draft_thread.close()
         if getattr(self, "_head", None) is not None:  # the head's contexts read the target's: close them first
             self._head.head.close()
             self._head = None
@@ -296,7 +289,8 @@ class Engine:
 
     # ------------------------------------------------------------ the run
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False) -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False,
+            pipeline_choice: str = "") -> Iterator[Event]:
         """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
         ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
         ``chat_template``: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
@@ -308,10 +302,15 @@ class Engine:
         The events are the same, in the same order, but pass N's arrives once pass N + 1 has been decided: a
         consumer that changes the settings in reaction to pass N's event then changes pass N + 2 (without
         ``overlap``: pass N + 1). The faces and the headless runs, which never react to a pass that way, ask
-        for it."""
+        for it.
+
+        ``Settings.pipeline`` (per pass, as every setting): the draft model drafts the next block on its own
+        thread while the target verifies (engine/pipeline.py); ``pipeline_choice``: what ``--pipeline auto``
+        chose and why (RunStarted.pipeline_choice)."""
         if self.target is None:
             raise SpectuiError("the engine is closed")
-        loop = PassLoop(self, control or RunControl(), int(n_predict), probe, str(chat_template or ""), bool(overlap))
+        loop = PassLoop(self, control or RunControl(), int(n_predict), probe, str(chat_template or ""), bool(overlap),
+                        str(pipeline_choice or ""))
         return loop.events(prompt)
 
     @property
@@ -354,6 +353,29 @@ class Engine:
             d.keep_rows = self.debug_hook is not None
 
 
+def _gpu_layers(n_gpu_layers, n_gpu_layers_draft, warn: Callable[[str], None]) -> tuple[int, int]:
+    """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
+    llama.cpp does; 0 on a CPU-only build (with one warning when layers were asked for)."""
+    ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
+    ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
+    if M.supports_gpu_offload():
+        return (-1 if ngl_t is None else ngl_t), (-1 if ngl_d is None else ngl_d)
+    if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
+        warn(
+            "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
+            "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
+        )
+    return 0, 0
+
+
+def _draft_threads(threads: int, given, threads_draft) -> tuple[int, tuple[int, int], int]:
+    """(the draft's threads in sequential passes: -td, default -t; the (target, draft) split of pipelined
+    passes: pipeline.split_threads; the CPUs this process may use)."""
+    td = _threads(threads_draft, "-td")[0] if threads_draft else threads
+    split = split_threads(threads, threads_draft, bool(given), default_threads().threads)
+    return td, split, max(1, len(affinity()))
+
+
 def _check_n_ctx(n_ctx) -> int:
     try:
         n_ctx = int(n_ctx)
@@ -364,16 +386,16 @@ def _check_n_ctx(n_ctx) -> int:
     return n_ctx
 
 
-def _threads(threads) -> tuple[int, str]:
+def _threads(threads, flag: str = "-t") -> tuple[int, str]:
     """(-t, why): as given, or the physical performance cores within this process's affinity and CPU quota,
     as llama.cpp chooses them."""
     if threads:
-        n, why = int(threads), "-t"
+        n, why = int(threads), flag
     else:
         choice = default_threads()
         n, why = choice.threads, choice.why
     if n < 1:
-        raise SpectuiError(f"threads must be at least 1, got {threads}")
+        raise SpectuiError(f"{flag}: threads must be at least 1, got {threads}")
     return n, why
 
 

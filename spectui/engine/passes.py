@@ -27,6 +27,7 @@ from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
 from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .models import LoadedModel
+from .pipeline import Pipeline
 from .verify import greedy_verify, logsumexp, sample, softmax, speculative_verify
 
 if TYPE_CHECKING:
@@ -98,6 +99,24 @@ def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = 3)
     return statistics.median(times)
 
 
+class SequentialDrafting:
+    """Drafting on the loop's own thread before each verify, as every loop in the field does; the pipelined
+    loop's ``pipeline.Pipeline`` has the same steps (``propose`` before the verify, ``settle`` after it)."""
+
+    def spare_core(self, s: Settings) -> bool:
+        return True
+
+    def propose(self, drafter: Drafter, g: "_Generation", lim: DraftLimits, s: Settings) -> Proposal | None:
+        return drafter.propose(g.tokens, lim, s.temperature, g.rng) if lim.k > 0 else None
+
+    def settle(self, drafter: Drafter, prop: Proposal | None, v, stop: str | None, span) -> None:
+        if prop is not None:  # the drafter drops its rejected positions
+            drafter.accept(v.n_accepted)
+
+    def end(self) -> None:
+        pass
+
+
 def _first_token(row: np.ndarray, temperature: float, rng: np.random.Generator,
                  graph: LoadedModel | None = None) -> tuple[int, float, np.ndarray]:
     """The prefill pass's token, its probability and the raw row: sampled at T > 0, argmax (temperature-1
@@ -158,6 +177,8 @@ def _run_started(loop: "PassLoop", prompt: str, prompt_tokens: list[int], settin
         inspect_top=e.inspect_top, probe=loop.probe, chat_template=loop.chat,
         head=getattr(e._head, "info", None),
         sampling="graph" if loop.graph is not None else "cpu",
+        threads_draft=e.threads_draft if e.draft is not None else 0,
+        pipeline_threads=tuple(e.pipeline_threads) if e.draft is not None else (), pipeline_choice=loop.pipeline_choice,
     )
 
 
@@ -166,7 +187,7 @@ class PassLoop:
     loaded state (models, drafters, the KV cursor, the reused row pools) and keeps the run's own."""
 
     def __init__(self, engine: "Engine", control: RunControl, n_predict: int, probe: MachineProbe | None,
-                 chat: str, overlap: bool) -> None:
+                 chat: str, overlap: bool, pipeline_choice: str = "") -> None:
         self.e = engine
         self.target = engine.target
         self.control = control
@@ -182,6 +203,11 @@ class PassLoop:
         self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
         self.t0 = 0.0
         self.graph = getattr(engine, "_graph", None)  # graph_path.GraphRun: the run's backend chains, or None
+        self.pipeline_choice = pipeline_choice  # RunStarted.pipeline_choice (--pipeline auto's choice and why)
+        # who drafts: the loop, or with a draft model the pipeline (on the loop too for passes not pipelined)
+        self.drafting = SequentialDrafting()
+        if engine.draft is not None and "model" in engine._drafters:
+            self.drafting = Pipeline(engine, self, self.drafting)
 
     def _observe(self, ev: Event) -> Event:
         if self.policy is not None:  # it sees every event of the run (its memory is its own aggregates)
@@ -209,6 +235,7 @@ class PassLoop:
         except Exception as exc:  # noqa: BLE001 - any engine failure ends the run with its message
             st.reason, st.error = E.STOP_ERROR, _described(exc)
         finally:
+            self.drafting.end()  # the draft thread stops before anything else touches the models
             if self.run_id == self.cursor.run_id:
                 self.cursor.in_run = False
                 if self.graph is not None:  # the graph path's chains come off with the run
@@ -330,7 +357,7 @@ class PassLoop:
             if k is None:
                 st.reason = E.STOP_CTX_FULL
                 return
-            fin.mode_for(s)
+            fin.mode_for(s, self.drafting.spare_core(s))
             work, stop = self._decode_pass(g, s, k, index, tp)
             fin.submit(work)
             yield from fin.drain_decided()
@@ -348,13 +375,18 @@ class PassLoop:
             if self.policy is None:
                 raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             k_want = int(self.policy.choose(s))
+        return self.cap_k(k_want, g.n_past, self.st.n_emitted)
+
+    def cap_k(self, k_want: int, n_past: int, n_emitted: int) -> int | None:
+        """``k_want`` capped for a pass after ``n_past`` cells and ``n_emitted`` tokens (``_choose_k``'s rule);
+        None: the context is full. Reads only what a run never changes (the draft thread asks it too)."""
         k_want = max(0, min(DRAFT_MAX_LIMIT, k_want))
-        room = self.e.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
+        room = self.e.n_ctx - n_past  # free target cells; the verify batch needs k + 1 of them
         if room < 1:
             return None
         k = min(k_want, room - 1, self.target.n_batch - 1)
         if self.n_predict > 0:
-            k = min(k, self.n_predict - self.st.n_emitted - 1)
+            k = min(k, self.n_predict - n_emitted - 1)
         return max(0, k)
 
     # ---------------- one decode pass: draft, verify, decide, roll back (then the Finisher: the event)
@@ -369,10 +401,12 @@ class PassLoop:
                                "only in runs that start with it here)")
         t_d = time.perf_counter()
         lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.e.inspect_top, defer=self.fin.overlap)
-        prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
+        prop = self.drafting.propose(drafter, g, lim, s)
         draft_ms = (time.perf_counter() - t_d) * 1000.0
         ids = prop.ids if prop is not None else []
         p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
+        t_v = time.perf_counter()
+        span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode: the draft thread may overlap it
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
             self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
@@ -383,7 +417,8 @@ class PassLoop:
         n_acc, kd = v.n_accepted, len(ids)
         kind = E.PLAIN if kd == 0 else (E.BONUS if n_acc == kd else E.CORRECTION)
         n_out, stop = self._cut(ids, n_acc, v.token, self.n_predict)
-        self._advance(g, drafter, prop, ids, n_acc, v.token, n_out)
+        pipe = self.drafting.settle(drafter, prop, v, stop, span)
+        self._advance(g, ids, n_acc, v.token, n_out)
         # The pass's times: overlapped, the pass ends here (what follows is off its path); inline, making the
         # event is part of it, so the clock stops when the event is made. Other processes' CPU is sampled then.
         timing = pass_timing(draft_ms, verify_ms, tp, self.t0) if self.fin.overlap else None
@@ -391,7 +426,7 @@ class PassLoop:
                         timing=timing, n_ctx_used=g.n_past, decoder=g.decoder,
                         rows_buf=rows_buf, holds_view=keep_view, clock=(draft_ms, verify_ms, tp, self.t0),
                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
-                        resid_buf=resid if g.debug_hook is None else None)
+                        resid_buf=resid if g.debug_hook is None else None, pipe=pipe)
         return work, stop
 
     def _verify(self, g: _Generation, s: Settings, ids: list[int], prop: Proposal | None, index: int):
@@ -431,17 +466,14 @@ class PassLoop:
                 return i + 1, E.STOP_N_PREDICT
         return n_acc + 1, None
 
-    def _advance(self, g: _Generation, drafter: Drafter, prop: Proposal | None, ids: list[int], n_acc: int,
-                 tok: int, n_out: int) -> None:
-        """Roll back (the target keeps [last, accepted drafts]; the drafter drops its rejected positions), the
+    def _advance(self, g: _Generation, ids: list[int], n_acc: int, tok: int, n_out: int) -> None:
+        """Roll back (the target keeps [last, accepted drafts]; the drafting settled the drafter's side), the
         accepted tokens into the history, the run's counters."""
         kd = len(ids)
         if n_acc < kd:
             self.target.rollback(g.n_past + 1 + n_acc)
         g.n_past += 1 + n_acc
         self.cursor.n_past = g.n_past
-        if prop is not None:
-            drafter.accept(n_acc)
         g.tokens.extend(ids[:n_acc])
         g.tokens.append(tok)
         self.cursor.last_token = tok

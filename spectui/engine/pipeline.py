@@ -1,0 +1,390 @@
+"""Draft and verify at once (``--pipeline``): the draft model drafts the next block on its own thread and cores
+while the target verifies this one.
+
+Every other loop drafts, then verifies, then drafts again: one model idles while the other runs. In a pipelined
+pass the draft model decodes on the engine's draft thread (``DraftThread``, ``spectui-draft``), and goes on
+drafting while the loop's thread is inside the target's ``llama_decode`` (ctypes releases the GIL there; two
+llama.cpp contexts decode from two threads independently). What it drafts meanwhile is the *optimistic
+continuation*: as if every draft of the block being verified were accepted, it decodes the last draft, takes
+its most likely next token as its **guess** of the target's own token, and drafts the next pass's block after
+the guess. After the verify:
+
+- a **hit** (every draft accepted and the target's token is the guess): the next pass's drafts are the block
+  drafted meanwhile, and the draft thread goes on from its end while they are verified. At T = 0 they are the
+  drafts the sequential loop drafts from the same context (the one difference: the sequential loop decodes
+  the last draft and the target's token as one batch of two, the pipelined one each alone, which llama.cpp
+  may round apart in the last bits of the draft's rows);
+- a **miss** (a rejection, or another token than the guess): the block drafted ahead is thrown away: the draft
+  thread stops after the token it is drafting (``DraftLimits.cancel``; a decode is never cut mid-way), the
+  draft's KV cache is rolled back to the accepted context (``llama_memory_seq_rm``, as the sequential loop
+  does) and the next block is drafted afresh. A settings change between passes throws a block drafted ahead
+  away too, and so does the run's end.
+
+On a hit the loop waits for the block to be complete (its drafts are the next pass's); on a miss it waits only
+for the draft thread's decode in progress to end (``PipeInfo.cut_wait_ms``).
+
+Exactness at T > 0: the guess is only used to choose a block (the draft's argmax, at every temperature: the
+likeliest hit); the block's drafts are sampled from q given the guess, and their q rows are the ones the
+acceptance test reads, so a block used after a hit is a block of q samples drafted from the accepted context,
+as in the sequential loop. The draft thread never draws from the loop's RNG (the acceptance tests' and the
+target's draws): each drafted position draws its own uniform from a stream keyed by (seed, position)
+(``PositionDraws``), so a seeded run repeats whatever the threads' timing. A position's uniform is drawn again
+only where the earlier draw was thrown away unjudged.
+
+Threads: the passes' split (``split_threads``: the target's -t and the draft's -td; by default an even split
+of the cores this process may use) is set on both contexts for pipelined decode passes only; the prefill
+pass, sequential passes and everything between runs use the sequential counts. At one thread a context
+computes on its calling thread (ggml-cpu calls no OpenMP region for n_threads = 1); at more, each calling
+thread has its own OpenMP team, so the split must not oversubscribe the cores (teams spin at their barriers).
+``Pipeline`` is one run's pipelined drafting: ``propose`` / ``settle`` around the loop's verify (the pass
+loop's ``SequentialDrafting`` is the same two steps on the loop's own thread).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_NONE, SPEC_REJECTED, Settings
+from .drafters import DRAFT_STOP_P_MIN, DraftLimits, DraftModelDrafter, Proposal
+
+STREAM = 0x5EC  # the draft thread's draws: a stream of its own per token position
+_MASK = (1 << 63) - 1
+SWITCH_INTERVAL_S = 0.0005  # while pipelined: a thread back from llama_decode waits at most this for the GIL
+
+
+class PositionDraws:
+    """What the draft thread draws with at T > 0, in place of the run's Generator: the i-th ``random()`` is the
+    uniform of token position ``pos0 + i``, from a stream keyed by (seed, position)."""
+
+    def __init__(self, seed: int, pos0: int) -> None:
+        self.seed = int(seed) & _MASK
+        self.pos = int(pos0)
+
+    def random(self) -> float:
+        u = float(np.random.default_rng([self.seed, self.pos, STREAM]).random())
+        self.pos += 1
+        return u
+
+
+def split_threads(threads: int, threads_draft: int | None, given: bool, cores: int) -> tuple[int, int]:
+    """(target, draft) threads of pipelined passes: -t and -td as given; what is not given, the rest of the
+    ``cores`` this process may use (an even split when neither is: 2 cores, 1 + 1; the target takes an odd
+    core), at least one each."""
+    if given and threads_draft:
+        return threads, threads_draft
+    if given:
+        return threads, max(1, cores - threads)
+    if threads_draft:
+        return max(1, cores - threads_draft), threads_draft
+    t = max(1, (cores + 1) // 2)
+    return t, max(1, cores - t)
+
+
+class DraftThread:
+    """The engine's draft thread: one worker for the draft model's decodes in pipelined passes, started on the
+    first, pinned to ``cores`` when they are set (``os.sched_setaffinity`` on its native id)."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self.cores: set[int] | None = None
+        self._pinned: set[int] | None = None
+
+    def submit(self, fn, *args) -> Future:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectui-draft")
+        return self._pool.submit(self._pinned_call, fn, *args)
+
+    def _pinned_call(self, fn, *args):
+        if self.cores != self._pinned:
+            _pin(self.cores)
+            self._pinned = self.cores
+        return fn(*args)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _pin(cores: set[int] | None) -> None:
+    """This thread onto ``cores`` (None: every core this process may use)."""
+    try:
+        os.sched_setaffinity(threading.get_native_id(), cores or os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux, or cores this process may not use: the scheduler decides
+        pass
+
+
+@dataclass
+class Block:
+    """One pass's drafts on the draft thread and what it drafted after them: the guess of the target's token,
+    then the drafts of the pass after it (``spec``). ``first`` is given (a hit's ``spec``) or drafted here."""
+
+    tokens: list[int]  # the accepted context the drafts follow (the loop's copy of that moment)
+    lim: DraftLimits
+    settings: Settings
+    next_k: object  # callable: the number of drafts -> the next pass's DraftLimits if they all hold, or None
+    first: Proposal | None = None
+    given: bool = False  # drafted during the previous pass's verify
+    decoded: int = 0  # drafts of ``first`` whose cells are in the draft's KV
+    guess: int = -1
+    spec: Proposal | None = None
+    busy_s: float = 0.0  # the draft thread's time for ``first`` (when drafted here; a hit's: the previous block's)
+    spec_t: list[float] = field(default_factory=list)  # [start, end] of drafting ahead (perf_counter)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    drafts_ready: threading.Event = field(default_factory=threading.Event)
+    guess_ready: threading.Event = field(default_factory=threading.Event)
+    done: Future | None = None
+    error: BaseException | None = None
+
+    @property
+    def base(self) -> int:
+        return len(self.tokens)
+
+    def wait(self, event: threading.Event) -> None:
+        event.wait()
+        if self.error is not None:
+            raise self.error
+
+    def spec_ms(self) -> float:
+        t = self.spec_t
+        return (t[1] - t[0]) * 1000.0 if len(t) == 2 else 0.0
+
+
+def draft_block(drafter: DraftModelDrafter, b: Block) -> None:
+    """On the draft thread: ``b``'s drafts (unless given), then, as if they all hold, the guess and the next
+    pass's drafts after it, until done or ``b.cancel``."""
+    try:
+        temp, seed = b.settings.temperature, b.settings.seed
+        if b.first is None:
+            t = time.perf_counter()
+            b.first = drafter.propose(b.tokens, b.lim, temp, PositionDraws(seed, b.base))
+            b.decoded = drafter.decoded_drafts
+            b.busy_s = time.perf_counter() - t
+        b.drafts_ready.set()
+        lim = b.next_k(len(b.first.ids))
+        if lim is None or b.cancel.is_set():
+            return
+        b.spec_t.append(time.perf_counter())
+        _guess(drafter, b)
+        b.guess_ready.set()
+        if not b.cancel.is_set():
+            ctx = b.tokens + b.first.ids + [b.guess]
+            b.spec = drafter.propose(ctx, dataclasses.replace(lim, cancel=b.cancel), temp,
+                                     PositionDraws(seed, len(ctx)))
+        b.spec_t.append(time.perf_counter())
+    except BaseException as exc:  # noqa: BLE001 - handed to the loop, which raises it
+        b.error = exc
+    finally:
+        b.drafts_ready.set()
+        b.guess_ready.set()
+
+
+def _guess(drafter: DraftModelDrafter, b: Block) -> None:
+    """Decode the block's drafts not in the KV yet (usually the last one alone) and take the draft's argmax
+    after them as the guess of the target's token; the KV then holds the drafts as accepted context."""
+    ids, m = b.first.ids, len(b.first.ids)
+    model = drafter.model
+    if b.decoded < m:
+        model.rollback(b.base + b.decoded)  # (cells past a block cut shorter than drafted)
+        model.decode(ids[b.decoded:], b.base + b.decoded, "last")
+        b.decoded = m
+    # else drafting stopped before another draft (--draft-p-min, or none): the last decode's row is the one
+    b.guess = int(np.argmax(model.logits_last()))
+    drafter.hold(b.base + m)
+
+
+@dataclass
+class PipeWork:
+    """What a pipelined pass hands its event (``PassEventMaker`` makes ``events.PipeInfo`` of it)."""
+
+    overlapped: bool = False
+    guess: int = -1
+    hit: bool = False
+    thrown: list[int] = field(default_factory=list)
+    thrown_why: str = SPEC_NONE
+    overlap_ms: float = 0.0
+    draft_busy_ms: float = 0.0
+    cut_wait_ms: float = 0.0
+
+
+def _overlap_ms(a: list[float], b: tuple[float, float], now: float) -> float:
+    """Milliseconds two spans share (an open span ``a`` ends ``now``)."""
+    if not a:
+        return 0.0
+    end = a[1] if len(a) == 2 else now
+    return max(0.0, min(end, b[1]) - max(a[0], b[0])) * 1000.0
+
+
+def _same_settings(a: Settings, b: Settings) -> bool:
+    """A block drafted ahead under ``a`` serves a pass under ``b``: the same settings (k aside under automatic
+    k, where the policy chooses it: the block is then cut to the k chosen, or thrown when it is shorter)."""
+    if b.auto:
+        return dataclasses.replace(a, draft_max=0) == dataclasses.replace(b, draft_max=0)
+    return a == b
+
+
+def _cut_to(prop: Proposal, k: int) -> Proposal:
+    """The first ``k`` drafts of a proposal (a block drafted ahead, for a pass that asks for fewer)."""
+    cut = lambda xs: xs[:k] if xs is not None else None  # noqa: E731
+    return dataclasses.replace(prop, ids=prop.ids[:k], q_probs=prop.q_probs[:k], q_rows=cut(prop.q_rows),
+                               logit_rows=cut(prop.logit_rows), top=cut(prop.top), pending=prop.pending[:k],
+                               heads=prop.heads[:k], stop="k", stop_p=-1.0, stop_row=None)
+
+
+class Pipeline:
+    """One run's drafting on an engine with a draft model: each decode pass asks ``propose`` for its drafts
+    before its verify and ``settle``s after it. A pass that is not pipelined (--pipeline off, another drafter,
+    k = 0) drafts on the loop's thread through ``sequential`` (the pass loop's SequentialDrafting)."""
+
+    def __init__(self, engine, loop, sequential) -> None:
+        self.e = engine
+        self.loop = loop
+        self.seq = sequential
+        self.thread: DraftThread = engine._draft_thread
+        self.drafter: DraftModelDrafter = engine._drafters["model"]
+        self.block: Block | None = None  # this pass's block
+        self.ahead: Block | None = None  # a hit's: its ``spec`` are the next pass's drafts
+        self.work: PipeWork | None = None
+        self.split = False  # the contexts are at the pipelined split
+        self._saved: tuple | None = None  # (switch interval, draft gate, loop thread's affinity) while split
+
+    def applies(self, s: Settings, drafter, k: int) -> bool:
+        return bool(s.pipeline) and k > 0 and drafter is self.drafter and self.loop.graph is None
+
+    def spare_core(self, s: Settings) -> bool:
+        """A core left for the finishing thread in a pass under ``s`` (not when the split takes every core)."""
+        return not s.pipeline or sum(self.e.pipeline_threads) < self.e.pipeline_cores
+
+    def propose(self, drafter, g, lim: DraftLimits, s: Settings) -> Proposal | None:
+        on = self.applies(s, drafter, lim.k)
+        thrown = self._keep_or_throw(s, lim.k, on)
+        self._set_split(on)
+        why = SPEC_CHANGED if thrown else SPEC_NONE
+        if not on:
+            self.work = PipeWork(thrown=thrown, thrown_why=why) if thrown else None
+            return self.seq.propose(drafter, g, lim, s)
+        b = self._block(g, s, lim)
+        b.wait(b.drafts_ready)
+        self.block = b
+        self.work = PipeWork(overlapped=b.given, thrown=thrown, thrown_why=why, draft_busy_ms=b.busy_s * 1000.0)
+        return b.first
+
+    def _keep_or_throw(self, s: Settings, k: int, on: bool) -> list[int]:
+        """The block drafted ahead (a hit's), kept for this pass or thrown away (its drafts returned)."""
+        a = self.ahead
+        if a is None:
+            return []
+        if not (on and _same_settings(a.settings, s)):
+            a.cancel.set()
+        self._finish(a)
+        spec = a.spec
+        if on and not a.cancel.is_set() and spec is not None and (k <= len(spec.ids) or spec.stop == DRAFT_STOP_P_MIN):
+            return []
+        self.ahead = None
+        # the accepted context ends with the guess (it was the target's token): drop it and the drafts after it
+        self.drafter.hold(a.base + len(a.first.ids), rollback=True)
+        return list(spec.ids) if spec is not None else []
+
+    def _block(self, g, s: Settings, lim: DraftLimits) -> Block:
+        """This pass's block on the draft thread: a hit's drafts (cut to this pass's k), or drafted afresh."""
+        a, self.ahead = self.ahead, None
+        n_past, n_emitted = g.n_past, self.loop.st.n_emitted
+        k_want = lim.k if s.auto else s.draft_max
+
+        def next_limits(m: int) -> DraftLimits | None:
+            k = self.loop.cap_k(k_want, n_past + m + 1, n_emitted + m + 1)
+            return dataclasses.replace(lim, k=k) if k else None
+
+        b = Block(list(g.tokens), lim, s, next_limits)
+        if a is not None:
+            b.first, b.given, b.decoded, b.busy_s = a.spec, True, self.drafter.decoded_drafts, a.spec_ms() / 1000.0
+            if lim.k < len(a.spec.ids):
+                b.first, b.decoded = _cut_to(a.spec, lim.k), min(b.decoded, lim.k - 1)
+        b.done = self.thread.submit(draft_block, self.drafter, b)
+        return b
+
+    def settle(self, drafter, prop: Proposal | None, v, stop: str | None, span: tuple[float, float]):
+        """After the verify: a hit keeps the block drafted ahead for the next pass; a miss stops the draft
+        thread and rolls the draft's KV back to the accepted context. Returns the pass's PipeWork or None."""
+        b, self.block = self.block, None
+        w, self.work = self.work, None
+        if b is None:
+            self.seq.settle(drafter, prop, v, stop, span)
+            return w
+        m, n_acc = len(b.first.ids), v.n_accepted
+        if stop is None and n_acc == m:
+            b.wait(b.guess_ready)  # the last draft's decode: the next pass needs it, hit or miss
+            w.hit = b.guess >= 0 and b.guess == v.token
+        w.overlap_ms = _overlap_ms(b.spec_t, span, time.perf_counter())
+        if w.hit:
+            w.guess, self.ahead = b.guess, b
+            return w
+        t = time.perf_counter()
+        b.cancel.set()
+        self._finish(b)
+        w.cut_wait_ms = (time.perf_counter() - t) * 1000.0
+        w.guess = b.guess
+        w.thrown += ([b.guess] if b.guess >= 0 else []) + (list(b.spec.ids) if b.spec is not None else [])
+        if w.thrown:
+            w.thrown_why = SPEC_END if stop else SPEC_REJECTED if n_acc < m else SPEC_GUESS
+        self.drafter.hold(b.base + min(n_acc, b.decoded), rollback=True)
+        return w
+
+    def _finish(self, b: Block) -> None:
+        """Wait for the draft thread to be done with ``b`` (raising what it raised)."""
+        if b.done is not None:
+            b.done.result()
+        if b.error is not None:
+            raise b.error
+
+    def end(self) -> None:
+        """The run ends (also on errors and stops): the draft thread stops, the contexts get their sequential
+        threads back. What was drafted ahead is dropped (the next run clears the caches)."""
+        for b in (self.block, self.ahead):
+            if b is not None and b.done is not None:
+                b.cancel.set()
+                b.done.exception()  # waits; what it raised is the run's no more
+        self.block = self.ahead = None
+        self._set_split(False)
+
+    def _set_split(self, on: bool) -> None:
+        """Both contexts at the pipelined split (or back at the sequential counts); while split, the GIL's switch
+        interval is short, the draft's decodes leave the finishing thread's gate alone, and with
+        ``Engine.pin_pipeline`` the loop's thread and the draft thread are pinned to cores of their own."""
+        if on == self.split:
+            return
+        e = self.e
+        t, td = e.pipeline_threads if on else (e.threads, e.threads_draft)
+        e.target.set_threads(t)
+        e.draft.set_threads(td)
+        if on:
+            self._saved = (sys.getswitchinterval(), e.draft.gate, _affinity())
+            sys.setswitchinterval(min(self._saved[0], SWITCH_INTERVAL_S))
+            e.draft.gate = None
+            cores = sorted(_affinity() or ())
+            if e.pin_pipeline and len(cores) >= t + td:
+                _pin(set(cores[:t]))
+                self.thread.cores = set(cores[t:t + td])
+        elif self._saved is not None:
+            interval, e.draft.gate, mask = self._saved
+            sys.setswitchinterval(interval)
+            if self.thread.cores is not None:
+                _pin(mask)
+                self.thread.cores = None
+        self.split = on
+
+
+def _affinity() -> set[int] | None:
+    """The CPUs the calling thread may run on (None where the platform does not say)."""
+    try:
+        return set(os.sched_getaffinity(threading.get_native_id()))
+    except (AttributeError, OSError):
+        return None
