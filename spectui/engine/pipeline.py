@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_NONE, SPEC_REJECTED, Settings
-from .drafters import DRAFT_STOP_P_MIN, DraftLimits, DraftModelDrafter, Proposal
+from .drafters import DRAFT_STOP_K, DraftLimits, DraftModelDrafter, Proposal
 
 STREAM = 0x5EC  # the draft thread's draws: a stream of its own per token position
 _MASK = (1 << 63) - 1
@@ -168,6 +168,10 @@ def draft_block(drafter: DraftModelDrafter, b: Block) -> None:
             b.first = drafter.propose(b.tokens, b.lim, temp, PositionDraws(seed, b.base))
             b.decoded = drafter.decoded_drafts
             b.busy_s = time.perf_counter() - t
+        elif len(b.first.ids) < b.lim.k and b.first.stop == DRAFT_STOP_K:  # a hit's block, shorter than asked for
+            t = time.perf_counter()
+            _extend(drafter, b)
+            b.busy_s += time.perf_counter() - t
         b.drafts_ready.set()
         lim = b.next_k(len(b.first.ids))
         if lim is None or b.cancel.is_set():
@@ -185,6 +189,24 @@ def draft_block(drafter: DraftModelDrafter, b: Block) -> None:
     finally:
         b.drafts_ready.set()
         b.guess_ready.set()
+
+
+def _extend(drafter: DraftModelDrafter, b: Block) -> None:
+    """Draft on after a hit's block that stopped at its own limit (automatic k chose a longer one): its drafts are
+    a prefix of what the sequential loop drafts; the rest follows them, drawn at their own positions."""
+    first, n = b.first, len(b.first.ids)
+    drafter.hold(b.base + b.decoded)  # the catch-up decodes the block's last draft(s), as the loop's propose does
+    more = drafter.propose(b.tokens + first.ids, dataclasses.replace(b.lim, k=b.lim.k - n), b.settings.temperature,
+                           PositionDraws(b.settings.seed, b.base + n))
+    b.decoded = n + drafter.decoded_drafts
+    b.first = dataclasses.replace(
+        first, ids=first.ids + more.ids, q_probs=first.q_probs + more.q_probs, pending=first.pending + more.pending,
+        q_rows=_joined(first.q_rows, more.q_rows), logit_rows=_joined(first.logit_rows, more.logit_rows),
+        top=_joined(first.top, more.top), stop=more.stop, stop_p=more.stop_p, stop_row=more.stop_row)
+
+
+def _joined(a: list | None, b: list | None) -> list | None:
+    return None if a is None and b is None else (a or []) + (b or [])
 
 
 def _guess(drafter: DraftModelDrafter, b: Block) -> None:
@@ -225,7 +247,7 @@ def _overlap_ms(a: list[float], b: tuple[float, float], now: float) -> float:
 
 def _same_settings(a: Settings, b: Settings) -> bool:
     """A block drafted ahead under ``a`` serves a pass under ``b``: the same settings (k aside under automatic
-    k, where the policy chooses it: the block is then cut to the k chosen, or thrown when it is shorter)."""
+    k, where the policy chooses it: the block is then cut to the k chosen, or drafted on to it)."""
     if b.auto:
         return dataclasses.replace(a, draft_max=0) == dataclasses.replace(b, draft_max=0)
     return a == b
@@ -286,7 +308,7 @@ class Pipeline:
             a.cancel.set()
         self._finish(a)
         spec = a.spec
-        if on and not a.cancel.is_set() and spec is not None and (k <= len(spec.ids) or spec.stop == DRAFT_STOP_P_MIN):
+        if on and not a.cancel.is_set() and spec is not None:
             return []
         self.ahead = None
         # the accepted context ends with the guess (it was the target's token): drop it and the drafts after it
