@@ -21,7 +21,7 @@ sys.path.insert(0, REPO)
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest  # noqa: E402
 from prometheus_client import gc_collector, platform_collector, process_collector  # noqa: E402
 
-from spectui.attach.events import MetricsScraped  # noqa: E402
+from spectui.contract.events import MetricsScraped  # noqa: E402
 from spectui.attach.metrics import parse  # noqa: E402
 from spectui.analysis.attach_stats import AttachStats  # noqa: E402
 

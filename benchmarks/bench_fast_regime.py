@@ -180,7 +180,7 @@ class Profiler:
             self.patch(EM, name, "top-N (inspector)")
         for name in ("_judged_drafts", "_tokens", "make"):
             self.patch(EM.PassEventMaker, name, "events")
-        self.patch(P.PassLoop, "_cut", "events")
+        self.patch(P, "cut", "events")
         for name in ("_finish", "submit", "drain"):
             self.patch(F.Finisher, name, "events")
         for cls in (E.PassEvent, E.Timing, E.Token, E.DraftToken, E.TargetToken, E.Candidate, E.Inspection):
@@ -530,7 +530,7 @@ def main() -> None:
                                 sampling=x.split("-")[0]) for x in paths}
     for x in paths:
         if x == "graph-p":  # the target's p from its temp + dist chain (a device's default) on this backend too
-            engines[names[x]]._graph.target_p = "graph"
+            engines[names[x]].parts().graph.target_p = "graph"
     engine = next(iter(engines.values()))
     try:
         first = next(iter(engine.run(PROMPT, RunControl(Settings(draft_max=0)), 1)))
@@ -590,7 +590,7 @@ def main() -> None:
             print("\nspectui's time outside llama_decode, by category (one profiled run per cell):")
             for who, eng in engines.items():
                 print(f"{who} (--sampling {eng.sampling}"
-                      f"{', target p: ' + eng._graph.target_p if eng._graph is not None else ''}):")
+                      f"{', target p: ' + eng.parts().graph.target_p if eng.parts().graph is not None else ''}):")
                 for k, temp in cells:
                     for line in profile_table(eng, k, temp, a.n, tmp):
                         print(line)

@@ -37,11 +37,11 @@ SEED = 1
 
 def gpu_or_why() -> str:
     """"" when a GPU device can run the graph path; else why not (one line)."""
-    from spectui.engine import models as M  # noqa: PLC0415 - loads llama.cpp
+    from spectui.engine import devices as D  # noqa: PLC0415 - loads llama.cpp
 
-    if not M.supports_gpu_offload():
+    if not D.supports_gpu_offload():
         return "this llama.cpp build cannot offload to a GPU"
-    devs = [d for d in M.gpu_devices() if not M._is_lavapipe(d)]
+    devs = [d for d in D.gpu_devices() if not D.is_lavapipe(d)]
     if not devs:
         return "no GPU device in ggml's backend registry (lavapipe, software Vulkan, does not count)"
     return ""

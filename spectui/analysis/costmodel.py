@@ -125,10 +125,6 @@ class Prediction:
     def best_tps(self) -> float:
         return self.tps_by_k[self.best_k] if self.tps_by_k else 0.0
 
-    @property
-    def measured_k(self) -> tuple[int, ...]:
-        return tuple(k for k, m in enumerate(self.verify_measured_by_k) if m)
-
     def describe_k(self, k: int) -> str:
         """One line about draft length k (used by the sweep report and the TUI tooltip)."""
         if self.verify_source_by_k:

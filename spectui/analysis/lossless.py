@@ -24,7 +24,6 @@ from typing import Iterable, Sequence
 from ..contract.events import PassEvent
 
 UNMEASURED_MARGIN = 1e-3  # the near-tie threshold where the kernels' noise was not measured
-LOSSLESS_MARGIN = UNMEASURED_MARGIN  # the former name
 
 
 def first_near_tie(margins: Sequence[float], threshold: float = UNMEASURED_MARGIN) -> int:

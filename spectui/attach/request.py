@@ -183,12 +183,12 @@ def stream_completion(
             reason=reason,
             error=error,
             n_tokens=server_n if isinstance(server_n, int) and server_n >= 0 and not error else n_tokens,
-            draft_n=_int(timings.get("draft_n", spec.get("num_draft_tokens", -1))),
-            draft_n_accepted=_int(timings.get("draft_n_accepted", spec.get("num_accepted_draft_tokens", -1))),
-            spec_steps=_int(spec.get("num_spec_steps", -1)),
-            prompt_ms=_float(timings.get("prompt_ms", -1.0)),
-            predicted_ms=_float(timings.get("predicted_ms", -1.0)),
-            predicted_n=_int(timings.get("predicted_n", -1)),
+            draft_n=server_int(timings.get("draft_n", spec.get("num_draft_tokens", -1))),
+            draft_n_accepted=server_int(timings.get("draft_n_accepted", spec.get("num_accepted_draft_tokens", -1))),
+            spec_steps=server_int(spec.get("num_spec_steps", -1)),
+            prompt_ms=server_float(timings.get("prompt_ms", -1.0)),
+            predicted_ms=server_float(timings.get("predicted_ms", -1.0)),
+            predicted_n=server_int(timings.get("predicted_n", -1)),
         )
 
     try:
@@ -239,8 +239,8 @@ def stream_completion(
                             t=now,
                             text=text,
                             n_tokens=n,
-                            draft_n=_int(timings.get("draft_n", -1)) if timings else -1,
-                            draft_n_accepted=_int(timings.get("draft_n_accepted", -1)) if timings else -1,
+                            draft_n=server_int(timings.get("draft_n", -1)) if timings else -1,
+                            draft_n_accepted=server_int(timings.get("draft_n_accepted", -1)) if timings else -1,
                         )
                     if api == API_COMPLETION and msg.get("stop"):
                         finish = REQ_LENGTH if msg.get("stop_type") == "limit" else REQ_STOP
@@ -259,14 +259,15 @@ def stream_completion(
         deadline.cancel()
 
 
-def _int(v: Any, default: int = -1) -> int:
+def server_int(v: Any, default: int = -1) -> int:
     """A server's count as an int; anything else (NaN, Inf, a string, a negative) is ``default`` (absent)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         return default
     return int(v)
 
 
-def _float(v: Any, default: float = -1.0) -> float:
+def server_float(v: Any, default: float = -1.0) -> float:
+    """A server's amount (ms) as a float; anything else (NaN, Inf, a string, a negative) is ``default`` (absent)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         return default
     return float(v)

@@ -6,9 +6,6 @@ event's one-line ``error``, never an exception, so the other URLs keep going. Th
 scrape of a llama-server also reads its ``/slots`` once (each slot's ``speculative``: "none" when the
 server runs without speculation, whose counters then stay at zero; /props is no help, its
 ``speculative.types`` is a default, "none" even when the server speculates).
-
-``scrape_loop(scraper, interval, stop)`` yields those events every ``interval`` seconds until
-``stop`` is set.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
-from typing import Callable, Iterator
+from typing import Callable
 
 from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
 from .metrics import NotPrometheus, parse
@@ -321,16 +318,3 @@ class Scraper:
                 why = "stopped" if stop is not None and stop.is_set() else f"timed out after {self.timeout:g} s"
                 out.append(MetricsScraped(url=url, t=self._clock() - self.t0, kind=self.kinds[url], error=why))
         return out
-
-
-def scrape_loop(scraper: Scraper, interval: float, stop: threading.Event) -> Iterator[MetricsScraped]:
-    """Scrape every ``interval`` seconds (on a fixed grid: a slow scrape does not shift the next one)."""
-    next_at = time.monotonic()
-    while not stop.is_set():
-        yield from scraper.scrape_all(stop)
-        next_at += interval
-        delay = next_at - time.monotonic()
-        if delay < 0:  # fell behind (slow servers): start again from now
-            next_at, delay = time.monotonic(), 0.0
-        if stop.wait(delay):
-            return

@@ -38,7 +38,7 @@ from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.chat import chat_messages
 from .datasets import PromptSet
 from .plan import parse_temps
-from .server import Deployment, _counters, _delta, chat_request, probe_deployment
+from .server import Deployment, chat_request, counters_delta, probe_deployment, scrape_counters
 
 MAX_LEVEL = 256
 # drafted tokens per output token under this share of the lowest level's: speculation was off (not all off: a level's
@@ -121,7 +121,7 @@ class Sweep:
 def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, temperature: float, seed: int,
               system: str | None, timeout_s: float, role: str) -> Level:
     n = max(len(ps.prompts), 2 * c)
-    before = _counters(dep, 10.0)
+    before = scrape_counters(dep, 10.0)
     t0 = time.monotonic()
 
     def one(i: int):
@@ -152,7 +152,7 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
             lv.accepted += max(end.draft_n_accepted, 0)
     if not timed_drafts and role != "baseline":
         time.sleep(0.5)  # the engine counts a request once it is done
-        win = _delta(dep, before, _counters(dep, 10.0))
+        win = counters_delta(dep, before, scrape_counters(dep, 10.0))
         if win is not None and win.draft_tokens > 0:
             lv.drafted, lv.accepted, lv.acceptance_source = int(win.draft_tokens), int(win.accepted), "metrics"
     elif timed_drafts:
@@ -298,30 +298,29 @@ def to_json(res: Sweep, pred: dict[int, float] | None, params: dict) -> dict:
 
 
 def sweep_main(ps: PromptSet, urls, baseline_url, levels, *, n_predict: int, temp: str, seed: int, system,
-               timeout_s: float, draft_max: str, knee_probe: str | None, json_out: str | None, write_json,
+               timeout_s: float, draft_max: int, knee_probe: str | None, json_out: str | None, write_json,
                out, on_level=None) -> int:
-    """The whole concurrency sweep: check, run, print, write ``--json``. Returns the exit status."""
+    """The whole concurrency sweep: check, run, print, write ``--json``. Returns the exit status.
+
+    ``draft_max`` is the deployment's draft length, as the user gave it (``-k``, parsed by
+    ``contract.draft_length.parse_k``): the --knee-probe prediction reads its curve there."""
     if len(urls) != 1:
         raise SpectuiError("--concurrency with several levels takes one --url (and --baseline-url)")
     curve = drafter = None
     if knee_probe:
         curve, drafter = load_knee_probe(knee_probe)  # before any request: a bad file costs nothing
-    try:
-        k = int(str(draft_max).split(",")[0])
-    except ValueError:
-        raise SpectuiError(f"-k/--draft-max must be a number, not {draft_max!r}") from None
     res = sweep(ps, urls[0], baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed, system=system,
                 timeout_s=timeout_s, on_level=on_level)
-    pred = predicted(curve, res, k, drafter) if curve is not None else None
+    pred = predicted(curve, res, draft_max, drafter) if curve is not None else None
     lines = [f"spectui bench: {urls[0]} against {baseline_url or 'no baseline'}, concurrency "
              f"{','.join(map(str, levels))}, -n {n_predict}, {len(ps.prompts)} prompts ({ps.source})"]
     lines += report_lines(res, pred)
     if pred is not None:
-        lines.append(f"predicted with the probe's curve at k = {min(curve.ks, key=lambda x: (abs(x - k), x))} "
-                     f"(-k {k}) and each level's measured acceptance ({knee_probe})")
+        lines.append(f"predicted with the probe's curve at k = {min(curve.ks, key=lambda x: (abs(x - draft_max), x))} "
+                     f"(-k {draft_max}) and each level's measured acceptance ({knee_probe})")
     params = {"url": urls[0], "baseline_url": baseline_url, "levels": list(levels), "n_predict": n_predict,
               "temperature": temp, "seed": seed, "prompts": ps.source, "n_prompts": len(ps.prompts),
-              "knee_probe": knee_probe, "k": k}
+              "knee_probe": knee_probe, "k": draft_max}
     if json_out:
         write_json(json_out, json.dumps(to_json(res, pred, params)) + "\n")
     dest = out if json_out != "-" else sys.stderr

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
-from ..sweep.plan import BASELINE, TARGET_ONLY, parse_ks, parse_temps
+from ..sweep.plan import BASELINE, TARGET_ONLY, parse_temps
 
 DRAFTER_CHOICES = ("model", "ngram", "eagle3", "mtp")  # a setting's drafter; "none" (the target alone): the baseline
 
 __all__ = [
     "BASELINE", "DRAFTER_CHOICES", "TARGET_ONLY", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
-    "parse_ks", "parse_temps",
+    "parse_temps",
 ]
 
 

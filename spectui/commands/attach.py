@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ..attach.session import AttachSession
+from ..contract.draft_length import parse_k
 from ..attach.urls import check_urls
 from ..contract.errors import SpectuiError, echo_error
 from ..contract.exitcodes import FAILED, OK, SignalStop
@@ -23,6 +24,7 @@ from ..recording.trace import TraceWriter
 from ..text.attach import HeadlessFace
 from ..tui.shared.ascii import ascii_option
 from . import command
+from .options import deprecated, draft_max_option
 
 @command("attach")
 @click.argument("urls", nargs=-1, required=True)
@@ -34,9 +36,12 @@ from . import command
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text (implies --headless)")
 @click.option("-p", "--prompt", type=str, default=None, help="send this prompt as one streaming completion")
 @click.option("-n", "--n-predict", "n_predict", type=click.IntRange(min=1), default=128, show_default=True)
-@click.option("--draft-max", "-k", "draft_max", type=click.IntRange(min=-1), default=-1,
-              help="send speculative.n_max with the request (-1: not sent); the llama-server of llama.cpp as "
-                   "vendored in llama-cpp-python 0.3.36 ignores it (compiled out), vLLM has no such field")
+@click.option("--speculative-n-max", "--speculative.n_max", "n_max", type=click.IntRange(min=0), default=None,
+              metavar="N", help="send the -p request's speculative.n_max (llama-server's per-request draft max; "
+                                "default: not sent); the llama-server of llama.cpp as vendored in llama-cpp-python "
+                                "0.3.36 ignores it (compiled out), vLLM has no such field")
+@draft_max_option("deprecated: --speculative-n-max (attach does not draft; the server does)", default=None,
+                  hidden=True)
 @click.option("--count", type=click.IntRange(min=0), default=0,
               help="stop after this many intervals (0: until Ctrl+C); exit 1 if a URL never answered")
 @click.option("--duration", type=DURATION, default=0.0,
@@ -47,8 +52,8 @@ from . import command
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
-               prompt: str | None, n_predict: int, draft_max: int, count: int, duration: float, record: str | None,
-               force: bool, theme: str | None) -> None:
+               prompt: str | None, n_predict: int, n_max: int | None, draft_max: str | None, count: int,
+               duration: float, record: str | None, force: bool, theme: str | None) -> None:
     """\b
     spectui attach http://127.0.0.1:8080                         the TUI (q quits, ? help)
     spectui attach http://127.0.0.1:8080 --headless              every second, per engine
@@ -59,6 +64,7 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     writer = None
     try:
         checked = check_urls(urls)  # one line, exit 2, before the first scrape
+        n_max = _request_n_max(n_max, draft_max)
         from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
 
         check_theme(theme)  # every face refuses an unknown theme (headless too)
@@ -72,7 +78,7 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
         echo_error(exc)
         sys.exit(exc.exit_code)
     session = AttachSession(checked, interval=interval, timeout=timeout, prompt=prompt, n_predict=n_predict,
-                            draft_max=draft_max, count=count, duration=duration)
+                            draft_max=-1 if n_max is None else n_max, count=count, duration=duration)
     if not headless:
         sys.exit(_run_tui(session, writer, theme))
     face = HeadlessFace(sys.stdout, as_json)
@@ -105,6 +111,18 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     if why and not signals.signum:
         echo_error(why, topic="attach")
     sys.exit(signals.status(FAILED if why else OK))
+
+
+def _request_n_max(n_max: int | None, draft_max: str | None) -> int | None:
+    """--speculative-n-max, or the old ``-k/--draft-max N`` for it: one draft length through the one k parser
+    (its one-line errors, as in every command), then a one-line note."""
+    if draft_max is None:
+        return n_max
+    if n_max is not None:
+        raise SpectuiError("give --speculative-n-max or its old spelling -k/--draft-max, not both")
+    k = parse_k(draft_max, modes=False)
+    deprecated("attach -k/--draft-max N", "--speculative-n-max N")
+    return k
 
 
 def _run_tui(session: AttachSession, writer: TraceWriter | None, theme: str | None) -> int:

@@ -24,12 +24,13 @@ from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.text import json_text, visible
-from .options import DRAFTER_HELP, deprecated, model_options, record_dir_option
+from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
+from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
 from .common import ModelOptions, default_drafters, load_engine, plan_drafting
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_ks, parse_temps
+from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_temps
 from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
@@ -69,7 +70,7 @@ class _Signals:
     is only noted (``pending``) and ``raise_if_stopped`` raises it once the load has returned."""
 
     def __init__(self) -> None:
-        from ..engine.models import CALLBACK_CODES  # noqa: PLC0415
+        from ..engine.llama_lib import CALLBACK_CODES  # noqa: PLC0415
 
         self.signum = signal.SIGINT
         self.old = {}
@@ -120,8 +121,8 @@ class _Signals:
               help="use the target's chat template (default: on when the GGUF has one, as llama-cli)")
 @click.option("--system", "-sys", "system", type=str, default=None, help="system message (default: none)")
 @click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True, help="tokens per prompt")
-@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
-              help="comma-separated draft lengths")
+@draft_max_option("comma-separated draft lengths (with --url: the deployment's one draft length, which the "
+                  "--knee-probe prediction reads its curve at)")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
 @click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
@@ -191,8 +192,8 @@ def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
 
 
 def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
-               turns="first", chat=None, system=None, n_predict=256, draft_max="2", temp="0", drafter=None,
-               seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
+               turns="first", chat=None, system=None, n_predict=256, draft_max=DEFAULT_DRAFT_MAX, temp="0",
+               drafter=None, seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
                baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
                knee_probe=None) -> int:
     """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
@@ -215,6 +216,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
             raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
         from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
 
+        draft_max = parse_k(draft_max, modes=False)  # the deployment drafts: one fixed length, as it was started
         levels = parse_concurrency(concurrency)
         if len(levels) > 1 or knee_probe:  # the knee sweep (spectui/bench/concurrency.py)
             return sweep_main(ps, list(urls), baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed,

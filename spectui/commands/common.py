@@ -69,7 +69,7 @@ class ModelOptions:
     def check_local_files(self) -> None:
         """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
         (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
-        from ..engine.models import check_gguf_file
+        from ..engine.preload import check_gguf_file
 
         if self.target:
             check_gguf_file(self.target, "target")
@@ -188,7 +188,7 @@ def loading_stop(on_stop=None) -> SignalStop:
     the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
     (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
     ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
-    from ..engine.models import CALLBACK_CODES
+    from ..engine.llama_lib import CALLBACK_CODES
 
     return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
 
@@ -204,7 +204,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         use_draft = drafting.draft_model or drafting.head_is_draft(models)
         head = drafting.head
         head_file = None if drafting.head_is_draft(models) else drafting.head_file
-    from ..engine.models import check_gguf_file
+    from ..engine.preload import check_gguf_file
     from ..engine.hub import resolve_models
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)

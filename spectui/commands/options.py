@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..contract.draft_length import DEFAULT_DRAFT_MAX
 from ..contract.params import PROBABILITY, TEMPERATURE
 
 
@@ -54,8 +55,7 @@ def run_options(f):
         click.option("-p", "--prompt", type=str, default=None, help="prompt text"),
         click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None),
         click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True),
-        click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2", show_default=True,
-                     help="draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
+        draft_max_option("draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
         click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True),
         click.option("--seed", "-s", type=int, default=0, show_default=True),
         drafter_option(),
@@ -91,6 +91,13 @@ def drafter_option(note: str = ""):
     """``--drafter`` with the same choices in every command; ``note`` says what this command does with them."""
     return click.option("--drafter", type=click.Choice(DRAFTERS), default=None,
                         help=DRAFTER_HELP + (f"; {note}" if note else ""))
+
+
+def draft_max_option(help: str, default: str | None = str(DEFAULT_DRAFT_MAX), hidden: bool = False):
+    """``-k/--draft-max`` (llama.cpp's ``--draft-max``/``--draft-n-max``): the same spellings in every command
+    that drafts; its value is parsed by ``spectui.contract.draft_length.parse_ks`` where it is used."""
+    return click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default=default,
+                        show_default=default is not None, help=help, hidden=hidden)
 
 
 def record_dir_option(help: str):

@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from ..contract.draft_length import parse_ks
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
 from .options import drafter_option, json_option, model_options
@@ -141,12 +142,9 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "
                            "(model or ngram)")
     from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
-    from ..engine.batch_probe import check_ks  # noqa: PLC0415
+    from ..engine.batch_probe import MAX_K, check_ks  # noqa: PLC0415
 
-    try:
-        k_list = check_ks(x for x in ks.split(",") if x.strip())
-    except ValueError:
-        raise SpectuiError(f"--batch-ks must be comma-separated draft lengths, not {ks!r}") from None
+    k_list = check_ks(parse_ks(ks, "--batch-ks", modes=False, low=1, high=MAX_K))  # the one k parser
     if seqs < 1:
         raise SpectuiError(f"--batch-seqs must be at least 1, not {seqs}")
     if acceptance is not None and acceptance_from:

@@ -17,7 +17,7 @@ from ..contract.params import TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..contract.draft_length import parse_k
-from .options import drafter_option, json_option, model_options, record_dir_option
+from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 from . import command
 
 
@@ -36,8 +36,7 @@ from . import command
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
 @click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True)
-@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default=None,
-              help="the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)")
+@draft_max_option("the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)", default=None)
 @drafter_option("for the speculative run B (--b overrides)")
 @click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True)
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
@@ -48,7 +47,7 @@ from . import command
 @record_dir_option("where the recorded traces go (default: a new temporary folder, named on stderr)")
 def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start: bool, any_prompt: bool,
              speed: str, theme: str | None, prompt: str | None, prompt_file: str | None, n_predict: int,
-             draft_max: int | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
+             draft_max: str | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
              spec_b: str | None, record_dir: str | None, **model_kwargs) -> None:
     """2 or 3 traces; a recorded race runs its two settings one after the other, never at once."""
     from ..contract.errors import fail
@@ -75,16 +74,15 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
             from ..race.record import RunFailed, record_race
-            from ..race.spec import parse_spec, spec_settings
+            from ..race.spec import RACE_DRAFT_MAX, parse_spec, spec_settings
 
             have_draft = models.has_draft
             files = default_drafters(models)  # what the files given draft with: model, eagle3 (--head), mtp, ngram
-            k_b = parse_k(draft_max) if draft_max is not None else 4
+            b_default = {"k": parse_k(draft_max) if draft_max is not None else RACE_DRAFT_MAX, "temp": temp}
             # a draft model and an EAGLE-3 head given (--draft and --head): the head's lane against the model's
-            a_default = f"k={k_b} temp={temp:g} drafter={files[0]}" if len(files) > 1 and not drafter else "k=0"
-            a = parse_spec(spec_a if spec_a is not None else a_default, "--a")
-            b = parse_spec(spec_b if spec_b is not None else f"k={k_b} temp={temp:g} drafter={drafter or files[-1]}",
-                           "--b")
+            a_default = {**b_default, "drafter": files[0]} if len(files) > 1 and not drafter else {"k": 0}
+            a = parse_spec(spec_a, "--a") if spec_a is not None else a_default
+            b = parse_spec(spec_b, "--b") if spec_b is not None else {**b_default, "drafter": drafter or files[-1]}
             lanes = []
             for spec, dflt in ((a, files[0]), (b, drafter or files[-1])):  # a bad setting fails before any load
                 spec.setdefault("drafter", dflt)

@@ -18,11 +18,12 @@ from ..contract.errors import SpectuiError, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
-from .options import drafter_option, json_option, model_options, record_dir_option
+from ..contract.draft_length import parse_ks
+from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
-from ..sweep.plan import Plan, make_plan, parse_ks, parse_temps
+from ..sweep.plan import SWEEP_DRAFT_MAX, Plan, make_plan, parse_temps
 from ..text.sweep import render_chart, render_table
 from ..sweep.report import report_lines, sweep_prediction
 from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
@@ -34,8 +35,7 @@ from . import command
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
 @click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True)
-@click.option("--draft-max", "--draft-n-max", "-k", "draft_max", type=str, default="2,5,10", show_default=True,
-              help="comma-separated draft lengths")
+@draft_max_option("comma-separated draft lengths", default=SWEEP_DRAFT_MAX)
 @click.option("--temp", "--temperature", "temp", type=str, default="0,0.8", show_default=True,
               help="comma-separated temperatures")
 @click.option("--seed", "-s", type=int, default=0, show_default=True)
@@ -71,7 +71,7 @@ JSON_KIND = json_report("sweep")  # the --json object's first key: "schema": "sp
 CSV_KIND = csv_report("sweep", CSV_FIELDS)
 
 
-def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=256, draft_max="2,5,10",
+def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=256, draft_max=SWEEP_DRAFT_MAX,
                temp="0,0.8", seed=0, drafter=None, repeat=1, as_json=False, as_csv=False, record_dir=None,
                out=None, output=None, force=False) -> int:
     """The whole sweep: check the options, load one engine, run the plan, print. Returns the exit code:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+from .draft_length import DRAFT_MAX_LIMIT, clamp_draft_length
 from .events import AUTO_MODES, DRAFTERS, Settings
 
-DRAFT_MAX_LIMIT = 32
+__all__ = ["DRAFT_MAX_LIMIT", "P_MIN_LIMIT", "TEMPERATURE_LIMIT", "RunControl", "clamp_settings"]
 TEMPERATURE_LIMIT = 2.0
 P_MIN_LIMIT = 1.0
 
@@ -19,12 +20,12 @@ P_MIN_LIMIT = 1.0
 def clamp_settings(s: Settings) -> Settings:
     """Bring settings into their documented ranges (k 0..32, temperature 0..2, known drafter, p-min 0..1,
     draft-min 0..32, pipeline a bool)."""
-    k = max(0, min(DRAFT_MAX_LIMIT, int(s.draft_max)))
+    k = clamp_draft_length(s.draft_max)
     t = round(max(0.0, min(TEMPERATURE_LIMIT, float(s.temperature))), 3)
     drafter = s.drafter if s.drafter in DRAFTERS else "model"
     auto = s.auto if s.auto in AUTO_MODES else None
     p_min = round(max(0.0, min(P_MIN_LIMIT, float(s.draft_p_min))), 3)
-    n_min = max(0, min(DRAFT_MAX_LIMIT, int(s.draft_min)))
+    n_min = clamp_draft_length(s.draft_min)
     return dataclasses.replace(s, draft_max=k, temperature=t, drafter=drafter, auto=auto, draft_p_min=p_min,
                                draft_min=n_min, pipeline=bool(s.pipeline))
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from .draft_length import DEFAULT_DRAFT_MAX
+
 # Verdict of one drafted token.
 ACCEPTED = "accepted"  # the target agreed (greedy) or the acceptance test passed (sampling)
 REJECTED = "rejected"  # the first draft the target refused; the target's own token replaces it
@@ -43,7 +45,7 @@ AUTO_MODES = ("cost", "schedule")  # running cost model / HF-style +2 / -1 sched
 class Settings:
     """The knobs in force for one pass. Changed between passes, never during one."""
 
-    draft_max: int = 2  # k: how many tokens to draft per pass (0 = speculation off)
+    draft_max: int = DEFAULT_DRAFT_MAX  # k: how many tokens to draft per pass (0 = speculation off)
     temperature: float = 0.0
     drafter: str = "model"  # one of DRAFTERS
     seed: int = 0

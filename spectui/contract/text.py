@@ -76,22 +76,6 @@ def json_text(obj, **kwargs) -> str:
     return FORBIDDEN_RE.sub(_json_escape, s)
 
 
-class VisibleWriter:
-    """A text stream that passes everything written through :func:`visible` (for faces that print outside text)."""
-
-    def __init__(self, stream) -> None:
-        self._stream = stream
-
-    def write(self, s: str) -> int:
-        return self._stream.write(visible(s))
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
 # words a GGUF's general.name often carries from the repository it was converted from, naming a format or a
 # quantization the file does not have ("Qwen2.5 Coder 0.5B Instruct AWQ" for a Q4_K_M file)
 _FORMAT_WORDS = re.compile(r"(?:[\s_-]+(?:gguf|awq|gptq|exl2|mlx|fp16|bf16|fp32|f16|int4|int8|q\d[\w]*))+\s*$",

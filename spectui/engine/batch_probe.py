@@ -20,7 +20,7 @@ The largest point is bounded by what the context allows: at most ``llama_max_par
 sequences and ``MAX_BATCH_TOKENS`` tokens in one batch (the default ``n_batch`` of llama.cpp and
 llama-server), and the sizes measured stop at the largest power of two that fits.
 
-No Textual imports; llama.cpp only through ``spectui.engine.models``.
+No Textual imports; llama.cpp only through ``spectui.engine.llama_lib``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from . import models as M
+from .devices import gpu_devices, is_lavapipe
+from .llama_lib import llama
+from .models import LoadedModel
 
 DEFAULT_MAX_SEQS = 32
 DEFAULT_KS = (1, 2, 4)
@@ -79,7 +81,7 @@ def fit_max_seqs(max_seqs: int, ks: tuple[int, ...]) -> int:
     """The most sequences that fit: llama.cpp's sequence limit and MAX_BATCH_TOKENS for the largest k."""
     if max_seqs < 1:
         raise SpectuiError(f"--batch-seqs must be at least 1, not {max_seqs}")
-    L = M.llama()
+    L = llama()
     limit = int(L.llama_max_parallel_sequences()) if hasattr(L, "llama_max_parallel_sequences") else 64
     n_max = max(ks) + 1
     return max(1, min(max_seqs, limit, MAX_BATCH_TOKENS // n_max))
@@ -88,8 +90,8 @@ def fit_max_seqs(max_seqs: int, ks: tuple[int, ...]) -> int:
 class _BatchContext:
     """A second llama.cpp context on an already loaded model: ``n_seq_max`` sequences, one unified KV buffer."""
 
-    def __init__(self, model: "M.LoadedModel", n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
-        L = M.llama()
+    def __init__(self, model: LoadedModel, n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
+        L = llama()
         cp = L.llama_context_default_params()
         cp.n_ctx = n_ctx
         cp.n_batch = n_batch
@@ -99,7 +101,7 @@ class _BatchContext:
         cp.n_threads_batch = threads
         if hasattr(cp, "kv_unified"):
             cp.kv_unified = True
-        if model.n_gpu_layers and any(M._is_lavapipe(d) for d in M.gpu_devices()):  # see LoadedModel
+        if model.n_gpu_layers and any(is_lavapipe(d) for d in gpu_devices()):  # see LoadedModel
             cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
         self.ctx = L.llama_init_from_model(model.model, cp)
         if not self.ctx:
@@ -112,7 +114,7 @@ class _BatchContext:
 
     def decode(self, rows: list[tuple[int, int, int]], logits: bool) -> float:
         """One llama_decode of (token, position, sequence) rows; its milliseconds (synchronised)."""
-        L = M.llama()
+        L = llama()
         b = self.batch
         for i, (tok, pos, seq) in enumerate(rows):
             b.token[i] = tok
@@ -133,11 +135,11 @@ class _BatchContext:
         return ms
 
     def drop_after(self, pos: int) -> None:
-        if not M.llama().llama_memory_seq_rm(self.mem, ctypes.c_int32(-1), pos, -1):
+        if not llama().llama_memory_seq_rm(self.mem, ctypes.c_int32(-1), pos, -1):
             raise SpectuiError(f"probe: llama_memory_seq_rm failed on the {self.role} model")
 
     def close(self) -> None:
-        L = M.llama()
+        L = llama()
         if self.batch is not None:
             L.llama_batch_free(self.batch)
             self.batch = None

@@ -26,7 +26,8 @@ import numpy as np
 from ..contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .eagle3 import TOP_K
 from .llama_ext import top_of_row
-from .models import LoadedModel, llama
+from .llama_lib import llama
+from .models import LoadedModel
 from .rowmath import RowPool
 from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from .verify import logsumexp, sample, softmax

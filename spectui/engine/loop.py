@@ -3,9 +3,10 @@ them, measures, renders chat prompts and runs the speculative loop: ``Engine.run
 target decode, rolls back, and yields one ``PassEvent`` per pass (pass 0 = prefill), ``SettingsChanged``
 between passes, ``RunEnded`` last.
 
-Where the run lives: passes.py (``PassLoop``: the pass decisions), eventmaker.py (``PassEventMaker``: a decided
-pass made into its event), finisher.py (``Finisher``: passes finished in order, inline or overlapped with the
-next pass on the ``FinishingThread``).
+Where the run lives: parts.py (``RunParts``: what ``Engine.parts()`` hands a run, the one seam between loading
+and running; ``RunRequest``: what the run was asked for), passes.py (``PassLoop``: the pass decisions),
+eventmaker.py (``PassEventMaker``: a decided pass made into its event), finisher.py (``Finisher``: passes finished
+in order, inline or overlapped with the next pass on the ``FinishingThread``).
 
 Choices where the brief left room (documented here and in the report):
 
@@ -30,22 +31,26 @@ import threading
 import time
 from typing import Callable, Iterator
 
-import psutil
-
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
-from . import models as M
 from .chat import chat_template_of
 from .cpu import OthersCpu, affinity, default_threads
+from .devices import gpu_layers
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
+from .llama_lib import system_has_amx
+from .models import LoadedModel
 from .pair import same_file_warning, size_warning
-from .passes import DraftPolicy, PassLoop, TargetCursor
-from .pipeline import DraftThread, split_threads
+from .parts import Drafters, RunParts, RunRequest, TargetCursor
+from .passes import PassLoop
+from .pipelined import PipelinedPassLoop
+from .pipeline import DraftThread, PipelineSetup, split_threads
+from .policy import DraftPolicy, DraftPolicyFactory
+from .preload import check_gguf_file, check_pair
 from .rowmath import RowPool
 from .spec_heads import check_head, make_head_drafter
 
@@ -78,7 +83,7 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
-        draft_policy: Callable[[], "DraftPolicy"] | None = None,
+        draft_policy: DraftPolicyFactory | None = None,
         spare_core: bool | None = None,
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,
@@ -103,11 +108,11 @@ class Engine:
         self.threads_draft, self.pipeline_threads, self.pipeline_cores = _draft_threads(self.threads, threads,
                                                                                         threads_draft)
         self.pin_pipeline, self._draft_thread = bool(pin_pipeline), DraftThread()
-        ngl_t, ngl_d = _gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
-        tpath = M.check_gguf_file(target_path, "target")
-        dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
+        ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
+        tpath = check_gguf_file(target_path, "target")
+        dpath = check_gguf_file(draft_path, "draft") if draft_path else None
         head_path, dpath = self._heads(head, head_file, tpath, dpath)
-        n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
+        n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
                    n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
@@ -116,8 +121,7 @@ class Engine:
         self.draft_info = self.draft.info if self.draft else None
         self._warn_pair(tpath, dpath)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
-        self._drafters: dict[str, Drafter] = self._make_drafters(head, head_path)
-        self._warned_no_draft = False
+        self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._cursor, self._chat = TargetCursor(), _UNSET  # the target's accepted KV cells between runs; its template
         for m in filter(None, (self.target, self.draft)):
@@ -135,7 +139,7 @@ class Engine:
             return None, dpath
         self.head = head
         if head_file is not None:
-            path = check_head(head, tpath, M.check_gguf_file(head_file, "head"))
+            path = check_head(head, tpath, check_gguf_file(head_file, "head"))
         else:
             path, dpath = check_head(head, tpath, dpath), None
         self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
@@ -169,32 +173,12 @@ class Engine:
         on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
         return _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
 
-    def _check_pair(self, tpath, dpath, n_ctx: int, ngl_t: int, ngl_d: int) -> int | None:
-        """Cheap vocabulary-only loads first: the vocabulary check and the memory estimate before any weights
-        load. Returns the number of token ids both models share (None without a draft)."""
-        tv = M.VocabOnly(tpath, "target")
-        dv = None
-        n_shared = None
-        try:
-            parts = [M.ModelMemory.of(tv, tpath, n_ctx, ngl_t)]
-            if dpath:
-                dv = M.VocabOnly(dpath, "draft")
-                n_shared = M.check_vocabs(tv, dv)
-                parts.append(M.ModelMemory.of(dv, dpath, n_ctx, ngl_d))
-        finally:
-            tv.close()
-            if dv is not None:
-                dv.close()
-        devices = M.gpu_devices() if ngl_t or ngl_d else []
-        M.placement_report(parts, psutil.virtual_memory().available, devices, self.warn)
-        return n_shared
-
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
               n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,
               sampling: str = "cpu") -> None:
         """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
         use_extra_bufts = not no_repack
-        if use_extra_bufts and M.system_has_amx():
+        if use_extra_bufts and system_has_amx():
             use_extra_bufts = False
             self.warn(
                 "warning: this llama.cpp build has AMX kernels, which crash on machines (VMs) without AMX "
@@ -205,11 +189,11 @@ class Engine:
             common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
                           n_ubatch=n_ubatch, use_mmap=use_mmap)
             # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
-            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
+            self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
                                         n_outputs_max_per_seq=1 if sampling == "cpu" else 0, **common)
             if dpath:
                 common["threads"] = self.threads_draft
-                self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
+                self.draft = LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
                 self.target.n_use = self.draft.n_use = n_shared
@@ -291,27 +275,71 @@ class Engine:
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
             probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False,
             pipeline_choice: str = "") -> Iterator[Event]:
-        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
-        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
-        ``chat_template``: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
-        in RunStarted; "" for a raw prompt.
+        """Generate from ``prompt``, pass by pass (a ``passes.PassLoop`` over ``parts()``).
 
-        ``overlap``: finish each pass (the inspector's top-N, the reported probabilities, the texts, the event
-        itself) on the finishing thread while the next pass drafts and verifies, where ``spare_core`` says a
-        core is free for it, and not under automatic k (its policy reads pass N before choosing pass N + 1).
-        The events are the same, in the same order, but pass N's arrives once pass N + 1 has been decided: a
-        consumer that changes the settings in reaction to pass N's event then changes pass N + 2 (without
-        ``overlap``: pass N + 1). The faces and the headless runs, which never react to a pass that way, ask
-        for it.
+        Args:
+            prompt: the text to continue.
+            control: the settings, stop and pause, read between passes (default: ``RunControl()``).
+            n_predict: tokens to emit at most (< 0: until EOG or a full context; 0: no pass).
+            probe: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
+            chat_template: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
+                in RunStarted; "" for a raw prompt.
+            overlap: finish each pass (the inspector's top-N, the reported probabilities, the texts, the event
+                itself) on the finishing thread while the next pass drafts and verifies, where ``spare_core``
+                says a core is free for it, and not under automatic k (its policy reads pass N before choosing
+                pass N + 1). The events are the same, in the same order, but pass N's arrives once pass N + 1 has
+                been decided: a consumer that changes the settings in reaction to pass N's event then changes
+                pass N + 2 (without ``overlap``: pass N + 1). The faces and the headless runs, which never react
+                to a pass that way, ask for it.
+            pipeline_choice: what ``--pipeline auto`` chose and why, recorded in RunStarted. Whether a pass is
+                pipelined is ``Settings.pipeline`` (per pass, as every setting): on an engine with a draft model the
+                run is a ``pipelined.PipelinedPassLoop``, whose passes under it draft on the draft thread.
 
-        ``Settings.pipeline`` (per pass, as every setting): the draft model drafts the next block on its own
-        thread while the target verifies (engine/pipeline.py); ``pipeline_choice``: what ``--pipeline auto``
-        chose and why (RunStarted.pipeline_choice)."""
+        Returns:
+            An iterator of RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last, also after a
+            stop, Ctrl+C or an error). The run starts when it is first iterated.
+
+        Raises:
+            SpectuiError: the engine is closed.
+        """
+        request = RunRequest(prompt=prompt, control=control or RunControl(), n_predict=int(n_predict), probe=probe,
+                             chat_template=str(chat_template or ""), overlap=bool(overlap),
+                             pipeline_choice=str(pipeline_choice or ""))
+        parts = self.parts()
+        return (PipelinedPassLoop if parts.pipeline is not None else PassLoop)(parts, request).events()
+
+    def parts(self) -> RunParts:
+        """The loaded parts a run works with: the one seam between loading and running (parts.py).
+
+        Returns:
+            A ``RunParts`` over this engine's own objects (models, drafters, the KV cursor, the reused buffers,
+            the finishing thread), made per call, with the debug hook as it is now.
+
+        Raises:
+            SpectuiError: the engine is closed.
+        """
         if self.target is None:
             raise SpectuiError("the engine is closed")
-        loop = PassLoop(self, control or RunControl(), int(n_predict), probe, str(chat_template or ""), bool(overlap),
-                        str(pipeline_choice or ""))
-        return loop.events(prompt)
+        return RunParts(
+            target=self.target, draft=self.draft, drafters=self._drafters, head_in_every_run=self.head_in_every_run,
+            policy_factory=self.draft_policy, cursor=self._cursor, rows=self._prob_rows, texts=self._texts,
+            others=self._others, finishing=self._finishing, graph=self._graph, spare_core=self.spare_core,
+            n_ctx=self.n_ctx, threads=self.threads, inspect_top=self.inspect_top, target_info=self.target_info,
+            draft_info=self.draft_info, debug_hook=self.debug_hook,
+            pipeline=self._pipeline_setup(),
+        )
+
+    def _pipeline_setup(self) -> PipelineSetup | None:
+        """What pipelined passes use (RunParts.pipeline): None without a draft model."""
+        if self._drafters.get("model") is None:
+            return None
+        return PipelineSetup(self._draft_thread, (self.threads, self.threads_draft), self.pipeline_threads,
+                             self.pipeline_cores, self.pin_pipeline)
+
+    @property
+    def in_run(self) -> bool:
+        """Whether a run is going on (its events not all consumed): measurements between runs refuse then."""
+        return self._cursor.in_run
 
     @property
     def chat_template(self):
@@ -330,51 +358,6 @@ class Engine:
             raise SpectuiError("the target model has no chat template (tokenizer.chat_template); use --no-chat")
         return tpl.render(messages), tpl.label
 
-    def _pick_drafter(self, name: str) -> Drafter:
-        d = self._drafters.get(name)
-        if d is None and name in ("eagle3", "mtp"):
-            raise SpectuiError(f"--drafter {name} needs the engine loaded with its head (Engine(head={name!r}))")
-        if d is None:  # "model" without a draft model
-            if not self._warned_no_draft:
-                self._warned_no_draft = True
-                self.warn("warning: no draft model loaded; the 'model' drafter falls back to n-gram lookup")
-            d = self._drafters["ngram"]
-        return d
-
-    def _reset_for_run(self) -> None:
-        """Empty both KV caches and restart the drafters."""
-        self.target.clear()
-        if self.draft is not None:
-            self.draft.clear()
-        self._cursor.n_past = 0
-        self._others.sample()  # a new baseline: the prefill pass reports from here
-        for d in self._drafters.values():
-            d.start()
-            d.keep_rows = self.debug_hook is not None
-
-
-def _gpu_layers(n_gpu_layers, n_gpu_layers_draft, warn: Callable[[str], None]) -> tuple[int, int]:
-    """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
-    llama.cpp does; 0 on a CPU-only build (with one warning when layers were asked for)."""
-    ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
-    ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
-    if M.supports_gpu_offload():
-        return (-1 if ngl_t is None else ngl_t), (-1 if ngl_d is None else ngl_d)
-    if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
-        warn(
-            "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
-            "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
-        )
-    return 0, 0
-
-
-def _draft_threads(threads: int, given, threads_draft) -> tuple[int, tuple[int, int], int]:
-    """(the draft's threads in sequential passes: -td, default -t; the (target, draft) split of pipelined
-    passes: pipeline.split_threads; the CPUs this process may use)."""
-    td = _threads(threads_draft, "-td")[0] if threads_draft else threads
-    split = split_threads(threads, threads_draft, bool(given), default_threads().threads)
-    return td, split, max(1, len(affinity()))
-
 
 def _check_n_ctx(n_ctx) -> int:
     try:
@@ -384,6 +367,14 @@ def _check_n_ctx(n_ctx) -> int:
     if n_ctx < 8:
         raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
     return n_ctx
+
+
+def _draft_threads(threads: int, given, threads_draft) -> tuple[int, tuple[int, int], int]:
+    """(the draft's threads in sequential passes: -td, default -t; the (target, draft) split of pipelined
+    passes: pipeline.split_threads; the CPUs this process may use)."""
+    td = _threads(threads_draft, "-td")[0] if threads_draft else threads
+    split = split_threads(threads, threads_draft, bool(given), default_threads().threads)
+    return td, split, max(1, len(affinity()))
 
 
 def _threads(threads, flag: str = "-t") -> tuple[int, str]:

@@ -74,7 +74,7 @@ def _check(engine, batches: Sequence[int], n_tokens: int) -> list[int]:
     tgt = getattr(engine, "target", None)
     if tgt is None:
         raise SpectuiError("the engine is closed")
-    if getattr(getattr(engine, "_cursor", None), "in_run", False):  # the loop's TargetCursor (engine/passes.py)
+    if getattr(engine, "in_run", False):  # Engine.in_run: a run's events are not all consumed
         raise SpectuiError("the noise is measured between runs, not during one")
     if n_tokens < MIN_TOKENS:
         raise SpectuiError(f"the noise needs at least {MIN_TOKENS} tokens, not {n_tokens}")

@@ -36,15 +36,14 @@ of the cores this process may use) is set on both contexts for pipelined decode 
 pass, sequential passes and everything between runs use the sequential counts. At one thread a context
 computes on its calling thread (ggml-cpu calls no OpenMP region for n_threads = 1); at more, each calling
 thread has its own OpenMP team, so the split must not oversubscribe the cores (teams spin at their barriers).
-``Pipeline`` is one run's pipelined drafting: ``propose`` / ``settle`` around the loop's verify (the pass
-loop's ``SequentialDrafting`` is the same two steps on the loop's own thread).
+This module is the draft thread and the block; the run's side (when a pass is pipelined, keeping or throwing
+a block, the threads of a pass) is ``pipelined.PipelinedPassLoop``, a pass-loop strategy over the same steps.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -52,7 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_NONE, SPEC_REJECTED, Settings
+from ..contract.events import SPEC_NONE, Settings
 from .drafters import DRAFT_STOP_K, DraftLimits, DraftModelDrafter, Proposal
 
 STREAM = 0x5EC  # the draft thread's draws: a stream of its own per token position
@@ -88,6 +87,25 @@ def split_threads(threads: int, threads_draft: int | None, given: bool, cores: i
     return t, max(1, cores - t)
 
 
+@dataclass(frozen=True)
+class PipelineSetup:
+    """What an engine with a draft model hands its runs for pipelined passes (``RunParts.pipeline``).
+
+    Attributes:
+        thread: the engine's draft thread.
+        threads: the sequential passes' (target, draft) threads (-t, -td).
+        split: the pipelined passes' (target, draft) threads (``split_threads``).
+        cores: the CPUs this process may use.
+        pin: pin the loop's thread and the draft thread to cores of their own in pipelined passes.
+    """
+
+    thread: "DraftThread"
+    threads: tuple[int, int]
+    split: tuple[int, int]
+    cores: int
+    pin: bool = False
+
+
 class DraftThread:
     """The engine's draft thread: one worker for the draft model's decodes in pipelined passes, started on the
     first, pinned to ``cores`` when they are set (``os.sched_setaffinity`` on its native id)."""
@@ -104,7 +122,7 @@ class DraftThread:
 
     def _pinned_call(self, fn, *args):
         if self.cores != self._pinned:
-            _pin(self.cores)
+            pin(self.cores)
             self._pinned = self.cores
         return fn(*args)
 
@@ -114,7 +132,7 @@ class DraftThread:
             pool.shutdown(wait=True)
 
 
-def _pin(cores: set[int] | None) -> None:
+def pin(cores: set[int] | None) -> None:
     """This thread onto ``cores`` (None: every core this process may use)."""
     try:
         os.sched_setaffinity(threading.get_native_id(), cores or os.sched_getaffinity(0))
@@ -147,6 +165,13 @@ class Block:
     @property
     def base(self) -> int:
         return len(self.tokens)
+
+    def finish(self) -> None:
+        """Wait for the draft thread to be done with this block (raising what it raised)."""
+        if self.done is not None:
+            self.done.result()
+        if self.error is not None:
+            raise self.error
 
     def wait(self, event: threading.Event) -> None:
         event.wait()
@@ -237,7 +262,7 @@ class PipeWork:
     cut_wait_ms: float = 0.0
 
 
-def _overlap_ms(a: list[float], b: tuple[float, float], now: float) -> float:
+def overlap_ms(a: list[float], b: tuple[float, float], now: float) -> float:
     """Milliseconds two spans share (an open span ``a`` ends ``now``)."""
     if not a:
         return 0.0
@@ -245,166 +270,7 @@ def _overlap_ms(a: list[float], b: tuple[float, float], now: float) -> float:
     return max(0.0, min(end, b[1]) - max(a[0], b[0])) * 1000.0
 
 
-def _same_settings(a: Settings, b: Settings) -> bool:
-    """A block drafted ahead under ``a`` serves a pass under ``b``: the same settings (k aside under automatic
-    k, where the policy chooses it: the block is then cut to the k chosen, or drafted on to it)."""
-    if b.auto:
-        return dataclasses.replace(a, draft_max=0) == dataclasses.replace(b, draft_max=0)
-    return a == b
-
-
-def _cut_to(prop: Proposal, k: int) -> Proposal:
-    """The first ``k`` drafts of a proposal (a block drafted ahead, for a pass that asks for fewer)."""
-    cut = lambda xs: xs[:k] if xs is not None else None  # noqa: E731
-    return dataclasses.replace(prop, ids=prop.ids[:k], q_probs=prop.q_probs[:k], q_rows=cut(prop.q_rows),
-                               logit_rows=cut(prop.logit_rows), top=cut(prop.top), pending=prop.pending[:k],
-                               heads=prop.heads[:k], stop="k", stop_p=-1.0, stop_row=None)
-
-
-class Pipeline:
-    """One run's drafting on an engine with a draft model: each decode pass asks ``propose`` for its drafts
-    before its verify and ``settle``s after it. A pass that is not pipelined (--pipeline off, another drafter,
-    k = 0) drafts on the loop's thread through ``sequential`` (the pass loop's SequentialDrafting)."""
-
-    def __init__(self, engine, loop, sequential) -> None:
-        self.e = engine
-        self.loop = loop
-        self.seq = sequential
-        self.thread: DraftThread = engine._draft_thread
-        self.drafter: DraftModelDrafter = engine._drafters["model"]
-        self.block: Block | None = None  # this pass's block
-        self.ahead: Block | None = None  # a hit's: its ``spec`` are the next pass's drafts
-        self.work: PipeWork | None = None
-        self.split = False  # the contexts are at the pipelined split
-        self._saved: tuple | None = None  # (switch interval, draft gate, loop thread's affinity) while split
-
-    def applies(self, s: Settings, drafter, k: int) -> bool:
-        return bool(s.pipeline) and k > 0 and drafter is self.drafter and self.loop.graph is None
-
-    def spare_core(self, s: Settings) -> bool:
-        """A core left for the finishing thread in a pass under ``s`` (not when the split takes every core)."""
-        return not s.pipeline or sum(self.e.pipeline_threads) < self.e.pipeline_cores
-
-    def propose(self, drafter, g, lim: DraftLimits, s: Settings) -> Proposal | None:
-        on = self.applies(s, drafter, lim.k)
-        thrown = self._keep_or_throw(s, lim.k, on)
-        self._set_split(on)
-        why = SPEC_CHANGED if thrown else SPEC_NONE
-        if not on:
-            self.work = PipeWork(thrown=thrown, thrown_why=why) if thrown else None
-            return self.seq.propose(drafter, g, lim, s)
-        b = self._block(g, s, lim)
-        b.wait(b.drafts_ready)
-        self.block = b
-        self.work = PipeWork(overlapped=b.given, thrown=thrown, thrown_why=why, draft_busy_ms=b.busy_s * 1000.0)
-        return b.first
-
-    def _keep_or_throw(self, s: Settings, k: int, on: bool) -> list[int]:
-        """The block drafted ahead (a hit's), kept for this pass or thrown away (its drafts returned)."""
-        a = self.ahead
-        if a is None:
-            return []
-        if not (on and _same_settings(a.settings, s)):
-            a.cancel.set()
-        self._finish(a)
-        spec = a.spec
-        if on and not a.cancel.is_set() and spec is not None:
-            return []
-        self.ahead = None
-        # the accepted context ends with the guess (it was the target's token): drop it and the drafts after it
-        self.drafter.hold(a.base + len(a.first.ids), rollback=True)
-        return list(spec.ids) if spec is not None else []
-
-    def _block(self, g, s: Settings, lim: DraftLimits) -> Block:
-        """This pass's block on the draft thread: a hit's drafts (cut to this pass's k), or drafted afresh."""
-        a, self.ahead = self.ahead, None
-        n_past, n_emitted = g.n_past, self.loop.st.n_emitted
-        k_want = lim.k if s.auto else s.draft_max
-
-        def next_limits(m: int) -> DraftLimits | None:
-            k = self.loop.cap_k(k_want, n_past + m + 1, n_emitted + m + 1)
-            return dataclasses.replace(lim, k=k) if k else None
-
-        b = Block(list(g.tokens), lim, s, next_limits)
-        if a is not None:
-            b.first, b.given, b.decoded, b.busy_s = a.spec, True, self.drafter.decoded_drafts, a.spec_ms() / 1000.0
-            if lim.k < len(a.spec.ids):
-                b.first, b.decoded = _cut_to(a.spec, lim.k), min(b.decoded, lim.k - 1)
-        b.done = self.thread.submit(draft_block, self.drafter, b)
-        return b
-
-    def settle(self, drafter, prop: Proposal | None, v, stop: str | None, span: tuple[float, float]):
-        """After the verify: a hit keeps the block drafted ahead for the next pass; a miss stops the draft
-        thread and rolls the draft's KV back to the accepted context. Returns the pass's PipeWork or None."""
-        b, self.block = self.block, None
-        w, self.work = self.work, None
-        if b is None:
-            self.seq.settle(drafter, prop, v, stop, span)
-            return w
-        m, n_acc = len(b.first.ids), v.n_accepted
-        if stop is None and n_acc == m:
-            b.wait(b.guess_ready)  # the last draft's decode: the next pass needs it, hit or miss
-            w.hit = b.guess >= 0 and b.guess == v.token
-        w.overlap_ms = _overlap_ms(b.spec_t, span, time.perf_counter())
-        if w.hit:
-            w.guess, self.ahead = b.guess, b
-            return w
-        t = time.perf_counter()
-        b.cancel.set()
-        self._finish(b)
-        w.cut_wait_ms = (time.perf_counter() - t) * 1000.0
-        w.guess = b.guess
-        w.thrown += ([b.guess] if b.guess >= 0 else []) + (list(b.spec.ids) if b.spec is not None else [])
-        if w.thrown:
-            w.thrown_why = SPEC_END if stop else SPEC_REJECTED if n_acc < m else SPEC_GUESS
-        self.drafter.hold(b.base + min(n_acc, b.decoded), rollback=True)
-        return w
-
-    def _finish(self, b: Block) -> None:
-        """Wait for the draft thread to be done with ``b`` (raising what it raised)."""
-        if b.done is not None:
-            b.done.result()
-        if b.error is not None:
-            raise b.error
-
-    def end(self) -> None:
-        """The run ends (also on errors and stops): the draft thread stops, the contexts get their sequential
-        threads back. What was drafted ahead is dropped (the next run clears the caches)."""
-        for b in (self.block, self.ahead):
-            if b is not None and b.done is not None:
-                b.cancel.set()
-                b.done.exception()  # waits; what it raised is the run's no more
-        self.block = self.ahead = None
-        self._set_split(False)
-
-    def _set_split(self, on: bool) -> None:
-        """Both contexts at the pipelined split (or back at the sequential counts); while split, the GIL's switch
-        interval is short, the draft's decodes leave the finishing thread's gate alone, and with
-        ``Engine.pin_pipeline`` the loop's thread and the draft thread are pinned to cores of their own."""
-        if on == self.split:
-            return
-        e = self.e
-        t, td = e.pipeline_threads if on else (e.threads, e.threads_draft)
-        e.target.set_threads(t)
-        e.draft.set_threads(td)
-        if on:
-            self._saved = (sys.getswitchinterval(), e.draft.gate, _affinity())
-            sys.setswitchinterval(min(self._saved[0], SWITCH_INTERVAL_S))
-            e.draft.gate = None
-            cores = sorted(_affinity() or ())
-            if e.pin_pipeline and len(cores) >= t + td:
-                _pin(set(cores[:t]))
-                self.thread.cores = set(cores[t:t + td])
-        elif self._saved is not None:
-            interval, e.draft.gate, mask = self._saved
-            sys.setswitchinterval(interval)
-            if self.thread.cores is not None:
-                _pin(mask)
-                self.thread.cores = None
-        self.split = on
-
-
-def _affinity() -> set[int] | None:
+def affinity() -> set[int] | None:
     """The CPUs the calling thread may run on (None where the platform does not say)."""
     try:
         return set(os.sched_getaffinity(threading.get_native_id()))

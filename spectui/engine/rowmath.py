@@ -51,11 +51,6 @@ def _load():
     return None
 
 
-def kernel():
-    """The ggml kernel, or None (numpy fallback)."""
-    return _fn if _tried else _load()
-
-
 def exp_sum(x: np.ndarray, m: float, out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """(exp(x - m), its sum as a float): float32 rows through ggml's kernel, anything else through numpy.
     ``out`` (same shape, float32) receives the exponentials when given."""

@@ -23,13 +23,30 @@ KEYS = {
     "p-min": "p_min", "draft-p-min": "p_min", "p_min": "p_min",
     "draft-min": "draft_min", "draft_min": "draft_min",
 }
-__all__ = ["DRAFTERS", "KEYS", "parse_spec", "slug", "spec_settings"]
+# Pairs are split at spaces, and at commas before the next key: "k=2,4" is one value (a list, which the k parser
+# refuses in its own words), "k=4,temp=0.8" two pairs.
+ITEM_SEPARATOR = re.compile(r"\s+|,(?=[\s,]*[A-Za-z][\w-]*=)")
+RACE_DRAFT_MAX = 4  # B's k when neither -k nor --b gives one: a race shows speculation plainly on
+__all__ = ["DRAFTERS", "KEYS", "RACE_DRAFT_MAX", "parse_spec", "slug", "spec_settings"]
 
 
 def parse_spec(text: str, name: str = "--b") -> dict:
-    """``"k=4 temp=0.8"`` -> {"k": 4, "temp": 0.8}; k may be "auto" / "schedule"."""
+    """Parse a race's setting.
+
+    Args:
+        text: ``key=value`` pairs (``"k=4 temp=0.8"``), separated by spaces or commas (``"k=2,4"`` is one k:
+            a list, refused in the k parser's words).
+        name: the option the messages name (``--a``, ``--b``).
+
+    Returns:
+        The values by field: ``{"k": 4, "temp": 0.8}``; k as ``contract.draft_length.parse_k`` gives it (an
+        int, or a mode's name: ``"cost"`` for auto, ``"schedule"``).
+
+    Raises:
+        SpectuiError: one line naming the option and the spec (a bad k: the k parser's own message).
+    """
     out: dict = {}
-    for item in [x for x in re.split(r"[\s,]+", text.strip()) if x]:
+    for item in [x.strip(",") for x in ITEM_SEPARATOR.split(text.strip()) if x.strip(",")]:
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or not value:
@@ -42,9 +59,9 @@ def parse_spec(text: str, name: str = "--b") -> dict:
         try:
             if field == "k":
                 try:
-                    out[field] = parse_k(value, "k")  # the one k parser: 0..32, auto, schedule
-                except SpectuiError:
-                    raise ValueError from None
+                    out[field] = parse_k(value, key)  # the one k parser: 0..32, auto, schedule; its message
+                except SpectuiError as exc:
+                    raise SpectuiError(f"{name} {text!r}: {exc}") from None
             elif field == "temp":
                 out[field] = float(value)
                 if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
@@ -62,7 +79,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
                     raise ValueError
                 out[field] = value.lower()
         except ValueError:
-            ranges = {"k": f"0..{DRAFT_MAX_LIMIT}, auto or schedule", "temp": f"0..{TEMPERATURE_LIMIT:g}",
+            ranges = {"temp": f"0..{TEMPERATURE_LIMIT:g}",
                       "p_min": "0..1", "seed": "an integer >= 0", "draft_min": f"0..{DRAFT_MAX_LIMIT}",
                       "drafter": ", ".join(DRAFTERS)}
             raise SpectuiError(f"{name} {text!r}: bad {key} {value!r} (use {ranges[field]})") from None
@@ -73,7 +90,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
 
 def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: bool = False) -> Settings:
     """The engine's Settings for a spec; ``temp``, ``seed`` and the drafter default from the command."""
-    k, auto = k_setting(spec.get("k", 4))
+    k, auto = k_setting(spec.get("k", RACE_DRAFT_MAX))
     drafter = spec.get("drafter") or ("model" if have_draft else "ngram")
     if k == 0 and auto is None:
         drafter = "none"

@@ -15,6 +15,7 @@ from ..contract.control import TEMPERATURE_LIMIT
 from ..contract.draft_length import parse_ks  # noqa: F401 - the one k parser, for sweep and bench
 from ..contract.errors import SpectuiError
 
+SWEEP_DRAFT_MAX = "2,5,10"  # the sweep's -k when none is given: a short, a middle and a long draft
 BASELINE = "none"  # the baseline's drafter: the target alone
 TARGET_ONLY = "target only"  # how the baseline is labelled in tables, charts, reports and progress
 

@@ -11,7 +11,6 @@ the gap to the next pass is known.
 from __future__ import annotations
 
 PENDING, VERDICT, SETTLED = "pending", "verdict", "settled"
-PHASES = (PENDING, VERDICT, SETTLED)
 PENDING_S = 0.12  # drafts shown as pending this long after their pass arrives
 VERDICT_S = 0.9  # rejected drafts stay struck through until this age, then disappear
 FAST_GAP_S = 0.5  # passes arriving closer than this skip the pending phase (it would only flicker)

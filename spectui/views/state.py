@@ -13,7 +13,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..contract.events import (
-    ACCEPTED,
     PLAIN,
     Event,
     PassEvent,
@@ -213,7 +212,3 @@ class ScreenState:
     def events_so_far(self) -> list[Event]:
         with self._lock:
             return list(self.events)
-
-
-def accepted_verdict(verdict: str) -> bool:
-    return verdict == ACCEPTED

@@ -17,9 +17,10 @@ import pytest
 from spectui.cli import SUBCOMMANDS, main
 from spectui.commands import SUMMARIES
 from spectui.commands.options import DRAFTERS
-from spectui.contract.draft_length import k_setting, parse_k, parse_ks
+from spectui.contract.draft_length import DEFAULT_DRAFT_MAX, k_setting, parse_k, parse_ks
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import DRAFTERS as EVENT_DRAFTERS
+from spectui.contract.events import Settings
 from spectui.race.spec import parse_spec, spec_settings
 from spectui.recording.trace import write_trace
 
@@ -79,10 +80,14 @@ def trace(tmp_path):
 
 
 def test_one_k_parser():
-    assert parse_ks("2,4,auto") == [2, 4, "auto"]
+    """The user's words for a mode become its one name (Settings.auto, as traces record it) in the parser."""
+    assert parse_ks("2,4,auto") == [2, 4, "cost"]
     assert parse_ks(" 0, 3,3 ,schedule,heuristic") == [0, 3, "schedule"]
-    assert parse_k("4") == 4 and parse_k(" AUTO ") == "auto" and parse_k("heuristic") == "schedule"
+    assert parse_k("4") == 4 and parse_k(" AUTO ") == "cost" and parse_k("heuristic") == "schedule"
     assert [k_setting(k) for k in (0, 7, "auto", "schedule")] == [(0, None), (7, None), (2, "cost"), (2, "schedule")]
+    assert [k_setting(parse_k(w)) for w in ("auto", "heuristic")] == [(DEFAULT_DRAFT_MAX, "cost"),
+                                                                        (DEFAULT_DRAFT_MAX, "schedule")]
+    assert Settings().draft_max == DEFAULT_DRAFT_MAX
     for bad, says in (("2,x", "comma-separated integers"), ("40", "between 0 and 32"), ("", "at least one"),
                       ("-1", "between 0 and 32")):
         with pytest.raises(SpectuiError, match=says):
@@ -99,8 +104,9 @@ def test_race_specs_read_k_with_the_same_parser():
     assert parse_spec("k=heuristic")["k"] == "schedule" == parse_k("heuristic")
     s = spec_settings(parse_spec("k=auto"))
     assert (s.draft_max, s.auto) == k_setting("auto")
-    with pytest.raises(SpectuiError, match="bad k"):
+    with pytest.raises(SpectuiError, match="^--b 'k=two': k takes an integer 0..32, 'auto' or 'schedule', not 'two'$"):
         parse_spec("k=two")
+    assert parse_spec("k=4,temp=0.8,") == {"k": 4, "temp": 0.8} == parse_spec(" k=4 , temp=0.8")
 
 
 @pytest.mark.parametrize("cmd, args, says", [
@@ -110,7 +116,7 @@ def test_race_specs_read_k_with_the_same_parser():
     (["sweep"], ["-k", "2,x"], "--draft-max takes comma-separated integers 0..32 (e.g. 2,5,10)"),
     (["bench"], ["-k", "schedule"], "--draft-max schedule: this command runs fixed draft lengths"),
     (["race"], ["-k", "x", "-p", "hi"], "--draft-max takes an integer 0..32, 'auto' or 'schedule'"),
-    (["race"], ["--b", "k=99", "-p", "hi"], "bad k '99'"),
+    (["race"], ["--b", "k=99", "-p", "hi"], "--b 'k=99': k values must be between 0 and 32, not 99"),
 ])
 def test_every_command_parses_k_the_same_way_before_loading(cli, tmp_path, cmd, args, says):
     """A bad k is the one parser's one-line error, exit 2, before any model loads (the target is missing)."""
@@ -122,6 +128,92 @@ def test_race_takes_a_mode_as_its_k(cli, tmp_path):
     """-k auto is a draft length in the race as in the live run: it reaches the models (missing here)."""
     r = cli("race", "--target", tmp_path / "missing.gguf", "-p", "hi", "-k", "auto", "--drafter", "ngram")
     one_line_error(r, "missing.gguf")
+
+
+# Every command that takes a draft length, as the user types it: (name, the command line before the value, the
+# option the messages name, what it takes: "one" k or a "list", whether modes are k values there, its range).
+MISSING = "missing.gguf"
+K_COMMANDS = [
+    ("run", lambda v: ["--target", MISSING, "--headless", "-k", v], "--draft-max", "one", True, (0, 32)),
+    ("bench", lambda v: ["bench", "--target", MISSING, "-k", v], "--draft-max", "list", False, (0, 32)),
+    ("bench --url", lambda v: ["bench", "--url", "http://127.0.0.1:9", "-k", v], "--draft-max", "one", False,
+     (0, 32)),
+    ("bench --concurrency", lambda v: ["bench", "--url", "http://127.0.0.1:9", "--concurrency", "1,2", "-k", v],
+     "--draft-max", "one", False, (0, 32)),
+    ("sweep", lambda v: ["sweep", "--target", MISSING, "-p", "hi", "-k", v], "--draft-max", "list", False, (0, 32)),
+    ("race -k", lambda v: ["race", "--target", MISSING, "-p", "hi", "--drafter", "ngram", "-k", v], "--draft-max",
+     "one", True, (0, 32)),
+    ("race --b", lambda v: ["race", "--target", MISSING, "-p", "hi", "--drafter", "ngram", "--b", f"k={v}"], "k",
+     "one", True, (0, 32)),
+    ("probe --batch-ks", lambda v: ["probe", "--target", MISSING, "--batched", "--batch-ks", v], "--batch-ks",
+     "list", False, (1, 16)),
+    ("attach -k", lambda v: ["attach", "http://127.0.0.1:9", "--headless", "--count", "1", "-k", v], "--draft-max",
+     "one", False, (0, 32)),
+]
+
+
+def expected_k_message(value: str, flag: str, takes: str, modes: bool, low_high: tuple[int, int]) -> str | None:
+    """What the one k parser says for ``value`` in such a command (None: it takes the value)."""
+    try:
+        parse_ks(value, flag, modes=modes, many=takes == "list", low=low_high[0], high=low_high[1])
+    except SpectuiError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("value", ["2,4", "99", "auto"])
+@pytest.mark.parametrize("name, argv, flag, takes, modes, low_high", K_COMMANDS, ids=[c[0] for c in K_COMMANDS])
+def test_every_command_answers_the_same_k_the_same_way(cli, tmp_path, monkeypatch, value, name, argv, flag, takes,
+                                                       modes, low_high):
+    """-k 2,4 / -k 99 / -k auto in every command that takes a draft length: one line in the one parser's words,
+    exit 2, where it is refused (the race's spec with its spec before it); where it is taken, the command goes on
+    to the models (missing here: their one-line error instead)."""
+    monkeypatch.chdir(tmp_path)
+    r = cli(*argv(value))
+    said = expected_k_message(value, flag, takes, modes, low_high)
+    if said is None:
+        one_line_error(r, MISSING)
+        assert "draft" not in r.stderr and "batch-ks" not in r.stderr, r.stderr
+        return
+    prefix = f"--b 'k={value}': " if name == "race --b" else ""
+    one_line_error(r)
+    assert r.stderr.strip() == f"spectui: error: {prefix}{said}", (name, r.stderr)
+
+
+def test_the_k_answers_are_what_a_user_expects():
+    """The table above, spelled out: a list where a command measures several, a mode where one chooses per
+    pass, and one range everywhere (the batched probe measures 1..16)."""
+    answers = {name: tuple(expected_k_message(v, flag, takes, modes, lh) is None for v in ("2,4", "99", "auto"))
+               for name, _, flag, takes, modes, lh in K_COMMANDS}
+    assert answers == {
+        "run": (False, False, True), "bench": (True, False, False), "bench --url": (False, False, False),
+        "bench --concurrency": (False, False, False), "sweep": (True, False, False), "race -k": (False, False, True),
+        "race --b": (False, False, True), "probe --batch-ks": (True, False, False), "attach -k": (False, False, False),
+    }
+    assert expected_k_message("99", "--draft-max", "one", True, (0, 32)) == (
+        "--draft-max values must be between 0 and 32, not 99")
+    assert expected_k_message("2,4", "--draft-max", "one", False, (0, 32)) == (
+        "--draft-max takes one draft length here (0..32), not a list: '2,4'")
+
+
+def test_commands_without_a_draft_length_have_no_k():
+    """replay, cast, demo and serve draft nothing: -k is not one of their options (click's own exit 2)."""
+    cmds = commands()
+    for name in ("replay", "cast", "demo", "serve"):
+        assert option(cmds[name], "-k") is None and option(cmds[name], "--draft-max") is None, name
+    for name in ("run", "bench", "sweep", "race", "attach"):
+        assert option(cmds[name], "-k").opts == ["--draft-max", "--draft-n-max", "-k"], name
+
+
+def test_attach_sends_its_own_n_max(cli, tmp_path):
+    """attach's server-side value has its own flag (llama-server's request field speculative.n_max); the old
+    -k N still works, through the one parser, with a note; both at once is refused."""
+    attach = option(commands()["attach"], "--speculative-n-max")
+    assert attach is not None and "--speculative.n_max" in attach.opts and option(commands()["attach"], "-k").hidden
+    r = cli("attach", "http://127.0.0.1:9", "--headless", "--count", "1", "-k", "3", "--speculative-n-max", "3")
+    one_line_error(r, "--speculative-n-max", "not both")
+    r = cli("attach", "http://127.0.0.1:9", "--headless", "--count", "1", "-k", "3")
+    assert "spectui: note: attach -k/--draft-max N is deprecated; use --speculative-n-max N" in r.stderr
 
 
 # ------------------------------------------------------------------ --json: JSON on stdout, no TUI

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from spectui.analysis import batch_knee as bk
-from spectui.analysis.probe import cache_key, cache_path, cached_or_measure as probe_cached
+from spectui.analysis.machine import cache_key, cache_path
+from spectui.analysis.probe import cached_or_measure as probe_cached
 from spectui.engine.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
 from spectui.commands.probe import probe_cmd
 
@@ -119,7 +120,8 @@ def test_probe_command_prints_the_table_and_chart(tiny_target, tiny_draft_noisy,
     # bad input: one line, exit status 2, before any model loads
     r = CliRunner().invoke(probe_cmd, args[:-1] + ["1.5"], env=env)
     assert r.exit_code == 2 and "between 0 and 1" in r.output
-    for bad, msg in ((["--batch-ks", "0"], "between 1 and 16, not [0]"), (["--batch-ks", "a"], "comma-separated"),
+    for bad, msg in ((["--batch-ks", "0"], "--batch-ks values must be between 1 and 16, not 0"),
+                     (["--batch-ks", "a"], "--batch-ks takes comma-separated integers 1..16 (e.g. 2,5,10), not 'a'"),
                      (["--acceptance-from", str(tmp_path / "none.json")], "no such file"),
                      (["--acceptance-from", str(tiny_target)], "trace")):
         r = CliRunner().invoke(probe_cmd, ["--target", str(tiny_target), "--batched", *bad], env=env)

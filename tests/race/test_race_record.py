@@ -30,7 +30,7 @@ def test_spec_grammar():
     assert parse_spec("k=0") == {"k": 0}
     assert parse_spec("k=4 temp=0.8 drafter=ngram") == {"k": 4, "temp": 0.8, "drafter": "ngram"}
     assert parse_spec("k=auto, T=0.5, seed=3, p-min=0.6, draft-min=1") == {
-        "k": "auto", "temp": 0.5, "seed": 3, "p_min": 0.6, "draft_min": 1}
+        "k": "cost", "temp": 0.5, "seed": 3, "p_min": 0.6, "draft_min": 1}
     s = spec_settings(parse_spec("k=0"), have_draft=True)
     assert (s.draft_max, s.drafter) == (0, "none") and slug(s) == "target-alone"
     s = spec_settings(parse_spec("k=4 temp=0.8"), have_draft=True)
@@ -40,7 +40,8 @@ def test_spec_grammar():
 
 
 @pytest.mark.parametrize("text, says", [
-    ("k=", "not key=value"), ("k", "not key=value"), ("speed=3", "unknown key"), ("k=99", "bad k"),
+    ("k=", "not key=value"), ("k", "not key=value"), ("speed=3", "unknown key"),
+    ("k=99", "k values must be between 0 and 32, not 99"),
     ("temp=3", "bad temp"), ("drafter=magic", "bad drafter"), ("k=1 k=2", "twice"), ("", "empty"),
     ("p-min=2", "bad p-min"),
 ])

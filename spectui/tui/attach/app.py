@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from textual import work
 from textual.css.query import NoMatches
@@ -31,9 +31,6 @@ from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
 from ..shared.lifecycle import exit_status
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
-
-# A live session: runs until stopped, calling sink(ev) for every event (AttachSession.run).
-Runner = Callable[[Callable[[Any], None]], None]
 
 
 class AttachApp(FaceApp):

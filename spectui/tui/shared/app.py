@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from .lifecycle import (install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals,
-                        theme_order, watch_terminal)
+                        watch_terminal)
 from .terminal import Deadline
 from .textual_fixes import fix_textual_leaks
 from .themes import VARIABLE_DEFAULTS, check_theme
@@ -130,9 +130,6 @@ class FaceApp(App):
         self._wake_posted = False
 
     # ------------------------------------------------------------------ keys every face has
-    def theme_names(self) -> list[str]:
-        return theme_order()
-
     def action_cycle_theme(self) -> None:
         self.theme = next_theme(self.theme)
         self.repaint_after_theme()

@@ -14,7 +14,6 @@ from typing import Any
 from ...contract.errors import SpectuiError
 
 DEFAULT_THEME = "dark"
-TOKEN_VARIABLES = ("spectui-accepted", "spectui-rejected", "spectui-target", "spectui-pending")
 # Fallbacks: used as CSS variable defaults so every theme (also Textual's built-ins) has them.
 VARIABLE_DEFAULTS = {
     "spectui-accepted": "#5FD38D",
