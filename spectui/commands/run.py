@@ -17,11 +17,11 @@ from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
 from .common import (ModelOptions, detected_drafter, load_engine, loading_stop, offered_drafters, plan_drafting,
-                     probe_at_load, resolve_prompt)
+                     probe_at_load, resolve_pipeline, resolve_prompt)
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
-                  draft_p_min: float = 0.0, draft_min: int = 0) -> Settings:
+                  draft_p_min: float = 0.0, draft_min: int = 0, pipeline: str = "off") -> Settings:
     k, auto = k_setting(parse_k(draft_max))
     if not 0.0 <= temp <= 2.0:
         raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
@@ -35,8 +35,10 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
         raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head as --draft PATH")
     if drafter == "model" and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram / none)")
+    if pipeline == "on" and not have_draft:
+        raise SpectuiError("--pipeline on needs a draft model (--draft): it overlaps the draft model's drafting")
     return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto,
-                    draft_p_min=float(draft_p_min), draft_min=int(draft_min))
+                    draft_p_min=float(draft_p_min), draft_min=int(draft_min), pipeline=pipeline == "on")
 
 
 class ChatEngine:
@@ -77,7 +79,7 @@ def chat_engine(engine, chat: bool | None, system: str | None = None):
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
+    inspect_top=5, force=False, chat=None, system=None, pipeline="off", **model_kwargs,
 ) -> int:
     """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
     prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
@@ -89,7 +91,7 @@ def run_main(
         drafter = "eagle3"
     drafter = detected_drafter(drafter, models)
     settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft or bool(models.head),
-                             draft_p_min=draft_p_min, draft_min=draft_min)
+                             draft_p_min=draft_p_min, draft_min=draft_min, pipeline=pipeline)
     # the engine holds the drafter asked for and what the files given draft with (the TUI's d switches to them)
     drafting = plan_drafting("run", offered_drafters(settings.drafter, models), models)
     from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
@@ -127,6 +129,8 @@ def run_main(
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
             runner = chat_engine(engine, chat, system)
+            settings = resolve_pipeline(engine, pipeline, settings, None if as_json else _say)
+            control.update(pipeline=settings.pipeline)
             # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
             machine = None
             if headless and not no_probe and settings.auto == "cost":
@@ -147,6 +151,10 @@ def run_main(
             recorder.close()
         if engine is not None:
             engine.close()
+
+
+def _say(msg: str) -> None:
+    print(f"spectui: {msg}", file=sys.stderr)
 
 
 def _note_only() -> None:

@@ -108,6 +108,7 @@ class Engine:
         self.threads_draft, self.pipeline_threads, self.pipeline_cores = _draft_threads(self.threads, threads,
                                                                                         threads_draft)
         self.pin_pipeline, self._draft_thread = bool(pin_pipeline), DraftThread()
+        self.pipeline_choice = ""  # what --pipeline auto chose and why (commands.common.resolve_pipeline)
         ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
         tpath = check_gguf_file(target_path, "target")
         dpath = check_gguf_file(draft_path, "draft") if draft_path else None
@@ -304,7 +305,7 @@ class Engine:
         """
         request = RunRequest(prompt=prompt, control=control or RunControl(), n_predict=int(n_predict), probe=probe,
                              chat_template=str(chat_template or ""), overlap=bool(overlap),
-                             pipeline_choice=str(pipeline_choice or ""))
+                             pipeline_choice=str(pipeline_choice or self.pipeline_choice or ""))
         parts = self.parts()
         return (PipelinedPassLoop if parts.pipeline is not None else PassLoop)(parts, request).events()
 
