@@ -2,19 +2,19 @@
 were drafted during the previous verify, what was thrown away) and the run's figures in words (the headless
 summary, the run face's metrics, the bench). No Textual; every number comes from ``analysis.stats``.
 
-Glyphs read without colour and in ``--ascii``: ``⇉`` (ASCII ``>>``) before a pass whose drafts were drafted
-during the previous pass's verify, ``✂`` (ASCII ``x``) before the speculative tokens a pass threw away.
+Glyphs read without colour and in ``--ascii`` (tui.shared.ascii maps them): ``⇉`` (ASCII ``=``) before a pass
+whose drafts were drafted during the previous pass's verify, ``✂`` (ASCII ``/``) before the number of speculative
+tokens a pass threw away.
 """
 
 from __future__ import annotations
 
 from ..analysis.stats import PipelineStats
-from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_REJECTED, PassEvent, RunStarted
+from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_REJECTED, RunStarted
 
 OVERLAPPED = "⇉"  # this pass's drafts were drafted while the previous pass was verified
-OVERLAPPED_ASCII = ">>"
 THROWN = "✂"  # the speculative tokens drafted ahead and thrown away
-THROWN_ASCII = "x"
+PIPELINE_LEGEND = f" {OVERLAPPED} drafted ahead {THROWN} thrown"
 WHY = {SPEC_REJECTED: "a draft was rejected", SPEC_GUESS: "the target's token was not the guess",
        SPEC_CHANGED: "the settings changed", SPEC_END: "the run ended"}
 WHY_SHORT = {SPEC_REJECTED: "rejected", SPEC_GUESS: "guess missed", SPEC_CHANGED: "settings changed",
@@ -57,18 +57,3 @@ def as_dict(p: PipelineStats, start: RunStarted | None = None) -> dict:
         "threads": list(start.pipeline_threads) if start is not None else [],
         "choice": start.pipeline_choice if start is not None else "",
     }
-
-
-def pass_note(ev: PassEvent, ascii_only: bool = False) -> str:
-    """A pass's pipeline marks for a one-line view: the overlapped glyph, and what it threw away ("" for a
-    sequential pass)."""
-    info = ev.pipeline
-    if info is None:
-        return ""
-    out = []
-    if info.overlapped:
-        out.append(OVERLAPPED_ASCII if ascii_only else OVERLAPPED)
-    if info.thrown:
-        glyph = THROWN_ASCII if ascii_only else THROWN
-        out.append(f"{glyph}{len(info.thrown)} ({WHY_SHORT.get(info.thrown_why, info.thrown_why)})")
-    return " ".join(out)
