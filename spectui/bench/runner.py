@@ -149,7 +149,8 @@ def run_bench(
                         "drafter": s.drafter, "k": s.k, "temperature": s.temperature, "repeat": job.repeat + 1,
                     }})
                     trace = str(getattr(writer, "path", name))
-                settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=seed)
+                settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=seed,
+                                    pipeline=s.pipeline)
                 events = []
                 try:
                     for ev in engine.run(text, RunControl(settings), n_predict, chat_template=chat_label, overlap=True):
