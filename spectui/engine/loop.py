@@ -89,6 +89,7 @@ class Engine:
         head_file: str | None = None,
         head_in_every_run: bool = True,
         threads_draft: int | None = None, pin_pipeline: bool = False,
+        pipeline_threads: tuple[int, int] | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
@@ -107,6 +108,8 @@ class Engine:
         # -td (llama.cpp's --threads-draft), the pipelined passes' split, pinned apart or not (pipeline.py)
         self.threads_draft, self.pipeline_threads, self.pipeline_cores = _draft_threads(self.threads, threads,
                                                                                         threads_draft)
+        if pipeline_threads is not None:  # (target, draft) of pipelined passes, as given (a benchmark's split)
+            self.pipeline_threads = (_threads(pipeline_threads[0])[0], _threads(pipeline_threads[1], "-td")[0])
         self.pin_pipeline, self._draft_thread = bool(pin_pipeline), DraftThread()
         self.pipeline_choice = ""  # what --pipeline auto chose and why (commands.common.resolve_pipeline)
         ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)

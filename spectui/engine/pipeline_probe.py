@@ -27,6 +27,8 @@ class SplitCosts:
         verify_ms: {k: a verify of k + 1 tokens} at the sequential threads (the target alone).
         split_draft_ms: one draft step at the split, while the target verifies.
         split_verify_ms: {k: a verify of k + 1 tokens} at the split, while the draft steps.
+        solo_draft_ms: one draft step at the split's draft threads, alone (what the other model's load costs).
+        solo_verify_ms: {k: a verify} at the split's target threads, alone.
     """
 
     threads: tuple[int, int]
@@ -35,6 +37,8 @@ class SplitCosts:
     verify_ms: dict[int, float]
     split_draft_ms: float
     split_verify_ms: dict[int, float]
+    solo_draft_ms: float = 0.0
+    solo_verify_ms: dict[int, float] | None = None
 
 
 def _timed(fn, repeats: int) -> float:
@@ -86,6 +90,8 @@ def measure_split(engine, ks=range(1, 9), repeats: int = 5) -> SplitCosts:
         v_seq = _verify_ms(target, tok, ks, repeats)
         target.set_threads(setup.split[0])
         draft.set_threads(setup.split[1])
+        d_solo = _timed(lambda: (draft.decode([tok], 0, "last"), draft.rollback(0)), repeats)
+        v_solo = _verify_ms(target, tok, ks, repeats)
         stop, steps = threading.Event(), []
         fut = setup.thread.submit(_draft_steps, draft, tok, stop, steps)
         try:
@@ -100,4 +106,4 @@ def measure_split(engine, ks=range(1, 9), repeats: int = 5) -> SplitCosts:
         target.set_threads(setup.threads[0])
         draft.set_threads(setup.threads[1])
         parts.reset_for_run()
-    return SplitCosts(setup.threads, setup.split, d_seq, v_seq, d_split, v_split)
+    return SplitCosts(setup.threads, setup.split, d_seq, v_seq, d_split, v_split, d_solo, v_solo)
