@@ -14,8 +14,13 @@ from .tui.shared.ascii import ascii_option
 
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
+from .contract.text import escape_unencodable
 from .commands import SUMMARIES
 from .commands.options import json_option, model_options, run_options
+
+# A stdout or stderr that cannot encode a character (LC_ALL=C with PYTHONUTF8=0, PYTHONIOENCODING=ascii or
+# latin-1) writes it as an ASCII escape, never a UnicodeEncodeError: every command, --json and the demo too.
+escape_unencodable(sys.__stdout__, sys.__stderr__)
 
 # name -> "module:attribute" of a click.Command; each one's summary is written once, in SUMMARIES
 SUBCOMMANDS = {name: f"spectui.commands.{name}:{name}_cmd" for name in SUMMARIES}
@@ -47,7 +52,8 @@ class LazyGroup(click.Group):
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
 @click.option("--no-probe", is_flag=True,
-              help="skip measuring this machine's verify cost at load (used by auto k and the TUI's prediction)")
+              help="neither read this machine's cached verify cost (spectui probe) nor measure it after the run: "
+                   "auto k and the prediction use the run's own passes only")
 @click.version_option(package_name="spectui")
 @click.pass_context
 def main(ctx: click.Context, **kwargs) -> None:

@@ -25,6 +25,11 @@ ALLOWED = {
                                            "(a cast ends without running Textual's atexit work)",
     ("spectui/tui/shared/terminal.py", "_exit"): "os._exit: the standard library's only exit that skips cleanup "
                                                  "(a lost terminal must not hang in atexit handlers)",
+    ("spectui/commands/serve.py", "_exit"): "os._exit: serve ends without the interpreter's teardown of the modules "
+                                            "it loaded once everything it started has ended",
+    ("spectui/serve/session.py", "_exit"): "os._exit: the only exit for a forked child before exec",
+    ("spectui/commands/serve.py", "_protected_args"): "click >= 8.2 keeps the subcommand's arguments only in "
+                                                      "Context._protected_args (protected_args is deprecated)",
     ("spectui/engine/devices.py", "_ggml"): "llama_cpp ships libggml's bindings only as the module llama_cpp._ggml "
                                             "(the device registry functions live there)",
     ("spectui/engine/llama_lib.py", "_lib"): "llama_cpp.llama_cpp._lib: the bindings' CDLL of libllama, "

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from spectui.analysis import stats as S  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.contract.events import RunEnded, Settings  # noqa: E402
 
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 SEED = 1
 
 
@@ -54,7 +54,7 @@ def one_run(engine, k: int, temp: float, n: int) -> dict:
     control = RunControl(Settings(draft_max=k, temperature=temp, drafter="model", seed=SEED))
     t0 = perf_counter()
     end = None
-    for ev in engine.run(PROMPT, control, n, overlap=True):
+    for ev in engine.run(DEFAULT_PROMPT, control, n, overlap=True):
         stats.update(ev)
         if isinstance(ev, RunEnded):
             end = ev

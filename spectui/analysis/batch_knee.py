@@ -40,9 +40,10 @@ from ..contract.outputs import PROBE_CACHE
 from ..contract.text import model_label, visible_line
 from .costmodel import break_even_acceptance, leviathan
 from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
-from .machine import CONTEXT_PROMPT, cache_key, cache_path, load_average, machine_key, quiet_machine
+from ..contract.prompt import DEFAULT_PROMPT
+from .machine import cache_key, cache_path, load_average, machine_key, quiet_machine
 
-BATCH_VERSION = 1
+BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer
 DRAFTER_MODEL = "model"
 DRAFTER_LOOKUP = "ngram"  # prompt lookup (docs/conventions.md: --drafter model, ngram)
 CHART_HEIGHT = 12
@@ -319,7 +320,7 @@ def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
     others = OthersCpu()
     others.sample()
     load0 = load_average()
-    pts = measure_batched(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, prompt=CONTEXT_PROMPT,
+    pts = measure_batched(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, prompt=DEFAULT_PROMPT,
                           progress=progress)
     load1 = load_average()
     ns = (1,) + tuple(k + 1 for k in pts.ks)

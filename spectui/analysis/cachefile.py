@@ -6,12 +6,14 @@ checks) and its own error class (the one line a corrupt file gets)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
 
 from ..contract.outputs import Kind, OutputError, atomic_write
+from ..contract.text import visible_line
 
 MAX_CACHE_BYTES = 4 * 1024 * 1024  # a cache file is a few KB: anything this large is not one of ours
 
@@ -20,7 +22,11 @@ R = TypeVar("R", bound="CachedRecord")
 
 def read_entry(path: Path, key: dict, error: type[Exception]) -> Any | None:
     """The cached ``result`` at ``path`` when it was measured for ``key``; None when the file is absent or
-    holds another key's. Raises ``error`` (one line) when the file is unreadable, too large or corrupt."""
+    holds another key's. Raises ``error`` (one line) when the file is unreadable, too large or corrupt. A
+    symbolic link is not read (spectui never makes one there): absent, so measured again, and
+    :func:`write_entry` replaces the link, never what it names."""
+    if path.is_symlink():
+        return None
     try:
         if path.stat().st_size > MAX_CACHE_BYTES:
             raise error(f"larger than {MAX_CACHE_BYTES // (1024 * 1024)} MiB")
@@ -38,6 +44,28 @@ def read_entry(path: Path, key: dict, error: type[Exception]) -> Any | None:
     if data["key"] != key:
         return None
     return data["result"]
+
+
+def write_entry(path: Path, key: dict, result: dict, kind: Kind, inputs, name: str) -> str:
+    """Write ``{"key": key, "result": result}`` atomically at ``path`` (never over one of ``inputs``, the model
+    files) and return where it went: the path with its directory's links resolved (a symlinked cache
+    directory is named as what it names). A symbolic link at ``path`` is replaced by the file, never written
+    through (a warning says so); a cache that cannot be written is a warning and "" (the figures are still
+    printed). ``name``: the cache's name in the warnings ("probe", "head-cost")."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        place = Path(os.path.realpath(path.parent)) / path.name
+        if path.is_symlink():
+            print(f"spectui: warning: the {name} cache file {visible_line(str(place))} was a symbolic link (to "
+                  f"{visible_line(os.readlink(path))}): replaced by this measurement, what it named left alone",
+                  file=sys.stderr)
+        with atomic_write(path, kind, inputs=list(inputs)) as fh:
+            fh.write(json.dumps({"key": key, "result": result}, indent=1, sort_keys=True))
+    except (OSError, OutputError) as exc:
+        print(f"spectui: warning: cannot write the {name} cache {visible_line(str(path))}: {visible_line(exc)}",
+              file=sys.stderr)
+        return ""
+    return str(place)
 
 
 def loadavg_of(d: dict) -> tuple[float, float, float]:
@@ -85,7 +113,8 @@ class CachedRecord:
         result = read_entry(path, key, cls.RECORD_ERROR)
         if result is None:
             return None
-        return replace(cls.from_dict(result), cached=True, cache_file=str(path))  # type: ignore[type-var]
+        place = Path(os.path.realpath(path.parent)) / path.name  # a symlinked cache directory: what it names
+        return replace(cls.from_dict(result), cached=True, cache_file=str(place))  # type: ignore[type-var]
 
     @classmethod
     def load_or_warn(cls: type[R], path: Path, key: dict, warn: Callable[[str], None]) -> R | None:
@@ -93,21 +122,14 @@ class CachedRecord:
         try:
             return cls.load_cached(path, key)
         except cls.RECORD_ERROR as exc:
-            warn(f"the {cls.CACHE_NAME} cache file {path} is corrupt ({exc}); measuring again")
+            warn(f"the {cls.CACHE_NAME} cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
             return None
 
     def store(self: R, key: dict, path: Path, inputs) -> R:
         """Write this result for ``key`` atomically at ``path`` (never over one of ``inputs``, the model files);
         returns it with its cache file named. A cache that cannot be written is a warning, not an error (the
         figures are still printed)."""
-        res = replace(self, cache_file=str(path))  # type: ignore[type-var]
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            d = res.to_dict()  # type: ignore[attr-defined]
-            d["cached"] = False
-            with atomic_write(path, self.CACHE_KIND, inputs=list(inputs)) as fh:
-                fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-        except (OSError, OutputError) as exc:
-            print(f"spectui: warning: cannot write the {self.CACHE_NAME} cache {path}: {exc}", file=sys.stderr)
-            return replace(res, cache_file="")  # type: ignore[type-var]
-        return res
+        d = replace(self, cache_file=str(path)).to_dict()  # type: ignore[attr-defined, type-var]
+        d["cached"] = False
+        place = write_entry(path, key, d, self.CACHE_KIND, inputs, self.CACHE_NAME)
+        return replace(self, cache_file=place)  # type: ignore[type-var]

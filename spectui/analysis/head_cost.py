@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from ..contract.text import visible
-from .cachefile import read_entry
+from ..contract.text import visible, visible_line
+from .cachefile import read_entry, write_entry
 
 HEAD_COST_VERSION = 1
 KIND_WORDS = {"eagle3": "EAGLE-3 head", "mtp": "MTP head"}
@@ -101,10 +101,11 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
     from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
-    from .machine import CONTEXT_PROMPT, load_average  # noqa: PLC0415
+    from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from .machine import load_average  # noqa: PLC0415
 
     load0 = load_average()
-    pts = measure_head(engine, CONTEXT_PROMPT, k=k, repeats=repeats)
+    pts = measure_head(engine, DEFAULT_PROMPT, k=k, repeats=repeats)
     load1 = load_average()
     return HeadCost(
         kind=pts.kind, k=pts.k, head_step_ms=pts.head_step_ms, head_read_ms=pts.head_read_ms,
@@ -126,19 +127,11 @@ def load_cached(path: Path, key: dict) -> HeadCost | None:
 
 
 def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
-    from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write  # noqa: PLC0415
+    from ..contract.outputs import PROBE_CACHE  # noqa: PLC0415
 
-    res = replace(cost, cache_file=str(path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        d = res.to_dict()
-        d["cached"] = False
-        with atomic_write(path, PROBE_CACHE, inputs=list(models)) as fh:
-            fh.write(json.dumps({"key": key, "result": d}, indent=1, sort_keys=True))
-    except (OSError, OutputError) as exc:
-        print(f"spectui: warning: cannot write the head-cost cache {path}: {exc}", file=sys.stderr)
-        return replace(res, cache_file="")
-    return res
+    d = replace(cost, cache_file=str(path)).to_dict()
+    d["cached"] = False
+    return replace(cost, cache_file=write_entry(path, key, d, PROBE_CACHE, models, "head-cost"))
 
 
 def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,
@@ -154,7 +147,7 @@ def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, di
         try:
             res = load_cached(path, key)
         except HeadCacheError as exc:
-            warn(f"the head-cost cache file {path} is corrupt ({exc}); measuring again")
+            warn(f"the head-cost cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
     if res is None:
         res = measure(engine, k, repeats)
         models = [engine.target_info.path, engine.head_file] + (

@@ -5,8 +5,8 @@ machine (:func:`cache_key`); the batched curve (batch_knee.py), a head's cost (h
 measurement (noise.py) extend that key or its parts and cache their results beside it (:func:`cache_path`).
 A measurement says whether the machine was quiet by one rule (:func:`quiet_machine`) over the cores other
 processes kept busy or, without /proc/stat, the load average (:func:`load_average`). Every measurement starts
-from the same short prompt in the KV cache (``CONTEXT_PROMPT``). No Textual imports; the engine only when
-:func:`machine_key` asks llama.cpp for its build.
+from the same short prompt in the KV cache (``contract.prompt.DEFAULT_PROMPT``). No Textual imports; the
+engine only when :func:`machine_key` asks llama.cpp for its build.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import os
 import platform
 from pathlib import Path
 
+
 PROBE_VERSION = 1  # the probe's cache key's version
 HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
 QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet
 QUIET_LOAD_MARGIN = 0.5  # ... or, without /proc/stat, the 1-min load average at most threads + this
-CONTEXT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 DEFAULT_MAX_BATCH = 16  # the probe's largest verify batch, part of its key
 
 

@@ -29,7 +29,8 @@ from typing import Callable
 
 from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
-from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, NOISE_PROMPT, BatchNoise, measure_noise
+from ..contract.prompt import DEFAULT_PROMPT
+from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
 from .machine import file_identity, load_average, machine_key
 from .cachefile import CachedRecord, loadavg_of
 
@@ -174,7 +175,7 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_
 
 def fitting_tokens(engine, n_tokens: int = DEFAULT_TOKENS) -> int:
     """``n_tokens``, or fewer where the prompt and that many tokens would not fit the context (-c)."""
-    room = int(engine.n_ctx) - len(engine.tokenize(NOISE_PROMPT))
+    room = int(engine.n_ctx) - len(engine.tokenize(DEFAULT_PROMPT))
     return max(0, min(int(n_tokens), room))
 
 

@@ -34,6 +34,7 @@ No Textual imports.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import sys
@@ -45,12 +46,13 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
+from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
 from .cachefile import CachedRecord, loadavg_of
 from .costmodel import break_even_acceptance
 from .machine import (
-    CONTEXT_PROMPT, DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
+    DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
     machine_key, quiet_machine,
 )
 
@@ -343,8 +345,10 @@ def _draft_decode_ms(engine, token: int) -> float:
 
 
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-            progress: Callable[[str], None] | None = None) -> ProbeResult:
-    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring)."""
+            progress: Callable[[str], None] | None = None, stop=None) -> ProbeResult:
+    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring). ``stop``: a
+    RunControl whose ``stop()`` ends the measurement mid-decode (the engine's abort: the decode raises
+    ``spectui.engine.abort.DecodeAborted``, and nothing is measured)."""
     from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
     from ..contract.events import Settings  # noqa: PLC0415
@@ -362,10 +366,26 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     load0 = load_average()
     # a short prompt in the KV cache, as in a run (this also warms both models' weights up)
     ctl = RunControl(Settings(draft_max=0, drafter="none"))
-    for ev in engine.run(CONTEXT_PROMPT, ctl, 1):
+    if stop is not None:
+        stop.on_stop(ctl.stop)
+        watching = engine.abort.watching(stop)
+    else:
+        watching = contextlib.nullcontext()
+    with watching:
+        return _measured(engine, ctl, max_batch, repeats, progress, (t_start, others, load0))
+
+
+def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> ProbeResult:
+    """``measure``'s rounds, after its checks (``began``: its start time, CPU sampler and load average)."""
+    t_start, others, load0 = began
+    for ev in engine.run(DEFAULT_PROMPT, ctl, 1):
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
-    context_tokens = len(engine.tokenize(CONTEXT_PROMPT))  # the prompt's KV cells the measurements follow
+    if ctl.stopped:  # stopped during the warm-up run (it ends 'stopped'): nothing to measure
+        from ..engine.abort import DecodeAborted  # noqa: PLC0415
+
+        raise DecodeAborted("target")
+    context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))
@@ -415,28 +435,49 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
                       refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
-                      now_quiet: Callable[[int], bool] | None = None) -> ProbeResult:
+                      now_quiet: Callable[[int], bool] | None = None, stop=None) -> ProbeResult:
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
     Its curve reaches auto k and the faces with the run: ``engine.run(..., probe=result.machine_probe())``.
     ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
     under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
-    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5)."""
+    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5).
+    ``stop``: see ``measure`` (a stopped measurement caches nothing)."""
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    now_quiet = now_quiet or (lambda threads: load_average()[0] <= threads + QUIET_LOAD_MARGIN)
     key, digest = cache_key(engine, max_batch)
     path = cache_path(digest, directory)
     res = None
     if not refresh:
-        res = ProbeResult.load_or_warn(path, key, warn)
-        if res is not None and not res.quiet and now_quiet(res.threads):
+        res, again = _cached(path, key, warn, now_quiet)
+        if again and res is not None:
             warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
             res = None
     if res is None:
-        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)
+        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress, stop=stop)
         models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
         res = _with(res, key=digest).store(key, path, models)  # never a model file; atomic
     return res
+
+
+def _cached(path: Path, key: dict, warn, now_quiet) -> tuple[ProbeResult | None, bool]:
+    """(the cached result or None, whether to measure: none cached, or it was measured busy and the machine
+    is quiet now)."""
+    now_quiet = now_quiet or (lambda threads: load_average()[0] <= threads + QUIET_LOAD_MARGIN)
+    res = ProbeResult.load_or_warn(path, key, warn)
+    if res is None:
+        return None, True
+    return res, (not res.quiet and now_quiet(res.threads))
+
+
+def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path | None = None,
+                warn: Callable[[str], None] | None = None,
+                now_quiet: Callable[[int], bool] | None = None) -> tuple[ProbeResult | None, bool]:
+    """What a run starts from, measuring nothing (a run never waits for the probe: docs/probe-and-sweep.md):
+    the cached result for this engine on this machine, or None, and whether it is worth measuring (when
+    idle: after the run) because there is none or it was measured busy and the machine is quiet now."""
+    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    key, digest = cache_key(engine, max_batch)
+    return _cached(cache_path(digest, directory), key, warn, now_quiet)
 
 
 # ---------------------------------------------------------------- text

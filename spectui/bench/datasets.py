@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
+from ..contract.outputs import missing
 from ..contract.text import visible_line
 
 BUILTIN = "builtin"
@@ -110,7 +111,9 @@ def load_prompts(spec: str = BUILTIN) -> PromptSet:
         return PromptSet(BUILTIN, FORMAT_JSONL, _read_jsonl(BUILTIN_PATH.read_text(encoding="utf-8"), "builtin"))
     path = Path(spec)
     if not path.exists():
-        raise SpectuiError(f"--prompts: file not found: {spec} (or use --prompts builtin)")
+        why = missing(path)  # a loop of symbolic links is not "not found"
+        raise SpectuiError(f"--prompts: file not found: {spec} (or use --prompts builtin)" if why == "file not found"
+                           else f"--prompts: {spec}: {why}")
     if path.is_dir():
         raise SpectuiError(f"--prompts: {spec} is a directory, not a prompt file")
     data = _read_bounded(path, spec)

@@ -160,6 +160,7 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
             prompt_ms=server_float(timings.get("prompt_ms", -1.0)),
             predicted_ms=server_float(timings.get("predicted_ms", -1.0)),
             predicted_n=server_int(timings.get("predicted_n", -1)),
+            prompt_n=server_int(usage.get("prompt_tokens", timings.get("prompt_n", -1))),
         )
 
     deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)

@@ -23,7 +23,7 @@ from ..contract.params import SECONDS
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
-from ..contract.text import json_text, visible
+from ..contract.text import json_text, visible, visible_line
 from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
 from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
 from .common import ModelOptions, default_drafters, load_engine, plan_drafting
@@ -46,11 +46,11 @@ CSV_KIND = csv_report("bench", CSV_FIELDS)
 MD_KIND = text_report("bench", MARKDOWN_MARKER)  # the --markdown file's first line
 
 
-def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False):
+def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False, own_name: bool = False):
     """Every file the bench writes goes through here: the project's output rule (spectui.contract.outputs:
     checked before any work, never one of the bench's inputs - the prompt file, the models - and an
     existing file replaced only when it is a spectui file of the same kind, or with --force)."""
-    return check_output(path, kind, inputs, force)
+    return check_output(path, kind, inputs, force, own_name)
 
 
 def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
@@ -272,7 +272,8 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         def open_trace(name: str, extra: dict):
             from ..recording.trace import TraceWriter  # noqa: PLC0415
 
-            return TraceWriter(output_path(rec / name, TRACE, inputs, force).path, extra, inputs=inputs, force=force)
+            return TraceWriter(output_path(rec / name, TRACE, inputs, force, own_name=True).path, extra, inputs=inputs,
+                               force=force)
 
         t0 = time.perf_counter()
         res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
@@ -309,7 +310,7 @@ def _noise(engine, settings):
     max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
 
     def say(m: str) -> None:
-        print(f"spectui: {m}", file=sys.stderr)
+        print(f"spectui: {visible_line(m)}", file=sys.stderr)
 
     progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
                 ) if sys.stderr.isatty() else None

@@ -33,7 +33,7 @@ import click
 
 from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
 from ..contract.text import json_text, visible_line
-from ..contract.errors import SpectuiError
+from ..contract.errors import SpectuiError, echo_line
 from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
 from ..contract.outputs import CAST, OutputPath, check_output
@@ -214,7 +214,8 @@ def _stop_rendering(signals: SignalStop, output: str) -> None:
     raises instead, and the temporary file is removed."""
     if _WRITING:
         raise Interrupted(signals.signum)
-    os.write(2, f"spectui: cast interrupted: {output} not written\n".encode())  # fd 2: Textual holds sys.stderr
+    line = visible_line(f"spectui: cast interrupted: {output} not written") + "\n"  # a path: the one rule
+    os.write(2, line.encode(sys.__stderr__.encoding or "utf-8", "spectui-escape"))  # fd 2: Textual holds sys.stderr
     os._exit(signals.status())
 
 
@@ -303,8 +304,8 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
             with SignalStop(lambda: _stop_rendering(signals, output)) as signals:
                 info = render_race_cast(load_race(list(files), from_start=from_start, any_prompt=any_prompt), out,
                                         cols=cols, rows=rows, speed=sp, theme=theme, title=title)
-            print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
-                  f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
+            echo_line(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+                      f"{info.duration_s:.1f} s, {info.n_events} output events")
             return
         if len(files) != 1:
             raise SpectuiError(f"cast takes one trace FILE (or --race A B [C]), not {len(files)}")
@@ -319,7 +320,7 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:
-        click.echo(f"spectui: cast interrupted: {output} not written", err=True)
+        echo_line(f"spectui: cast interrupted: {output} not written")
         sys.exit(exc.status)
-    print(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
-          f"{info.duration_s:.1f} s, {info.n_events} output events", file=sys.stderr)
+    echo_line(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
+              f"{info.duration_s:.1f} s, {info.n_events} output events")

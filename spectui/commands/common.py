@@ -1,7 +1,8 @@
 """What every command that loads models shares: where the models come from (``ModelOptions``, the values of
 ``options.model_options``), the stop a signal makes while they load (``loading_stop``), loading them
-(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost measured
-at load (``probe_at_load``), and the prompt (``resolve_prompt``). Used by run, sweep, bench, probe and race.
+(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost as cached
+(``cached_machine``) or measured in idle time (``measure_machine``), and the prompt (``resolve_prompt``). Used by
+run, sweep, bench, probe and race.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
+from ..contract.prompt import DEFAULT_PROMPT
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
@@ -224,10 +226,11 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
 
     def warn(msg: str) -> None:
         msg = msg.removeprefix("warning: ")
-        print(f"spectui: warning: {msg}", file=sys.stderr)
+        print(f"spectui: warning: {visible_line(msg)}", file=sys.stderr)
 
     if not quiet and sys.stderr.isatty():  # progress for people watching; pipes get only errors/warnings
-        print(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else ""), file=sys.stderr)
+        print(visible_line(f"spectui: loading target {target}" + (f" and draft {draft}" if draft else "")),
+              file=sys.stderr)
 
     def build():
         from ..analysis.draft_policy import PolicyByMode
@@ -275,28 +278,52 @@ def resolve_pipeline(engine, mode: str, settings, say=None):
     return dataclasses.replace(settings, pipeline=choice.pipeline)
 
 
-def probe_at_load(engine, quiet: bool = False, say=None, progress=None) -> MachineProbe:
-    """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
-    model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
-    (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
-    has one. ``say`` and ``progress`` take its messages (default: stderr; the TUI shows them in its screen,
-    where it measures after the first screen is up)."""
-    from ..analysis.probe import cached_or_measure
+def cached_machine(engine, quiet: bool = False, say=None) -> tuple[MachineProbe | None, bool]:
+    """This machine's verify cost for the loaded pair as ``spectui probe`` cached it, measuring nothing (a run
+    never waits for the probe: its cost model and auto k start from the run's own passes, and from this
+    when it is there): (what the run hands the engine for ``RunStarted.probe``, or None; whether measuring
+    it is worth it once the machine is idle: none cached, or it was measured busy and the machine is quiet
+    now). Read on the engine's own thread when it has one. ``say`` takes the one-line messages (a corrupt
+    cache file, a probe measured under load; default: stderr)."""
+    from ..analysis.probe import cached_only
 
-    if say is None:
-        def say(msg: str) -> None:
-            print(f"spectui: {msg}", file=sys.stderr)
-    shown = progress
-
-    def measure():
-        inner = getattr(engine, "engine", engine)
-        progress = shown
-        if progress is None and not quiet and sys.stderr.isatty():
-            def progress(m: str) -> None:
-                say(f"measuring this machine (once per model and machine, cached): {m}")
-        return cached_or_measure(inner, warn=say, progress=progress)
-
-    res = engine.call(measure) if hasattr(engine, "call") else measure()
+    say = say or _say_stderr
+    inner = getattr(engine, "engine", engine)
+    res, again = engine.call(lambda: cached_only(inner, warn=say)) if hasattr(engine, "call") else cached_only(
+        inner, warn=say)
+    if res is None:
+        return None, again
     if not res.quiet and not quiet:
         say(res.warning())
+    return res.machine_probe(), again
+
+
+def measure_machine(engine, say=None, progress=None, stop=None) -> MachineProbe | None:
+    """Measure this machine's verify cost by batch size for the loaded pair now and cache it (``spectui
+    probe``; once per model pair and machine): the TUI calls it in idle time, once a run has ended and
+    before the next one starts, never while a run decodes (it would measure the run's own contention).
+    Runs on the engine's own thread when it has one. ``stop`` (a RunControl): its ``stop()`` ends the
+    measurement mid-decode (q, a signal, a restart): None then, nothing cached. ``say`` / ``progress``
+    take its messages."""
+    from ..analysis.probe import cached_or_measure
+    from ..engine.abort import DecodeAborted
+
+    say = say or _say_stderr
+    inner = getattr(engine, "engine", engine)
+
+    def measure():
+        try:
+            return cached_or_measure(inner, warn=say, progress=progress, stop=stop)
+        except DecodeAborted:
+            return None
+
+    res = engine.call(measure) if hasattr(engine, "call") else measure()
+    if res is None:
+        return None
+    if not res.quiet:
+        say(res.warning())
     return res.machine_probe()
+
+
+def _say_stderr(msg: str) -> None:
+    print(f"spectui: {msg}", file=sys.stderr)

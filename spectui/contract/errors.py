@@ -1,5 +1,6 @@
 """User-facing errors: one line, no traceback. ``echo_error`` prints ``spectui: error: <message>`` (the message
-through the one escaping rule, ``contract.text.visible_line``); ``fail`` prints it and exits 2."""
+through the one escaping rule, ``contract.text.visible_line``); ``fail`` prints it and exits 2; ``echo_line``
+prints any other notice line (``wrote PATH``) through the same rule."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ def echo_error(message: object, topic: str = "error") -> None:
             (``spectui: attach: ...``, exit 1).
     """
     click.echo(f"spectui: {topic}: {visible_line(message)}", err=True)
+
+
+def echo_line(message: object) -> None:
+    """Print ``message`` on stderr as one visible line (:func:`~spectui.contract.text.visible_line`): a notice
+    that names a path or quotes outside text (``wrote PATH: ...``), so an ESC, a BEL or a newline in a file
+    name reaches the terminal as ``\\x1b``, ``\\x07``, ``\\n``."""
+    click.echo(visible_line(message), err=True)
 
 
 def fail(message: object) -> NoReturn:

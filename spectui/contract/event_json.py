@@ -10,6 +10,9 @@ field-by-field reference builder (``_build_checked``) runs again to name the fie
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import re
 import sys
 from typing import Any
 
@@ -47,7 +50,71 @@ from .events import (
     Token,
 )
 
-__all__ = ["EventFormatError", "from_dict", "to_dict"]
+__all__ = ["EventFormatError", "NonFinite", "NumberTooLong", "from_dict", "loads_line", "to_dict"]
+
+
+# ------------------------------------------------------------------ numbers a JSON line may spell
+class NonFinite:
+    """What :func:`loads_line` makes of a number that is no finite float however it is spelled: ``NaN``,
+    ``Infinity``, ``-Infinity`` (JSON extensions) and strict JSON that overflows a float (``1e400``,
+    ``-1e309``). ``text`` says which; the trace reader names the field in a warning and reads it as 0."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class NumberTooLong(ValueError):
+    """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``, 4,300): valid JSON,
+    but no number a run records; the message says what it is."""
+
+
+# a float literal that may overflow: an exponent of three digits or more, or 309 digits in a row
+_MAY_OVERFLOW = re.compile(rb"[0-9.][eE][+-]?[0-9]{3}|[0-9]{309}")
+_DIGITS = re.compile(r"value has (\d+) digits")
+
+
+def _float(text: str) -> float | NonFinite:
+    v = float(text)
+    return v if math.isfinite(v) else NonFinite(f"{text}, infinite as a float")
+
+
+def _int(text: str) -> int | NonFinite:
+    digits = len(text.lstrip("-"))
+    if digits > _int_digits():
+        raise _too_long(digits)
+    if digits > 308:  # more than a float holds, and than any count or id a run records
+        return NonFinite(f"a {digits}-digit integer")
+    return int(text)
+
+
+def _int_digits() -> int:
+    get = getattr(sys, "get_int_max_str_digits", None)  # Python 3.11+; older ones convert any length
+    return get() if get is not None and get() > 0 else 1 << 62
+
+
+def _too_long(n: int) -> NumberTooLong:
+    return NumberTooLong(f"a {n:,}-digit integer (Python reads at most {_int_digits():,} digits; no number a run "
+                         "records has more than 20)")
+
+
+def loads_line(line: bytes) -> tuple[Any, bool]:
+    """One JSON line (a trace's) parsed: ``(value, checked)``. ``checked``: the line may hold a
+    :class:`NonFinite` (it spells NaN or Infinity, or a number that may overflow a float), so the caller
+    walks it to name and replace each. The common line costs one ``json.loads`` and two byte searches.
+    Raises ``UnicodeDecodeError``, ``ValueError`` (not JSON) or :class:`NumberTooLong` (with what it is)."""
+    text = line.decode("utf-8")
+    checked = b"NaN" in line or b"Infinity" in line or _MAY_OVERFLOW.search(line) is not None
+    try:
+        if checked:
+            return json.loads(text, parse_constant=NonFinite, parse_float=_float, parse_int=_int), True
+        return json.loads(text), False
+    except NumberTooLong:
+        raise
+    except ValueError as exc:
+        m = _DIGITS.search(str(exc))
+        if m is not None and "integer string conversion" in str(exc):
+            raise _too_long(int(m.group(1))) from None
+        raise
 
 
 def to_dict(event: Event) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from types import CodeType
 from typing import Callable, Iterable
 
@@ -87,6 +88,7 @@ class SignalStop:
         self.quiet_in = frozenset(quiet_in)
         self.second_sigint_raises = second_sigint_raises
         self.signum: int | None = None
+        self.at = 0.0  # time.monotonic() of the first signal
         self._old: dict[int, object] = {}
 
     def _handler(self, signum, frame) -> None:
@@ -94,6 +96,7 @@ class SignalStop:
             raise KeyboardInterrupt
         if self.signum is None:
             self.signum = int(signum)
+            self.at = time.monotonic()
         if self.on_stop is None:
             if frame is not None and frame.f_code in self.quiet_in:
                 return  # a callback from C (llama.cpp's log): noted; the command's raise_if_stopped() stops it
@@ -104,12 +107,15 @@ class SignalStop:
         if threading.current_thread() is threading.main_thread():
             for s in self.signals:
                 self._old[s] = signal.signal(s, self._handler)
+            _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc) -> bool:
         for s, h in self._old.items():
             signal.signal(s, h)
         self._old.clear()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
         return False
 
     def status(self, otherwise: int = OK) -> int:
@@ -121,5 +127,18 @@ class SignalStop:
             raise Interrupted(self.signum)
 
 
+_ACTIVE: list[SignalStop] = []  # the SignalStops installed now (the main thread's)
+
+
+def stop_asked() -> tuple[int, float] | None:
+    """(signal, seconds since it came) when an installed :class:`SignalStop` caught a stop signal, else None:
+    what a wait on an output that nobody reads (a FIFO) checks, so that it gives up and the command ends
+    within a second, from any thread."""
+    for stop in _ACTIVE:
+        if stop.signum is not None:
+            return stop.signum, time.monotonic() - stop.at
+    return None
+
+
 __all__ = ["FAILED", "OK", "SIGHUP_STATUS", "SIGINT_STATUS", "SIGTERM_STATUS", "STOP_SIGNALS", "USAGE",
-           "Interrupted", "SignalStop", "for_run_end", "for_signal", "signal_name"]
+           "Interrupted", "SignalStop", "for_run_end", "for_signal", "signal_name", "stop_asked"]

@@ -36,15 +36,20 @@ Only the standard library and spectui's errors are imported here.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import os
 import re
+import select
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Iterator
 
 from .errors import SpectuiError
+from .exitcodes import signal_name, stop_asked
 
 HEAD_BYTES = 64 * 1024  # how much of an existing file is read to recognise it
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -57,6 +62,68 @@ class OutputError(SpectuiError):
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)
         self.reason = reason or message
+
+
+STREAM_GIVE_UP_S = 0.3  # after a stop signal, how long a write waits for its reader to read before it gives up
+_STEP_S = 0.1  # a wait on a stream output, in steps this long (a stop signal is seen at the next step)
+
+
+def _blocked_too_long(path: str, grace_s: float = STREAM_GIVE_UP_S) -> None:
+    """Raise OSError when a stop signal came more than ``grace_s`` ago: the command must end."""
+    asked = stop_asked()
+    if asked is not None and asked[1] >= grace_s:
+        raise OSError(errno.EAGAIN, f"nobody reads it, and {signal_name(asked[0])} asked to stop", path)
+
+
+class _Stream(io.RawIOBase):
+    """A device or a FIFO opened and written in non-blocking steps: a FIFO waits for its reader, and a full
+    pipe for its reader to read, as long as they take, but once a stop signal came
+    (:func:`~spectui.contract.exitcodes.stop_asked`) a wait gives up (an OSError that says so): at once for a
+    FIFO with no reader, within ``STREAM_GIVE_UP_S`` for a reader that stopped reading. So SIGINT, SIGTERM
+    and SIGHUP end a command within a second whatever its outputs block on."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            try:
+                self._fd = os.open(path, flags)
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:  # ENXIO: a FIFO with no reader yet
+                    raise
+            _blocked_too_long(path, 0.0)  # no reader at all: nothing to wait for once a stop is asked
+            time.sleep(_STEP_S)
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            try:
+                done += os.write(self._fd, view[done:])
+            except BlockingIOError:
+                _blocked_too_long(self.path)
+                select.select([], [self._fd], [], _STEP_S)
+        return done
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                super().close()
+            finally:
+                os.close(self._fd)
+
+
+def _open_stream(path: str, binary: bool, encoding: str | None) -> IO:
+    raw = io.BufferedWriter(_Stream(path))
+    return raw if binary else io.TextIOWrapper(raw, encoding=encoding or "utf-8")
 
 
 def _refuse(kind: "Kind", path: str, reason: str, verb: str = "cannot write") -> OutputError:
@@ -127,6 +194,23 @@ def _head(path: str) -> bytes:
     return data
 
 
+def missing(path: str | os.PathLike) -> str:
+    """Why ``path`` names no file, in words ("" when it does): a loop of symbolic links (``a -> b -> a``), a
+    link to nothing (and what it names), or not found. For the one-line errors of inputs and outputs."""
+    p = os.fspath(path)
+    try:
+        os.stat(p)
+        return ""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links (it never names a file)"
+        if os.path.islink(p):
+            return f"a symbolic link to {os.readlink(p)}, which does not exist"
+        return "file not found" if exc.errno == errno.ENOENT else str(exc.strerror or exc)
+    except ValueError:  # a NUL byte: no file can have that name
+        return "file not found"
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         if os.path.realpath(a) == os.path.realpath(b):
@@ -147,6 +231,7 @@ class OutputPath:
     force: bool = False
     stream: bool = False  # an existing device or pipe (/dev/null, a FIFO): written in place, never renamed onto
     target: str = ""  # a symlink's real path (a regular file, or none yet): written through it, the link kept
+    replaces_link: bool = False  # a link in a cache's own directory: replaced by the file, never written through
 
     @property
     def real(self) -> str:
@@ -159,7 +244,8 @@ class OutputPath:
 
     def recheck(self) -> None:
         """The same checks again, at the moment of opening (the file system may have changed)."""
-        check_output(self.path, self.kind, self.inputs, self.force)
+        if not self.replaces_link:
+            check_output(self.path, self.kind, self.inputs, self.force)
 
     @contextlib.contextmanager
     def atomic_write(self, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
@@ -170,8 +256,8 @@ class OutputPath:
         directory = os.path.dirname(os.path.abspath(real))
         binary = "b" in mode
         if self.stream:
-            try:  # /dev/full, a closed pipe: one line, not a traceback
-                with open(self.path, "wb" if binary else "w", **({} if binary else {"encoding": encoding})) as fh:
+            try:  # /dev/full, a closed pipe, a FIFO nobody reads after a signal: one line, not a traceback
+                with _open_stream(self.path, binary, encoding) as fh:
                     yield fh
             except OSError as exc:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
@@ -201,7 +287,7 @@ class OutputPath:
         self.recheck()
         if self.stream:
             try:
-                return open(self.path, "wb"), (lambda: None)
+                return _open_stream(self.path, True, None), (lambda: None)
             except OSError as exc:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
         real = self.real
@@ -237,12 +323,23 @@ def _keep_mode(path: str, tmp: str) -> None:
 
 
 def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.PathLike | None] = (),
-                 force: bool = False) -> OutputPath:
+                 force: bool = False, own_name: bool = False) -> OutputPath:
     """Check that ``path`` may be written as a ``kind`` file, before any work; raises :class:`OutputError`
-    with one line otherwise. ``inputs``: every file the run reads (None entries are skipped)."""
+    with one line otherwise. ``inputs``: every file the run reads (None entries are skipped).
+
+    Symbolic links: a path the user named (``-o``, ``--record``) that is a link is written through, to what
+    it names (``/dev/stdout``). A file spectui names itself is never written through a link: in a cache's own
+    directory (``kind.owned_dir``) the link itself is replaced by the new file (what it named is left
+    alone); a ``--record-dir`` trace (``own_name``) that is a link is refused, ``--force`` or not."""
     p = os.fspath(path)
     if not p or not p.strip():
         raise OutputError(f"the {kind.name} path is empty", "empty path")
+    if os.path.islink(p) and (kind.owned_dir or own_name):
+        if own_name:
+            reason = (f"it is a symbolic link (to {os.readlink(p)}); spectui names this file itself and never "
+                      "writes through a link")
+            raise OutputError(f"refusing to write the {kind.name} {p}: {reason}", reason)
+        return OutputPath(p, kind, (), force, replaces_link=True)
     ins = tuple(os.fspath(i) for i in inputs if i)
     for i in ins:
         if _same_file(p, i):
@@ -257,6 +354,8 @@ def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.
         # A symlink (/dev/stdout -> /proc/self/fd/1 -> a redirect's file, a link to a report): what it names
         # is checked and written, through its real path; the link itself is never replaced.
         real = os.path.realpath(p)
+        if os.path.islink(real):  # realpath stops inside a loop (a -> b -> a): no file to write
+            raise _refuse(kind, p, "it is a loop of symbolic links (it never names a file)")
         if os.path.isdir(real):
             raise _refuse(kind, p, f"it links to a directory ({real})")
         checked = check_output(real, kind, ins, force)

@@ -18,7 +18,7 @@ The API (llama.h, "backend sampling API [EXPERIMENTAL]"):
 
 Chains here: ``greedy()`` (argmax: the sampled token; its logits row is the raw row), ``temperature(t, seed)``
 (``temp`` then ``dist``: a draw from softmax(logits / t); probs = that softmax, over the whole vocabulary).
-Small getters go through a GIL-held ``ctypes.PyDLL`` over the bindings' own handle (as ``models._gil_held_lib``);
+Small getters go through a GIL-held ``ctypes.PyDLL`` over the bindings' own handle (as ``llama_lib.gil_held_lib``);
 ``llama_set_sampler`` (it may re-reserve the graph) through the bindings' own function. No UI imports.
 """
 

@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from ..contract.errors import SpectuiError
+from ..contract.text import visible_line
 
 DEFAULT_QUANTS = ("Q4_K_M", "Q8_0")
 _NOT_MODEL = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")
@@ -187,7 +188,7 @@ def resolve(ref_text: str, hf_file: str | None = None, flag: str = "-hf", quiet:
     paths = []
     for name in split_parts(files, primary):
         if not quiet and sys.stderr.isatty():
-            print(f"spectui: {ref.repo}: {name}", file=sys.stderr)
+            print(visible_line(f"spectui: {ref.repo}: {name}"), file=sys.stderr)
         try:
             paths.append(hf_hub_download(ref.repo, name, token=token))
         except LocalEntryNotFoundError:

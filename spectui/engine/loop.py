@@ -35,20 +35,21 @@ from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from .chat import chat_template_of
-from .cpu import OthersCpu, affinity, default_threads
+from .abort import DecodeAbort
+from .cpu import OthersCpu, default_threads
 from .devices import gpu_layers
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
-from .llama_lib import system_has_amx
+from .llama_lib import llama, system_has_amx
 from .models import LoadedModel
-from .pair import same_file_warning, size_warning
+from .pair import pair_warning
 from .parts import Drafters, RunParts, RunRequest, TargetCursor
 from .passes import PassLoop
 from .pipelined import PipelinedPassLoop
-from .pipeline import DraftThread, PipelineSetup, split_threads
+from .pipeline import pipeline_setup
 from .policy import DraftPolicy, DraftPolicyFactory
 from .preload import check_gguf_file, check_pair
 from .rowmath import RowPool
@@ -67,7 +68,30 @@ def _stderr(msg: str) -> None:
 
 
 class Engine:
-    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop."""
+    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop.
+
+    Args:
+        target_path: the target's GGUF file.
+        draft_path: the draft model's GGUF file (None: n-gram lookup or a head drafts, or nothing).
+        n_ctx: the context of each model (-c), at least 8.
+        threads: decode threads (-t; None: llama.cpp's choice, the physical performance cores).
+        no_repack: load the weights as they are in the file (--no-repack).
+        warn: where warnings go (default: stderr).
+        n_batch, n_ubatch: llama.cpp's logical and physical batch sizes (-b, -ub).
+        n_gpu_layers, n_gpu_layers_draft: -ngl / -ngld ("all", a number, None: every layer where a GPU is).
+        use_mmap: map the files (None: unless the weights are repacked).
+        inspect_top: candidates recorded per verified position (--inspect-top, 0: off).
+        draft_policy: makes the draft-length policy of each run (auto k), or None.
+        spare_core: a core is free for the overlapped finishing (None: found out from the CPUs and placement).
+        head: "eagle3" or "mtp": load a head drafter (docs/eagle3-mtp.md).
+        sampling: "cpu", "graph" or "auto" (--sampling: where the row math runs; docs/lossless.md).
+        head_file: the head's own file beside a separate draft model.
+        head_in_every_run: the head reads the target's decodes in every run (False: only in runs that start
+            with it).
+
+    Raises:
+        SpectuiError: a missing or foreign file, vocabularies that cannot speculate together, a bad option.
+    """
 
     def __init__(
         self,
@@ -88,34 +112,28 @@ class Engine:
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,
         head_in_every_run: bool = True,
-        threads_draft: int | None = None, pin_pipeline: bool = False,
-        pipeline_threads: tuple[int, int] | None = None,
+        threads_draft: int | None = None, pin_pipeline: bool = False, pipeline_threads: tuple[int, int] | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
-        self.target = None
-        self.draft = None
-        self.head = None  # "eagle3" (the head's file) or "mtp" (the target's own layers): spec_heads.py, _heads
+        self.target = self.draft = None
+        self.head = self.head_file = None  # "eagle3" or "mtp" and its weights' file (spec_heads.py, _heads)
         self.head_in_every_run = bool(head_in_every_run)
-        self.head_file: str | None = None
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
+        self.abort = DecodeAbort()  # a run's stop ends the llama_decode in progress (abort.py)
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
         self.threads, self.threads_why = _threads(threads)
-        # -td (llama.cpp's --threads-draft), the pipelined passes' split, pinned apart or not (pipeline.py)
-        self.threads_draft, self.pipeline_threads, self.pipeline_cores = _draft_threads(self.threads, threads,
-                                                                                        threads_draft)
-        if pipeline_threads is not None:  # (target, draft) of pipelined passes, as given (a benchmark's split)
-            self.pipeline_threads = (_threads(pipeline_threads[0])[0], _threads(pipeline_threads[1], "-td")[0])
-        self.pin_pipeline, self._draft_thread = bool(pin_pipeline), DraftThread()
-        self.pipeline_choice = ""  # what --pipeline auto chose and why (commands.common.resolve_pipeline)
+        # -td, the draft thread and the pipelined passes' split (pipeline.py); what --pipeline auto chose and why
+        self.pipeline = _pipeline(self.threads, threads, threads_draft, pipeline_threads, pin_pipeline)
+        self.threads_draft, self.pipeline_choice = self.pipeline.threads[1], ""
         ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
         tpath = check_gguf_file(target_path, "target")
         dpath = check_gguf_file(draft_path, "draft") if draft_path else None
-        head_path, dpath = self._heads(head, head_file, tpath, dpath)
+        self.head, self.head_file, head_path, dpath = _heads(head, head_file, tpath, dpath)
         n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
                    n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
@@ -123,39 +141,18 @@ class Engine:
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
-        self._warn_pair(tpath, dpath)
+        if self.draft is not None and (msg := pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)):
+            self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
-        self._cursor, self._chat = TargetCursor(), _UNSET  # the target's accepted KV cells between runs; its template
-        for m in filter(None, (self.target, self.draft)):
-            m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
-        self.spare_core = self._find_spare_core(spare_core)
+        self._cursor, self._chat = TargetCursor(), _UNSET  # the target's KV cells between runs; its template (lazy)
+        for m in (self.target, self.draft):
+            if m is not None:
+                m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
+                self.abort.attach(llama(), m.ctx)
+        self.spare_core = _find_spare_core(spare_core, self.threads, self.target, self.draft)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
-
-    def _heads(self, head: str | None, head_file: str | None, tpath: str, dpath: str | None):
-        """(the head's file, the draft model's file), refused in one line before any weights load. ``head_file``:
-        the head's own file beside a separate draft model (``dpath``; the target itself for mtp); without it the
-        draft is the head (llama.cpp's -md). ``head_in_every_run`` False: the head reads the target's decodes
-        only in runs that start drafting with it (bench, sweep, race: each run keeps its drafter, and the
-        others pay nothing for the head); True: in every run, so a run may switch to it (the TUI's d)."""
-        if head is None:
-            return None, dpath
-        self.head = head
-        if head_file is not None:
-            path = check_head(head, tpath, check_gguf_file(head_file, "head"))
-        else:
-            path, dpath = check_head(head, tpath, dpath), None
-        self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
-        return path, dpath
-
-    def _warn_pair(self, tpath: str, dpath: str | None) -> None:
-        """The same file twice, a swapped pair, a draft not much smaller (pair.py): one warning that names it
-        (the same file is not also "not much smaller")."""
-        if self.draft is not None:
-            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
-            if msg:
-                self.warn(msg)
 
     def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
         """Every drafter this engine can switch to mid-run: none, ngram, the draft model, the head."""
@@ -170,12 +167,6 @@ class Engine:
                 raise
             drafters[head] = self._head
         return drafters
-
-    def _find_spare_core(self, spare_core: bool | None) -> bool:
-        """A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may
-        use more cores than the decode threads, or when no layer of either model runs on the CPU."""
-        on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
-        return _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
 
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
               n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,
@@ -226,8 +217,8 @@ class Engine:
         finishing = getattr(self, "_finishing", None)
         if finishing is not None:  # a pass still being finished reads the models' vocabularies: let it end first
             finishing.close()
-        if getattr(self, "_draft_thread", None) is not None:
-            self._draft_thread.close()
+        if getattr(self, "pipeline", None) is not None:
+            self.pipeline.thread.close()
         if getattr(self, "_head", None) is not None:  # the head's contexts read the target's: close them first
             self._head.head.close()
             self._head = None
@@ -247,7 +238,15 @@ class Engine:
         self.close()
 
     def measure_verify_ms(self, k: int, repeats: int = 3) -> float:
-        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only."""
+        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only.
+
+        Args:
+            k: draft tokens (the batch holds k + 1).
+            repeats: timed decodes.
+
+        Returns:
+            The median, in ms.
+        """
         if self.target is None:
             raise SpectuiError("the engine is closed")
         k = max(0, int(k))
@@ -295,9 +294,8 @@ class Engine:
                 been decided: a consumer that changes the settings in reaction to pass N's event then changes
                 pass N + 2 (without ``overlap``: pass N + 1). The faces and the headless runs, which never react
                 to a pass that way, ask for it.
-            pipeline_choice: what ``--pipeline auto`` chose and why, recorded in RunStarted. Whether a pass is
-                pipelined is ``Settings.pipeline`` (per pass, as every setting): on an engine with a draft model the
-                run is a ``pipelined.PipelinedPassLoop``, whose passes under it draft on the draft thread.
+            pipeline_choice: what ``--pipeline auto`` chose and why (RunStarted); with a draft model the run is a
+                ``pipelined.PipelinedPassLoop``, pipelining the passes under ``Settings.pipeline``.
 
         Returns:
             An iterator of RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last, also after a
@@ -327,18 +325,12 @@ class Engine:
         return RunParts(
             target=self.target, draft=self.draft, drafters=self._drafters, head_in_every_run=self.head_in_every_run,
             policy_factory=self.draft_policy, cursor=self._cursor, rows=self._prob_rows, texts=self._texts,
-            others=self._others, finishing=self._finishing, graph=self._graph, spare_core=self.spare_core,
+            others=self._others, finishing=self._finishing, abort=self.abort, graph=self._graph,
+            spare_core=self.spare_core,
             n_ctx=self.n_ctx, threads=self.threads, inspect_top=self.inspect_top, target_info=self.target_info,
             draft_info=self.draft_info, debug_hook=self.debug_hook,
-            pipeline=self._pipeline_setup(),
+            pipeline=self.pipeline if self._drafters.get("model") is not None else None,
         )
-
-    def _pipeline_setup(self) -> PipelineSetup | None:
-        """What pipelined passes use (RunParts.pipeline): None without a draft model."""
-        if self._drafters.get("model") is None:
-            return None
-        return PipelineSetup(self._draft_thread, (self.threads, self.threads_draft), self.pipeline_threads,
-                             self.pipeline_cores, self.pin_pipeline)
 
     @property
     def in_run(self) -> bool:
@@ -363,6 +355,35 @@ class Engine:
         return tpl.render(messages), tpl.label
 
 
+def _heads(head: str | None, head_file: str | None, tpath: str, dpath: str | None):
+    """(head, the head's weights' file, the head's file, the draft model's file), refused in one line before any
+    weights load. ``head_file``: the head's own file beside a separate draft model (``dpath``; the target itself
+    for mtp); without it the draft is the head (llama.cpp's -md). (``Engine(head_in_every_run=False)``: the head
+    reads the target's decodes only in runs that start drafting with it (bench, sweep, race: each run keeps its
+    drafter, and the others pay nothing for the head); True: in every run, so a run may switch to it (the TUI's
+    d).)"""
+    if head is None:
+        return None, None, None, dpath
+    if head_file is not None:
+        path = check_head(head, tpath, check_gguf_file(head_file, "head"))
+    else:
+        path, dpath = check_head(head, tpath, dpath), None
+    return head, path or tpath, path, dpath  # the head's weights come from the target itself for mtp
+
+
+def _find_spare_core(spare_core: bool | None, threads: int, target, draft) -> bool:
+    """A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may
+    use more cores than the decode threads, or when no layer of either model runs on the CPU."""
+    on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (target, draft))
+    return _spare_core(threads, on_cpu) if spare_core is None else bool(spare_core)
+
+
+def _pipeline(threads: int, given, threads_draft, split, pin: bool):
+    """The engine's pipeline.PipelineSetup: -td checked (default -t), the split as given or from the cores."""
+    td = _threads(threads_draft, "-td")[0] if threads_draft else None
+    return pipeline_setup(threads, given, td, split, pin, default_threads().threads)
+
+
 def _check_n_ctx(n_ctx) -> int:
     try:
         n_ctx = int(n_ctx)
@@ -371,14 +392,6 @@ def _check_n_ctx(n_ctx) -> int:
     if n_ctx < 8:
         raise SpectuiError(f"context size {n_ctx} is too small (at least 8 tokens)")
     return n_ctx
-
-
-def _draft_threads(threads: int, given, threads_draft) -> tuple[int, tuple[int, int], int]:
-    """(the draft's threads in sequential passes: -td, default -t; the (target, draft) split of pipelined
-    passes: pipeline.split_threads; the CPUs this process may use)."""
-    td = _threads(threads_draft, "-td")[0] if threads_draft else threads
-    split = split_threads(threads, threads_draft, bool(given), default_threads().threads)
-    return td, split, max(1, len(affinity()))
 
 
 def _threads(threads, flag: str = "-t") -> tuple[int, str]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from ..contract.events import ModelInfo
+from .abort import DecodeAborted
 from .devices import gpu_devices, is_lavapipe, supports_gpu_offload
 from .llama_lib import address, cpu_name, ftype_names, gil_held_lib, llama, model_meta, model_params
 from .preload import VOCAB_TYPES
@@ -90,7 +91,24 @@ def context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, off
 
 
 class LoadedModel:
-    """One model plus one llama_context (sequence 0 only) and a reusable batch."""
+    """One model plus one llama_context (sequence 0 only) and a reusable batch.
+
+    Args:
+        path: the GGUF file (checked: ``preload.check_gguf_file``).
+        role: "target", "draft" (or "head"): what messages call it.
+        n_ctx: the context's cells.
+        threads: decode threads.
+        use_extra_bufts: repack the weights for this CPU's kernels (False: --no-repack).
+        n_batch: the most tokens one decode takes (at most ``n_ctx``).
+        n_gpu_layers: layers offloaded (-1: all; 0 on a CPU-only build).
+        n_ubatch: the physical batch (default ``n_batch``).
+        use_mmap: map the file (None: unless the weights are repacked).
+        load_mtp: load the target's NextN / MTP blocks too (``Engine(head="mtp")``).
+        n_outputs_max_per_seq: output rows one decode may have with a backend sampler (0: ``n_batch``).
+
+    Raises:
+        SpectuiError: llama.cpp cannot load the file or make its context.
+    """
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
                  n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
@@ -220,8 +238,16 @@ class LoadedModel:
     def decode(self, tokens, pos0: int, logits: str = "last") -> int:
         """Decode ``tokens`` at positions pos0.. in one llama_decode (len <= n_batch).
 
-        ``logits``: "last" (only the last position), "all", or "none". Returns the number of logit rows.
-        Raises RuntimeError when llama.cpp fails (1: no KV slot, other: error).
+        Args:
+            tokens: the token ids.
+            pos0: the first token's position.
+            logits: "last" (only the last position), "all", or "none".
+
+        Returns:
+            The number of logit rows (``logits_rows`` reads them until the next decode).
+
+        Raises:
+            RuntimeError: llama.cpp failed (1: no KV slot, other: error).
         """
         n = len(tokens)
         b = self.batch
@@ -251,6 +277,8 @@ class LoadedModel:
         if gate is not None:
             gate.clear()
         self.n_decodes += 1
+        if rc == 2:  # the engine's DecodeAbort stopped it (a stop asked mid-pass: spectui.engine.abort)
+            raise DecodeAborted(self.role)
         if rc != 0:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"

@@ -2,9 +2,9 @@
 
 ``Engine.run`` makes a ``RunRequest`` (what this run was asked for) and takes a ``RunParts`` (``Engine.parts()``:
 everything loaded that the run works with: the models, the drafters, the KV cursor, the reused buffers, the
-finishing thread, the draft-length policy's factory) and hands both to a pass loop (``passes.PassLoop``). A pass
-loop reads nothing else of the engine: the parts are the declared seam between loading (loop.py) and running
-(passes.py, eventmaker.py, finisher.py).
+finishing thread, the decode's abort, the draft-length policy's factory) and hands both to a pass loop
+(``passes.PassLoop``). A pass loop reads nothing else of the engine: the parts are the declared seam between
+loading (loop.py) and running (passes.py, eventmaker.py, finisher.py).
 
 A second pass-loop strategy (one that, for instance, drafts block n + 1 on its own thread while the target
 verifies block n) is made from the same two objects: it subclasses ``PassLoop``, keeps its frame (RunStarted, the
@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import MachineProbe, ModelInfo
+from .abort import DecodeAbort
 from .cpu import OthersCpu
 from .drafters import Drafter, HeadDrafter
 from .finisher import FinishingThread
@@ -140,6 +141,7 @@ class RunParts:
         texts: token id -> its text, filled by the inspector's candidates (kept between runs).
         others: other processes' CPU on this process's cores, sampled once per pass.
         finishing: the engine's finishing thread (``Engine.run(overlap=True)``).
+        abort: ends the llama_decode in progress when the run's control stops (abort.py).
         graph: the graph path's chains (``--sampling graph``), or None.
         spare_core: a core is left free by the decode (overlap is allowed).
         n_ctx: the context the run may fill (the user's -c, at most what llama.cpp made).
@@ -162,6 +164,7 @@ class RunParts:
     texts: dict[int, str]
     others: OthersCpu
     finishing: FinishingThread
+    abort: DecodeAbort
     graph: GraphRun | None
     spare_core: bool
     n_ctx: int

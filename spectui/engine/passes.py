@@ -24,6 +24,7 @@ from ..contract import events as E
 from ..contract.draft_length import clamp_draft_length
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, PassEvent, RunEnded, Settings
+from .abort import DecodeAborted
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
 from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
@@ -79,6 +80,11 @@ def cap_k(k_want: int, n_past: int, n_emitted: int, n_ctx: int, n_batch: int, n_
     if n_predict > 0:
         k = min(k, n_predict - n_emitted - 1)
     return max(0, k)
+
+
+def limits(s: Settings, k: int, inspect_top: int, defer: bool) -> DraftLimits:
+    """How far a pass under ``s`` drafts (k, --draft-p-min / --draft-min, the inspector's top-N, deferred)."""
+    return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer)
 
 
 def _verify_record(index: int, g: Generation, rows: np.ndarray, ids: list[int], prop: Proposal | None, v,
@@ -138,19 +144,22 @@ class PassLoop:
         self.fin = Finisher(parts.finishing, maker, self.may_overlap)
         self.t0 = time.perf_counter()
         self.cursor.in_run = True
+        aborting = parts.abort.watching(self.control)  # a stop ends the decode in progress (abort.py)
+        aborting.__enter__()
         try:
             for ev in self._body():
                 yield self._observe(ev)
         except GeneratorExit:  # the consumer let go: passes still being finished end before anything else runs
             self.fin.settle()
             raise
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, DecodeAborted):  # DecodeAborted: the pass it cut is never an event
             st.reason = E.STOP_USER
         except SpectuiError as exc:
             st.reason, st.error = E.STOP_ERROR, str(exc)
         except Exception as exc:  # noqa: BLE001 - any engine failure ends the run with its message
             st.reason, st.error = E.STOP_ERROR, _described(exc)
         finally:
+            aborting.__exit__(None, None, None)
             if self.run_id == self.cursor.run_id:
                 self.cursor.in_run = False
                 if self.graph is not None:  # the graph path's chains come off with the run
@@ -319,12 +328,9 @@ class PassLoop:
     def _draft(self, g: Generation, s: Settings, k: int, drafter: Drafter) -> tuple[Proposal | None, float]:
         """``drafter``'s proposal of at most k tokens after ``g.tokens`` (None for k = 0) and its ms."""
         t_d = time.perf_counter()
-        prop = drafter.propose(g.tokens, self._limits(s, k), s.temperature, g.rng) if k > 0 else None
+        lim = limits(s, k, self.parts.inspect_top, self.fin.overlap)
+        prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
         return prop, (time.perf_counter() - t_d) * 1000.0
-
-    def _limits(self, s: Settings, k: int) -> DraftLimits:
-        """How far a pass under ``s`` drafts (k, --draft-p-min / --draft-min, the inspector's top-N, deferred)."""
-        return DraftLimits(k, s.draft_p_min, s.draft_min, self.parts.inspect_top, defer=self.fin.overlap)
 
     def _verify_and_decide(self, g: Generation, s: Settings, k: int, index: int, tp: float, drafter: Drafter,
                            prop: Proposal | None, draft_ms: float) -> tuple[PassWork, str | None]:
@@ -381,9 +387,7 @@ class PassLoop:
 
     def _settle(self, drafter: Drafter, prop: Proposal | None, v, stop: str | None, span: tuple[float, float]):
         """After the verdict the drafter drops its rejected positions; returns a strategy's record of it, or None."""
-        if prop is not None:
-            drafter.accept(v.n_accepted)
-        return None
+        return None if prop is None else drafter.accept(v.n_accepted)
 
     def _advance(self, g: Generation, ids: list[int], n_acc: int, tok: int, n_out: int) -> None:
         """Roll back (the target keeps [last, accepted drafts]), the accepted tokens in, the run's counters."""

@@ -106,6 +106,19 @@ class PipelineSetup:
     pin: bool = False
 
 
+def pipeline_setup(threads: int, given, threads_draft: int | None, split: tuple[int, int] | None, pin: bool,
+                   cores: int) -> PipelineSetup:
+    """An engine's PipelineSetup: the sequential threads (-t; -td, default -t), the split (as given, or
+    ``split_threads`` over the ``cores`` the engine's default thread count says this process may use) and a draft
+    thread (started on the first pipelined pass)."""
+    if split is not None:
+        split = (max(1, int(split[0])), max(1, int(split[1])))
+    else:
+        split = split_threads(threads, threads_draft, bool(given), cores)
+    n_cpus = max(1, len(affinity() or ())) if affinity() else cores
+    return PipelineSetup(DraftThread(), (threads, threads_draft or threads), split, n_cpus, bool(pin))
+
+
 class DraftThread:
     """The engine's draft thread: one worker for the draft model's decodes in pipelined passes, started on the
     first, pinned to ``cores`` when they are set (``os.sched_setaffinity`` on its native id)."""

@@ -23,7 +23,7 @@ from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_NONE, SPE
 from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
 from .generation import Generation
 from .parts import RunParts, RunRequest
-from .passes import PassLoop, cap_k
+from .passes import PassLoop, cap_k, limits
 from .pipeline import SWITCH_INTERVAL_S, Block, PipeWork, affinity, draft_block, overlap_ms, pin
 
 
@@ -77,7 +77,7 @@ class PipelinedPassLoop(PassLoop):
             self.work = PipeWork(thrown=thrown, thrown_why=why) if thrown else None
             return super()._draft(g, s, k, drafter)
         t_d = time.perf_counter()
-        b = self._block(g, s, self._limits(s, k))
+        b = self._block(g, s, limits(s, k, self.parts.inspect_top, self.fin.overlap))
         b.wait(b.drafts_ready)
         self.block = b
         self.work = PipeWork(overlapped=b.given, thrown=thrown, thrown_why=why, draft_busy_ms=b.busy_s * 1000.0)

@@ -11,6 +11,7 @@ import uuid
 import numpy as np
 
 from ..contract.events import RunStarted, Settings
+from .abort import DecodeAborted
 from .models import LoadedModel
 from .parts import RunParts, RunRequest
 from .verify import logsumexp, sample, softmax
@@ -98,8 +99,11 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
         The run's ``RunStarted``.
     """
     calib_tok = prompt_tokens[0] if prompt_tokens else 0
-    target_ms = single_decode_ms(parts.target, calib_tok, 0)
-    draft_ms = single_decode_ms(parts.draft, calib_tok, 0) if parts.draft is not None else 0.0
+    try:
+        target_ms = single_decode_ms(parts.target, calib_tok, 0)
+        draft_ms = single_decode_ms(parts.draft, calib_tok, 0) if parts.draft is not None else 0.0
+    except DecodeAborted:  # stopped while calibrating: the run starts stopped (no pass; nothing measured)
+        target_ms = draft_ms = 0.0
     return RunStarted(
         run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=parts.target_info, draft=parts.draft_info,
         prompt=request.prompt, prompt_tokens=len(prompt_tokens), n_predict=request.n_predict, n_ctx=parts.n_ctx,

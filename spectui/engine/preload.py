@@ -13,6 +13,7 @@ from typing import Callable
 import psutil
 
 from ..contract.errors import SpectuiError
+from ..contract.outputs import missing
 from .devices import Device, gpu_devices
 from .llama_lib import llama, model_meta, model_params
 
@@ -28,7 +29,9 @@ def check_gguf_file(path: str, role: str = "model") -> str:
     """Raise SpectuiError (one line) unless ``path`` is a readable GGUF file; return the absolute path."""
     p = os.path.abspath(os.path.expanduser(str(path)))
     if not os.path.exists(p):
-        raise SpectuiError(f"{role} file not found: {path}")
+        why = missing(p)  # a loop of symbolic links is not "not found"
+        raise SpectuiError(f"{role} file not found: {path}" if why == "file not found" else
+                           f"{role} file {path}: {why}")
     if os.path.isdir(p):
         raise SpectuiError(f"{role} path is a directory, not a GGUF file: {path}")
     try:

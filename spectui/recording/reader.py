@@ -13,7 +13,7 @@ import warnings
 import zlib
 from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
 
-from ..contract.event_json import EventFormatError, from_dict
+from ..contract.event_json import EventFormatError, NonFinite, NumberTooLong, from_dict, loads_line
 from ..contract.events import Event, PassEvent
 from .schema import GZIP_MAGIC, SCHEMA, SUPPORTED_VERSIONS, TraceError, TraceWarning, versions_read
 
@@ -148,13 +148,6 @@ def gzip_lines(fh: IO[bytes], path: str = "trace") -> Iterator[bytes]:
         yield from _split_lines(path, _gzip_blocks(fh))
 
 
-class _NonFinite:
-    """What ``json.loads`` makes of NaN / Infinity / -Infinity in a trace (then named and read as 0)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
 def _parse_header(first: bytes | None, path: str) -> dict[str, Any]:
     if isinstance(first, Damage):
         raise TraceError(f"{path}: gzip file with {first}, not a readable trace ({versions_read()})")
@@ -239,10 +232,8 @@ class TraceReader:
             else:
                 problem = ""
                 try:
-                    if b"NaN" in line or b"Infinity" in line:  # JSON's extensions, never written by spectui
-                        ev = from_dict(self._finite(json.loads(line.decode("utf-8"), parse_constant=_NonFinite)))
-                    else:
-                        ev = from_dict(json.loads(line.decode("utf-8")))
+                    obj, checked = loads_line(line)  # NaN, Infinity, 1e400: named and read as 0
+                    ev = from_dict(self._finite(obj) if checked else obj)
                     if type(ev) is PassEvent:
                         t = ev.timing
                         if t.wall_ms < 0 or t.verify_ms < 0 or t.draft_ms < 0 or t.other_ms < 0 or t.t_end < 0:
@@ -251,6 +242,8 @@ class TraceReader:
                     problem = "not UTF-8"
                 except EventFormatError as exc:
                     problem = f"not an event ({str(exc)[:160]})"
+                except NumberTooLong as exc:
+                    problem = str(exc)
                 except (ValueError, RecursionError):
                     problem = "truncated line" if not line.endswith(b"\n") else "not JSON"
             if not problem:
@@ -291,8 +284,8 @@ class TraceReader:
                    "it occurs again)")
 
     def _finite(self, obj: Any, where: str = "") -> Any:
-        """A parsed line with each NaN / Infinity (a _NonFinite) replaced by 0.0 and named in a warning."""
-        if isinstance(obj, _NonFinite):
+        """A parsed line with each NaN / Infinity / 1e400 (a NonFinite) replaced by 0.0 and named in a warning."""
+        if isinstance(obj, NonFinite):
             self._value_warning(where or "a value", f"{obj.text} (not a number a run records)")
             return 0.0
         if isinstance(obj, dict):
@@ -322,11 +315,19 @@ class TraceReader:
 def iter_trace(
     path: str | os.PathLike, on_warning: Callable[[str], None] | None = None
 ) -> tuple[dict[str, Any], TraceReader]:
-    """Open a trace: returns its header (checked now) and a streaming iterator over its events.
+    """Open a trace: its header (checked now) and a streaming iterator over its events.
 
-    Raises :class:`TraceError` for a file that is not a readable trace. Warnings (a damaged last line)
-    go to ``on_warning`` when given, else to :mod:`warnings` as :class:`TraceWarning`; the iterator's
-    ``warnings`` list keeps them either way.
+    Args:
+        path: the trace (plain or gzip).
+        on_warning: called with each warning (a damaged last line); None: :mod:`warnings`, as
+            :class:`TraceWarning`. The iterator's ``warnings`` list keeps them either way.
+
+    Returns:
+        (the header, a ``TraceReader`` over the events: one at a time, in flat memory).
+
+    Raises:
+        TraceError: a file that is not a readable trace (``TraceLimitError``: past a limit); the iterator raises
+            it for a broken middle, after every event before it.
     """
     p = os.fspath(path)
     lines = _open_lines(p)
@@ -346,7 +347,18 @@ class Trace(NamedTuple):
 
 
 def read_trace(path: str | os.PathLike, on_warning: Callable[[str], None] | None = None) -> Trace:
-    """Read a whole (small) trace into memory: header, events and warnings."""
+    """Read a whole (small) trace into memory.
+
+    Args:
+        path: the trace (plain or gzip).
+        on_warning: called with each warning (default: none; they are in the result either way).
+
+    Returns:
+        ``Trace(header, events, warnings)``.
+
+    Raises:
+        TraceError: not a readable trace, or a broken middle.
+    """
     header, reader = iter_trace(path, on_warning=on_warning if on_warning is not None else (lambda m: None))
     events = list(reader)
     return Trace(header, events, reader.warnings)

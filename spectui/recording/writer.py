@@ -20,20 +20,26 @@ from .schema import TraceError, json_line, make_header
 
 
 class TraceWriter:
-    """Writes events as JSON Lines, flushed after every event (``flush_each=False`` for bulk writes).
+    """Writes events as JSON Lines, flushed after every event. The header is written when the RunStarted (or
+    AttachStarted) event arrives (it is made from it); if the first event is something else, a header without
+    run information is written first. Thread-safe: a UI thread may call :meth:`save_to` while the engine
+    thread writes. With ``gate`` set (``Engine.decoding``), a background line waits (at most 50 ms) for a
+    decode to be running.
 
-    ``path=None`` keeps the trace in an anonymous temporary file (flat memory), for a TUI that was
-    started without ``--record`` but may still save the trace with its key (:meth:`save_to`).
-    The header is written when the RunStarted (or AttachStarted) event arrives (it is made from it); if
-    the first event is something else, a header without run information is written first. Thread-safe: a UI thread
-    may call :meth:`save_to` while the engine thread writes.
+    Args:
+        path: the trace file (``.gz``: gzip), created at the first event; None: an anonymous temporary file
+            (flat memory), for a TUI started without ``--record`` that may still save the trace (:meth:`save_to`).
+        header_extra: more header fields (the command's own).
+        flush_each: flush after every event (False for bulk writes).
+        inputs: the command's input files: the trace never goes over one (nor over the models it records).
+        force: replace an existing file that is not a spectui trace.
+        background: one writer thread encodes, writes and flushes each line (a SIGKILL still leaves every
+            written line complete; events still queued then are lost); :meth:`write` only queues, and
+            :meth:`flush`, :meth:`save_to` and :meth:`close` first wait for the queue to drain; a write error is
+            raised by the next call. Worth it where a spare core exists.
 
-    ``background=True`` moves the JSON encoding and the writes off the caller's thread: :meth:`write` only
-    queues the event, one writer thread encodes, writes and flushes each line as before (so a SIGKILL still
-    leaves every written line complete; events still queued at that instant are lost); :meth:`flush`,
-    :meth:`save_to` and :meth:`close` first wait for the queue to drain. A write error is raised by the
-    next call. Worth it where a spare core exists (the engine thread then never encodes JSON). With
-    ``gate`` set (``Engine.decoding``), each line waits (at most 50 ms) for a decode to be running.
+    Raises:
+        TraceError: ``path`` is an input, or an existing file that is not a trace (without ``force``).
     """
 
     def __init__(
@@ -113,6 +119,11 @@ class TraceWriter:
         self._out.write(line.encode("utf-8"))
 
     def write(self, event: Event) -> None:
+        """Write one event (background: queue it).
+
+        Raises:
+            TraceError: the trace cannot be written (a full disk: one line), or it is closed.
+        """
         if self._thread is not None:
             if self._error is not None:
                 self._told = True
@@ -205,9 +216,15 @@ class TraceWriter:
     def save_to(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (),
                 force: bool = False) -> int:
         """Write everything recorded so far to ``path`` (atomically, through spectui.contract.outputs: never over an
-        input or a file that is not a trace; gzip if it ends in .gz).
+        input or a file that is not a trace; gzip if it ends in .gz). The recording itself goes on.
 
-        Returns the number of events saved. The recording itself goes on.
+        Args:
+            path: where to save.
+            inputs: files the copy must not go over (the recording's own path is one).
+            force: replace an existing file that is not a spectui trace.
+
+        Returns:
+            The number of events saved.
         """
         dest = os.fspath(path)
         self._wait_written()
@@ -304,7 +321,16 @@ _STOP = object()  # the background writer's end-of-queue marker
 
 
 def write_trace(path: str | os.PathLike, events: Iterable[Event], header_extra: dict[str, Any] | None = None) -> int:
-    """Write a whole event sequence to ``path``; returns the number of events written."""
+    """Write a whole event sequence to ``path`` (a header alone for no event).
+
+    Args:
+        path: the trace file (``.gz``: gzip).
+        events: the events, in order.
+        header_extra: more header fields.
+
+    Returns:
+        The number of events written.
+    """
     w = TraceWriter(path, header_extra, flush_each=False)
     try:
         for ev in events:

@@ -25,7 +25,6 @@ text there.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
 from ..contract.events import (
@@ -43,6 +42,7 @@ from ..contract.events import (
     Inspection,
     PassEvent,
 )
+from ..contract.text import MAX_ZERO_WIDTH_RUN, cut, pad, visible_cells
 from .heads import drafted_by, pass_heads
 
 NO_DATA = "no inspector data for this pass (recorded with --inspect-top 0, or a trace older than version 3)"
@@ -102,25 +102,13 @@ class InspectorView:
     notes: tuple[str, ...] = ()
 
 
-def cells(s: str) -> int:
-    """Terminal cells ``s`` takes: wide and full-width characters (CJK, full-width punctuation) take two."""
-    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in s)
-
-
-def pad(s: str, width: int) -> str:
-    """``s`` padded with spaces to ``width`` terminal cells."""
-    return s + " " * max(0, width - cells(s))
-
-
 def show(text: str, width: int = 14) -> str:
-    """A token's text as the inspector prints it: quoted, control characters escaped, cut to ``width``
-    terminal cells."""
-    s = repr(text)
-    if cells(s) > width:
-        while s and cells(s) > width - 1:
-            s = s[:-1]
-        s += "…"
-    return s
+    """A token's text as the inspector prints it: quoted, control characters escaped (``repr``, then the cell
+    faces' rule), cut to ``width`` terminal cells. One pass over at most the start that can show: a 1 MB token
+    costs what 14 cells do."""
+    limit = (width + 2) * (MAX_ZERO_WIDTH_RUN + 1)  # more code points than ``width`` cells can show
+    s = repr(text) if len(text) <= limit else repr(text[:limit])[:-1]  # the cut below drops the end anyway
+    return cut(visible_cells(s), width)
 
 
 def _mark(cands: tuple[Candidate, ...], drafted: int | None, chosen: int | None) -> tuple[Marked, ...]:
@@ -276,7 +264,7 @@ def render_view(v: InspectorView, width: int = 80) -> list[str]:
     kind = "draft" if s.is_draft else "target token"
     head = f"pass {s.pass_index} · {kind} {s.slot + 1 if s.is_draft else ''}".rstrip()
     head += f" · {show(s.text, 24)} (id {s.id}) · {s.verdict}"
-    lines = [head[:width]]
+    lines = [cut(head, width)]
     nums = []
     if v.q >= 0:
         nums.append(f"draft q(x) {v.q:.3f}")

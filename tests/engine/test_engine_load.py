@@ -43,7 +43,7 @@ def test_vocab_size_mismatch(make, tiny_target, tiny_model):
 
 def test_special_token_mismatch(make, tiny_target, tiny_model):
     # llama.cpp's rule compares the BOS/EOS settings (added or not, and the id when added), not the texts
-    # of ids below 5 (tests/test_real_pairs.py: such a pair is accepted)
+    # of ids below 5 (tests/engine/test_real_pairs.py: such a pair is accepted)
     other = tiny_model("nobos.gguf", add_bos=False)
     with pytest.raises(SpectuiError) as e:
         make(tiny_target, other)

@@ -108,7 +108,7 @@ def test_text_fits_its_width_except_long_notes(width):
 
 def test_wide_characters_keep_the_columns_aligned():
     """A full-width token (Qwen has many) takes two terminal cells: the columns after it stay aligned."""
-    from spectui.views.inspector_model import cells
+    from spectui.contract.text import cells
 
     ev = sampled_pass()
     ins = ev.inspect[0]

@@ -17,9 +17,10 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...contract.events import DRAFT_STOP_P_MIN
+from ...contract.text import token_cell
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
-from .panel import GLYPH, Panel, clip, fmt_ms
+from .panel import GLYPH, Panel, fmt_ms
 from ...views.state import PassView
 
 TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"
@@ -70,7 +71,7 @@ class PassRibbon(Panel):
             t.append(GLYPH[shown], st[shown] + CURSOR if on else st[shown])
             if detailed:
                 t.append(f"{i + 1}:", st["dim"] + CURSOR if on else st["dim"])
-                t.append(clip(txt.replace("\n", "⏎"), cell), st[shown] + CURSOR if on else st[shown])
+                t.append(token_cell(txt, cell), st[shown] + CURSOR if on else st[shown])
             hits.append((x0, t.cell_len, i))
             if detailed:
                 t.append(" ")
@@ -88,7 +89,7 @@ class PassRibbon(Panel):
             style = st.get(kind) or st["plain"]
             t.append(GLYPH.get(kind, "○"), style + CURSOR if on else style)
             if detailed:
-                t.append(clip(txt.replace("\n", "⏎"), 10), style + CURSOR if on else style)
+                t.append(token_cell(txt, 10), style + CURSOR if on else style)
             hits.append((x0, t.cell_len, len(p.drafts)))
             if detailed:
                 t.append(f" {kind}", st["dim"])
@@ -96,7 +97,7 @@ class PassRibbon(Panel):
         if p.thrown:
             t.append(f"  {THROWN}{len(p.thrown)}", st["discarded"])
             if detailed:
-                shown = " ".join(clip(x.replace("\n", "⏎"), 8) for x in p.thrown[:6])
+                shown = " ".join(token_cell(x, 8) for x in p.thrown[:6])
                 t.append(f" {shown} ({WHY_SHORT.get(p.thrown_why, p.thrown_why)})", st["dim"])
         t.truncate(width, overflow="ellipsis")
         return t, tuple(hits)

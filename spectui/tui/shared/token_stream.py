@@ -11,8 +11,25 @@ from __future__ import annotations
 from rich.text import Text
 from textual.strip import Strip
 
+from ...contract.text import tame
 from ...views.animation import PENDING, SETTLED
 from .panel import GLYPH, Panel
+
+
+def visible_tail(pieces: list[tuple[str, object]], budget: int) -> list[tuple[str, object]]:
+    """The pieces' last ``budget`` code points (more than the rows can show: each takes a cell, but the
+    zero-width ones, which ``tame`` bounds) made visible for the cells (``contract.text.tame``): a 1 MB token
+    costs what its tail costs, not a wrap of all of it."""
+    kept: list[tuple[str, object]] = []
+    for txt, style in reversed(pieces):
+        if budget <= 0:
+            break
+        if len(txt) > budget:
+            txt = txt[-budget:]
+        budget -= len(txt)
+        kept.append((tame(txt), style))
+    kept.reverse()
+    return kept
 
 
 class TokenStream(Panel):
@@ -87,7 +104,7 @@ class TokenStream(Panel):
                     out.append((txt or "∅", st["rejected" if verdict == "rejected" else "discarded"]))
                 for txt, kind in tail[n_acc:]:
                     out.append((txt, st.get(kind)))
-        return out
+        return visible_tail(out, (rows + 2) * max(1, width))
 
     def visible_body(self, st, width: int, n_text: int) -> Text:
         """The stream's text for ``n_text`` rows (the prompt while no token has come yet)."""
