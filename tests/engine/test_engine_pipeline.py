@@ -384,3 +384,20 @@ def target_laws(path, prompt_ids, prefixes):
 def pit(p: np.ndarray, x: int, v: np.random.Generator) -> float:
     """F(x - 1) + V p(x), V uniform: uniform on [0, 1) when x ~ p (the randomized probability integral transform)."""
     return float(p[:x].sum() + v.random() * p[x])
+
+
+def test_a_stop_ends_a_pipelined_run_and_the_next_run_starts_clean(engine):
+    """A stop between passes (q, a signal) while the draft thread drafts ahead: the run ends 'stopped' with every
+    decided pass delivered, the draft thread is idle (the engine's decode abort ends its decode in progress), the
+    contexts have their sequential threads back, and the next run records what a fresh sequential run does."""
+    def on_pass(control, ev):
+        if ev.index == 4:
+            control.stop()
+
+    s = Settings(draft_max=3, drafter="model", pipeline=True)
+    stopped = run(engine, s, 200, on_pass=on_pass)
+    assert stopped[-1].reason == "stopped" and [p.index for p in passes(stopped)][-1] >= 4
+    assert engine.target.threads == 1 and engine.draft.threads == 1
+    after = run(engine, s, 40)
+    seq = run(engine, dataclasses.replace(s, pipeline=False), 40)
+    assert emitted_ids(after) == emitted_ids(seq) and after[-1].reason == "n_predict"
