@@ -31,9 +31,9 @@ from spectui.engine.pipeline import PositionDraws, split_threads
 from spectui.engine.verify import softmax
 
 from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
+from test_engine_overlap import PROMPT, run
 from test_engine_sampling import chi2_check
 
-PROMPT = "the hash map handles collisions by chaining entries"
 MEASURED = ("timing", "others_cpu", "t", "wall_s", "run_id", "started_at", "target_decode_ms", "draft_decode_ms",
             "pipeline", "load_s")
 DRAFT_CLOSE = 1e-3  # the draft's probabilities (q): its kernels' noise, carried on by its KV (see above)
@@ -74,16 +74,6 @@ def assert_same_record(a, b, path="event"):
             assert_same_record(x, y, f"{path}[{i}]")
     else:
         assert a == b, f"{path}: {a!r} != {b!r}"
-
-
-def run(engine, settings, n, prompt=PROMPT, on_pass=None, overlap=False):
-    control = RunControl(settings)
-    out = []
-    for ev in engine.run(prompt, control, n, overlap=overlap):
-        out.append(ev)
-        if on_pass is not None and isinstance(ev, PassEvent):
-            on_pass(control, ev)
-    return out
 
 
 def passes(events):
