@@ -10,6 +10,7 @@ tokens a pass threw away.
 from __future__ import annotations
 
 from ..analysis.stats import PipelineStats
+from ..contract.text import visible_cells
 from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_REJECTED, RunStarted
 
 OVERLAPPED = "⇉"  # this pass's drafts were drafted while the previous pass was verified
@@ -23,6 +24,25 @@ WHY_SHORT = {SPEC_REJECTED: "rejected", SPEC_GUESS: "guess missed", SPEC_CHANGED
 
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def pass_text(info) -> str:
+    """One pipelined pass in words (``replay --explain``): where its drafts came from, its guess, what it threw
+    away and why, the draft thread's time beside the loop's wait ("" for a sequential pass)."""
+    if info is None:
+        return ""
+    where = ("drafted during the previous pass's verify (a hit)" if info.overlapped
+             else "drafted afresh on the draft thread")
+    out = [f"pipelined: drafts {where}; the draft thread drafted {info.draft_busy_ms:.1f} ms for them"]
+    if info.hit:
+        out.append("every draft held and the target's token was the guess: the next drafts were drafted meanwhile")
+    if info.thrown:
+        texts = " ".join(visible_cells(t.text, one_line=True) for t in info.thrown[:8])
+        out.append(f"threw away {len(info.thrown)} speculative tokens ({WHY.get(info.thrown_why, info.thrown_why)}):"
+                   f" {texts}")
+    out.append(f"overlap with the verify {info.overlap_ms:.1f} ms; waited {info.cut_wait_ms:.1f} ms for the draft "
+               "thread to stop")
+    return " · ".join(out)
 
 
 def split_text(start: RunStarted | None) -> str:
