@@ -366,16 +366,30 @@ def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
 
 def cached_or_measure(engine, *, max_seqs: int, ks, repeats: int, refresh: bool = False,
                       directory: Path | None = None, warn: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> BatchCurve:
+                      progress: Callable[[str], None] | None = None,
+                      now_quiet: Callable[[int], bool] | None = None) -> BatchCurve:
+    """The batched curve from the cache, or measured now (and stored); a curve cached while the machine was busy
+    is measured again once it is quiet (``now_quiet(threads)``, default ``quiet_now``), as the probe's is."""
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = batched_cache_key(engine, max_seqs, ks, repeats)
     path = cache_path(name, directory)
     res = None if refresh else BatchCurve.load_or_warn(path, key, warn)
+    if res is not None and not res.quiet and (now_quiet or quiet_now)(res.threads):
+        warn("the cached batched curve was measured while the machine was busy; it is quiet now: measuring again")
+        res = None
     if res is None:
         res = measure_curve(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, progress=progress)
         models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
         res = res.store(key, path, models)
     return res
+
+
+def quiet_now(threads: int) -> bool:
+    """Whether the machine is quiet at this moment: the probe's rule (the 1-min load average at most threads +
+    QUIET_LOAD_MARGIN)."""
+    from .machine import QUIET_LOAD_MARGIN  # noqa: PLC0415
+
+    return load_average()[0] <= threads + QUIET_LOAD_MARGIN
 
 
 # ---------------------------------------------------------------- text

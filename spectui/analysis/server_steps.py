@@ -31,7 +31,8 @@ Costs of a micro-batch of T tokens, o of them with logits: ``chunk(T) + excess(o
 the batched curve's B x n step (o = T = B n) minus the chunk of the same T. A decode or verify micro-batch the
 curve measured is priced exactly at its point. The draft model's evaluation of a batch costs its own
 ``chunk(T)``; a draft step of s slots its ``draft(s)`` from the curve. Between measured sizes the costs are
-interpolated linearly (beyond the largest, along the last two points).
+interpolated linearly (beyond the largest, along the last two points); a measured cost is taken as at most
+what any larger size cost (``monotone``: a busy machine only slows a sample).
 
 The acceptance is the level's own, as the decode-only prediction takes it: the rate whose Leviathan expectation
 is the level's tokens a drafted pass, and (prompt lookup) the share of passes that drafted. Expected values, no
@@ -99,6 +100,12 @@ class StepCosts(CachedRecord):
         if any(not (x > 0) for x in (*self.target_chunk_ms, *self.draft_chunk_ms)) or not self.sample_ms >= 0:
             raise ValueError("times must be positive")
 
+    @property
+    def quiet(self) -> bool:
+        from .machine import quiet_machine  # noqa: PLC0415
+
+        return quiet_machine(-1.0, self.loadavg, self.threads)  # the load average: no other cores sampled
+
     def to_dict(self) -> dict:
         d = asdict(self)
         for k in ("chunks", "target_chunk_ms", "draft_chunk_ms", "loadavg"):
@@ -132,6 +139,18 @@ def interp(points: Sequence[tuple[float, float]], x: float) -> float:
     return max(0.0, y)
 
 
+def monotone(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A cost that cannot fall as the work grows, read from measurements that a busy machine only slows: each
+    point at most what any larger size cost (the running minimum from the largest), so one slowed sample
+    does not make a small step dearer than a large one."""
+    out: list[tuple[float, float]] = []
+    low = float("inf")
+    for x, y in sorted(points, reverse=True):
+        low = min(low, y)
+        out.append((x, low))
+    return out[::-1]
+
+
 @dataclass(frozen=True)
 class MicroBatch:
     seqs: int  # sequences in it
@@ -146,22 +165,22 @@ class ServerCosts:
         self.curve = curve
         self.steps = steps
         # chunk(T): a 1-token decode is the first point (one row of logits, like a chunk's last)
-        self._chunk_t = [(1.0, curve.plain(1))] + [(float(c), ms) for c, ms in zip(steps.chunks, steps.target_chunk_ms)
-                                                  if c > 1]
-        self._chunk_d = ([(1.0, curve.draft_step(1))] + [(float(c), ms) for c, ms in
-                                                         zip(steps.chunks, steps.draft_chunk_ms) if c > 1]
-                         if curve.has_draft and steps.draft_chunk_ms else [])
+        self._chunk_t = monotone([(1.0, curve.plain(1))] + [(float(c), ms) for c, ms in
+                                                            zip(steps.chunks, steps.target_chunk_ms) if c > 1])
+        self._chunk_d = monotone([(1.0, curve.draft_step(1))] + [(float(c), ms) for c, ms in
+                                                                 zip(steps.chunks, steps.draft_chunk_ms) if c > 1]
+                                 ) if curve.has_draft and steps.draft_chunk_ms else []
         ex: dict[int, list[float]] = {}
         uniform: dict[tuple[int, int], float] = {}
-        for i, b in enumerate(curve.seqs):
-            uniform[(b, 1)] = curve.plain_ms[i]
-            for k in curve.ks:
-                uniform[(b, k + 1)] = curve.verify_ms[k][i]
+        rows = {1: list(curve.plain_ms)} | {k + 1: list(curve.verify_ms[k]) for k in curve.ks}
+        for n, row in rows.items():
+            for b, ms in monotone(list(zip(map(float, curve.seqs), row))):
+                uniform[(int(b), n)] = ms
         for (b, n), ms in uniform.items():
             ex.setdefault(b * n, []).append(ms - interp(self._chunk_t, b * n))
         self._excess = [(1.0, 0.0)] + sorted((float(o), max(0.0, sum(v) / len(v))) for o, v in ex.items() if o > 1)
         self._uniform = uniform
-        self._draft_gen = [(float(b), curve.draft_step(b)) for b in curve.seqs] if curve.has_draft else []
+        self._draft_gen = monotone([(float(b), curve.draft_step(b)) for b in curve.seqs]) if curve.has_draft else []
 
     @property
     def has_draft(self) -> bool:
@@ -499,11 +518,19 @@ def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
 
 def cached_or_measure(engine, *, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> StepCosts:
+                      progress: Callable[[str], None] | None = None,
+                      now_quiet: Callable[[int], bool] | None = None) -> StepCosts:
+    """The step costs from the cache, or measured now (and stored); measured again once the machine is quiet
+    when they were cached busy (as the batched curve)."""
+    from .batch_knee import quiet_now  # noqa: PLC0415 - the probe's rule, once
+
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = steps_cache_key(engine, repeats)
     path = cache_path(name, directory)
     res = None if refresh else StepCosts.load_or_warn(path, key, warn)
+    if res is not None and not res.quiet and (now_quiet or quiet_now)(res.threads):
+        warn("the cached step costs were measured while the machine was busy; it is quiet now: measuring again")
+        res = None
     if res is None:
         res = measure_steps(engine, repeats=repeats, progress=progress)
         models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])

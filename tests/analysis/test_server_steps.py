@@ -144,3 +144,22 @@ def test_step_costs_round_trip_and_refuse_bad_figures():
         ss.StepCosts.from_dict(dict(s.to_dict(), target_chunk_ms=[1.0, -2.0]))
     with pytest.raises(ss.StepsCacheError):
         ss.StepCosts.from_dict(dict(s.to_dict(), version=99))
+
+
+def test_a_slowed_sample_does_not_make_a_small_step_dearer():
+    # T = 16 slowed (40 ms, more than T = 32's 30 ms): read as 30; the rest as measured
+    assert ss.monotone([(8, 12.0), (16, 40.0), (32, 30.0), (64, 50.0)]) == [(8, 12.0), (16, 30.0), (32, 30.0),
+                                                                           (64, 50.0)]
+
+
+def test_costs_cached_busy_are_measured_again_once_quiet(make_engine, tiny_target, tiny_draft_noisy, tmp_path):
+    eng = make_engine(tiny_target, tiny_draft_noisy)
+    first = ss.cached_or_measure(eng, repeats=1, directory=tmp_path)
+    busy = ss.StepCosts.from_dict(dict(first.to_dict(), loadavg=[99.0, 99.0, 99.0]))
+    key, name = ss.steps_cache_key(eng, 1)
+    busy.store(key, ss.cache_path(name, tmp_path), [])
+    warned = []
+    kept = ss.cached_or_measure(eng, repeats=1, directory=tmp_path, now_quiet=lambda t: False)
+    assert kept.cached and not kept.quiet  # busy, and still busy: read back
+    again = ss.cached_or_measure(eng, repeats=1, directory=tmp_path, now_quiet=lambda t: True, warn=warned.append)
+    assert not again.cached and "quiet now: measuring again" in warned[0]
