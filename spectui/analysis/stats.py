@@ -306,10 +306,7 @@ class RunStats:
         if ev.prefill:
             self.ttft_ms = ev.timing.wall_ms
             return
-        self.draft_ms += ev.timing.draft_ms
-        self.draft_work_ms += ev.timing.draft_ms if ev.pipeline is None else ev.pipeline.draft_busy_ms
-        if ev.pipeline is not None:
-            self._pipelined(ev)
+        self._drafting(ev)
         self.verify_ms += ev.timing.verify_ms
         self.other_ms += ev.timing.other_ms
         self.n_passes += 1
@@ -357,6 +354,13 @@ class RunStats:
                 self.contention_max_others = max(self.contention_max_others, self._window_others())
             elif len(self.recent) >= min(self.window, 5):
                 self.best_uncontended_tps = max(self.best_uncontended_tps, self._window_tps())
+
+    def _drafting(self, ev: PassEvent) -> None:
+        """A decode pass's drafting time: on its path (Timing.draft_ms), itself (c), and a pipelined pass's figures."""
+        self.draft_ms += ev.timing.draft_ms
+        self.draft_work_ms += ev.timing.draft_ms if ev.pipeline is None else ev.pipeline.draft_busy_ms
+        if ev.pipeline is not None:
+            self._pipelined(ev)
 
     def _pipelined(self, ev: PassEvent) -> None:
         info, s = ev.pipeline, self.pipe

@@ -24,6 +24,7 @@ KEYS = {
     "draft-min": "draft_min", "draft_min": "draft_min",
     "pipeline": "pipeline",
 }
+USE_KEYS = "k, temp, drafter, seed, p-min, draft-min, pipeline"  # what an unknown key's error offers
 # Pairs are split at spaces, and at commas before the next key: "k=2,4" is one value (a list, which the k parser
 # refuses in its own words), "k=4,temp=0.8" two pairs.
 ITEM_SEPARATOR = re.compile(r"\s+|,(?=[\s,]*[A-Za-z][\w-]*=)")
@@ -54,8 +55,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
             raise SpectuiError(f"{name} {text!r}: {item!r} is not key=value (e.g. \"k=4 temp=0.8 drafter=ngram\")")
         field = KEYS.get(key)
         if field is None:
-            raise SpectuiError(f"{name} {text!r}: unknown key {key!r}; use k, temp, drafter, seed, p-min, draft-min, "
-                               "pipeline")
+            raise SpectuiError(f"{name} {text!r}: unknown key {key!r}; use {USE_KEYS}")
         if field in out:
             raise SpectuiError(f"{name} {text!r}: {key} is given twice")
         try:
@@ -65,9 +65,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
                 except SpectuiError as exc:
                     raise SpectuiError(f"{name} {text!r}: {exc}") from None
             elif field == "pipeline":
-                if value.lower() not in ("on", "off"):
-                    raise ValueError
-                out[field] = value.lower() == "on"
+                out[field] = {"on": True, "off": False}[value.lower()]
             elif field == "temp":
                 out[field] = float(value)
                 if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
@@ -84,7 +82,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
                 if value.lower() not in DRAFTERS:
                     raise ValueError
                 out[field] = value.lower()
-        except ValueError:
+        except (ValueError, KeyError):
             ranges = {"temp": f"0..{TEMPERATURE_LIMIT:g}",
                       "p_min": "0..1", "seed": "an integer >= 0", "draft_min": f"0..{DRAFT_MAX_LIMIT}",
                       "drafter": ", ".join(DRAFTERS), "pipeline": "on or off"}
