@@ -33,8 +33,6 @@ CALLED_BY_NAME = {
 # Dead units in work that lands separately, each with where it is done: none may be added here, and each goes
 # (used, or removed) when that work lands.
 IN_FLIGHT = {
-    "spectui/analysis/server_steps.py:speculation_of_level": "the replay of llama-server's steps, not wired yet",
-    "spectui/analysis/server_steps.py:predict_level": "the replay of llama-server's steps, not wired yet",
     "spectui/attach/dialect.py:by_kind": "the attach dialects (one module per server)",
     "spectui/attach/sglang.py:present": "the attach dialects (SGLang's per-request meta_info)",
     "spectui/engine/abort.py:tripped": "the engine's abort of a decode in progress",

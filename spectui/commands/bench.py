@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..contract.params import SECONDS
-from ..contract.errors import SpectuiError, fail
+from ..contract.errors import SpectuiError, fail, echo_error
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.text import json_text, visible, visible_line
@@ -427,7 +427,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
         console.print(visible(line), markup=False, highlight=False)  # a server's errors, a dataset's names
     out.flush()
     for message in failed_exports:
-        click.echo(f"spectui: error: {message}", err=True)
+        echo_error(message)
     if failed_exports:
         return 2
     if res.status == "interrupted":
