@@ -59,7 +59,7 @@ def test_headless_pipelined_run_and_auto(cli, tiny_target, tiny_draft_noisy):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["start"]["pipeline_choice"].startswith("auto: ")  # what it chose, with its figures
-    assert ("pipelined" in d["start"]["pipeline_choice"]) == d["start"]["settings"]["pipeline"]
+    assert d["start"]["pipeline_choice"].startswith("auto: pipelined") == d["start"]["settings"]["pipeline"]
 
 
 def test_a_race_of_sequential_against_pipelined(cli, tmp_path, tiny_target, tiny_draft_noisy):
