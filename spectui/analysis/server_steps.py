@@ -303,82 +303,113 @@ def simulate(costs: ServerCosts, w: Workload, spec: Speculation | None = None) -
     if spec is not None and spec.draft_model and not costs.has_draft:
         raise SpectuiError("the draft model's costs were not measured (no --draft)")
     slots = [_Slot(i) for i in range(w.slots)]
-    arrivals: list[tuple[float, int, int]] = [(0.0, i, i) for i in range(min(w.concurrency, len(w.requests)))]
-    next_req = len(arrivals)
+    clients = _Clients(w)
     t = 0.0
     res = SimResult(0.0, 0, 0, 0)
-    done = 0
-    while done < len(w.requests):
-        arrivals.sort()
-        while arrivals and arrivals[0][0] <= t:  # tasks are taken between steps
-            at, req, client = arrivals.pop(0)
-            prompt, p_tok, n_out = w.requests[req]
-            s = _take_slot(slots, prompt, p_tok, w)
-            if s is None:
-                arrivals.insert(0, (at, req, client))
-                break
-            s.state, s.request, s.prompt_left, s.made, s.target = "prompt", req, max(1, p_tok), 0.0, max(1, n_out)
-            s.arrived, s.client, s.last_prompt, s.passes = at, client, prompt, 0
-        busy = [s for s in slots if s.state != "idle"]
-        if not busy:
-            t = arrivals[0][0]
+    while clients.done < len(w.requests):
+        clients.admit(slots, t)
+        if not any(s.state != "idle" for s in slots):
+            t = clients.arrivals[0][0]
             continue
         res.steps += 1
         if res.steps > MAX_STEPS:
             raise SpectuiError("the server simulation did not finish (a level of more steps than it can replay)")
-        step_ms = 0.0
-        segments: list[Segment] = []
-        gains: dict[int, float] = {}
-        drafting: list[tuple[int, int]] = []
-        sampled = 0.0
-        for s in (x for x in slots if x.state == "generating"):
-            drafted = spec.drafts(s.target - int(s.made), s.passes, s.id) if spec is not None else 0
-            s.passes += 1
-            segments.append(Segment(s.id, 1 + drafted, outputs_all=True))
-            gains[s.id] = spec.gain(drafted) if spec is not None else 1.0
-            sampled += gains[s.id]
-            if drafted > 0 and spec is not None and spec.draft_model:
-                drafting.append((s.id, drafted))
-        room = w.n_batch - sum(x.tokens for x in segments)
-        for s in (x for x in slots if x.state == "prompt"):
-            if room <= 0:
-                break
-            n = min(s.prompt_left, room)
-            segments.append(Segment(s.id, n, outputs_all=False, output_last=n == s.prompt_left))
-            room -= n
-        # the drafts first: k steps of one token a drafting slot, cut into runs of consecutive slot ids
-        if drafting:
-            for j in range(max(d for _, d in drafting)):
-                ids = [sid for sid, d in drafting if d > j]
-                step_ms += sum(costs.draft_gen(n) for n in runs(ids))
-                sampled += len(ids)
-        mbs = split_equal(segments, w.n_ubatch)
-        res.micro_batches += len(mbs)
-        step_ms += sum(costs.target(mb) for mb in mbs)
-        if spec is not None and spec.draft_model:
-            step_ms += sum(costs.draft_eval(mb) for mb in mbs)
-        sampled += sum(1 for seg in segments if seg.output_last)
-        step_ms += sampled * costs.sample_ms
+        segments, gains, step_ms = _one_step(costs, w, spec, slots, res)
         t += step_ms
-        for seg in segments:
-            s = slots[seg.seq]
-            if s.state == "generating":
-                s.made += gains[s.id]
-            elif seg.output_last:  # the prompt is done: its first token sampled now
-                s.state, s.made, s.prompt_left = "generating", 1.0, 0
-                res.ttft_ms.append(t - s.arrived)
-            else:
-                s.prompt_left -= seg.tokens
-            if s.state == "generating" and s.made >= s.target:
-                res.tokens += s.target
-                res.ends_ms.append(t)
-                done += 1
-                s.state, s.t_last = "idle", t
-                if next_req < len(w.requests):
-                    arrivals.append((t + CLIENT_GAP_MS, next_req, s.client))
-                    next_req += 1
+        _after_step(slots, segments, gains, t, res, clients)
     res.wall_ms = t
     return res
+
+
+class _Clients:
+    """The bench's clients: c requests in flight, each client sending its next request a moment after its last
+    one ended, until the level's requests are all sent; ``done`` counts the ended ones."""
+
+    def __init__(self, w: Workload) -> None:
+        self.w = w
+        self.arrivals: list[tuple[float, int, int]] = [(0.0, i, i) for i in range(min(w.concurrency,
+                                                                                       len(w.requests)))]
+        self.next_req = len(self.arrivals)
+        self.done = 0
+
+    def admit(self, slots: list[_Slot], t: float) -> None:
+        """Requests that have arrived by ``t`` take free slots (tasks are taken between steps)."""
+        self.arrivals.sort()
+        while self.arrivals and self.arrivals[0][0] <= t:
+            at, req, client = self.arrivals.pop(0)
+            prompt, p_tok, n_out = self.w.requests[req]
+            s = _take_slot(slots, prompt, p_tok, self.w)
+            if s is None:
+                self.arrivals.insert(0, (at, req, client))
+                break
+            s.state, s.request, s.prompt_left, s.made, s.target = "prompt", req, max(1, p_tok), 0.0, max(1, n_out)
+            s.arrived, s.client, s.last_prompt, s.passes = at, client, prompt, 0
+
+    def ended(self, s: _Slot, t: float) -> None:
+        """``s``'s request ended at ``t``: its client sends the next request, if any is left."""
+        self.done += 1
+        if self.next_req < len(self.w.requests):
+            self.arrivals.append((t + CLIENT_GAP_MS, self.next_req, s.client))
+            self.next_req += 1
+
+
+def _one_step(costs: ServerCosts, w: Workload, spec: Speculation | None, slots: list[_Slot],
+              res: SimResult) -> tuple[list[Segment], dict[int, float], float]:
+    """One ``update_slots``: the generating slots' tokens and drafts, then prompts up to n_batch; its cost
+    (the draft steps, the target's micro-batches, the draft's evaluation of them, the rows sampled). Returns
+    (its segments, each generating slot's expected tokens, its ms)."""
+    segments: list[Segment] = []
+    gains: dict[int, float] = {}
+    drafting: list[tuple[int, int]] = []
+    sampled = 0.0
+    for s in (x for x in slots if x.state == "generating"):
+        drafted = spec.drafts(s.target - int(s.made), s.passes, s.id) if spec is not None else 0
+        s.passes += 1
+        segments.append(Segment(s.id, 1 + drafted, outputs_all=True))
+        gains[s.id] = spec.gain(drafted) if spec is not None else 1.0
+        sampled += gains[s.id]
+        if drafted > 0 and spec is not None and spec.draft_model:
+            drafting.append((s.id, drafted))
+    room = w.n_batch - sum(x.tokens for x in segments)
+    for s in (x for x in slots if x.state == "prompt"):
+        if room <= 0:
+            break
+        n = min(s.prompt_left, room)
+        segments.append(Segment(s.id, n, outputs_all=False, output_last=n == s.prompt_left))
+        room -= n
+    step_ms = 0.0
+    # the drafts first: k steps of one token a drafting slot, cut into runs of consecutive slot ids
+    if drafting:
+        for j in range(max(d for _, d in drafting)):
+            ids = [sid for sid, d in drafting if d > j]
+            step_ms += sum(costs.draft_gen(n) for n in runs(ids))
+            sampled += len(ids)
+    mbs = split_equal(segments, w.n_ubatch)
+    res.micro_batches += len(mbs)
+    step_ms += sum(costs.target(mb) for mb in mbs)
+    if spec is not None and spec.draft_model:
+        step_ms += sum(costs.draft_eval(mb) for mb in mbs)
+    sampled += sum(1 for seg in segments if seg.output_last)
+    return segments, gains, step_ms + sampled * costs.sample_ms
+
+
+def _after_step(slots: list[_Slot], segments: list[Segment], gains: dict[int, float], t: float, res: SimResult,
+                clients: _Clients) -> None:
+    """What a step at ``t`` did to each slot: tokens made, a prompt done (its TTFT), a request ended."""
+    for seg in segments:
+        s = slots[seg.seq]
+        if s.state == "generating":
+            s.made += gains[s.id]
+        elif seg.output_last:  # the prompt is done: its first token sampled now
+            s.state, s.made, s.prompt_left = "generating", 1.0, 0
+            res.ttft_ms.append(t - s.arrived)
+        else:
+            s.prompt_left -= seg.tokens
+        if s.state == "generating" and s.made >= s.target:
+            res.tokens += s.target
+            res.ends_ms.append(t)
+            s.state, s.t_last = "idle", t
+            clients.ended(s, t)
 
 
 # ---------------------------------------------------------------- a bench level, predicted
