@@ -19,7 +19,7 @@ from ..contract.draft_length import parse_k
 from ..attach.urls import check_urls
 from ..contract.errors import SpectuiError, echo_error
 from ..contract.exitcodes import FAILED, OK, SignalStop
-from ..contract.params import DURATION, SECONDS
+from ..contract.params import DURATION, N_PREDICT, SECONDS
 from ..recording.trace import TraceWriter
 from ..text.attach import HeadlessFace
 from ..tui.shared.ascii import ascii_option
@@ -35,7 +35,7 @@ from .options import deprecated, draft_max_option
 @click.option("--headless", is_flag=True, help="no TUI: one line per engine per interval")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text (implies --headless)")
 @click.option("-p", "--prompt", type=str, default=None, help="send this prompt as one streaming completion")
-@click.option("-n", "--n-predict", "n_predict", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=128, show_default=True)
 @click.option("--speculative-n-max", "--speculative.n_max", "n_max", type=click.IntRange(min=0), default=None,
               metavar="N", help="send the -p request's speculative.n_max (llama-server's per-request draft max; "
                                 "default: not sent); the llama-server of llama.cpp as vendored in llama-cpp-python "

@@ -35,6 +35,7 @@ import psutil
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
+from ..contract.params import INSPECT_TOP_LIMIT
 from . import models as M
 from .chat import chat_template_of
 from .cpu import OthersCpu, default_threads
@@ -51,7 +52,6 @@ from .spec_heads import check_head, make_head_drafter
 __all__ = ["DraftPolicy", "Engine", "INSPECT_TOP_DEFAULT", "INSPECT_TOP_LIMIT", "check_inspect_top"]
 
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
-INSPECT_TOP_LIMIT = 50
 
 _UNSET = object()
 
