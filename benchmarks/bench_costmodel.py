@@ -27,17 +27,18 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
+
 MODELS = os.path.expanduser("~/.cache/spectui/models")
 TARGET = os.path.join(MODELS, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
 DRAFT = os.path.join(MODELS, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default=TARGET)
     ap.add_argument("--draft", default=DRAFT)
-    ap.add_argument("-p", "--prompt", default=PROMPT)
+    ap.add_argument("-p", "--prompt", default=DEFAULT_PROMPT)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--k-max", type=int, default=8)
     ap.add_argument("--source-k", type=int, default=None,

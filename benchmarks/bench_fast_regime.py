@@ -90,12 +90,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fastpair import build_fast_pair  # noqa: E402
 
 from spectui.analysis import stats as S  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.recording import trace as TR  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
 from spectui.engine import Engine  # noqa: E402
 from spectui.contract.events import RunEnded, Settings  # noqa: E402
 
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
 SEED = 1
 # llama.cpp samples after its default chain (top-k 40, top-p 0.95, min-p 0.05); spectui samples the plain
@@ -180,7 +180,7 @@ class Profiler:
             self.patch(EM, name, "top-N (inspector)")
         for name in ("_judged_drafts", "_tokens", "make"):
             self.patch(EM.PassEventMaker, name, "events")
-        self.patch(P.PassLoop, "_cut", "events")
+        self.patch(P, "cut", "events")
         for name in ("_finish", "submit", "drain"):
             self.patch(F.Finisher, name, "events")
         for cls in (E.PassEvent, E.Timing, E.Token, E.DraftToken, E.TargetToken, E.Candidate, E.Inspection):
@@ -223,7 +223,7 @@ def run_spectui(engine: Engine, k: int, temp: float, n: int, tmp: Path, profiler
     t0 = perf_counter()
     try:
         end = None
-        for ev in engine.run(PROMPT, control, n, overlap=overlap):
+        for ev in engine.run(DEFAULT_PROMPT, control, n, overlap=overlap):
             writer.write(ev)
             stats.update(ev)
             if isinstance(ev, RunEnded):
@@ -287,7 +287,7 @@ def run_simple(bin_dir: Path, target: Path, draft: Path, k: int, temp: float, n:
            "--spec-type", "draft-simple", "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0",
            "--spec-draft-p-min", "0", "-n", str(n), "--temp", str(temp), "--seed", str(SEED), "-t", str(threads),
            *PLAIN_SAMPLING,
-           "-td", str(threads), "-c", str(n_ctx), "-p", PROMPT]
+           "-td", str(threads), "-c", str(n_ctx), "-p", DEFAULT_PROMPT]
     p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                        env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
     if p.returncode != 0:
@@ -326,7 +326,7 @@ class Servers:
 
     def run(self, k: int, temp: float, n: int) -> dict:
         srv = self.get(k)
-        body = json.dumps({"prompt": PROMPT, "n_predict": n, "temperature": temp, "seed": SEED,
+        body = json.dumps({"prompt": DEFAULT_PROMPT, "n_predict": n, "temperature": temp, "seed": SEED,
                            "top_k": 0, "top_p": 1.0, "min_p": 0.0,  # = PLAIN_SAMPLING
                            "cache_prompt": False, "stream": False}).encode()
         req = urllib.request.Request(srv.url + "/completion", data=body,  # noqa: S310 - our own 127.0.0.1 server
@@ -384,7 +384,7 @@ def run_head_spectui(engine: Engine, kind: str, k: int, temp: float, n: int, tmp
     control = RunControl(Settings(draft_max=k, temperature=temp, drafter=kind, seed=SEED))
     end = None
     try:
-        for ev in engine.run(PROMPT, control, n, overlap=True):
+        for ev in engine.run(DEFAULT_PROMPT, control, n, overlap=True):
             writer.write(ev)
             stats.update(ev)
             if isinstance(ev, RunEnded):
@@ -530,10 +530,10 @@ def main() -> None:
                                 sampling=x.split("-")[0]) for x in paths}
     for x in paths:
         if x == "graph-p":  # the target's p from its temp + dist chain (a device's default) on this backend too
-            engines[names[x]]._graph.target_p = "graph"
+            engines[names[x]].parts().graph.target_p = "graph"
     engine = next(iter(engines.values()))
     try:
-        first = next(iter(engine.run(PROMPT, RunControl(Settings(draft_max=0)), 1)))
+        first = next(iter(engine.run(DEFAULT_PROMPT, RunControl(Settings(draft_max=0)), 1)))
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; -t {a.threads}, "
               f"-n {a.n}, -c {a.ctx}, --inspect-top {a.inspect_top}; fast pair {target.parent}")
         print(f"single-token decode: target {first.target_decode_ms:.2f} ms, draft {first.draft_decode_ms:.2f} ms")
@@ -590,7 +590,7 @@ def main() -> None:
             print("\nspectui's time outside llama_decode, by category (one profiled run per cell):")
             for who, eng in engines.items():
                 print(f"{who} (--sampling {eng.sampling}"
-                      f"{', target p: ' + eng._graph.target_p if eng._graph is not None else ''}):")
+                      f"{', target p: ' + eng.parts().graph.target_p if eng.parts().graph is not None else ''}):")
                 for k, temp in cells:
                     for line in profile_table(eng, k, temp, a.n, tmp):
                         print(line)

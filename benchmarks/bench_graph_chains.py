@@ -38,19 +38,20 @@ from fastpair import build_fast_pair  # noqa: E402
 
 from spectui.engine import graph_sampling as G  # noqa: E402
 from spectui.engine import models as M  # noqa: E402
+from spectui.engine.llama_lib import llama  # noqa: E402
 from spectui.engine.verify import sample, softmax  # noqa: E402
 
 CHAINS = ("none", "none-0", "greedy", "temp", "temp+dist")
 
 
 def chain_of(name: str, temp: float):
-    L = M.llama()
+    L = llama()
     if name == "greedy":
         return G.SamplerChain.greedy()
     if name == "temp+dist":
         return G.SamplerChain.at_temperature(temp, seed=1)
     c = G.SamplerChain.__new__(G.SamplerChain)  # temp alone: a chain without dist
-    c.kind, c.temperature, c._attached = "temp", temp, []
+    c.kind, c.temperature, c.attached = "temp", temp, []
     c.ptr = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
     L.llama_sampler_chain_add(c.ptr, L.llama_sampler_init_temp(float(temp)))
     return c
@@ -65,12 +66,12 @@ def main() -> None:
     a = ap.parse_args()
     ks = [int(x) for x in a.k.split(",")]
     target, _ = build_fast_pair()
-    L = M.llama()
+    L = llama()
     model = M.LoadedModel(str(target), "target", 512, a.threads, True, n_outputs_max_per_seq=0)
     ctxs = {}
     for name in CHAINS:
         if name.startswith("none"):
-            cp = M._context_params(L, 512, 64, 64, a.threads, ())
+            cp = M.context_params(L, 512, 64, 64, a.threads, ())
             cp.n_outputs_max_per_seq = 0 if name == "none-0" else 1
             ctxs[name] = (L.llama_init_from_model(model.model, cp), None)
         else:
@@ -121,7 +122,7 @@ def main() -> None:
     for ctx, ch in ctxs.values():
         L.llama_free(ctx)
         if ch is not None:
-            ch._attached.clear()
+            ch.attached.clear()
             ch.free()
     model.close()
 

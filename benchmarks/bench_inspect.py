@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.engine.loop import Engine  # noqa: E402
 from spectui.contract.events import DRAFT_STOP_P_MIN, PassEvent, Settings  # noqa: E402
 from spectui.analysis.stats import compute  # noqa: E402
@@ -36,7 +37,6 @@ from spectui.analysis.stats import compute  # noqa: E402
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def load() -> str:
@@ -66,7 +66,7 @@ def cost(engine: Engine, a) -> None:
         order = (0, 5) if r % 2 == 0 else (5, 0)
         for n_top in order:
             engine.inspect_top = n_top
-            res[n_top].append(one_run(engine, s, a.n, PROMPT))
+            res[n_top].append(one_run(engine, s, a.n, DEFAULT_PROMPT))
             print(f"  round {r + 1} N={n_top}: {res[n_top][-1]['tps']:.2f} t/s", flush=True)
     med = {n: statistics.median(x["tps"] for x in v) for n, v in res.items()}
     oth = {n: statistics.median(x["other_ms"] for x in v) for n, v in res.items()}
@@ -99,7 +99,7 @@ def pmin(engine: Engine, a) -> None:
                 order = ps if r % 2 == 0 else list(reversed(ps))
                 for p in order:
                     s = Settings(draft_max=k, temperature=t, seed=a.seed + r, draft_p_min=p, draft_min=a.draft_min)
-                    res[p].append(one_run(engine, s, a.n, PROMPT))
+                    res[p].append(one_run(engine, s, a.n, DEFAULT_PROMPT))
                     print(f"  k={k} T={t:g} round {r + 1} P={p:g}: {res[p][-1]['tps']:.2f} t/s "
                           f"acc {res[p][-1]['acc']:.2f} drafted {res[p][-1]['drafted']:.2f}", flush=True)
             base = statistics.median(x["tps"] for x in res[0.0])
@@ -139,7 +139,7 @@ def main() -> int:
     t0 = time.time()
     engine = Engine(a.target, a.draft, n_ctx=4096, threads=a.threads, warn=lambda m: None)
     try:
-        one_run(engine, Settings(draft_max=2), 8, PROMPT)  # warm-up: page in weights, build kernels
+        one_run(engine, Settings(draft_max=2), 8, DEFAULT_PROMPT)  # warm-up: page in weights, build kernels
         (cost if a.mode == "cost" else pmin)(engine, a)
     finally:
         engine.close()

@@ -5,15 +5,18 @@ in one run.
 For each case (pair x drafter):
 
 1. the batched curve on the pair (``spectui.analysis.batch_knee.cached_or_measure``: B = 1, 2, 4, ... 16 sequences
-   of k + 1 tokens, and of 1 token) with the models loaded by spectui, then released;
+   of k + 1 tokens, and of 1 token) and the step costs (``spectui.analysis.server_steps``: prompt chunks on
+   both models, one row's sampling) with the models loaded by spectui, then released;
 2. llama-server with ``-np <max concurrency>`` twice: the target alone (the baseline) and with speculation
    (``-md DRAFT --spec-type draft-simple`` or ``--spec-type ngram-simple`` for prompt lookup), each ``-c``
    large enough for every slot;
 3. ``spectui bench``'s concurrency sweep (``spectui.bench.concurrency.sweep``) at 1, 2, 4, 8, 16: aggregate
    tokens/s, ITL, TTFT, acceptance and the speedup at each concurrency;
-4. the prediction at each concurrency from the curve at B = c with the acceptance measured at that level, and
-   the knees side by side: the predicted knee within one step (powers of two) of the measured one, and each
-   speedup within 15%, are reported as yes/no with the numbers.
+4. the prediction at each concurrency on the server's own steps (``spectui.bench.server_shape.predict_on_steps``:
+   llama-server's steps replayed for the level's requests on the measured costs, with the acceptance measured
+   at that level), its tokens/s of both servers beside the measured, and the knees side by side: the predicted
+   knee within one step (powers of two) of the measured one, and each speedup within 15%, are reported as
+   yes/no with the numbers; the earlier decode-only prediction (the curve at B = c) is printed too.
 
 Cases: ``qwen-draft`` and ``qwen-lookup`` (Qwen2.5-Coder 1.5B with the 0.5B draft, ../shared/models or
 ~/.cache/spectui/models: ``fetch-qwen-coder-pair.sh``), ``fast-draft`` and ``fast-lookup`` (benchmarks/fastpair.py).
@@ -40,7 +43,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from spectui.analysis import batch_knee as bk  # noqa: E402
+from spectui.analysis import server_steps  # noqa: E402
 from spectui.bench.concurrency import predicted, report_lines, sweep  # noqa: E402
+from spectui.bench.server_shape import predict_on_steps, prediction_lines  # noqa: E402
 from spectui.bench.datasets import load_prompts  # noqa: E402
 
 QWEN_T = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -101,7 +106,8 @@ def curve_for(target: Path, draft: Path, drafter: str, seqs: int, k: int, thread
 
     eng = Engine(str(target), str(draft) if drafter == bk.DRAFTER_MODEL else None, n_ctx=1024, threads=threads)
     try:
-        return bk.cached_or_measure(eng, max_seqs=seqs, ks=(k,), repeats=repeats)
+        curve = bk.cached_or_measure(eng, max_seqs=seqs, ks=(k,), repeats=repeats)
+        return curve, server_steps.cached_or_measure(eng, repeats=repeats)
     finally:
         eng.close()
 
@@ -137,7 +143,7 @@ def one_case(case: str, a, binary, tmp: Path) -> dict:
     drafter = bk.DRAFTER_MODEL if case.endswith("draft") else bk.DRAFTER_LOOKUP
     target, draft = pair_for(case, tmp)
     levels = [int(x) for x in a.concurrency.split(",")]
-    curve = curve_for(target, draft, drafter, max(levels), a.k, a.threads, a.repeats)
+    curve, steps = curve_for(target, draft, drafter, max(levels), a.k, a.threads, a.repeats)
     base, spec = servers_for(binary, target, draft, drafter, a.k, max(levels), a.threads, a.ctx, tmp, case)
     try:
         prompts = prompt_set(tmp, a.prompts, lookup=drafter == bk.DRAFTER_LOOKUP)
@@ -147,14 +153,17 @@ def one_case(case: str, a, binary, tmp: Path) -> dict:
     finally:
         spec.stop()
         base.stop()
-    pred = predicted(curve, res, a.k, drafter)
+    decode_only = predicted(curve, res, a.k, drafter)
+    on_steps = predict_on_steps(curve, steps, res, a.k, drafter, a.prompts)  # the server's own steps
+    pred = {c: p.speedup for c, p in on_steps.items()}
     meas = res.speedups()
     cs = [c for c in levels if c in meas]
     pc = [c for c in cs if c in pred]
     mk = bk.knee_of(cs, [meas[c] for c in cs]) if cs and not res.drafted_nothing() else None
     pk = bk.knee_of(pc, [pred[c] for c in pc]) if pc else None
     return {"case": case, "target": target.name, "draft": draft.name if drafter == bk.DRAFTER_MODEL else "",
-            "curve": curve, "sweep": res, "pred": pred, "meas": meas, "measured_knee": mk, "predicted_knee": pk}
+            "curve": curve, "steps": steps, "sweep": res, "pred": pred, "meas": meas, "measured_knee": mk,
+            "predicted_knee": pk, "on_steps": on_steps, "decode_only": decode_only}
 
 
 def step(kn) -> float:
@@ -171,8 +180,14 @@ def print_case(r: dict) -> None:
     print(f"batched curve (spectui probe --batched{'' if not r['curve'].cached else ', cached'}):")
     for ln in bk.table(r["curve"], None)[1:]:
         print("  " + ln)
+    for ln in server_steps.table(r["steps"]):
+        print("  " + ln)
     for ln in report_lines(r["sweep"], r["pred"]):
         print(ln)
+    for ln in prediction_lines(r["on_steps"], r["sweep"]):
+        print(ln)
+    print("decode steps alone (the batched curve at B = c, the earlier prediction): "
+          + ", ".join(f"{c}: {x:.2f}x" for c, x in sorted(r["decode_only"].items())))
     mk, pk = r["measured_knee"], r["predicted_knee"]
     if mk and pk:
         within = abs(step(mk) - step(pk)) <= 1

@@ -23,10 +23,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
+
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 CONFIGS = {
     "before": {"use_mmap": True, "n_ubatch": 512},
@@ -74,9 +77,9 @@ def main() -> int:
     if not (TARGET.is_file() and DRAFT.is_file()):
         print(f"Qwen pair not found in {MODELS} (../shared/models/fetch-qwen-coder-pair.sh)")
         return 2
-    prompt = PROMPT
+    prompt = DEFAULT_PROMPT
     while a.prompt_tokens and len(prompt) // 4 < a.prompt_tokens:
-        prompt += " " + PROMPT
+        prompt += " " + DEFAULT_PROMPT
     files = TARGET.stat().st_size + DRAFT.stat().st_size
     print(f"model files {files / 1e9:.3f} GB; load {os.getloadavg()[0]:.2f}; -t {a.threads}, -n {a.n}, k=2")
     res: dict[str, list[dict]] = {k: [] for k in CONFIGS}

@@ -153,7 +153,8 @@ def eagle3_pieces(d: Path, k: int, reps: int, th: int) -> list[tuple[str, float,
 
     from spectui.engine.eagle3 import Eagle3Head  # noqa: PLC0415
     from spectui.engine.llama_ext import PROCESS_DECODE, top_of_row  # noqa: PLC0415
-    from spectui.engine.models import LoadedModel, llama  # noqa: PLC0415
+    from spectui.engine.llama_lib import llama  # noqa: PLC0415
+    from spectui.engine.models import LoadedModel  # noqa: PLC0415
 
     t = LoadedModel(str(d / "eagle3-target.gguf"), "target", 512, th, False)
     h = Eagle3Head(str(d / "eagle3-draft.gguf"), t.model, t.ctx, 512, threads=th)

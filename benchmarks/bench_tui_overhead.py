@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spectui.contract.control import RunControl  # noqa: E402
 from spectui.contract.events import Settings  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.text.run import consume  # noqa: E402
 
 MODELS = Path.home() / ".cache" / "spectui" / "models"
@@ -132,11 +133,10 @@ def _subclasses(cls) -> list[type]:
     return out
 
 
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def run_headless(engine, settings: Settings, n: int) -> float:
-    stats, _ = consume(engine.run(PROMPT, RunControl(settings), n), out=io.StringIO())
+    stats, _ = consume(engine.run(DEFAULT_PROMPT, RunControl(settings), n), out=io.StringIO())
     return stats.snapshot().tokens_per_second
 
 
@@ -149,7 +149,7 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
     if switch_s is not None:
         tui_app.GIL_SWITCH_INTERVAL_S = switch_s
 
-    app = SpectuiApp(lambda c, p: engine.run(p, c, n), RunControl(settings), prompt=PROMPT, n_predict=n)
+    app = SpectuiApp(lambda c, p: engine.run(p, c, n), RunControl(settings), prompt=DEFAULT_PROMPT, n_predict=n)
     prof = UIProfile() if profile else None
 
     async def drive() -> float:
@@ -235,7 +235,7 @@ def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
     from spectui.tui.run.app import SpectuiApp
 
     events = read_trace(path).events
-    app = SpectuiApp(lambda c, p: paced(iter(events), speed), RunControl(events[0].settings), prompt=PROMPT)
+    app = SpectuiApp(lambda c, p: paced(iter(events), speed), RunControl(events[0].settings), prompt=DEFAULT_PROMPT)
     prof = UIProfile()
 
     async def drive() -> None:

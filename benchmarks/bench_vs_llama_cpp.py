@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT))
 
 from spectui.analysis import stats  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.engine import Engine  # noqa: E402
 from spectui.contract.events import Settings  # noqa: E402
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
 
 
@@ -71,7 +71,7 @@ def run_llama_cpp(bin_dir: Path, k: int, n: int, threads: int, n_ctx: int) -> di
     exe = bin_dir / "llama-speculative-simple"
     cmd = [str(exe), "-m", str(TARGET), "-md", str(DRAFT), "--spec-type", "draft-simple",
            "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0", "--spec-draft-p-min", "0",
-           "-n", str(n), "--temp", "0", "-t", str(threads), "-c", str(n_ctx), "-p", PROMPT]
+           "-n", str(n), "--temp", "0", "-t", str(threads), "-c", str(n_ctx), "-p", DEFAULT_PROMPT]
     env = dict(os.environ, LD_LIBRARY_PATH=str(bin_dir))
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
@@ -85,8 +85,8 @@ def run_llama_cpp(bin_dir: Path, k: int, n: int, threads: int, n_ctx: int) -> di
         raise SystemExit("could not parse llama-speculative-simple's summary lines")
     nd, na = int(drafted.group(1)), int(accepted.group(1))
     text = p.stdout
-    i = text.find(PROMPT)
-    text = text[i + len(PROMPT):] if i >= 0 else text
+    i = text.find(DEFAULT_PROMPT)
+    text = text[i + len(DEFAULT_PROMPT):] if i >= 0 else text
     return {"tps": float(dec.group(3)), "acc": na / nd if nd else 0.0, "n_drafted": nd, "n_accept": na,
             "decoded": int(dec.group(1)), "text": text}
 
@@ -94,7 +94,7 @@ def run_llama_cpp(bin_dir: Path, k: int, n: int, threads: int, n_ctx: int) -> di
 def run_spectui(engine: Engine, k: int, n: int) -> dict:
     m = [engine.target, engine.draft]
     d0 = sum(x.decode_s for x in m)
-    events = list(engine.run(PROMPT, RunControl(Settings(draft_max=k, temperature=0.0, drafter="model")), n))
+    events = list(engine.run(DEFAULT_PROMPT, RunControl(Settings(draft_max=k, temperature=0.0, drafter="model")), n))
     inside = sum(x.decode_s for x in m) - d0
     end = events[-1]
     if end.reason not in ("n_predict", "eog"):

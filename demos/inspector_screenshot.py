@@ -4,7 +4,7 @@
    and keeps the trace (``--trace``, default docs/inspector-run.jsonl.gz, committed: ``--reuse`` re-shoots from it).
 2. Replays that trace in the TUI (120x40), enters inspect mode, puts the cursor on the newest pass's first
    rejected draft whose residual shows (a sampled rejection) and opens the inspector, then saves the screen
-   as SVG. A replay shows exactly what the live run showed (tested: tests/test_tui_inspector.py).
+   as SVG. A replay shows exactly what the live run showed (tested: tests/tui/test_tui_inspector.py).
 
     .venv/bin/python demos/inspector_screenshot.py [--target T.gguf --draft D.gguf] [--reuse]
 """

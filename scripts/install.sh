@@ -26,7 +26,7 @@ if [[ ${#extras[@]} -gt 0 ]] && ! command -v tmux >/dev/null 2>&1 && command -v 
   (apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; }) \
     || echo "install.sh: could not install tmux; the tmux test will be skipped" >&2
 fi
-# a real browser for tests/test_race_serve.py (spectui serve): Debian's chromium
+# a real browser for tests/race/test_race_serve.py (spectui serve): Debian's chromium
 if [[ ${#extras[@]} -gt 0 ]] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
   (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; }) \

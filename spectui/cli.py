@@ -52,7 +52,8 @@ class LazyGroup(click.Group):
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
 @click.option("--no-probe", is_flag=True,
-              help="skip measuring this machine's verify cost at load (used by auto k and the TUI's prediction)")
+              help="neither read this machine's cached verify cost (spectui probe) nor measure it after the run: "
+                   "auto k and the prediction use the run's own passes only")
 @click.version_option(package_name="spectui")
 @click.pass_context
 def main(ctx: click.Context, **kwargs) -> None:

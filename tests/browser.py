@@ -19,7 +19,6 @@ import time
 import urllib.request
 import zlib
 
-import psutil
 
 
 def chromium_path() -> str | None:
@@ -47,21 +46,6 @@ def wait_for_http(url: str, timeout: float = 30.0) -> None:
             if time.monotonic() - t0 > timeout:
                 raise
             time.sleep(0.2)
-
-
-def stop_server(proc: subprocess.Popen) -> int:
-    """SIGTERM a ``spectui serve`` by PID (then the app processes it started, by theirs); its exit status."""
-    kids = psutil.Process(proc.pid).children(recursive=True)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait(10)
-    _gone, alive = psutil.wait_procs(kids, timeout=10)
-    for p in alive:
-        p.kill()
-    return rc
 
 
 class Chromium:
@@ -107,13 +91,22 @@ class Chromium:
 
     def screenshot(self, url: str, until_js: str, timeout: float = 60.0, settle_s: float = 2.0) -> tuple[bytes, dict]:
         """Load ``url``, wait until the JavaScript expression ``until_js`` is true (then ``settle_s`` more
-        seconds), return (PNG bytes, facts) where facts holds the page's title and body classes."""
+        seconds), return (PNG bytes, facts) where facts holds the page's title and body classes, and
+        ``received``: the bytes the page's websockets received (Network.webSocketFrameReceived), in order.
+        The page stays open (its websockets too) until the browser is closed."""
         return asyncio.run(self._screenshot(url, until_js, timeout, settle_s))
 
     async def _screenshot(self, url, until_js, timeout, settle_s):
         import aiohttp  # textual-serve's own dependency
 
         n = 0
+        received = bytearray()
+
+        def frame(msg: dict) -> None:
+            if msg.get("method") == "Network.webSocketFrameReceived":
+                response = msg["params"]["response"]
+                data = response.get("payloadData", "")
+                received.extend(base64.b64decode(data) if response.get("opcode") == 2 else data.encode())
 
         async with aiohttp.ClientSession() as session:
             async with session.ws_connect(self._page_ws(), max_msg_size=0) as ws:
@@ -123,6 +116,7 @@ class Chromium:
                     await ws.send_json({"id": n, "method": method, "params": params})
                     while True:
                         msg = json.loads((await ws.receive()).data)
+                        frame(msg)
                         if msg.get("id") == n:
                             if "error" in msg:
                                 raise AssertionError(f"{method}: {msg['error']}")
@@ -133,6 +127,7 @@ class Chromium:
                     return res["result"].get("value")
 
                 await call("Page.enable")
+                await call("Network.enable")
                 await call("Page.navigate", url=url)
                 t0 = time.monotonic()
                 while not await js(until_js):
@@ -142,6 +137,7 @@ class Chromium:
                 await asyncio.sleep(settle_s)
                 facts = {"title": await js("document.title"), "body_class": await js("document.body.className")}
                 shot = await call("Page.captureScreenshot", format="png")
+                facts["received"] = bytes(received)
                 return base64.b64decode(shot["data"]), facts
 
 

@@ -4,8 +4,12 @@
   page missing from the nav fails the README's test command; the generated option tables
   (scripts/docs_hooks.py) list every option of every command.
 - Every repository file path (``spectui/...``, ``tests/...``, ``benchmarks/...``, ``scripts/...``, ``docs/...``,
-  ``demos/...``, ``themes/...``, ``.ci/...``) and every dotted module path (``spectui.`` and names: a module,
-  then attributes) that README.md, docs/*.md or a docstring in spectui/, tests/ or benchmarks/ names exists.
+  ``demos/...``, ``themes/...``, ``.ci/...``) that any tracked file names exists: the whole text of the docs,
+  pyproject.toml, .ci/run, the shell scripts, the themes and the styles, and the docstrings and comments of
+  every Python file (its code's strings are data: a test's missing file, an f-string); so does every file a
+  package's docstring names beside it (``run/``, ``serve.py`` in spectui/tui/__init__.py).
+- Every dotted module path (``spectui.`` and names: a module, then attributes) that README.md, docs/*.md or a
+  docstring in spectui/, tests/ or benchmarks/ names exists.
 - Every ``spectui ...`` command line in README.md and docs/*.md uses options its command has.
 - README's exit-status table is spectui/contract/exitcodes.py's.
 """
@@ -14,11 +18,13 @@ from __future__ import annotations
 
 import ast
 import glob
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -55,6 +61,39 @@ def named_texts() -> list[tuple[Path, str]]:
     return [(p, p.read_text(encoding="utf-8")) for p in DOCS] + docstrings()
 
 
+# Tracked files read as prose: the whole text, or (Python) the docstrings and comments. Data, pictures and
+# recordings (.svg snapshots, .cast, .gz, .jsonl, .png) are not prose.
+PROSE_SUFFIXES = {".md", ".toml", ".yml", ".sh", ".tcss", ".py", ""}
+
+
+def tracked_files() -> list[Path]:
+    """Every file git tracks here (a tree without git: the files under the top-level folders and the root)."""
+    r = subprocess.run(["git", "ls-files", "-z"], capture_output=True, cwd=ROOT, timeout=60)
+    if r.returncode == 0 and r.stdout:
+        return [ROOT / p for p in r.stdout.decode().split("\0") if p]
+    return [p for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.parts and ".venv" not in p.parts]
+
+
+def python_prose(text: str) -> str:
+    """A Python file's docstrings and comments, one after the other."""
+    parts = [doc for node in ast.walk(ast.parse(text)) if isinstance(node, (
+        ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) for doc in [ast.get_docstring(
+            node, clean=False)] if doc]
+    parts += [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+              if tok.type == tokenize.COMMENT]
+    return "\n".join(parts)
+
+
+def prose_texts() -> list[tuple[Path, str]]:
+    out = []
+    for p in tracked_files():
+        if p.suffix not in PROSE_SUFFIXES or not p.is_file():
+            continue
+        text = p.read_text(encoding="utf-8")
+        out.append((p, python_prose(text) if p.suffix == ".py" else text))
+    return out
+
+
 def _expand(path: str) -> list[str]:
     """``a/{b,c}/d`` -> ``a/b/d``, ``a/c/d``; ``<name>`` -> ``*``."""
     path = re.sub(r"<[^>]*>", "*", path)
@@ -65,8 +104,10 @@ def _expand(path: str) -> list[str]:
 
 
 def test_every_file_path_named_exists():
+    texts = prose_texts()
+    assert {ROOT / "pyproject.toml", ROOT / ".ci" / "run", ROOT / "scripts" / "install.sh"} <= {p for p, _ in texts}
     missing = []
-    for src, text in named_texts():
+    for src, text in texts:
         for raw in PATH_RE.findall(text):
             path = raw.rstrip("/.,")
             if path in MADE_BY_SCRIPTS:
@@ -75,6 +116,19 @@ def test_every_file_path_named_exists():
                 if not (glob.glob(str(ROOT / p)) if "*" in p else (ROOT / p).exists()):
                     missing.append(f"{src.relative_to(ROOT)}: {raw}")
     assert not missing, "paths named that do not exist:\n" + "\n".join(sorted(set(missing)))
+
+
+def test_every_file_a_package_names_beside_it_exists():
+    """A package's docstring names its parts by their own names (``run/``, ``plan.py``): they are there."""
+    missing, named = [], 0
+    for init in sorted((ROOT / "spectui").rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")), clean=False) or ""
+        for name in re.findall(r"(?<![\w./-])([\w-]+(?:\.py|\.tcss|/))(?![\w/.-])", doc):
+            named += 1
+            if not (init.parent / name).exists():
+                missing.append(f"{init.relative_to(ROOT)}: {name}")
+    assert named > 10, named  # the packages do name their parts
+    assert not missing, "files a package names that are not beside it:\n" + "\n".join(missing)
 
 
 def _module_names() -> dict[str, list[str]]:

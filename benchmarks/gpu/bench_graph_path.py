@@ -29,19 +29,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from spectui.analysis import stats as S  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.contract.events import RunEnded, Settings  # noqa: E402
 
-PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 SEED = 1
 
 
 def gpu_or_why() -> str:
     """"" when a GPU device can run the graph path; else why not (one line)."""
-    from spectui.engine import models as M  # noqa: PLC0415 - loads llama.cpp
+    from spectui.engine import devices as D  # noqa: PLC0415 - loads llama.cpp
 
-    if not M.supports_gpu_offload():
+    if not D.supports_gpu_offload():
         return "this llama.cpp build cannot offload to a GPU"
-    devs = [d for d in M.gpu_devices() if not M._is_lavapipe(d)]
+    devs = [d for d in D.gpu_devices() if not D.is_lavapipe(d)]
     if not devs:
         return "no GPU device in ggml's backend registry (lavapipe, software Vulkan, does not count)"
     return ""
@@ -54,7 +54,7 @@ def one_run(engine, k: int, temp: float, n: int) -> dict:
     control = RunControl(Settings(draft_max=k, temperature=temp, drafter="model", seed=SEED))
     t0 = perf_counter()
     end = None
-    for ev in engine.run(PROMPT, control, n, overlap=True):
+    for ev in engine.run(DEFAULT_PROMPT, control, n, overlap=True):
         stats.update(ev)
         if isinstance(ev, RunEnded):
             end = ev

@@ -20,7 +20,8 @@ becomes the new baseline and the window says "reset" instead of showing negative
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..contract.events import (
@@ -96,6 +97,8 @@ class Window:
     itl_p95: float | None = None
     itl_n: float = 0.0
     accept_length: float | None = None  # SGLang gauge (current value, not a delta)
+    accept_rate: float | None = None  # SGLang gauge (current value, not a delta)
+    gauges_only: bool = False  # the engine publishes gauges, no counters (SGLang): the rates are its gauges'
     drafts_derived: bool = False
     ttft_hist: Histogram | None = None  # the window's bucket deltas (what the quantiles come from)
     itl_hist: Histogram | None = None
@@ -132,8 +135,11 @@ def engine_window(
     """The window from ``prev`` to ``cur`` (prev None: a baseline)."""
     spec_off = not cur.speculation or speculation == "none"
     accept_length = cur.accept_length if cur.accept_length >= 0 else None
+    accept_rate = cur.accept_rate if cur.accept_rate >= 0 else None
+    gauges_only = cur.speculation and cur.num_draft_tokens < 0 and cur.num_accepted_tokens < 0
     if prev is None:
-        return Window(url, cur.engine, kind, NO_SPEC if spec_off else BASELINE, accept_length=accept_length)
+        return Window(url, cur.engine, kind, NO_SPEC if spec_off else BASELINE, accept_length=accept_length,
+                      accept_rate=accept_rate, gauges_only=gauges_only)
     ttft = histogram_delta(cur.ttft, prev.ttft)
     itl = histogram_delta(cur.itl, prev.itl)
     generated = None
@@ -150,12 +156,18 @@ def engine_window(
         itl_p95=histogram_quantile(0.95, itl),
         itl_n=itl.count if itl else 0.0,
         accept_length=accept_length,
+        accept_rate=accept_rate,
+        gauges_only=gauges_only,
         drafts_derived=cur.drafts_derived,
         ttft_hist=ttft,
         itl_hist=itl,
     )
     if spec_off:
         return Window(url, cur.engine, kind, NO_SPEC, **common)
+    if gauges_only:  # SGLang: its gauges are the window (the last batches' figures, set by the server)
+        reported = (accept_length or 0.0) > 0 or (accept_rate or 0.0) > 0
+        return Window(url, cur.engine, kind, OK if reported else IDLE, acceptance_rate=accept_rate,
+                      mean_acceptance_length=accept_length if reported else None, **common)
     drafts = max(cur.num_drafts - prev.num_drafts, 0.0) if min(cur.num_drafts, prev.num_drafts) >= 0 else 0.0
     draft_tokens = max(cur.num_draft_tokens - prev.num_draft_tokens, 0.0) if cur.num_draft_tokens >= 0 else 0.0
     accepted = max(cur.num_accepted_tokens - prev.num_accepted_tokens, 0.0) if cur.num_accepted_tokens >= 0 else 0.0
@@ -265,9 +277,48 @@ class RequestView:
     error: str = ""
     server_predicted_ms: float = -1.0
     server_predicted_n: int = -1
+    accepted_per_pos: tuple[int, ...] = ()  # from the engine's per-request histogram (vLLM, SGLang)
+    flag: str = ""  # LOW / HIGH: an outlier against the deployment's acceptance (outlier())
+    flag_words: str = ""  # what it means, in the screen's words
+
+    @property
+    def acceptance_by_pos(self) -> tuple[float, ...]:
+        """Position i accepted in this share of the request's verify steps (the counters' definition)."""
+        if self.spec_steps <= 0:
+            return ()
+        return tuple(c / self.spec_steps for c in self.accepted_per_pos)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["accepted_per_pos"] = list(self.accepted_per_pos)
+        d["acceptance_by_pos"] = list(self.acceptance_by_pos)
+        return d
+
+
+# Per-request outliers (docs/attach.md): acceptance far below the deployment's or far above it both mean
+# something about the request, not about the server.
+LOW, HIGH = "low", "high"
+LOW_FLOOR = 0.10  # under this share of drafts accepted, a request is low whatever the others do
+HIGH_CEILING = 0.95  # over it, high whatever the others do
+FLAG_WORDS = {
+    LOW: "low: the drafter guesses this text badly; each verify pays for drafts thrown away "
+         "(a shorter k, or no speculation, for requests like it)",
+    HIGH: "high: text the drafter can copy (repetition, the prompt quoted back, boilerplate) or a loop; "
+          "check the output; a longer k pays on requests like it",
+}
+
+
+def outlier(rate: float | None, reference: float | None) -> str:
+    """LOW, HIGH or "" for one request's acceptance against the deployment's ``reference`` (the median of its
+    requests, or its counters' acceptance): low under half the reference (or under LOW_FLOOR), high where it
+    misses a draft less than a third as often as the reference does (or over HIGH_CEILING)."""
+    if rate is None:
+        return ""
+    if rate < LOW_FLOOR or (reference is not None and rate < reference / 2):
+        return LOW
+    if rate > HIGH_CEILING or (reference is not None and rate > reference and 1 - rate < (1 - reference) / 3):
+        return HIGH
+    return ""
 
 
 @dataclass(frozen=True)
@@ -278,6 +329,7 @@ class AttachSnapshot:
     session: list[Window] = field(default_factory=list)  # since each engine's baseline
     session_sum: Window | None = None
     request: RequestView | None = None
+    requests: tuple[RequestView, ...] = ()  # every request that ended, in order, outliers flagged
 
 
 class AttachStats:
@@ -297,6 +349,7 @@ class AttachStats:
         self._req_last: dict[str, Any] = {}
         self._req_end: RequestEnded | None = None
         self._has_request = False
+        self._ended: list[RequestView] = []  # every request that ended (request mode, several prompts)
 
     @property
     def request_running(self) -> bool:
@@ -319,6 +372,9 @@ class AttachStats:
                 self._req_last = {"draft_n": ev.draft_n, "draft_n_accepted": ev.draft_n_accepted}
         elif isinstance(ev, RequestEnded):
             self._req_running, self._req_end = False, ev
+            view = self._request_view()
+            if view is not None:
+                self._ended.append(view)
         elif isinstance(ev, AttachStarted):
             self.t = 0.0
         if hasattr(ev, "t"):
@@ -399,7 +455,24 @@ class AttachStats:
             error=end.error if end is not None else "",
             server_predicted_ms=end.predicted_ms if end is not None else -1.0,
             server_predicted_n=end.predicted_n if end is not None else -1,
+            accepted_per_pos=end.accepted_per_pos if end is not None else (),
         )
+
+    def _flagged(self) -> tuple[RequestView, ...]:
+        """The ended requests, each flagged against its deployment: the median acceptance of that URL's
+        requests when there are three or more, else the URL's own counters since attach started."""
+        by_url: dict[str, list[float]] = {}
+        for r in self._ended:
+            if r.acceptance_rate is not None:
+                by_url.setdefault(r.url, []).append(r.acceptance_rate)
+        session = {w.url: w.acceptance_rate for k, w in self.session.items() if w.acceptance_rate is not None}
+        out = []
+        for r in self._ended:
+            rates = by_url.get(r.url, [])
+            ref = statistics.median(rates) if len(rates) >= 3 else session.get(r.url)
+            flag = outlier(r.acceptance_rate, ref)
+            out.append(replace(r, flag=flag, flag_words=FLAG_WORDS.get(flag, "")))
+        return tuple(out)
 
     def snapshot(self) -> AttachSnapshot:
         interval = [self.interval[k] for k in self.order if k in self.interval]
@@ -411,4 +484,5 @@ class AttachStats:
             session=session,
             session_sum=sum_windows(session) if len(session) > 1 else None,
             request=self._request_view(),
+            requests=self._flagged(),
         )

@@ -40,8 +40,10 @@ from ..contract.outputs import PROBE_CACHE
 from ..contract.text import model_label, visible_line
 from .costmodel import break_even_acceptance, leviathan
 from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
+from ..contract.prompt import DEFAULT_PROMPT
+from .machine import cache_key, cache_path, load_average, machine_key, quiet_machine
 
-BATCH_VERSION = 1
+BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer
 DRAFTER_MODEL = "model"
 DRAFTER_LOOKUP = "ngram"  # prompt lookup (docs/conventions.md: --drafter model, ngram)
 CHART_HEIGHT = 12
@@ -107,8 +109,6 @@ class BatchCurve(CachedRecord):
 
     @property
     def quiet(self) -> bool:
-        from .probe import quiet_machine  # noqa: PLC0415 - probe's own thresholds
-
         return quiet_machine(self.others_cpu, self.loadavg, self.threads)
 
     # ---- JSON
@@ -316,14 +316,13 @@ def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
                   progress: Callable[[str], None] | None = None) -> BatchCurve:
     from ..engine.batch_probe import measure_batched  # noqa: PLC0415 - the engine only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
-    from .probe import CONTEXT_PROMPT, _loadavg, machine_key  # noqa: PLC0415
 
     others = OthersCpu()
     others.sample()
-    load0 = _loadavg()
-    pts = measure_batched(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, prompt=CONTEXT_PROMPT,
+    load0 = load_average()
+    pts = measure_batched(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, prompt=DEFAULT_PROMPT,
                           progress=progress)
-    load1 = _loadavg()
+    load1 = load_average()
     ns = (1,) + tuple(k + 1 for k in pts.ks)
     return BatchCurve(
         seqs=pts.seqs, ks=pts.ks, plain_ms=tuple(pts.target_ms[(b, 1)] for b in pts.seqs),
@@ -340,7 +339,6 @@ def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
 def batched_cache_key(engine, max_seqs: int, ks, repeats: int) -> tuple[dict, str]:
     """The probe's own key (models, threads, placement, machine) plus the batched sizes."""
     from ..engine.batch_probe import check_ks, fit_max_seqs, seq_sizes  # noqa: PLC0415
-    from .probe import cache_key  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     ks = check_ks(ks)
@@ -369,8 +367,6 @@ def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
 def cached_or_measure(engine, *, max_seqs: int, ks, repeats: int, refresh: bool = False,
                       directory: Path | None = None, warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None) -> BatchCurve:
-    from .probe import cache_path  # noqa: PLC0415
-
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = batched_cache_key(engine, max_seqs, ks, repeats)
     path = cache_path(name, directory)

@@ -90,7 +90,7 @@ class HeadCost:
 
 def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
     """The probe's own key plus the head's kind, its file and the measurement's k and repeats."""
-    from .probe import cache_key, file_identity  # noqa: PLC0415
+    from .machine import cache_key, file_identity  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     key = {"probe": base, "head": {"version": HEAD_COST_VERSION, "kind": engine.head,
@@ -101,11 +101,12 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
     from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
-    from .probe import CONTEXT_PROMPT, _loadavg  # noqa: PLC0415
+    from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from .machine import load_average  # noqa: PLC0415
 
-    load0 = _loadavg()
-    pts = measure_head(engine, CONTEXT_PROMPT, k=k, repeats=repeats)
-    load1 = _loadavg()
+    load0 = load_average()
+    pts = measure_head(engine, DEFAULT_PROMPT, k=k, repeats=repeats)
+    load1 = load_average()
     return HeadCost(
         kind=pts.kind, k=pts.k, head_step_ms=pts.head_step_ms, head_read_ms=pts.head_read_ms,
         target_ms=pts.target_ms, draft_step_ms=pts.draft_step_ms, head_file=str(engine.head_file or ""),
@@ -136,7 +137,7 @@ def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
 def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None) -> HeadCost:
     """The head's cost on this machine: from the cache (same models, threads, machine, head, k), or measured."""
-    from .probe import cache_path  # noqa: PLC0415
+    from .machine import cache_path  # noqa: PLC0415
 
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, name = head_cache_key(engine, k, repeats)

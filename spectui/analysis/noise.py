@@ -29,8 +29,9 @@ from typing import Callable
 
 from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
-from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, NOISE_PROMPT, BatchNoise, measure_noise
-from .probe import _loadavg, file_identity, machine_key
+from ..contract.prompt import DEFAULT_PROMPT
+from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
+from .machine import file_identity, load_average, machine_key
 from .cachefile import CachedRecord, loadavg_of
 
 NOISE_VERSION = 1
@@ -159,9 +160,9 @@ class NoiseResult(CachedRecord):
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_TOKENS,
             progress: Callable[[str], None] | None = None) -> NoiseResult:
     """Measure on a loaded ``Engine`` (between runs): batch sizes 2..max_batch."""
-    load0 = _loadavg()
+    load0 = load_average()
     m = measure_noise(engine, range(2, max_batch + 1), n_tokens, progress=progress)
-    load1 = _loadavg()
+    load1 = load_average()
     info = engine.target_info
     return NoiseResult(
         target_path=info.path, target_name=info.name or os.path.basename(info.path), backend=info.backend or "CPU",
@@ -174,7 +175,7 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_
 
 def fitting_tokens(engine, n_tokens: int = DEFAULT_TOKENS) -> int:
     """``n_tokens``, or fewer where the prompt and that many tokens would not fit the context (-c)."""
-    room = int(engine.n_ctx) - len(engine.tokenize(NOISE_PROMPT))
+    room = int(engine.n_ctx) - len(engine.tokenize(DEFAULT_PROMPT))
     return max(0, min(int(n_tokens), room))
 
 

@@ -34,10 +34,8 @@ No Textual imports.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -48,18 +46,18 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
+from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
-from .costmodel import break_even_acceptance
+from .batch_knee import sibling_curve
 from .cachefile import CachedRecord, loadavg_of
+from .costmodel import break_even_acceptance
+from .machine import (
+    DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
+    machine_key, quiet_machine,
+)
 
-PROBE_VERSION = 1
-DEFAULT_MAX_BATCH = 16
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
-HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
-QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet
-QUIET_LOAD_MARGIN = 0.5  # ... or, without /proc/stat, the 1-min load average at most threads + this
-CONTEXT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 CHART_WIDTH = 48
 FLAT_MARGINAL = 0.15  # an extra verify token costing at most this share of a decode: memory-bound (flat)
 KERNEL_GAIN = 2.0  # a large batch computing this many tokens per decode time: idle compute exists
@@ -89,14 +87,6 @@ def _model_from(d: dict) -> ModelInfo:
         raise TypeError(f"unexpected model fields {', '.join(extra)}")
     return ModelInfo(**d)
 
-
-
-def quiet_machine(others_cpu: float, loadavg, threads: int) -> bool:
-    """Whether a measurement ran quiet: other processes' CPU (cores) when it was sampled (>= 0), else the
-    load average against the threads the measurement used."""
-    if others_cpu >= 0:
-        return others_cpu <= QUIET_OTHERS_CORES
-    return loadavg[0] <= threads + QUIET_LOAD_MARGIN
 
 @dataclass(frozen=True)
 class ProbeVerdict:
@@ -196,8 +186,6 @@ class ProbeResult(CachedRecord):
 
     def machine_probe(self) -> MachineProbe:
         """What a run records of this result (``RunStarted.probe``): the curve and the one-line figures."""
-        from .batch_knee import sibling_curve  # noqa: PLC0415 - the batched curve cached beside this one, if any
-
         rep = self.report()
         batched = sibling_curve(self.cache_file, self.key)
         if batched is not None:
@@ -340,13 +328,6 @@ def analyse(r: ProbeResult) -> ProbeVerdict:
 # ---------------------------------------------------------------- measuring
 
 
-def _loadavg() -> tuple[float, float, float]:
-    try:
-        return tuple(float(x) for x in os.getloadavg())  # type: ignore[return-value]
-    except (AttributeError, OSError):
-        return (0.0, 0.0, 0.0)
-
-
 def _facts(info: ModelInfo) -> ModelInfo:
     """What the probe keeps of a loaded model (PROBE_MODEL_FIELDS)."""
     return ModelInfo(path=info.path, name=info.name, size_bytes=int(info.size_bytes), quantization=info.quantization,
@@ -364,8 +345,10 @@ def _draft_decode_ms(engine, token: int) -> float:
 
 
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-            progress: Callable[[str], None] | None = None) -> ProbeResult:
-    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring)."""
+            progress: Callable[[str], None] | None = None, stop=None) -> ProbeResult:
+    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring). ``stop``: a
+    RunControl whose ``stop()`` ends the measurement mid-decode (the engine's abort: the decode raises
+    ``spectui.engine.abort.DecodeAborted``, and nothing is measured)."""
     from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
     from ..contract.events import Settings  # noqa: PLC0415
@@ -380,13 +363,29 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     t_start = time.perf_counter()
     others = OthersCpu()
     others.sample()
-    load0 = _loadavg()
+    load0 = load_average()
     # a short prompt in the KV cache, as in a run (this also warms both models' weights up)
     ctl = RunControl(Settings(draft_max=0, drafter="none"))
-    for ev in engine.run(CONTEXT_PROMPT, ctl, 1):
+    if stop is not None:
+        stop.on_stop(ctl.stop)
+        watching = engine.abort.watching(stop)
+    else:
+        watching = contextlib.nullcontext()
+    with watching:
+        return _measured(engine, ctl, max_batch, repeats, progress, (t_start, others, load0))
+
+
+def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> ProbeResult:
+    """``measure``'s rounds, after its checks (``began``: its start time, CPU sampler and load average)."""
+    t_start, others, load0 = began
+    for ev in engine.run(DEFAULT_PROMPT, ctl, 1):
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
-    context_tokens = len(engine.tokenize(CONTEXT_PROMPT))  # the prompt's KV cells the measurements follow
+    if ctl.stopped:  # stopped during the warm-up run (it ends 'stopped'): nothing to measure
+        from ..engine.abort import DecodeAborted  # noqa: PLC0415
+
+        raise DecodeAborted("target")
+    context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow
     ids = engine.tokenize("a")
     tok = ids[-1] if ids else 0
     sizes = list(range(1, max_batch + 1))
@@ -406,7 +405,7 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
                     draft_samples.append(dms)
     verify = tuple(statistics.median(samples[b]) for b in sizes)
     spread = tuple((max(samples[b]) - min(samples[b])) / statistics.median(samples[b]) for b in sizes)
-    load1 = _loadavg()
+    load1 = load_average()
     oc = others.sample()
     target = _facts(engine.target_info)
     draft = _facts(engine.draft_info) if engine.draft is not None else None
@@ -423,57 +422,6 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
 # ---------------------------------------------------------------- the cache
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "spectui" / "probe"
-
-
-def file_identity(path: str) -> dict:
-    """Real path, size, mtime and a hash of the first HEADER_BYTES of a model file."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    h = hashlib.sha256()
-    with open(real, "rb") as fh:
-        h.update(fh.read(HEADER_BYTES))
-    return {"path": real, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "header_sha256": h.hexdigest()[:32]}
-
-
-def machine_key() -> dict:
-    """The CPU model and the llama.cpp build (version and a hash of its system info)."""
-    from ..engine.models import cpu_name, llama  # noqa: PLC0415
-
-    L = llama()
-    info = L.llama_print_system_info().decode("utf-8", "replace")
-    return {
-        "cpu": cpu_name(),
-        "arch": platform.machine(),
-        "llama_cpp_python": getattr(L, "__version__", ""),
-        "system_info_sha256": hashlib.sha256(info.encode()).hexdigest()[:16],
-    }
-
-
-def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH) -> tuple[dict, str]:
-    """(key object, its hash) for a loaded engine: model files, threads, placement, machine."""
-    key = {
-        "version": PROBE_VERSION,
-        "target": file_identity(engine.target_info.path),
-        "draft": file_identity(engine.draft_info.path) if engine.draft_info is not None else None,
-        "threads": int(engine.threads),
-        "target_backend": engine.target_info.backend,
-        "target_gpu_layers": int(engine.target_info.n_gpu_layers),
-        "draft_gpu_layers": int(engine.draft_info.n_gpu_layers) if engine.draft_info is not None else None,
-        "no_repack": bool(getattr(engine, "no_repack", False)),
-        "max_batch": int(max_batch),
-        "machine": machine_key(),
-    }
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-    return key, digest
-
-
-def cache_path(digest: str, directory: Path | None = None) -> Path:
-    return (directory or cache_dir()) / f"{digest}.json"
-
-
 load_cached = ProbeResult.load_cached  # (path, key): the cached result, None when absent or another key's
 
 
@@ -487,28 +435,49 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
                       refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
-                      now_quiet: Callable[[int], bool] | None = None) -> ProbeResult:
+                      now_quiet: Callable[[int], bool] | None = None, stop=None) -> ProbeResult:
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
     Its curve reaches auto k and the faces with the run: ``engine.run(..., probe=result.machine_probe())``.
     ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
     under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
-    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5)."""
+    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5).
+    ``stop``: see ``measure`` (a stopped measurement caches nothing)."""
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    now_quiet = now_quiet or (lambda threads: _loadavg()[0] <= threads + QUIET_LOAD_MARGIN)
     key, digest = cache_key(engine, max_batch)
     path = cache_path(digest, directory)
     res = None
     if not refresh:
-        res = ProbeResult.load_or_warn(path, key, warn)
-        if res is not None and not res.quiet and now_quiet(res.threads):
+        res, again = _cached(path, key, warn, now_quiet)
+        if again and res is not None:
             warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
             res = None
     if res is None:
-        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress)
+        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress, stop=stop)
         models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
         res = _with(res, key=digest).store(key, path, models)  # never a model file; atomic
     return res
+
+
+def _cached(path: Path, key: dict, warn, now_quiet) -> tuple[ProbeResult | None, bool]:
+    """(the cached result or None, whether to measure: none cached, or it was measured busy and the machine
+    is quiet now)."""
+    now_quiet = now_quiet or (lambda threads: load_average()[0] <= threads + QUIET_LOAD_MARGIN)
+    res = ProbeResult.load_or_warn(path, key, warn)
+    if res is None:
+        return None, True
+    return res, (not res.quiet and now_quiet(res.threads))
+
+
+def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path | None = None,
+                warn: Callable[[str], None] | None = None,
+                now_quiet: Callable[[int], bool] | None = None) -> tuple[ProbeResult | None, bool]:
+    """What a run starts from, measuring nothing (a run never waits for the probe: docs/probe-and-sweep.md):
+    the cached result for this engine on this machine, or None, and whether it is worth measuring (when
+    idle: after the run) because there is none or it was measured busy and the machine is quiet now."""
+    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    key, digest = cache_key(engine, max_batch)
+    return _cached(cache_path(digest, directory), key, warn, now_quiet)
 
 
 # ---------------------------------------------------------------- text

@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from ..analysis.attach_stats import AttachStats
 from ..contract.events import (
-    KIND_LLAMA_SERVER, REQ_ERROR, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded, Target,
+    KIND_LLAMA_SERVER, REQ_ERROR, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded,
+    RequestStarted, Target,
 )
 from .request import stream_completion
 from .scraper import Scraper
@@ -31,7 +32,9 @@ class AttachSession:
         urls: the servers to scrape, already checked (``attach.urls.check_urls``); the first one gets the request.
         interval: seconds between rounds of scrapes.
         timeout: seconds one scrape may take (default 0.8 x interval, within 0.2-5 s).
-        prompt: with a prompt, one streamed completion is sent to ``urls[0]`` and timed (None: watch only).
+        prompt: with a prompt, one streamed completion is sent to ``urls[0]`` and timed (None: watch only); a
+            list: each prompt in turn, one request at a time (each request's acceptance, outliers flagged).
+        each: send the prompts to every URL in turn, not only the first (engines compared on the same prompts).
         n_predict: the request's token limit.
         draft_max: ``speculative.n_max`` sent with the request (-1: not sent).
         count: stop after this many rounds of scrapes (0: no limit).
@@ -47,8 +50,9 @@ class AttachSession:
         *,
         interval: float = 1.0,
         timeout: float | None = None,
-        prompt: str | None = None,
+        prompt: str | list[str] | tuple[str, ...] | None = None,
         n_predict: int = 128,
+        each: bool = False,
         draft_max: int = -1,
         count: int = 0,
         request_timeout: float = 600.0,  # -p: the whole request and its stream (q, --count, --duration end it sooner)
@@ -57,7 +61,9 @@ class AttachSession:
         self.urls = urls
         self.interval = interval
         self.timeout = timeout if timeout is not None else max(0.2, min(5.0, 0.8 * interval))
-        self.prompt = prompt
+        self.prompts = [prompt] if isinstance(prompt, str) else list(prompt or [])
+        self.prompt = self.prompts[0] if self.prompts else None  # request mode when not None
+        self.request_urls = list(urls) if each else list(urls[:1])
         self.n_predict = n_predict
         self.draft_max = draft_max
         self.count = count
@@ -69,6 +75,8 @@ class AttachSession:
         self.answered: set[str] = set()
         self.last_error: dict[str, str] = {}
         self.request_end: RequestEnded | None = None
+        self.request_failed = ""  # the first request that failed, in one line
+        self._request_url = ""
         self.end_reason = ""
         self.ended_by = ""  # "duration" when --duration ended the session (failure() says which limit)
         self.stats = AttachStats()
@@ -96,7 +104,7 @@ class AttachSession:
         if self.prompt is not None:
             threads.append(threading.Thread(target=self._request_worker, args=(q,), name="spectui-attach-request",
                                             daemon=True))
-        reason, ticks = "stopped", 0
+        reason = "stopped"
         try:
             # The baseline first (request mode: before the request, so the session window is the request).
             # polled (scrape_all): a signal stops it at once, and every scrape ends within --timeout
@@ -105,42 +113,51 @@ class AttachSession:
             for th in threads:
                 if not self.stop.is_set():
                     th.start()
-            while not self.stop.is_set():
-                if self.duration and self._clock() - self.t0 >= self.duration:
-                    reason = "done"  # the deadline (--duration); failure() says whether it went well
-                    self.ended_by = "duration"
-                    break
-                try:
-                    item = q.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if item is _TICK:
-                    ticks += 1
-                    if self.count and ticks >= self.count:  # also in request mode: a request still
-                        reason = "done"                      # running then is cut short (a failure)
-                        break
-                elif item is _REQUEST_DONE:
-                    self._final_scrapes(emit)
-                    reason = "done"
-                    break
-                else:
-                    emit(item)
+            reason = self._consume(q, emit)
         except KeyboardInterrupt:
             reason = "stopped"
         finally:
-            self.stop.set()
-            for th in threads:  # a thread blocked in a read is a daemon: its scrape or request ends with
-                if th.is_alive():  # the process (its Deadline); the session's end never waits on a server
-                    th.join(timeout=0.3)
-            while not q.empty():  # a request cut short still ends with its RequestEnded
-                item = q.get_nowait()
-                if isinstance(item, RequestEnded):
-                    emit(item)
-            if self.stats.request_running:  # blocked in a read: it ends with the process
-                emit(RequestEnded(t=self._clock() - self.t0, reason=REQ_STOPPED))
-            self.scraper.close()
-            self.end_reason = reason
-            emit(AttachEnded(t=self._clock() - self.t0, reason=reason))
+            self._wind_down(q, threads, emit, reason)
+
+    def _consume(self, q: queue.Queue, emit: Callable[[Any], None]) -> str:
+        """The producers' events, in arrival order, until the session ends; returns why ("done" or "stopped")."""
+        ticks = 0
+        while not self.stop.is_set():
+            if self.duration and self._clock() - self.t0 >= self.duration:
+                self.ended_by = "duration"
+                return "done"  # the deadline (--duration); failure() says whether it went well
+            try:
+                item = q.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if item is _TICK:
+                ticks += 1
+                if self.count and ticks >= self.count:  # also in request mode: a request still
+                    return "done"                        # running then is cut short (a failure)
+            elif item is _REQUEST_DONE:
+                self._final_scrapes(emit)
+                return "done"
+            else:
+                emit(item)
+        return "stopped"
+
+    def _wind_down(self, q: queue.Queue, threads: list[threading.Thread], emit: Callable[[Any], None],
+                   reason: str) -> None:
+        """The session's end: the producers stopped (never waited on for long), a request cut short ended,
+        ``AttachEnded`` last."""
+        self.stop.set()
+        for th in threads:  # a thread blocked in a read is a daemon: its scrape or request ends with
+            if th.is_alive():  # the process (its Deadline); the session's end never waits on a server
+                th.join(timeout=0.3)
+        while not q.empty():  # a request cut short still ends with its RequestEnded
+            item = q.get_nowait()
+            if isinstance(item, RequestEnded):
+                emit(item)
+        if self.stats.request_running:  # blocked in a read: it ends with the process
+            emit(RequestEnded(t=self._clock() - self.t0, reason=REQ_STOPPED))
+        self.scraper.close()
+        self.end_reason = reason
+        emit(AttachEnded(t=self._clock() - self.t0, reason=reason))
 
     def _emitter(self, sink: Callable[[Any], None]) -> Callable[[Any], None]:
         def emit(ev: Any) -> None:
@@ -148,8 +165,13 @@ class AttachSession:
                 self.last_error[ev.url] = ev.error
                 if not ev.error:
                     self.answered.add(ev.url)
+            elif isinstance(ev, RequestStarted):
+                self._request_url = ev.url
             elif isinstance(ev, RequestEnded):
                 self.request_end = ev
+                if ev.reason == REQ_ERROR and not self.request_failed:  # one request of several: say which
+                    several = len(self.prompts) * len(self.request_urls) > 1
+                    self.request_failed = f"{self._request_url}: {ev.error}" if several else ev.error
             self.stats.update(ev)
             sink(ev)
 
@@ -162,8 +184,8 @@ class AttachSession:
         watch the user ended (q) fails only by its request."""
         if self.prompt is not None:
             end = self.request_end
-            if end is not None and end.reason == REQ_ERROR:
-                return f"the request failed: {end.error}"
+            if self.request_failed:
+                return f"the request failed: {self.request_failed}"
             if (end is None or end.reason == REQ_STOPPED) and self.end_reason == "done":
                 by = f"--duration {self.duration:g} s" if self.ended_by == "duration" else f"--count {self.count}"
                 return f"the request did not finish within {by}"
@@ -187,26 +209,33 @@ class AttachSession:
             next_at = max(next_at + self.interval, time.monotonic())
 
     def _request_worker(self, q: queue.Queue) -> None:
-        url = self.urls[0]
-        kind = self.scraper.kinds.get(url, "")
-        for ev in stream_completion(url, kind, self.prompt or "", self.n_predict, draft_max=self.draft_max,
-                                    timeout=self.request_timeout, t0=self.t0, stop=self.stop):
-            q.put(ev)
+        """Every prompt to every request URL, one request at a time (URL by URL), each as its events."""
+        for url in self.request_urls:
+            kind = self.scraper.kinds.get(url, "")
+            for prompt in self.prompts:
+                if self.stop.is_set():
+                    break
+                for ev in stream_completion(url, kind, prompt, self.n_predict, draft_max=self.draft_max,
+                                            timeout=self.request_timeout, t0=self.t0, stop=self.stop):
+                    q.put(ev)
         q.put(_REQUEST_DONE)
 
     def _final_scrapes(self, emit: Callable[[Any], None]) -> None:
-        """After the request: scrape until the server's counters include it (llama-server adds a
+        """After the requests: scrape until each llama-server's counters include its requests (llama-server adds a
         request's counts when its slot is released, just after the last chunk), at most ~2 s."""
-        req = self.stats.snapshot().request
         for _ in range(20):
             evs = self.scraper.scrape_all(self.stop)
             for ev in evs:
                 emit(ev)
-            first = next((e for e in evs if e.url == self.urls[0]), None)
-            if first is None or first.error or first.kind != KIND_LLAMA_SERVER or req is None or req.draft_n <= 0:
-                return
-            win = next((w for w in self.stats.snapshot().session if w.url == self.urls[0]), None)
-            if win is not None and win.draft_tokens >= req.draft_n:
+            snap = self.stats.snapshot()
+            waiting = False
+            for ev in evs:
+                drafted = sum(r.draft_n for r in snap.requests if r.url == ev.url and r.draft_n > 0)
+                if ev.error or ev.kind != KIND_LLAMA_SERVER or drafted <= 0:
+                    continue
+                win = next((w for w in snap.session if w.url == ev.url), None)
+                waiting = waiting or win is None or win.draft_tokens < drafted
+            if not waiting:
                 return
             time.sleep(0.1)
 

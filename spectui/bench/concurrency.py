@@ -38,7 +38,8 @@ from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.chat import chat_messages
 from .datasets import PromptSet
 from .plan import parse_temps
-from .server import Deployment, _counters, _delta, chat_request, probe_deployment
+from .server import Deployment, chat_request, counters_delta, probe_deployment, scrape_counters
+from .server_shape import load_steps, predict_on_steps, prediction_lines, server_shape
 
 MAX_LEVEL = 256
 # drafted tokens per output token under this share of the lowest level's: speculation was off (not all off: a level's
@@ -83,6 +84,9 @@ class Level:
     acceptance: float | None = None  # accepted / drafted (None: nothing drafted)
     acceptance_source: str = ""  # "timings" or "metrics"
     error: str = ""
+    drafts: int = 0  # verify steps with a draft (the deployment's /metrics delta; 0: not published)
+    prompt_each: list[int] = field(default_factory=list)  # each request's prompt tokens, in order (-1: not said)
+    output_each: list[int] = field(default_factory=list)  # each request's output tokens, in order
 
     @property
     def drafts_per_token(self) -> float:
@@ -96,6 +100,7 @@ class Sweep:
     base: list[Level] = field(default_factory=list)
     status: str = "done"
     notes: list[str] = field(default_factory=list)
+    shape: object = None  # the speculating server's slots and prompts' tokens (bench.server_shape.ServerShape)
 
     def speedups(self) -> dict[int, float]:
         base = {lv.concurrency: lv for lv in self.base}
@@ -121,7 +126,7 @@ class Sweep:
 def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, temperature: float, seed: int,
               system: str | None, timeout_s: float, role: str) -> Level:
     n = max(len(ps.prompts), 2 * c)
-    before = _counters(dep, 10.0)
+    before = scrape_counters(dep, 10.0)
     t0 = time.monotonic()
 
     def one(i: int):
@@ -142,6 +147,8 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
             continue
         chunks = [e for e in events if isinstance(e, RequestChunk)]
         lv.output_tokens += end.n_tokens if end.n_tokens > 0 else len(chunks)
+        lv.prompt_each.append(end.prompt_n)
+        lv.output_each.append(end.n_tokens if end.n_tokens > 0 else len(chunks))
         if chunks:
             ttft.append(chunks[0].t * 1000.0)
         if len(chunks) > 1:
@@ -150,12 +157,13 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
             timed_drafts = True
             lv.drafted += end.draft_n
             lv.accepted += max(end.draft_n_accepted, 0)
-    if not timed_drafts and role != "baseline":
+    if role != "baseline":
         time.sleep(0.5)  # the engine counts a request once it is done
-        win = _delta(dep, before, _counters(dep, 10.0))
-        if win is not None and win.draft_tokens > 0:
+        win = counters_delta(dep, before, scrape_counters(dep, 10.0))
+        lv.drafts = int(win.drafts) if win is not None else 0  # the verify steps: the server's steps' shape
+        if not timed_drafts and win is not None and win.draft_tokens > 0:
             lv.drafted, lv.accepted, lv.acceptance_source = int(win.draft_tokens), int(win.accepted), "metrics"
-    elif timed_drafts:
+    if timed_drafts:
         lv.acceptance_source = "timings"
     lv.acceptance = lv.accepted / lv.drafted if lv.drafted else None
     lv.tokens_per_second = lv.output_tokens / wall if wall > 0 else 0.0
@@ -172,6 +180,7 @@ def sweep(ps: PromptSet, url: str, baseline_url: str | None, levels, *, n_predic
     dep = probe_deployment(url, timeout_s)
     base = probe_deployment(baseline_url, timeout_s) if baseline_url else None
     res = Sweep(list(levels))
+    res.shape = server_shape(dep, ps, system, timeout_s)  # for the prediction on the server's own steps
     try:
         for c in levels:
             for d, role, out in ((base, "baseline", res.base), (dep, "speculation", res.spec)):
@@ -194,7 +203,8 @@ def sweep(ps: PromptSet, url: str, baseline_url: str | None, levels, *, n_predic
 
 
 def load_knee_probe(path: str) -> tuple[bk.BatchCurve, str | None]:
-    """(curve, drafter, k) from a ``spectui probe --batched --json`` file (at most 16 MiB)."""
+    """(curve, drafter) from a ``spectui probe --batched --json`` file (at most 16 MiB); its step costs, for the
+    prediction on the server's own steps, are ``server_shape.load_steps``'."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(16 * 1024 * 1024 + 1)
@@ -306,23 +316,36 @@ def sweep_main(ps: PromptSet, urls, baseline_url, levels, *, n_predict: int, tem
     ``contract.draft_length.parse_k``): the --knee-probe prediction reads its curve there."""
     if len(urls) != 1:
         raise SpectuiError("--concurrency with several levels takes one --url (and --baseline-url)")
-    curve = drafter = None
+    curve = drafter = steps = None
     if knee_probe:
         curve, drafter = load_knee_probe(knee_probe)  # before any request: a bad file costs nothing
+        steps = load_steps(knee_probe)
     res = sweep(ps, urls[0], baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed, system=system,
                 timeout_s=timeout_s, on_level=on_level)
-    pred = predicted(curve, res, draft_max, drafter) if curve is not None else None
+    pred = decode_only = predicted(curve, res, draft_max, drafter) if curve is not None else None
+    on_steps = predict_on_steps(curve, steps, res, draft_max, drafter, len(ps.prompts)) if steps else {}
+    if on_steps:  # the prediction on the server's own steps is the one beside the measurement
+        pred = {c: p.speedup for c, p in on_steps.items()}
     lines = [f"spectui bench: {urls[0]} against {baseline_url or 'no baseline'}, concurrency "
              f"{','.join(map(str, levels))}, -n {n_predict}, {len(ps.prompts)} prompts ({ps.source})"]
     lines += report_lines(res, pred)
-    if pred is not None:
+    lines += prediction_lines(on_steps, res)
+    if on_steps:
+        lines.append(f"predicted on the server's own steps (analysis.server_steps) from {knee_probe} and each "
+                     "level's measured acceptance; decode steps alone (the curve at B = c): "
+                     + ", ".join(f"{c}: {x:.2f}x" for c, x in sorted((decode_only or {}).items())))
+    elif pred is not None:
         lines.append(f"predicted with the probe's curve at k = {min(curve.ks, key=lambda x: (abs(x - draft_max), x))} "
                      f"(-k {draft_max}) and each level's measured acceptance ({knee_probe})")
     params = {"url": urls[0], "baseline_url": baseline_url, "levels": list(levels), "n_predict": n_predict,
               "temperature": temp, "seed": seed, "prompts": ps.source, "n_prompts": len(ps.prompts),
               "knee_probe": knee_probe, "k": draft_max}
     if json_out:
-        write_json(json_out, json.dumps(to_json(res, pred, params)) + "\n")
+        doc = to_json(res, pred, params)
+        doc["concurrency_sweep"]["predicted_on_steps"] = {str(c): asdict(p) | {"speedup": p.speedup}
+                                                          for c, p in on_steps.items()}
+        doc["concurrency_sweep"]["predicted_decode_only"] = {str(c): x for c, x in (decode_only or {}).items()}
+        write_json(json_out, json.dumps(doc) + "\n")
     dest = out if json_out != "-" else sys.stderr
     for ln in lines:
         dest.write(ln + "\n")

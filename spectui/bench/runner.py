@@ -81,34 +81,69 @@ def where(job: Job, prompts: Sequence[Prompt], n_jobs: int, i: int) -> str:
             f"q{p.question_id}), {job.setting.full_label}, repeat {job.repeat + 1}")
 
 
-def run_bench(
-    engine,
-    prompts: Sequence[Prompt],
-    jobs: Sequence[Job],
-    n_predict: int,
-    seed: int = 0,
-    *,
-    turns: str = "first",
-    templater: Callable[[Sequence[str], Sequence[str]], str] | None = None,
-    chat_label: str = "",
-    open_trace: Callable[[str, dict], object] | None = None,
-    on_job: Callable[[int, Job], None] | None = None,
-    on_event: Callable[[object], None] | None = None,
-    near_tie: Callable[[Setting], float] | None = None,
-) -> BenchResult:
-    """Run the jobs; see the module docstring. ``open_trace(name, header_extra)`` returns a TraceWriter.
-    ``near_tie(setting)``: the near-tie threshold of a speculative temperature-0 setting (the kernels' noise
-    measured at its k, ``analysis.noise.NoiseResult.threshold``), kept in its rows for the lossless check."""
+def run_bench(engine, prompts: Sequence[Prompt], jobs: Sequence[Job], n_predict: int, seed: int = 0, *,
+              turns: str = "first", templater: Callable[[Sequence[str], Sequence[str]], str] | None = None,
+              chat_label: str = "", open_trace: Callable[[str, dict], object] | None = None,
+              on_job: Callable[[int, Job], None] | None = None, on_event: Callable[[object], None] | None = None,
+              near_tie: Callable[[Setting], float] | None = None) -> BenchResult:
+    """Run the jobs; see the module docstring.
+
+    Args:
+        engine: the loaded engine (``spectui.engine.Engine``), every job's run on it.
+        prompts, jobs: the prompt set and the runs to do (``bench.plan.make_jobs``: setting x prompt x repeat).
+        turns: "first" (turns[0] only) or "all" (every turn, each after the model's own answer).
+        templater: ``(turns, answers) -> text`` (the chat template, or the raw turns).
+        open_trace: ``(name, header_extra) -> TraceWriter`` to keep each run's trace (``--record-dir``).
+        on_job, on_event: told of each job as it starts and each event (progress).
+        near_tie: a speculative temperature-0 setting's near-tie threshold (``NoiseResult.threshold``), kept
+            in its rows for the lossless check.
+
+    Returns:
+        The rows (a prompt that does not fit: skipped rows, with the reason) and the status: "done",
+        "interrupted" (the turns finished keep their rows) or "failed: ...".
+    """
     templater = templater or (lambda t, a: raw_prompt(t, a))
     res = BenchResult(jobs_total=len(jobs))
-    n_ctx = engine.n_ctx
-    # Pre-flight: the first turn of every prompt must fit (the same text for every setting).
+    skip = _skip_what_does_not_fit(engine, prompts, jobs, n_predict, templater, res)
+    n_turns = (lambda p: len(p.turns)) if turns == "all" else (lambda p: 1)
+    run = _TurnRunner(engine, res, n_predict, seed, templater, chat_label, open_trace, on_event, near_tie)
+    for ji, job in enumerate(jobs):
+        if job.prompt_index in skip:
+            res.jobs_done += 1
+            continue
+        if on_job is not None:
+            on_job(ji, job)
+        p = prompts[job.prompt_index]
+        answers: list[str] = []
+        try:
+            for t in range(n_turns(p)):
+                row, error = run(p, t, job, answers)
+                if error is not None:
+                    res.status = f"failed: {error}"
+                    res.stopped_at = where(job, prompts, len(jobs), ji)
+                    return res
+                res.rows.append(row)
+                if row.skipped:
+                    break
+                answers.append(row.text)
+        except KeyboardInterrupt:
+            res.status = "interrupted"
+            res.stopped_at = where(job, prompts, len(jobs), ji)
+            return res  # the interrupted turn has no row; turns finished before it keep theirs
+        res.jobs_done += 1
+    return res
+
+
+def _skip_what_does_not_fit(engine, prompts: Sequence[Prompt], jobs: Sequence[Job], n_predict: int, templater,
+                            res: BenchResult) -> dict[int, str]:
+    """Pre-flight: the first turn of every prompt must fit (the same text for every setting). A prompt that
+    does not gets a skipped row per setting, with the reason; returns {prompt index: reason}."""
     skip: dict[int, str] = {}
     first_tokens: dict[int, int] = {}
     for i, p in enumerate(prompts):
         n = len(engine.tokenize(templater(p.turns[:1], [])))
         first_tokens[i] = n
-        why = fits(n, n_predict, n_ctx)
+        why = fits(n, n_predict, engine.n_ctx)
         if why:
             skip[i] = why
     settings_seen: list[Setting] = []
@@ -118,72 +153,79 @@ def run_bench(
     for i, why in skip.items():
         for s in settings_seen:
             res.rows.append(BenchRow(prompts[i], 0, s, 0, None, prompt_tokens=first_tokens[i], skipped=why))
-    n_turns = (lambda p: len(p.turns)) if turns == "all" else (lambda p: 1)
-    seq = 0
-    for ji, job in enumerate(jobs):
-        if job.prompt_index in skip:
-            res.jobs_done += 1
-            continue
-        if on_job is not None:
-            on_job(ji, job)
-        p = prompts[job.prompt_index]
+    return skip
+
+
+class _TurnRunner:
+    """One turn of one job: its text, its run on the engine (recorded when asked, its wall time added to
+    ``res.run_wall_s``), its row."""
+
+    def __init__(self, engine, res: BenchResult, n_predict: int, seed: int, templater, chat_label: str, open_trace,
+                 on_event, near_tie) -> None:
+        self.engine, self.res, self.n_predict, self.seed, self.templater = engine, res, n_predict, seed, templater
+        self.chat_label, self.open_trace, self.on_event, self.near_tie = chat_label, open_trace, on_event, near_tie
+        self.seq = 0  # runs so far: the traces' names are numbered in run order
+
+    def __call__(self, p: Prompt, t: int, job: Job, answers: list[str]) -> tuple[BenchRow | None, str | None]:
+        """(the turn's row, None), a skipped row when its text does not fit, or (None, why) when the run failed.
+        KeyboardInterrupt when the run was stopped."""
         s = job.setting
-        answers: list[str] = []
+        text = self.templater(p.turns[: t + 1], answers)
+        n_tok = len(self.engine.tokenize(text))
+        why = fits(n_tok, self.n_predict, self.engine.n_ctx)
+        if why:
+            return BenchRow(p, t, s, job.repeat, None, prompt_tokens=n_tok, skipped=why), None
+        self.seq += 1
+        events, trace = self._run(text, p, t, job)
+        end = next((e for e in reversed(events) if isinstance(e, RunEnded)), None)
+        if end is not None:
+            self.res.run_wall_s += end.wall_s
+        if end is None or end.reason == STOP_USER:
+            raise KeyboardInterrupt
+        if end.reason == STOP_ERROR:
+            return None, end.error or "the run failed"
+        return self._row(p, t, job, events, n_tok, trace), None
+
+    def _run(self, text: str, p: Prompt, t: int, job: Job) -> tuple[list, str]:
+        """The run's events, each written to its trace when traces are kept (closed on every way out)."""
+        s = job.setting
+        writer = None
+        trace = ""
+        if self.open_trace is not None:
+            cat = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in p.category)
+            qid = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(p.question_id))
+            name = f"{self.seq:04d}-{cat}-q{qid}-turn{t + 1}-{s.tag}-r{job.repeat + 1}.jsonl"
+            writer = self.open_trace(name, {"bench": {
+                "category": p.category, "question_id": p.question_id, "turn": t + 1,
+                "drafter": s.drafter, "k": s.k, "temperature": s.temperature, "repeat": job.repeat + 1,
+            }})
+            trace = str(getattr(writer, "path", name))
+        settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=self.seed)
+        events = []
         try:
-            for t in range(n_turns(p)):
-                text = templater(p.turns[: t + 1], answers)
-                n_tok = len(engine.tokenize(text))
-                why = fits(n_tok, n_predict, n_ctx)
-                if why:
-                    res.rows.append(BenchRow(p, t, s, job.repeat, None, prompt_tokens=n_tok, skipped=why))
-                    break
-                seq += 1
-                writer = None
-                trace = ""
-                if open_trace is not None:
-                    cat = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in p.category)
-                    qid = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(p.question_id))
-                    name = f"{seq:04d}-{cat}-q{qid}-turn{t + 1}-{s.tag}-r{job.repeat + 1}.jsonl"
-                    writer = open_trace(name, {"bench": {
-                        "category": p.category, "question_id": p.question_id, "turn": t + 1,
-                        "drafter": s.drafter, "k": s.k, "temperature": s.temperature, "repeat": job.repeat + 1,
-                    }})
-                    trace = str(getattr(writer, "path", name))
-                settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=seed)
-                events = []
-                try:
-                    for ev in engine.run(text, RunControl(settings), n_predict, chat_template=chat_label, overlap=True):
-                        events.append(ev)
-                        if writer is not None:
-                            writer.write(ev)
-                        if on_event is not None:
-                            on_event(ev)
-                finally:
-                    if writer is not None:
-                        writer.close()
-                end = next((e for e in reversed(events) if isinstance(e, RunEnded)), None)
-                if end is not None:
-                    res.run_wall_s += end.wall_s
-                if end is None or end.reason == STOP_USER:
-                    raise KeyboardInterrupt
-                if end.reason == STOP_ERROR:
-                    res.status = f"failed: {end.error or 'the run failed'}"
-                    res.stopped_at = where(job, prompts, len(jobs), ji)
-                    return res
-                ids = tuple(tk.id for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
-                out_text = "".join(tk.text for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
-                margins = None
-                if s.is_baseline and s.temperature == 0:
-                    m = margins_of(events)
-                    margins = tuple(m) if m is not None else None
-                pieces = tuple(tk.text for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
-                tie = near_tie(s) if near_tie is not None and not s.is_baseline and s.temperature == 0 else None
-                res.rows.append(BenchRow(p, t, s, job.repeat, compute(events), ids, out_text, margins,
-                                         n_tok, trace, near_tie=tie, pieces=pieces))
-                answers.append(out_text)
-        except KeyboardInterrupt:
-            res.status = "interrupted"
-            res.stopped_at = where(job, prompts, len(jobs), ji)
-            return res  # the interrupted turn has no row; turns finished before it keep theirs
-        res.jobs_done += 1
-    return res
+            for ev in self.engine.run(text, RunControl(settings), self.n_predict, chat_template=self.chat_label,
+                                      overlap=True):
+                events.append(ev)
+                if writer is not None:
+                    writer.write(ev)
+                if self.on_event is not None:
+                    self.on_event(ev)
+        finally:
+            if writer is not None:
+                writer.close()
+        return events, trace
+
+    def _row(self, p: Prompt, t: int, job: Job, events: list, n_tok: int, trace: str) -> BenchRow:
+        """A finished run's row: its statistics, its tokens and text (the lossless check's), the baseline's
+        margins at temperature 0, a speculative temperature-0 setting's near-tie threshold."""
+        s = job.setting
+        ids = tuple(tk.id for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
+        out_text = "".join(tk.text for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
+        margins = None
+        if s.is_baseline and s.temperature == 0:
+            m = margins_of(events)
+            margins = tuple(m) if m is not None else None
+        pieces = tuple(tk.text for ev in events if isinstance(ev, PassEvent) for tk in ev.emitted)
+        tie = self.near_tie(s) if self.near_tie is not None and not s.is_baseline and s.temperature == 0 else None
+        return BenchRow(p, t, s, job.repeat, compute(events), ids, out_text, margins, n_tok, trace, near_tie=tie,
+                        pieces=pieces)

@@ -39,7 +39,7 @@ from typing import Iterator, Sequence
 
 from ..attach.metrics import BadCounters
 from ..attach.metrics import parse as parse_metrics
-from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, _float, _int, openai_model
+from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, openai_model, server_float, server_int
 from ..attach.scraper import (
     USER_AGENT, Deadline, FetchError, abort_all, base_url, check_scheme, describe_error, http_get, open_url,
 )
@@ -106,7 +106,7 @@ def probe_deployment(url: str, timeout: float) -> Deployment:
     return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics, problems)
 
 
-def _counters(dep: Deployment, timeout: float):
+def scrape_counters(dep: Deployment, timeout: float):
     """The deployment's engines' counters now (None when /metrics does not answer)."""
     if not dep.metrics:
         return None
@@ -121,7 +121,7 @@ def _counters(dep: Deployment, timeout: float):
         return None
 
 
-def _delta(dep: Deployment, before, after):
+def counters_delta(dep: Deployment, before, after):
     """The summed window from ``before`` to ``after`` (attach.window), None when either is missing."""
     if before is None or after is None:
         return None
@@ -155,9 +155,12 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
         return RequestEnded(
             t=time.monotonic() - t0, reason=reason, error=error,
             n_tokens=int(n) if isinstance(n, int) else n_chunks,
-            draft_n=_int(timings.get("draft_n", -1)), draft_n_accepted=_int(timings.get("draft_n_accepted", -1)),
-            prompt_ms=_float(timings.get("prompt_ms", -1.0)), predicted_ms=_float(timings.get("predicted_ms", -1.0)),
-            predicted_n=_int(timings.get("predicted_n", -1)),
+            draft_n=server_int(timings.get("draft_n", -1)),
+            draft_n_accepted=server_int(timings.get("draft_n_accepted", -1)),
+            prompt_ms=server_float(timings.get("prompt_ms", -1.0)),
+            predicted_ms=server_float(timings.get("predicted_ms", -1.0)),
+            predicted_n=server_int(timings.get("predicted_n", -1)),
+            prompt_n=server_int(usage.get("prompt_tokens", timings.get("prompt_n", -1))),
         )
 
     deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
@@ -268,7 +271,7 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
         dep = dep_of[s]
         rows, answers = [], []
         for t in range(n_turns(p)):
-            before = _counters(dep, 10.0) if concurrency == 1 else None
+            before = scrape_counters(dep, 10.0) if concurrency == 1 else None
             events = list(chat_request(dep, chat_messages(p.turns[: t + 1], answers, system), n_predict,
                                        s.temperature, seed, timeout_s))
             end = events[-1]
@@ -277,7 +280,7 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
             window = None
             if before is not None:
                 after = _settled(dep, before, end)
-                window = _delta(dep, before, after)
+                window = counters_delta(dep, before, after)
             text = "".join(e.text for e in events if isinstance(e, RequestChunk))
             rows.append(BenchRow(p, t, s, job.repeat, request_stats(events, window), text=text, source=dep.url))
             answers.append(text)
@@ -335,7 +338,7 @@ def _settled(dep: Deployment, before, end: RequestEnded):
     want = max(end.n_tokens, 1)
     gen0 = sum(e.generated_tokens for e in before.engines if e.generated_tokens >= 0)
     while True:
-        after = _counters(dep, 10.0)
+        after = scrape_counters(dep, 10.0)
         if after is None:
             return None
         gen = sum(e.generated_tokens for e in after.engines if e.generated_tokens >= 0)

@@ -34,7 +34,10 @@ from .options import deprecated, draft_max_option
               help="seconds to wait for one scrape (default 0.8 x interval, 0.2-5 s)")
 @click.option("--headless", is_flag=True, help="no TUI: one line per engine per interval")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per line instead of text (implies --headless)")
-@click.option("-p", "--prompt", type=str, default=None, help="send this prompt as one streaming completion")
+@click.option("-p", "--prompt", "prompts", type=str, multiple=True,
+              help="send this prompt as one streaming completion (again: several, one after another; each "
+                   "request's acceptance, outliers flagged)")
+@click.option("--each", is_flag=True, help="-p: send the prompts to every URL in turn, not only the first")
 @click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=128, show_default=True)
 @click.option("--speculative-n-max", "--speculative.n_max", "n_max", type=click.IntRange(min=0), default=None,
               metavar="N", help="send the -p request's speculative.n_max (llama-server's per-request draft max; "
@@ -52,18 +55,21 @@ from .options import deprecated, draft_max_option
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
 def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
-               prompt: str | None, n_predict: int, n_max: int | None, draft_max: str | None, count: int,
-               duration: float, record: str | None, force: bool, theme: str | None) -> None:
+               prompts: tuple[str, ...], each: bool, n_predict: int, n_max: int | None, draft_max: str | None,
+               count: int, duration: float, record: str | None, force: bool, theme: str | None) -> None:
     """\b
     spectui attach http://127.0.0.1:8080                         the TUI (q quits, ? help)
     spectui attach http://127.0.0.1:8080 --headless              every second, per engine
     spectui attach URL1 URL2 --json                               one JSON object per line
     spectui attach URL -p "Write a haiku" -n 64 --headless        one streamed request, timed
+    spectui attach A B C -p "..." -p "..." --each                 each prompt to each engine, side by side
     """
     headless = headless or as_json  # JSON lines are for a program reading stdout, not a screen
     writer = None
     try:
         checked = check_urls(urls)  # one line, exit 2, before the first scrape
+        if each and not prompts:
+            raise SpectuiError("attach: --each sends the -p prompts to every URL: give -p")
         n_max = _request_n_max(n_max, draft_max)
         from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
 
@@ -77,7 +83,8 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     except SpectuiError as exc:
         echo_error(exc)
         sys.exit(exc.exit_code)
-    session = AttachSession(checked, interval=interval, timeout=timeout, prompt=prompt, n_predict=n_predict,
+    session = AttachSession(checked, interval=interval, timeout=timeout, prompt=list(prompts) or None,
+                            each=each, n_predict=n_predict,
                             draft_max=-1 if n_max is None else n_max, count=count, duration=duration)
     if not headless:
         sys.exit(_run_tui(session, writer, theme))

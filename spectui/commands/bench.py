@@ -70,7 +70,7 @@ class _Signals:
     is only noted (``pending``) and ``raise_if_stopped`` raises it once the load has returned."""
 
     def __init__(self) -> None:
-        from ..engine.models import CALLBACK_CODES  # noqa: PLC0415
+        from ..engine.llama_lib import CALLBACK_CODES  # noqa: PLC0415
 
         self.signum = signal.SIGINT
         self.old = {}

@@ -1,7 +1,8 @@
 """What every command that loads models shares: where the models come from (``ModelOptions``, the values of
 ``options.model_options``), the stop a signal makes while they load (``loading_stop``), loading them
-(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost measured
-at load (``probe_at_load``), and the prompt (``resolve_prompt``). Used by run, sweep, bench, probe and race.
+(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost as cached
+(``cached_machine``) or measured in idle time (``measure_machine``), and the prompt (``resolve_prompt``). Used by
+run, sweep, bench, probe and race.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from ..contract.errors import SpectuiError
 from ..contract.text import visible_line
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
+from ..contract.prompt import DEFAULT_PROMPT
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 
 def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
@@ -70,7 +71,7 @@ class ModelOptions:
     def check_local_files(self) -> None:
         """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
         (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
-        from ..engine.models import check_gguf_file
+        from ..engine.preload import check_gguf_file
 
         if self.target:
             check_gguf_file(self.target, "target")
@@ -189,7 +190,7 @@ def loading_stop(on_stop=None) -> SignalStop:
     the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
     (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
     ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
-    from ..engine.models import CALLBACK_CODES
+    from ..engine.llama_lib import CALLBACK_CODES
 
     return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
 
@@ -205,7 +206,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         use_draft = drafting.draft_model or drafting.head_is_draft(models)
         head = drafting.head
         head_file = None if drafting.head_is_draft(models) else drafting.head_file
-    from ..engine.models import check_gguf_file
+    from ..engine.preload import check_gguf_file
     from ..engine.hub import resolve_models
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
@@ -248,28 +249,52 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     return build()
 
 
-def probe_at_load(engine, quiet: bool = False, say=None, progress=None) -> MachineProbe:
-    """Measure this machine's verify cost by batch size for the loaded pair (``spectui probe``; cached per
-    model and machine, so only the first run of a pair pays ~10 s), for the run to hand to the engine
-    (``RunStarted.probe``: auto k and the faces read it there). Runs on the engine's own thread when it
-    has one. ``say`` and ``progress`` take its messages (default: stderr; the TUI shows them in its screen,
-    where it measures after the first screen is up)."""
-    from ..analysis.probe import cached_or_measure
+def cached_machine(engine, quiet: bool = False, say=None) -> tuple[MachineProbe | None, bool]:
+    """This machine's verify cost for the loaded pair as ``spectui probe`` cached it, measuring nothing (a run
+    never waits for the probe: its cost model and auto k start from the run's own passes, and from this
+    when it is there): (what the run hands the engine for ``RunStarted.probe``, or None; whether measuring
+    it is worth it once the machine is idle: none cached, or it was measured busy and the machine is quiet
+    now). Read on the engine's own thread when it has one. ``say`` takes the one-line messages (a corrupt
+    cache file, a probe measured under load; default: stderr)."""
+    from ..analysis.probe import cached_only
 
-    if say is None:
-        def say(msg: str) -> None:
-            print(f"spectui: {msg}", file=sys.stderr)
-    shown = progress
-
-    def measure():
-        inner = getattr(engine, "engine", engine)
-        progress = shown
-        if progress is None and not quiet and sys.stderr.isatty():
-            def progress(m: str) -> None:
-                say(f"measuring this machine (once per model and machine, cached): {m}")
-        return cached_or_measure(inner, warn=say, progress=progress)
-
-    res = engine.call(measure) if hasattr(engine, "call") else measure()
+    say = say or _say_stderr
+    inner = getattr(engine, "engine", engine)
+    res, again = engine.call(lambda: cached_only(inner, warn=say)) if hasattr(engine, "call") else cached_only(
+        inner, warn=say)
+    if res is None:
+        return None, again
     if not res.quiet and not quiet:
         say(res.warning())
+    return res.machine_probe(), again
+
+
+def measure_machine(engine, say=None, progress=None, stop=None) -> MachineProbe | None:
+    """Measure this machine's verify cost by batch size for the loaded pair now and cache it (``spectui
+    probe``; once per model pair and machine): the TUI calls it in idle time, once a run has ended and
+    before the next one starts, never while a run decodes (it would measure the run's own contention).
+    Runs on the engine's own thread when it has one. ``stop`` (a RunControl): its ``stop()`` ends the
+    measurement mid-decode (q, a signal, a restart): None then, nothing cached. ``say`` / ``progress``
+    take its messages."""
+    from ..analysis.probe import cached_or_measure
+    from ..engine.abort import DecodeAborted
+
+    say = say or _say_stderr
+    inner = getattr(engine, "engine", engine)
+
+    def measure():
+        try:
+            return cached_or_measure(inner, warn=say, progress=progress, stop=stop)
+        except DecodeAborted:
+            return None
+
+    res = engine.call(measure) if hasattr(engine, "call") else measure()
+    if res is None:
+        return None
+    if not res.quiet:
+        say(res.warning())
     return res.machine_probe()
+
+
+def _say_stderr(msg: str) -> None:
+    print(f"spectui: {msg}", file=sys.stderr)

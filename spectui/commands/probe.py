@@ -9,6 +9,7 @@ headless summary and the TUI read, imports no face: the command loads models thr
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 
@@ -42,6 +43,13 @@ from . import command
               help="--batched: the acceptance measured in a trace or a `spectui bench --json` report")
 @drafter_option("eagle3 or mtp: also the head's cost per draft step beside the target decode (and the --draft "
                 "model's); with --batched: model (the default with --draft) or ngram (free drafts)")
+@click.option("--emit", type=click.Choice(("vllm", "trtllm", "llama-server")), default=None,
+              help="--batched: write the best k by batch size as that engine's config (vLLM's "
+                   "num_speculative_tokens_per_batch_size, TensorRT-LLM's draft_len_schedule, llama-server flags "
+                   "a -np)")
+@click.option("-o", "--output", "output", type=str, default=None, metavar="FILE",
+              help="--emit: write it to FILE (atomically; default: stdout)")
+@click.option("--force", is_flag=True, help="-o: replace a file that is not one this --emit wrote")
 def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
     try:
         from .common import loading_stop  # noqa: PLC0415
@@ -63,12 +71,14 @@ def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwar
 def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
                refresh: bool = False, out=None, signals=None, batched: bool = False, batch_seqs: int = 32,
                batch_ks: str = "1,2,4", acceptance: float | None = None, acceptance_from: str | None = None,
-               drafter: str | None = None, **model_kwargs) -> int:
+               drafter: str | None = None, emit: str | None = None, output: str | None = None, force: bool = False,
+               **model_kwargs) -> int:
     from .common import ModelOptions, load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
-    knee = _knee_args(batched, batch_seqs, batch_ks, acceptance, acceptance_from, drafter)
+    knee = _knee_args(batched or emit is not None, batch_seqs, batch_ks, acceptance, acceptance_from, drafter)
     models = ModelOptions.pop_from(model_kwargs)
+    emit_to = _emit_args(emit, output, force, knee, models, acceptance_from, as_json)  # before any model loads
     if model_kwargs:
         raise TypeError(f"probe_main: unknown options {sorted(model_kwargs)}")
     if not 2 <= max_batch <= MAX_BATCH_LIMIT:
@@ -86,8 +96,11 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
         if knee is not None:
             from ..analysis import batch_knee as bk  # noqa: PLC0415
 
+            from ..analysis import server_steps  # noqa: PLC0415
+
             curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
                                          refresh=refresh)
+            steps = server_steps.cached_or_measure(engine, repeats=repeats, refresh=refresh)
             pred = bk.predict(curve, knee["a"], knee["drafter"], knee["src"]) if knee["a"] is not None else None
         head = None
         if drafting.head is not None:  # the head's cost per draft step, beside the draft model's and a decode
@@ -96,10 +109,14 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
             head = head_cost.cached_or_measure(engine, k=head_cost_k(), repeats=repeats, refresh=refresh)
     finally:
         engine.close()
+    if emit is not None and emit_to is None:  # the config alone on stdout (`> spec.json`); the figures elsewhere
+        _write_emitted(emit, pred, models, None, out)
+        return 0
     if as_json:
         rep = res.report()
         if knee is not None:
-            rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None}
+            rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None,
+                              "steps": steps.to_dict()}
         if head is not None:
             rep["head"] = head.to_dict()
         out.write(json.dumps(rep) + "\n")
@@ -107,12 +124,52 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
         out.write(render(res) + "\n")
         if knee is not None:
             out.write("\n" + bk.render(curve, pred) + "\n")
+            out.write("\n" + "\n".join(server_steps.table(steps)) + "\n")
         if head is not None:
             out.write("\n" + head_cost.render(head) + "\n")
     w = res.warning()
     if w and as_json:
         print(f"spectui: {w}", file=sys.stderr)
+    if emit is not None:
+        _write_emitted(emit, pred, models, emit_to, out)
     return 0
+
+
+def _emit_args(emit, output, force, knee, models, acceptance_from, as_json):
+    """--emit's checks before any model loads: an acceptance to predict with, and -o a file the output gate lets
+    this command write (never one of its inputs). Returns the checked output (None: stdout)."""
+    if emit is None:
+        if output or force:
+            raise SpectuiError("-o/--output and --force are for --emit")
+        return None
+    if knee is None or knee["a"] is None:
+        raise SpectuiError(f"--emit {emit} needs an acceptance to predict with: give --acceptance A or "
+                           "--acceptance-from FILE")
+    if not output:
+        if as_json:
+            raise SpectuiError(f"--emit {emit} without -o writes the config on stdout: give -o FILE with --json")
+        return None
+    from ..analysis.engine_configs import LLAMA_KIND, TRTLLM_KIND, VLLM_KIND  # noqa: PLC0415
+    from ..contract.outputs import check_output  # noqa: PLC0415
+
+    kind = {"vllm": VLLM_KIND, "trtllm": TRTLLM_KIND, "llama-server": LLAMA_KIND}[emit]
+    return check_output(output, kind, [models.target, models.draft, acceptance_from], force)
+
+
+def _write_emitted(emit, pred, models, emit_to, out) -> None:
+    from ..analysis.engine_configs import emit as make  # noqa: PLC0415
+    from ..contract.text import visible_line  # noqa: PLC0415
+
+    made = make(emit, pred, os.path.abspath(models.draft) if models.draft else "")
+    if made.note:
+        print(f"spectui: note: {made.note}", file=sys.stderr)
+    if emit_to is None:
+        out.write(made.text)
+        out.flush()
+        return
+    with emit_to.atomic_write() as fh:
+        fh.write(made.text)
+    print(f"spectui: wrote {visible_line(emit_to.path)} ({emit})", file=sys.stderr)
 
 
 def head_cost_k() -> int:

@@ -63,87 +63,109 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
 
             check_theme(theme)
         note = ""
-
-        def need_terminal() -> None:  # after the options are checked, before anything is recorded or read
-            if not headless:  # a TUI drawn into a pipe helps nobody
-                from ..tui.shared.terminal import require_terminal
-
-                require_terminal("spectui race")
-
         if recording:
             if traces:
                 raise SpectuiError("give traces to race, or --target to record a race, not both")
-            from ..race.record import RunFailed, record_race
-            from ..race.spec import RACE_DRAFT_MAX, parse_spec, spec_settings
-
-            have_draft = models.has_draft
-            files = default_drafters(models)  # what the files given draft with: model, eagle3 (--head), mtp, ngram
-            b_default = {"k": parse_k(draft_max) if draft_max is not None else RACE_DRAFT_MAX, "temp": temp}
-            # a draft model and an EAGLE-3 head given (--draft and --head): the head's lane against the model's
-            a_default = {**b_default, "drafter": files[0]} if len(files) > 1 and not drafter else {"k": 0}
-            a = parse_spec(spec_a, "--a") if spec_a is not None else a_default
-            b = parse_spec(spec_b, "--b") if spec_b is not None else {**b_default, "drafter": drafter or files[-1]}
-            lanes = []
-            for spec, dflt in ((a, files[0]), (b, drafter or files[-1])):  # a bad setting fails before any load
-                spec.setdefault("drafter", dflt)
-                lanes.append(spec_settings(spec, temp=temp, seed=seed, have_draft=have_draft).drafter)
-            drafting = plan_drafting("race", [d for d in lanes if d != "none"], models)
-            text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
-            if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
-                from ..contract.outputs import record_folder
-
-                record_folder(record_dir)  # a file in the way: its one-line error first
-            models.check_local_files()
-            need_terminal()
-
-            def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
-                del use_draft  # the lanes' drafters say what loads (plan_drafting): the draft model, a head
-                return load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
-
-            try:
-                with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
-                    paths, note = record_race(load, text, [a, b], have_draft=have_draft,
-                                              inputs=[p for p in (models.target, models.draft, models.head) if p],
-                                              n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
-                                              signals=signals)
-            except RunFailed as exc:
-                click.echo(f"spectui: error: {exc}", err=True)
-                sys.exit(1)
-            except Interrupted as exc:
-                click.echo(f"spectui: race stopped by {signal_name(exc.signum)} "
-                           + ("while loading: nothing recorded" if signals.on_stop is None
-                              else "while recording: the traces recorded so far are kept"), err=True)
-                sys.exit(exc.status)
-            except KeyboardInterrupt:
-                click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
-                sys.exit(130)
-            traces = tuple(paths)
+            specs, drafting = _lane_specs(models, draft_max, drafter, temp, seed, spec_a, spec_b)
+            traces, note = _record(models, specs, drafting, prompt, prompt_file, headless=headless, as_json=as_json,
+                                   n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir)
         elif any(x is not None for x in (spec_a, spec_b, prompt, prompt_file, record_dir, draft_max, drafter)) \
                 or models != ModelOptions():
             raise SpectuiError("--a, --b, -k, --drafter, the model options (--draft, -hfd, -ngl, ...), -p and "
                                "--record-dir record a race: they need --target (or -hf)")
         if not traces:
             raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
-        need_terminal()
+        _need_terminal(headless)
         from ..views.race_timeline import load_race
 
         race = load_race(list(traces), from_start=from_start, any_prompt=any_prompt)
         race.note = note
         if headless:
-            from ..views.race_outcome import outcome
-            from ..text.race import print_outcome
-
-            try:
-                print_outcome(race, outcome(race), sys.stdout, as_json=as_json)
-            except BrokenPipeError:
-                try:
-                    sys.stdout = open(os.devnull, "w")  # | head: stop quietly
-                except OSError:
-                    pass
+            _print_outcome(race, as_json)
             return
         from ..tui.race.app import run_race
 
         sys.exit(run_race(race, theme=theme, speed=sp) or 0)
     except SpectuiError as exc:
         fail(str(exc))
+
+
+def _need_terminal(headless: bool) -> None:
+    """After the options are checked, before anything is recorded or read: a TUI drawn into a pipe helps nobody."""
+    if not headless:
+        from ..tui.shared.terminal import require_terminal
+
+        require_terminal("spectui race")
+
+
+def _lane_specs(models: ModelOptions, draft_max: str | None, drafter: str | None, temp: float, seed: int,
+                spec_a: str | None, spec_b: str | None):
+    """The two lanes' specs (``--a``/``--b``, or the defaults from -k, --drafter, --temp and the files given)
+    and what drafts in them, every setting checked before any model loads."""
+    from ..race.spec import RACE_DRAFT_MAX, parse_spec, spec_settings
+
+    files = default_drafters(models)  # what the files given draft with: model, eagle3 (--head), mtp, ngram
+    b_default = {"k": parse_k(draft_max) if draft_max is not None else RACE_DRAFT_MAX, "temp": temp}
+    # a draft model and an EAGLE-3 head given (--draft and --head): the head's lane against the model's
+    a_default = {**b_default, "drafter": files[0]} if len(files) > 1 and not drafter else {"k": 0}
+    a = parse_spec(spec_a, "--a") if spec_a is not None else a_default
+    b = parse_spec(spec_b, "--b") if spec_b is not None else {**b_default, "drafter": drafter or files[-1]}
+    lanes = []
+    for spec, dflt in ((a, files[0]), (b, drafter or files[-1])):  # a bad setting fails before any load
+        spec.setdefault("drafter", dflt)
+        lanes.append(spec_settings(spec, temp=temp, seed=seed, have_draft=models.has_draft).drafter)
+    return [a, b], plan_drafting("race", [d for d in lanes if d != "none"], models)
+
+
+def _record(models: ModelOptions, specs: list[dict], drafting, prompt: str | None, prompt_file: str | None, *,
+            headless: bool, as_json: bool, n_predict: int, temp: float, seed: int,
+            record_dir: str | None) -> tuple[tuple[str, ...], str]:
+    """Record the race's lanes one after the other (``race.record.record_race``): (trace paths, the note).
+    A failed run exits 1; a signal exits 128 + N with the traces recorded so far kept."""
+    from ..race.record import RunFailed, record_race
+
+    text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
+    if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
+        from ..contract.outputs import record_folder
+
+        record_folder(record_dir)  # a file in the way: its one-line error first
+    models.check_local_files()
+    _need_terminal(headless)
+
+    def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
+        del use_draft  # the lanes' drafters say what loads (plan_drafting): the draft model, a head
+        return load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
+
+    try:
+        with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
+            paths, note = record_race(load, text, specs, have_draft=models.has_draft,
+                                      inputs=[p for p in (models.target, models.draft, models.head) if p],
+                                      n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
+                                      signals=signals)
+    except RunFailed as exc:
+        click.echo(f"spectui: error: {exc}", err=True)
+        sys.exit(1)
+    except Interrupted as exc:
+        click.echo(f"spectui: race stopped by {signal_name(exc.signum)} "
+                   + ("while loading: nothing recorded" if signals.on_stop is None
+                      else "while recording: the traces recorded so far are kept"), err=True)
+        sys.exit(exc.status)
+    except KeyboardInterrupt:
+        click.echo("spectui: interrupted; the traces recorded so far are kept", err=True)
+        sys.exit(130)
+    return tuple(paths), note
+
+
+def _print_outcome(race, as_json: bool) -> None:
+    """--headless: each lane's figures, the winner and the margin (or --json); a closed pipe stops quietly."""
+    from ..text.race import print_outcome
+    from ..views.race_outcome import outcome
+
+    try:
+        print_outcome(race, outcome(race), sys.stdout, as_json=as_json)
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")  # | head: stop quietly
+        except OSError:
+            pass
 

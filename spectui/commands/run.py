@@ -1,23 +1,29 @@
 """The live run behind ``spectui --target T --draft D``: load the engine, then hand its events to a face.
 
-Models load before any full-screen UI starts (llama.cpp may write to the terminal while loading). In
-headless mode SIGINT/SIGTERM/SIGHUP ask the engine to stop at the next pass, so the run still ends with
-its summary and a complete trace; a second Ctrl+C interrupts at once. Before the run starts (the models
-loading, the probe measuring) a signal ends the command at once with 128 + N and nothing written.
+Models load before any full-screen UI starts (llama.cpp may write to the terminal while loading). The run
+starts as soon as they are loaded: nothing is measured before its first token (its cost model and auto k
+start from its own passes, and from this machine's probe when ``spectui probe`` cached one); the TUI
+measures the probe in idle time, once a run has ended while the screen is up. A stop (q, SIGINT, SIGTERM,
+SIGHUP) ends the llama_decode in progress (spectui.engine.abort), so the run ends within a second even
+mid-pass, with its summary and a trace complete up to the last whole pass; in headless mode a second Ctrl+C
+interrupts at once. Before the run starts (the models loading) a signal ends the command at once with
+128 + N and nothing written. Once the TUI's app has ended the process ends within 2 s (ExitGuard).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from dataclasses import dataclass
 
 from ..contract.control import DRAFT_MAX_LIMIT, RunControl
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
-from .common import (ModelOptions, detected_drafter, load_engine, loading_stop, offered_drafters, plan_drafting,
-                     probe_at_load, resolve_prompt)
+from .common import (Drafting, ModelOptions, cached_machine, detected_drafter, load_engine, loading_stop,
+                     measure_machine, offered_drafters, plan_drafting, resolve_prompt)
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
@@ -74,16 +80,23 @@ def chat_engine(engine, chat: bool | None, system: str | None = None):
     return ChatEngine(engine, tpl, system)
 
 
-def run_main(
-    prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
-    headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
-) -> int:
-    """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
-    prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
-    models = ModelOptions.pop_from(model_kwargs)
-    if model_kwargs:
-        raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
+@dataclass(frozen=True)
+class RunPlan:
+    """A run as asked, checked before any model loads (``plan_run``)."""
+
+    models: ModelOptions
+    text: str
+    settings: Settings
+    drafting: Drafting
+    inspect_top: int
+    n_predict: int
+    headless: bool
+    as_json: bool
+
+
+def plan_run(models: ModelOptions, prompt, prompt_file, n_predict, draft_max, temp, seed, drafter, headless, as_json,
+             theme, draft_p_min, draft_min, inspect_top, chat, system) -> RunPlan:
+    """Every check that needs no model, in the order a user meets them (one line, exit 2, on the first)."""
     text = resolve_prompt(prompt, prompt_file)
     if drafter is None and models.head:  # --head FILE: the run starts drafting with the EAGLE-3 head
         drafter = "eagle3"
@@ -108,45 +121,72 @@ def run_main(
         from ..tui.shared.terminal import require_terminal
 
         require_terminal("spectui")
-    control = RunControl(settings)
+    return RunPlan(models, text, settings, drafting, inspect_top, n_predict, headless, as_json)
+
+
+def run_main(
+    prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
+    headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
+    inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
+) -> int:
+    """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
+    prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
+    models = ModelOptions.pop_from(model_kwargs)
+    if model_kwargs:
+        raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
+    plan = plan_run(models, prompt, prompt_file, n_predict, draft_max, temp, seed, drafter, headless, as_json, theme,
+                    draft_p_min, draft_min, inspect_top, chat, system)
+    control = RunControl(plan.settings)
     # Until the run starts there is nothing to flush: SIGINT/SIGTERM/SIGHUP while the models load (seconds
-    # for a 7B) or the probe measures end the command with 128 + N and nothing written (Interrupted, which
-    # the command reports in one line). Headless, the models load on this thread and the stop comes at the
-    # next Python instruction (after the llama.cpp call in progress); the TUI's engine thread loads them, and
-    # the signal is noted and acted on when that load returns (the thread is never left loading at exit); the
-    # TUI then takes the signals over as it starts, and quits at once for one noted in between (hand_over).
-    signals = loading_stop(None if headless else _note_only)
-    signals.hand_over = not headless  # the TUI takes the signals over when it starts (and acts on one noted)
-    recorder = engine = None
+    # for a 7B) end the command with 128 + N and nothing written (Interrupted, which the command reports in
+    # one line). Headless, the models load on this thread and the stop comes at the next Python instruction
+    # (after the llama.cpp call in progress); the TUI's engine thread loads them, and the signal is noted and
+    # acted on when that load returns (the thread is never left loading at exit); the TUI then takes the
+    # signals over as it starts, and quits at once for one noted in between (hand_over).
+    signals = loading_stop(None if plan.headless else _note_only)
+    signals.hand_over = not plan.headless  # the TUI takes the signals over when it starts (and acts on one noted)
+    recorder = engine = guard = None
     try:
         with signals:
-            recorder = _run_recorder(record, models, prompt_file, force, anonymous=not headless)
-            engine = load_engine(models, quiet=as_json, own_thread=not headless, inspect_top=inspect_top,
-                                 drafting=drafting)
+            recorder = _run_recorder(record, models, prompt_file, force, anonymous=not plan.headless)
+            engine = load_engine(models, quiet=as_json, own_thread=not plan.headless, inspect_top=plan.inspect_top,
+                                 drafting=plan.drafting)
             if recorder is not None and recorder.background:
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
             runner = chat_engine(engine, chat, system)
-            # The hardware's own numbers, for auto k from the first pass and for the TUI's prediction panel.
-            machine = None
-            if headless and not no_probe and settings.auto == "cost":
-                machine = probe_at_load(engine, quiet=as_json)
-            if headless:
+            # this machine's probe as cached (auto k and the prediction start from it); none: the run's own
+            # passes feed them from the first, and the TUI measures it once the run has ended
+            machine, measure_later = (None, False) if no_probe else cached_machine(engine, quiet=plan.as_json)
+            if plan.headless:
                 signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
-                return _run_headless(runner, text, control, n_predict, machine, as_json, recorder, signals)
-            signals.raise_if_stopped()  # the TUI: a signal while the probe measured on the engine thread
-            from ..tui.run.app import run_live  # installs its own quit over ``signals`` (hand_over)
+                return _run_headless(runner, plan, control, machine, recorder, signals, engine)
+            signals.raise_if_stopped()  # the TUI: a signal while the cache was read on the engine thread
+            status = _run_tui(runner, engine, plan, control, machine, measure_later, recorder, theme)
+            from ..tui.shared.terminal import ExitGuard  # the app has ended: the process ends within 2 s
 
-            # the TUI measures the machine after its first screen is up, and shows it measuring (a first run
-            # of a pair on a slow machine measures for a minute; the screen says what and why)
-            measure = None if no_probe else (
-                lambda say, progress: probe_at_load(engine, say=say, progress=progress))
-            return run_live(runner, control, text, n_predict, theme=theme, recorder=recorder, measure=measure)
+            guard = ExitGuard(status).start()
+            return status
     finally:
-        if recorder is not None:
-            recorder.close()
+        with guard.hold() if guard is not None else contextlib.nullcontext():  # the trace's last bytes
+            if recorder is not None:
+                recorder.close()
         if engine is not None:
             engine.close()
+
+
+def _run_tui(runner, engine, plan: RunPlan, control: RunControl, machine, measure_later: bool, recorder,
+             theme) -> int:
+    """The TUI face of a started run: its exit status. The probe, when none is cached, is measured in idle
+    time: once a run has ended by itself while the screen is up (``run_live``'s ``measure``)."""
+    from ..tui.run.app import run_live  # installs its own quit over the command's signals (hand_over)
+
+    measure = None
+    if measure_later:
+        def measure(say, progress, stop):
+            return measure_machine(engine, say=say, progress=progress, stop=stop)
+    return run_live(runner, control, plan.text, plan.n_predict, theme=theme, recorder=recorder, probe=machine,
+                    measure=measure)
 
 
 def _note_only() -> None:
@@ -173,19 +213,22 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool, anonym
                        background=spare)
 
 
-def _run_headless(runner, text: str, control: RunControl, n_predict: int, machine, as_json: bool, recorder,
-                  signals: SignalStop) -> int:
-    """The headless face of a started run (``signals`` stops it cleanly): its exit status."""
+def _run_headless(runner, plan: RunPlan, control: RunControl, machine, recorder, signals: SignalStop,
+                  engine) -> int:
+    """The headless face of a started run (``signals`` stops it cleanly, and a stop signal ends the decode in
+    progress at once: ``engine.abort``): its exit status."""
+    from ..engine.abort import aborting_on_signals
     from ..text.run import consume
 
     stats = None
     try:
-        stats, _ = consume(
-            runner.run(text, control, n_predict, probe=machine, overlap=True),
-            sys.stdout,
-            as_json=as_json,
-            sink=recorder.write if recorder else None,
-        )
+        with aborting_on_signals(engine.abort):
+            stats, _ = consume(
+                runner.run(plan.text, control, plan.n_predict, probe=machine, overlap=True),
+                sys.stdout,
+                as_json=plan.as_json,
+                sink=recorder.write if recorder else None,
+            )
     except BrokenPipeError:  # reader went away (| head, dropped SSH): stop quietly
         control.stop()
         try:

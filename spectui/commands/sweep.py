@@ -75,17 +75,83 @@ CSV_KIND = csv_report("sweep", CSV_FIELDS)
 def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=256, draft_max=SWEEP_DRAFT_MAX,
                temp="0,0.8", seed=0, drafter=None, repeat=1, as_json=False, as_csv=False, record_dir=None,
                out=None, output=None, force=False) -> int:
-    """The whole sweep: check the options, load one engine, run the plan, print. Returns the exit code:
-    0, or 128 + N when signal N stopped it (the runs completed by then are still reported and written)."""
+    """The whole sweep: check the options, load one engine, run the plan, print.
+
+    Args:
+        models: where the models come from (``ModelOptions.pop_from`` of the command's options).
+        draft_max, temp: the grid's draft lengths and temperatures, comma-separated (the target alone runs
+            at each temperature too: the baseline).
+        as_json, as_csv, output: the export, on stdout or atomically to ``output``; else table, chart, report.
+        record_dir: keep each run's trace there (every name checked before the first run).
+
+    Returns:
+        The exit code: 0, or 128 + N when signal N stopped it (the runs completed by then are still reported
+        and written).
+
+    Raises:
+        SpectuiError: bad input, before any model loads (one line, exit 2).
+    """
     out = out or sys.stdout
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
+    _check_counts(as_json, as_csv, repeat, n_predict)
+    drafter = _one_drafter(drafter, models)
+    drafting = plan_drafting("sweep", [drafter], models)
+    text = resolve_prompt(prompt, prompt_file)
+    inputs = (models.target, models.draft, models.head, prompt_file)
+    export = None
+    if output is not None:
+        if not (as_json or as_csv):
+            raise SpectuiError("-o/--output writes the --json or --csv export; give one of them")
+        export = check_output(output, JSON_KIND if as_json else CSV_KIND, inputs, force)
+    rec = Path(record_dir) if record_dir is not None else None
+    made_dir = rec is not None and not rec.exists()  # made here: removed again when a signal stops the loading
+    if rec is not None:
+        record_folder(rec)
+    plan = make_plan(ks, temps, repeat, drafter)
+    if rec is not None:  # every trace name the plan will write, checked before the first run
+        for i, p in enumerate(plan):
+            check_output(rec / trace_name(i, p), TRACE, inputs, force, own_name=True)  # never through a link
+    runs, stopped_by, on_demand, signals = _run_plan(models, drafting, text, plan, n_predict, seed, rec, made_dir,
+                                                     inputs, force, quiet=as_json or as_csv)
+    if not runs:
+        return signals.status()
+    cells = aggregate(runs)
+    pred = _prediction(runs, on_demand)
+    report = report_lines(cells, runs, pred, sorted(on_demand))
+    params = {
+        "target": models.target, "draft": models.draft, "head": drafting.head_file, "drafter": drafter,
+        "prompt": text,
+        "n_predict": n_predict, "draft_max": ks, "temperatures": temps, "seed": seed, "repeat": repeat,
+        "threads": models.threads, "ctx_size": models.ctx_size,
+        "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},
+    }
+    if stopped_by is not None:
+        params.update(stopped_by=signal.Signals(stopped_by).name, runs_planned=len(plan))
+    _write(out, export, as_json, as_csv, runs, cells, report, params, pred, repeat)
+    out.flush()
+    return signals.status()
+
+
+def _check_counts(as_json: bool, as_csv: bool, repeat: int, n_predict: int) -> None:
     if as_json and as_csv:
         raise SpectuiError("give either --json or --csv, not both")
     if repeat < 1:
         raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
     if n_predict <= 0:
         raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
+
+
+def _prediction(runs, on_demand):
+    """The cost model over the sweep's runs, or None: advice must never break the sweep's results."""
+    try:
+        return sweep_prediction(runs, on_demand)
+    except Exception:  # noqa: BLE001 - advice must never break the sweep's results
+        return None
+
+
+def _one_drafter(drafter: str | None, models: ModelOptions) -> str:
+    """The sweep's one drafter: --drafter, or what the files given draft with (one kind only); never none."""
     if drafter is None:
         found = default_drafters(models)
         if len(found) > 1:
@@ -97,32 +163,21 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
                            "temperature); give model, ngram, eagle3 or mtp")
     if drafter == "model" and not models.has_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
-    drafting = plan_drafting("sweep", [drafter], models)
-    text = resolve_prompt(prompt, prompt_file)
-    inputs = (models.target, models.draft, models.head, prompt_file)
-    export = None
-    if output is not None:
-        if not (as_json or as_csv):
-            raise SpectuiError("-o/--output writes the --json or --csv export; give one of them")
-        export = check_output(output, JSON_KIND if as_json else CSV_KIND, inputs, force)
-    rec = None
-    made_dir = False  # the --record-dir this sweep created (removed again when a signal stops the loading)
-    if record_dir is not None:
-        rec = Path(record_dir)
-        made_dir = not rec.exists()
-        record_folder(rec)
-    plan = make_plan(ks, temps, repeat, drafter)
-    if rec is not None:  # every trace name the plan will write, checked before the first run
-        for i, p in enumerate(plan):
-            check_output(rec / trace_name(i, p), TRACE, inputs, force, own_name=True)  # never through a link
+    return drafter
+
+
+def _run_plan(models: ModelOptions, drafting, text: str, plan, n_predict: int, seed: int, rec: Path | None,
+              made_dir: bool, inputs, force: bool, *, quiet: bool):
+    """Load one engine and run the plan: (runs, the signal that stopped them or None, verify ms measured on
+    demand, the SignalStop). A signal while the models load ends the sweep at once with nothing written
+    (Interrupted, 128 + N; a --record-dir it made goes again); from the first run on it stops the current run,
+    and the runs done are reported (SweepInterrupted below)."""
     current: list = []
     stopped_by = None
-    # A signal while the models load ends the sweep at once with nothing written (Interrupted, 128 + N); from
-    # the first run on it stops the current run, and the runs done are reported (SweepInterrupted below).
     with loading_stop() as signals:
         engine = None
         try:
-            engine = load_engine(models, quiet=as_json or as_csv, drafting=drafting, head_in_every_run=False)
+            engine = load_engine(models, quiet=quiet, drafting=drafting, head_in_every_run=False)
             signals.raise_if_stopped()
             signals.on_stop = lambda: current and current[-1].stop()
             try:
@@ -141,25 +196,12 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         finally:
             if engine is not None:
                 engine.close()
-    if not runs:
-        return signals.status()
-    cells = aggregate(runs)
-    pred = None
-    try:
-        pred = sweep_prediction(runs, on_demand)
-    except Exception:  # noqa: BLE001 - advice must never break the sweep's results
-        pred = None
-    report = report_lines(cells, runs, pred, sorted(on_demand))
-    params = {
-        "target": models.target, "draft": models.draft, "head": drafting.head_file, "drafter": drafter,
-        "prompt": text,
-        "n_predict": n_predict, "draft_max": ks, "temperatures": temps, "seed": seed, "repeat": repeat,
-        "threads": models.threads, "ctx_size": models.ctx_size,
-        "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},
-    }
-    if stopped_by is not None:
-        params["stopped_by"] = signal.Signals(stopped_by).name
-        params["runs_planned"] = len(plan)
+    return runs, stopped_by, on_demand, signals
+
+
+def _write(out, export, as_json: bool, as_csv: bool, runs, cells, report, params: dict, pred, repeat: int) -> None:
+    """The results: the --json or --csv export (to -o's file, atomically, or stdout), else the table, the chart
+    and the report."""
     if export is not None:
         with export.atomic_write() as fh:
             fh.write(json.dumps({"schema": "spectui.sweep", **to_json(runs, cells, report, params, pred)}) + "\n"
@@ -176,8 +218,6 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         console.print()
         for line in report:
             console.print(visible(line), markup=False, highlight=False)  # model names from GGUF metadata
-    out.flush()
-    return signals.status()
 
 
 def _remove_if_empty(folder: Path) -> None:

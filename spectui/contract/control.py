@@ -39,6 +39,7 @@ class RunControl:
         self._stop = threading.Event()
         self._running = threading.Event()  # set = not paused
         self._running.set()
+        self._on_stop: list = []  # called by stop() (the engine's abort of a decode in progress)
 
     # settings -----------------------------------------------------------
     @property
@@ -56,6 +57,16 @@ class RunControl:
     def stop(self) -> None:
         self._stop.set()
         self._running.set()  # wake a paused loop so it can see the stop
+        for fn in list(self._on_stop):  # no lock: stop() may run in a signal handler
+            fn()
+
+    def on_stop(self, fn) -> None:
+        """Call ``fn()`` when the run is stopped (at once if it is already): the engine ends the llama_decode
+        in progress then (spectui.engine.abort), so a stop takes effect mid-pass."""
+        if fn not in self._on_stop:
+            self._on_stop.append(fn)
+        if self._stop.is_set():
+            fn()
 
     @property
     def stopped(self) -> bool:

@@ -340,6 +340,7 @@ class EngineCounters:
     ttft: Histogram | None = None  # the engine's own time-to-first-token histogram (seconds)
     itl: Histogram | None = None  # inter-token latency histogram (seconds)
     accept_length: float = -1.0  # SGLang's sglang:spec_accept_length gauge (mean tokens per verify)
+    accept_rate: float = -1.0  # SGLang's sglang:spec_accept_rate gauge (accepted / drafted tokens)
 
 
 @dataclass(frozen=True)
@@ -403,7 +404,11 @@ class RequestEnded:
     n_tokens: int = 0  # tokens received (server count when given, else chunks)
     draft_n: int = -1  # drafted tokens (llama-server timings.draft_n, vLLM num_draft_tokens)
     draft_n_accepted: int = -1
-    spec_steps: int = -1  # verify steps with a draft (vLLM num_spec_steps)
+    spec_steps: int = -1  # verify steps with a draft (vLLM num_spec_steps, SGLang spec_verify_ct)
+    # verify steps whose draft at position i was accepted, from the engine's per-request histogram (vLLM's
+    # acceptance_histogram, SGLang's spec_accept_histogram); () where it gives none (llama-server)
+    accepted_per_pos: tuple[int, ...] = ()
+    prompt_n: int = -1  # prompt tokens the server evaluated (usage.prompt_tokens / timings.prompt_n)
     prompt_ms: float = -1.0  # server-side prompt time (llama-server timings.prompt_ms)
     predicted_ms: float = -1.0  # server-side generation time
     predicted_n: int = -1

@@ -4,10 +4,11 @@ A serving engine (llama-server with ``-np N`` slots, vLLM) puts every running re
 pass. Without speculation each of B requests adds one token; with speculation at draft length k each adds
 k + 1 (its last token and its k drafts, every row's logits kept for verification). This module measures both
 on the loaded target, in a llama.cpp context of its own (``n_seq_max`` = the most sequences measured, one
-unified KV buffer as llama-server uses; the engine's own single-sequence context is left untouched):
+KV stream a sequence, as llama-server with ``-np N`` has; the engine's own single-sequence context is left
+untouched):
 
-- every sequence 0..B_max-1 first holds the same short prompt in the KV cache (``CONTEXT_PROMPT``, decoded per
-  sequence, so the cells are distinct as a server's slots are);
+- every sequence 0..B_max-1 first holds the same short prompt in the KV cache
+  (``contract.prompt.DEFAULT_PROMPT``, decoded per sequence, so the cells are distinct as a server's slots are);
 - one measurement is one ``llama_decode`` of B x n tokens (sequence s at positions L..L+n-1, s < B, every
   row's logits), then every cell past the prompt is removed (``llama_memory_seq_rm(mem, -1, L, -1)``);
 - the points are B in 1, 2, 4, ... ``max_seqs`` times n in {1} and {k + 1 for k in ``ks``}; rounds alternate
@@ -20,7 +21,7 @@ The largest point is bounded by what the context allows: at most ``llama_max_par
 sequences and ``MAX_BATCH_TOKENS`` tokens in one batch (the default ``n_batch`` of llama.cpp and
 llama-server), and the sizes measured stop at the largest power of two that fits.
 
-No Textual imports; llama.cpp only through ``spectui.engine.models``.
+No Textual imports; llama.cpp only through ``spectui.engine.llama_lib``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from . import models as M
+from .devices import gpu_devices, is_lavapipe
+from .llama_lib import llama
+from .models import LoadedModel
 
 DEFAULT_MAX_SEQS = 32
 DEFAULT_KS = (1, 2, 4)
@@ -79,17 +82,19 @@ def fit_max_seqs(max_seqs: int, ks: tuple[int, ...]) -> int:
     """The most sequences that fit: llama.cpp's sequence limit and MAX_BATCH_TOKENS for the largest k."""
     if max_seqs < 1:
         raise SpectuiError(f"--batch-seqs must be at least 1, not {max_seqs}")
-    L = M.llama()
+    L = llama()
     limit = int(L.llama_max_parallel_sequences()) if hasattr(L, "llama_max_parallel_sequences") else 64
     n_max = max(ks) + 1
     return max(1, min(max_seqs, limit, MAX_BATCH_TOKENS // n_max))
 
 
-class _BatchContext:
-    """A second llama.cpp context on an already loaded model: ``n_seq_max`` sequences, one unified KV buffer."""
+class BatchContext:
+    """A second llama.cpp context on an already loaded model: ``n_seq_max`` sequences, a KV stream each (llama-server
+    with ``-np N`` slots: each slot's attention over its own cells, a batch cut into micro-batches of consecutive
+    sequences)."""
 
-    def __init__(self, model: "M.LoadedModel", n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
-        L = M.llama()
+    def __init__(self, model: LoadedModel, n_seqs: int, n_batch: int, n_ctx: int, threads: int) -> None:
+        L = llama()
         cp = L.llama_context_default_params()
         cp.n_ctx = n_ctx
         cp.n_batch = n_batch
@@ -98,8 +103,8 @@ class _BatchContext:
         cp.n_threads = threads
         cp.n_threads_batch = threads
         if hasattr(cp, "kv_unified"):
-            cp.kv_unified = True
-        if model.n_gpu_layers and any(M._is_lavapipe(d) for d in M.gpu_devices()):  # see LoadedModel
+            cp.kv_unified = False  # a KV stream a sequence, as llama-server with -np N has (its --kv-unified is off)
+        if model.n_gpu_layers and any(is_lavapipe(d) for d in gpu_devices()):  # see LoadedModel
             cp.flash_attn_type = getattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED", 0)
         self.ctx = L.llama_init_from_model(model.model, cp)
         if not self.ctx:
@@ -112,7 +117,7 @@ class _BatchContext:
 
     def decode(self, rows: list[tuple[int, int, int]], logits: bool) -> float:
         """One llama_decode of (token, position, sequence) rows; its milliseconds (synchronised)."""
-        L = M.llama()
+        L = llama()
         b = self.batch
         for i, (tok, pos, seq) in enumerate(rows):
             b.token[i] = tok
@@ -133,11 +138,11 @@ class _BatchContext:
         return ms
 
     def drop_after(self, pos: int) -> None:
-        if not M.llama().llama_memory_seq_rm(self.mem, ctypes.c_int32(-1), pos, -1):
+        if not llama().llama_memory_seq_rm(self.mem, ctypes.c_int32(-1), pos, -1):
             raise SpectuiError(f"probe: llama_memory_seq_rm failed on the {self.role} model")
 
     def close(self) -> None:
-        L = M.llama()
+        L = llama()
         if self.batch is not None:
             L.llama_batch_free(self.batch)
             self.batch = None
@@ -146,7 +151,7 @@ class _BatchContext:
             self.ctx = None
 
 
-def _fill(bc: _BatchContext, prompt: list[int], n_seqs: int) -> None:
+def prefill_sequences(bc: BatchContext, prompt: list[int], n_seqs: int) -> None:
     """The prompt in each sequence's cells (per sequence, in pieces of the batch size)."""
     for s in range(n_seqs):
         i = 0
@@ -176,11 +181,11 @@ def measure_batched(engine, *, max_seqs: int = DEFAULT_MAX_SEQS, ks=DEFAULT_KS,
     n_batch = max(b_max * n_max, min(len(ctx_ids), MAX_BATCH_TOKENS), 1)
     n_ctx = b_max * (len(ctx_ids) + n_max) + 256
     models = [("target", engine.target)] + ([("draft", engine.draft)] if engine.draft is not None else [])
-    made: dict[str, _BatchContext] = {}
+    made: dict[str, BatchContext] = {}
     try:
         for role, m in models:
-            made[role] = _BatchContext(m, b_max, n_batch, n_ctx, int(engine.threads))
-            _fill(made[role], ctx_ids, b_max)
+            made[role] = BatchContext(m, b_max, n_batch, n_ctx, int(engine.threads))
+            prefill_sequences(made[role], ctx_ids, b_max)
         pos0 = len(ctx_ids)
         points = [("target", b, n) for b in seqs for n in ns]
         if "draft" in made:

@@ -59,7 +59,7 @@ class ChatTemplate:
 
 def chat_template_of(model) -> ChatTemplate | None:
     """The chat template of a loaded model (``engine.models.LoadedModel`` or ``VocabOnly``), None without one."""
-    from .models import llama  # noqa: PLC0415 - the module that loaded llama.cpp
+    from .llama_lib import llama  # noqa: PLC0415 - the module that loads llama.cpp
 
     L = llama()
     raw = L.llama_model_chat_template(model.model, None)

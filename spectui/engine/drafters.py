@@ -25,7 +25,8 @@ import numpy as np
 from ..contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH, DRAFT_STOP_NONE, DRAFT_STOP_P_MIN
 from .eagle3 import TOP_K
 from .llama_ext import top_of_row
-from .models import LoadedModel, llama
+from .llama_lib import llama
+from .models import LoadedModel
 from .rowmath import RowPool
 from .topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from .verify import logsumexp, sample, softmax
@@ -97,11 +98,26 @@ class Drafter:
     def propose(
         self, tokens: list[int], k: int | DraftLimits, temperature: float, rng: np.random.Generator
     ) -> Proposal:
-        """Up to k drafts after ``tokens`` (``k`` an int, or DraftLimits with --draft-p-min and top-N)."""
+        """Up to k drafts after ``tokens``.
+
+        Args:
+            tokens: the whole accepted context (prompt + emitted; it only grows during a run).
+            k: the most drafts, or ``DraftLimits`` (k, --draft-p-min / --draft-min, the inspector's top-N, defer).
+            temperature: 0: greedy drafts; above: drafts sampled from q at this temperature.
+            rng: the run's generator (samples at T > 0).
+
+        Returns:
+            The ``Proposal``: the ids, q of each, the q rows at T > 0, why drafting stopped.
+        """
         raise NotImplementedError
 
     def accept(self, n_accepted: int) -> None:
-        """Verification accepted the first ``n_accepted`` drafts of the last proposal."""
+        """Verification accepted the first ``n_accepted`` drafts of the last proposal: the drafter keeps them
+        (and its KV cache drops the rest).
+
+        Args:
+            n_accepted: how many of the proposal's drafts, from its first, were accepted.
+        """
 
 
 class NoDrafter(Drafter):

@@ -26,7 +26,7 @@ import numpy as np
 from ..contract.errors import SpectuiError
 from .llama_ext import (TOP_K, DraftStep, HeadContext, CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch,
                         ext, head_context)
-from .models import llama
+from .llama_lib import llama
 
 __all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in llama_ext (both heads draft with them)
 

@@ -26,7 +26,7 @@ from ..contract.errors import SpectuiError
 from . import graph_sampling as G
 from .drafters import DraftModelDrafter
 from .eventmaker import TargetProbs
-from . import models as M
+from .devices import gpu_devices, is_lavapipe
 from .models import LoadedModel
 from .rowmath import RowPool
 from .verify import Verdict
@@ -43,7 +43,7 @@ def unavailable(target: LoadedModel, draft: LoadedModel | None, head: str | None
     if head is not None:
         return f"the {head} head drafts from the target's hidden states (the graph path covers a draft model)"
     for m in (target, draft):
-        if m is not None and (m.n_use != m.n_vocab or m._sampled is None):
+        if m is not None and (m.n_use != m.n_vocab or not m.reads_sampled):
             return f"the {m.role} model's vocabulary is larger than the one both models share"
         if m is not None and m.n_gpu_layers and (m.n_vocab * 4) % ROW_ALIGN:
             # the chain reads each output row through a view at row x n_vocab floats: ggml-vulkan asserts
@@ -73,7 +73,7 @@ def choose(asked: str, target: LoadedModel, draft: LoadedModel | None, head: str
 
 
 def _on_lavapipe(model: LoadedModel) -> bool:
-    return bool(model.n_gpu_layers) and any(M._is_lavapipe(d) for d in M.gpu_devices())
+    return bool(model.n_gpu_layers) and any(is_lavapipe(d) for d in gpu_devices())
 
 
 def greedy_tokens_verify(target: LoadedModel, draft_ids: list[int]) -> Verdict:
@@ -92,7 +92,7 @@ class GraphSide:
     the seed changes, detached (and the model back to its raw rows) by ``off``. A detached chain is freed only
     with the engine (``free``). On Mesa's lavapipe (software Vulkan) a chain attached a second time to a context
     crashes llama.cpp's next decode (0.3.36; the re-reserved graph compiles pipelines after buffers were
-    regrown, the bug models._context_params describes): there the first chain stays attached for the engine's
+    regrown, the bug models.context_params describes): there the first chain stays attached for the engine's
     life (``pinned``), and a run at another temperature is refused with a one-line message."""
 
     def __init__(self, model: LoadedModel) -> None:
@@ -126,7 +126,7 @@ class GraphSide:
         if self.pinned and not force:  # stays attached (lavapipe): its rows stay the ones read
             return
         if self.chain is not None:
-            for ctx, seq in list(self.chain._attached):
+            for ctx, seq in list(self.chain.attached):
                 self.chain.detach(ctx, seq)
             self.retired.append(self.chain)
         self.chain, self.key = None, None

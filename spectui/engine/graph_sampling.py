@@ -18,7 +18,7 @@ The API (llama.h, "backend sampling API [EXPERIMENTAL]"):
 
 Chains here: ``greedy()`` (argmax: the sampled token; its logits row is the raw row), ``temperature(t, seed)``
 (``temp`` then ``dist``: a draw from softmax(logits / t); probs = that softmax, over the whole vocabulary).
-Small getters go through a GIL-held ``ctypes.PyDLL`` over the bindings' own handle (as ``models._gil_held_lib``);
+Small getters go through a GIL-held ``ctypes.PyDLL`` over the bindings' own handle (as ``llama_lib.gil_held_lib``);
 ``llama_set_sampler`` (it may re-reserve the graph) through the bindings' own function. No UI imports.
 """
 
@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import models as M
+from .llama_lib import address, bindings_lib, gil_held_lib, llama
+from .models import LoadedModel, context_params
 
 API = (
     "llama_set_sampler",
@@ -46,8 +47,8 @@ LLAMA_TOKEN_NULL = -1
 
 def exports() -> dict[str, bool]:
     """Which backend-sampling functions the bindings' library exports (and the bindings declare)."""
-    L = M.llama()
-    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+    L = llama()
+    lib = bindings_lib(L)
     out = {}
     for name in API:
         try:
@@ -68,8 +69,8 @@ class _Getters:
     _inst: "_Getters | None" = None
 
     def __init__(self) -> None:
-        L = M.llama()
-        lib = M._gil_held_lib(L)
+        L = llama()
+        lib = gil_held_lib(L)
         vp, i32, u32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint32
 
         def fn(name, res):
@@ -93,14 +94,6 @@ class _Getters:
         if cls._inst is None:
             cls._inst = cls()
         return cls._inst
-
-
-def _addr(p) -> int:
-    if p is None:
-        return 0
-    if isinstance(p, int):
-        return p
-    return ctypes.cast(p, ctypes.c_void_p).value or 0
 
 
 def _floats(addr: int, n: int) -> np.ndarray | None:
@@ -133,9 +126,9 @@ def sampled(ctx, i: int) -> SampledRow:
     n_c = int(g.candidates_count(ctx, i))
     return SampledRow(
         token=int(g.token(ctx, i)),
-        probs=_floats(_addr(g.probs(ctx, i)), n_p),
-        logits=_floats(_addr(g.logits(ctx, i)), n_l),
-        candidates=_tokens(_addr(g.candidates(ctx, i)), n_c) if n_c else None,
+        probs=_floats(address(g.probs(ctx, i)), n_p),
+        logits=_floats(address(g.logits(ctx, i)), n_l),
+        candidates=_tokens(address(g.candidates(ctx, i)), n_c) if n_c else None,
     )
 
 
@@ -143,7 +136,7 @@ class SamplerChain:
     """A llama.cpp sampler chain, owned here (freed by ``free``; detach it from every context first)."""
 
     def __init__(self, kind: str, temperature: float = 0.0, seed: int = 0) -> None:
-        L = M.llama()
+        L = llama()
         self.kind = kind
         self.temperature = float(temperature)
         self.ptr = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
@@ -156,7 +149,7 @@ class SamplerChain:
             L.llama_sampler_chain_add(self.ptr, L.llama_sampler_init_dist(int(seed) & 0xFFFFFFFF))
         else:
             raise ValueError(f"unknown chain {kind!r}")
-        self._attached: list = []
+        self.attached: list = []  # the (context, sequence) pairs it runs in
 
     @classmethod
     def greedy(cls) -> "SamplerChain":
@@ -168,24 +161,24 @@ class SamplerChain:
 
     def attach(self, ctx, seq_id: int = 0) -> bool:
         """``llama_set_sampler(ctx, seq_id, chain)``: True when the chain runs in the graph from now on."""
-        ok = bool(M.llama().llama_set_sampler(ctx, seq_id, self.ptr))
+        ok = bool(llama().llama_set_sampler(ctx, seq_id, self.ptr))
         if ok:
-            self._attached.append((ctx, seq_id))
+            self.attached.append((ctx, seq_id))
         return ok
 
     def detach(self, ctx, seq_id: int = 0) -> None:
-        M.llama().llama_set_sampler(ctx, seq_id, None)
-        self._attached = [a for a in self._attached if a != (ctx, seq_id)]
+        llama().llama_set_sampler(ctx, seq_id, None)
+        self.attached = [a for a in self.attached if a != (ctx, seq_id)]
 
     def free(self) -> None:
         if self.ptr:
-            for ctx, seq in list(self._attached):
+            for ctx, seq in list(self.attached):
                 self.detach(ctx, seq)
-            M.llama().llama_sampler_free(self.ptr)
+            llama().llama_sampler_free(self.ptr)
             self.ptr = None
 
 
-def context_with_sampler(model: M.LoadedModel, chain: SamplerChain, n_ctx: int = 512, threads: int = 1,
+def context_with_sampler(model: LoadedModel, chain: SamplerChain, n_ctx: int = 512, threads: int = 1,
                          n_batch: int = 64, n_outputs_max_per_seq: int = 0):
     """A second llama_context on ``model``'s weights, made with ``chain`` in ``llama_context_params.samplers``
     for sequence 0 (the way llama.h prefers); free it with ``close_context``. None when llama.cpp refuses.
@@ -193,8 +186,8 @@ def context_with_sampler(model: M.LoadedModel, chain: SamplerChain, n_ctx: int =
     ``n_outputs_max_per_seq``: the output rows one decode may have per sequence with a backend sampler
     (0: n_batch). llama.cpp's default is 1: a context made without it (``LoadedModel``'s) can sample in the
     graph only for decodes with one output row (a draft step), and fails (-1) on a verify of k + 1 rows."""
-    L = M.llama()
-    cp = M._context_params(L, n_ctx, n_batch, n_batch, threads, ())  # as LoadedModel's, on the CPU
+    L = llama()
+    cp = context_params(L, n_ctx, n_batch, n_batch, threads, ())  # as LoadedModel's, on the CPU
     cp.n_outputs_max_per_seq = int(n_outputs_max_per_seq)
     conf = (L.llama_sampler_seq_config * 1)()
     conf[0].seq_id = 0
@@ -204,21 +197,21 @@ def context_with_sampler(model: M.LoadedModel, chain: SamplerChain, n_ctx: int =
     ctx = L.llama_init_from_model(model.model, cp)
     if not ctx:
         return None
-    chain._attached.append((ctx, 0))
+    chain.attached.append((ctx, 0))
     return ctx
 
 
 def close_context(ctx, chain: SamplerChain | None = None) -> None:
     """Detach ``chain`` from a context made by ``context_with_sampler``, then free the context."""
-    if chain is not None and (ctx, 0) in chain._attached:
+    if chain is not None and (ctx, 0) in chain.attached:
         chain.detach(ctx, 0)
-    M.llama().llama_free(ctx)
+    llama().llama_free(ctx)
 
 
 def decode_on(ctx, tokens, pos0: int, logits: str = "all") -> int:
     """One llama_decode of ``tokens`` at pos0.. on sequence 0 of ``ctx`` (a context without a LoadedModel);
     ``logits``: "all" or "last". Returns llama_decode's status."""
-    L = M.llama()
+    L = llama()
     n = len(tokens)
     b = L.llama_batch_init(n, 0, 1)
     try:

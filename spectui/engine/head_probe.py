@@ -20,7 +20,7 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from .drafters import DraftLimits
-from .passes import _decode_prompt, single_decode_ms
+from .prefill import decode_prompt, single_decode_ms
 
 DEFAULT_HEAD_K = 4
 
@@ -65,29 +65,43 @@ def _per_step_ms(drafter, tokens: list[int], k: int, repeats: int) -> tuple[floa
 
 
 def measure_head(engine, prompt: str, k: int = DEFAULT_HEAD_K, repeats: int = 5) -> HeadPoints:
-    """Measure the engine's head (and its separate draft model, when loaded) between runs."""
-    e = engine
-    if e.target is None:
+    """Measure the engine's head (and its separate draft model, when loaded) between runs.
+
+    Args:
+        engine: a loaded ``Engine`` with a head (``Engine(head=...)``); its parts (``Engine.parts()``) are used
+            as a run uses them, and its caches left as a run finds them.
+        prompt: the context the draft steps follow.
+        k: draft tokens per measured proposal (at least 1).
+        repeats: timed rounds after one warm-up round.
+
+    Returns:
+        The medians (``HeadPoints``).
+
+    Raises:
+        SpectuiError: the engine is closed, has no head, or its context is too small for ``prompt``.
+    """
+    if engine.target is None:
         raise SpectuiError("the engine is closed")
-    hd = e._head
+    parts = engine.parts()
+    hd = parts.head
     if hd is None:
         raise SpectuiError("measuring a head needs the engine loaded with one (--drafter eagle3 or mtp)")
     if k < 1:
         raise SpectuiError(f"a head's draft step is measured with k >= 1, not {k}")
     t0 = time.perf_counter()
-    e._reset_for_run()
-    tgt = e.target
+    parts.reset_for_run()
+    tgt = parts.target
     ids = tgt.tokenize(prompt)
-    if not ids or len(ids) + k + 2 > e.n_ctx:
-        raise SpectuiError(f"the context (-c {e.n_ctx}) is too small to measure a head's draft step")
-    _decode_prompt(tgt, hd, ids)  # the head reads the prompt's hidden states, as at a run's prefill
+    if not ids or len(ids) + k + 2 > parts.n_ctx:
+        raise SpectuiError(f"the context (-c {parts.n_ctx}) is too small to measure a head's draft step")
+    decode_prompt(tgt, hd, ids)  # the head reads the prompt's hidden states, as at a run's prefill
     n = len(ids)
     tok = int(np.argmax(tgt.logits_last()))
     tokens = ids + [tok]
     target_ms = single_decode_ms(tgt, tok, n, repeats)
     head_ms, drafts = _per_step_ms(hd, tokens, k, repeats)
     draft_ms = None
-    model = e._drafters.get("model")
+    model = parts.drafters.get("model")
     if model is not None:
         model.prefill(ids)
         draft_ms, _ = _per_step_ms(model, tokens, k, repeats)
@@ -101,7 +115,7 @@ def measure_head(engine, prompt: str, k: int = DEFAULT_HEAD_K, repeats: int = 5)
         hd.head.rollback(n)
         tgt.rollback(n)
     read_ms = statistics.median(reads[1:])  # the first round warms up
-    e._reset_for_run()
-    return HeadPoints(kind=str(e.head), k=int(k), head_step_ms=head_ms, head_read_ms=read_ms, target_ms=target_ms,
+    parts.reset_for_run()
+    return HeadPoints(kind=str(hd.name), k=int(k), head_step_ms=head_ms, head_read_ms=read_ms, target_ms=target_ms,
                       draft_step_ms=draft_ms, context_tokens=n, repeats=int(repeats),
                       wall_s=time.perf_counter() - t0)

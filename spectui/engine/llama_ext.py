@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .models import llama
+from .llama_lib import address, bindings_lib, llama
 
 PINNED_LLAMA_CPP_PYTHON = "0.3.36"  # pyproject.toml: llama-cpp-python==0.3.36 (a test checks they agree)
 
@@ -61,10 +61,6 @@ _BOUND = ("llama_model_n_layer_nextn", "llama_model_n_embd_out", "llama_batch_ex
           "llama_batch_ext_set_output_embd", "llama_batch_ext_set_pos", "llama_process")
 
 _ext: "Ext | None" = None
-
-
-def _addr(p) -> int:
-    return p if isinstance(p, int) else (ctypes.cast(p, ctypes.c_void_p).value or 0)
 
 
 def check_version(version: str | None) -> None:
@@ -122,11 +118,11 @@ class Ext:
 
     def set_embeddings_layer_inp(self, ctx, layer: int, on: bool) -> None:
         self.fns["llama_set_embeddings_layer_inp"](ctx, int(layer), bool(on))
-        (self.layers_on.add if on else self.layers_on.discard)((_addr(ctx), int(layer)))
+        (self.layers_on.add if on else self.layers_on.discard)((address(ctx), int(layer)))
 
     def get_embeddings_layer_inp(self, ctx, layer: int) -> int:
         """The rows of the last decode; only for a layer set on (llama.cpp's GGML_ASSERT would end the process)."""
-        if (_addr(ctx), int(layer)) not in self.layers_on:
+        if (address(ctx), int(layer)) not in self.layers_on:
             raise RuntimeError(f"the input of layer {layer} is not extracted on this context")
         return self.fns["llama_get_embeddings_layer_inp"](ctx, int(layer)) or 0
 
@@ -153,7 +149,7 @@ def ext() -> Ext:
     if _ext is None:
         L = llama()
         check_version(getattr(L, "__version__", None))
-        lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
+        lib = bindings_lib(L)
         if lib is None:
             raise SpectuiError("the llama_cpp bindings expose no libllama handle (llama_cpp.llama_cpp._lib)")
         fns = {}

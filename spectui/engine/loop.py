@@ -3,9 +3,10 @@ them, measures, renders chat prompts and runs the speculative loop: ``Engine.run
 target decode, rolls back, and yields one ``PassEvent`` per pass (pass 0 = prefill), ``SettingsChanged``
 between passes, ``RunEnded`` last.
 
-Where the run lives: passes.py (``PassLoop``: the pass decisions), eventmaker.py (``PassEventMaker``: a decided
-pass made into its event), finisher.py (``Finisher``: passes finished in order, inline or overlapped with the
-next pass on the ``FinishingThread``).
+Where the run lives: parts.py (``RunParts``: what ``Engine.parts()`` hands a run, the one seam between loading
+and running; ``RunRequest``: what the run was asked for), passes.py (``PassLoop``: the pass decisions),
+eventmaker.py (``PassEventMaker``: a decided pass made into its event), finisher.py (``Finisher``: passes finished
+in order, inline or overlapped with the next pass on the ``FinishingThread``).
 
 Choices where the brief left room (documented here and in the report):
 
@@ -30,22 +31,26 @@ import threading
 import time
 from typing import Callable, Iterator
 
-import psutil
-
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from ..contract.params import INSPECT_TOP_LIMIT
-from . import models as M
 from .chat import chat_template_of
+from .abort import DecodeAbort
 from .cpu import OthersCpu, default_threads
+from .devices import gpu_layers
 from .cpu import spare_core as _spare_core
 from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
-from .pair import same_file_warning, size_warning
-from .passes import DraftPolicy, PassLoop, TargetCursor
+from .llama_lib import llama, system_has_amx
+from .models import LoadedModel
+from .pair import pair_warning
+from .parts import Drafters, RunParts, RunRequest, TargetCursor
+from .passes import PassLoop
+from .policy import DraftPolicy, DraftPolicyFactory
+from .preload import check_gguf_file, check_pair
 from .rowmath import RowPool
 from .spec_heads import check_head, make_head_drafter
 
@@ -61,7 +66,30 @@ def _stderr(msg: str) -> None:
 
 
 class Engine:
-    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop."""
+    """Target (+ optional draft) model loaded through llama.cpp's low-level API, and the speculative loop.
+
+    Args:
+        target_path: the target's GGUF file.
+        draft_path: the draft model's GGUF file (None: n-gram lookup or a head drafts, or nothing).
+        n_ctx: the context of each model (-c), at least 8.
+        threads: decode threads (-t; None: llama.cpp's choice, the physical performance cores).
+        no_repack: load the weights as they are in the file (--no-repack).
+        warn: where warnings go (default: stderr).
+        n_batch, n_ubatch: llama.cpp's logical and physical batch sizes (-b, -ub).
+        n_gpu_layers, n_gpu_layers_draft: -ngl / -ngld ("all", a number, None: every layer where a GPU is).
+        use_mmap: map the files (None: unless the weights are repacked).
+        inspect_top: candidates recorded per verified position (--inspect-top, 0: off).
+        draft_policy: makes the draft-length policy of each run (auto k), or None.
+        spare_core: a core is free for the overlapped finishing (None: found out from the CPUs and placement).
+        head: "eagle3" or "mtp": load a head drafter (docs/eagle3-mtp.md).
+        sampling: "cpu", "graph" or "auto" (--sampling: where the row math runs; docs/lossless.md).
+        head_file: the head's own file beside a separate draft model.
+        head_in_every_run: the head reads the target's decodes in every run (False: only in runs that start
+            with it).
+
+    Raises:
+        SpectuiError: a missing or foreign file, vocabularies that cannot speculate together, a bad option.
+    """
 
     def __init__(
         self,
@@ -77,7 +105,7 @@ class Engine:
         n_ubatch: int | None = None,
         use_mmap: bool | None = None,
         inspect_top: int = INSPECT_TOP_DEFAULT,
-        draft_policy: Callable[[], "DraftPolicy"] | None = None,
+        draft_policy: DraftPolicyFactory | None = None,
         spare_core: bool | None = None,
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,
@@ -93,31 +121,33 @@ class Engine:
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
+        self.abort = DecodeAbort()  # a run's stop ends the llama_decode in progress (abort.py)
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
         self.threads, self.threads_why = _threads(threads)
-        ngl_t, ngl_d = self._gpu_layers(n_gpu_layers, n_gpu_layers_draft)
-        tpath = M.check_gguf_file(target_path, "target")
-        dpath = M.check_gguf_file(draft_path, "draft") if draft_path else None
+        ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
+        tpath = check_gguf_file(target_path, "target")
+        dpath = check_gguf_file(draft_path, "draft") if draft_path else None
         head_path, dpath = self._heads(head, head_file, tpath, dpath)
-        n_shared = self._check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d)
+        n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
                    n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
-        self._warn_pair(tpath, dpath)
+        if self.draft is not None and (msg := pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)):
+            self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
-        self._drafters: dict[str, Drafter] = self._make_drafters(head, head_path)
-        self._warned_no_draft = False
+        self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._cursor = TargetCursor()  # the target's accepted KV cells between runs (the last run's)
         self._chat = _UNSET  # the target's chat template, read on first use
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
+                self.abort.attach(llama(), m.ctx)
         self.spare_core = self._find_spare_core(spare_core)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
@@ -131,19 +161,11 @@ class Engine:
             return None, dpath
         self.head = head
         if head_file is not None:
-            path = check_head(head, tpath, M.check_gguf_file(head_file, "head"))
+            path = check_head(head, tpath, check_gguf_file(head_file, "head"))
         else:
             path, dpath = check_head(head, tpath, dpath), None
         self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
         return path, dpath
-
-    def _warn_pair(self, tpath: str, dpath: str | None) -> None:
-        """The same file twice, a swapped pair, a draft not much smaller (pair.py): one warning that names it
-        (the same file is not also "not much smaller")."""
-        if self.draft is not None:
-            msg = same_file_warning(tpath, dpath) or size_warning(self.draft.n_params, self.target.n_params)
-            if msg:
-                self.warn(msg)
 
     def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
         """Every drafter this engine can switch to mid-run: none, ngram, the draft model, the head."""
@@ -165,46 +187,12 @@ class Engine:
         on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
         return _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
 
-    def _gpu_layers(self, n_gpu_layers, n_gpu_layers_draft) -> tuple[int, int]:
-        """-ngl / -ngld as layer counts (-1 = all): every layer by default on a build that can offload, as
-        llama.cpp does; 0 on a CPU-only build (with one warning when layers were asked for)."""
-        ngl_t = M.parse_gpu_layers(n_gpu_layers, "-ngl/--n-gpu-layers")
-        ngl_d = M.parse_gpu_layers(n_gpu_layers_draft, "-ngld/--n-gpu-layers-draft")
-        if M.supports_gpu_offload():
-            return (-1 if ngl_t is None else ngl_t), (-1 if ngl_d is None else ngl_d)
-        if (ngl_t or 0) != 0 or (ngl_d or 0) != 0:
-            self.warn(
-                "warning: this llama.cpp build cannot offload to a GPU (no GPU backend or device), so "
-                "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
-            )
-        return 0, 0
-
-    def _check_pair(self, tpath, dpath, n_ctx: int, ngl_t: int, ngl_d: int) -> int | None:
-        """Cheap vocabulary-only loads first: the vocabulary check and the memory estimate before any weights
-        load. Returns the number of token ids both models share (None without a draft)."""
-        tv = M.VocabOnly(tpath, "target")
-        dv = None
-        n_shared = None
-        try:
-            parts = [M.ModelMemory.of(tv, tpath, n_ctx, ngl_t)]
-            if dpath:
-                dv = M.VocabOnly(dpath, "draft")
-                n_shared = M.check_vocabs(tv, dv)
-                parts.append(M.ModelMemory.of(dv, dpath, n_ctx, ngl_d))
-        finally:
-            tv.close()
-            if dv is not None:
-                dv.close()
-        devices = M.gpu_devices() if ngl_t or ngl_d else []
-        M.placement_report(parts, psutil.virtual_memory().available, devices, self.warn)
-        return n_shared
-
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
               n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,
               sampling: str = "cpu") -> None:
         """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
         use_extra_bufts = not no_repack
-        if use_extra_bufts and M.system_has_amx():
+        if use_extra_bufts and system_has_amx():
             use_extra_bufts = False
             self.warn(
                 "warning: this llama.cpp build has AMX kernels, which crash on machines (VMs) without AMX "
@@ -215,10 +203,10 @@ class Engine:
             common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
                           n_ubatch=n_ubatch, use_mmap=use_mmap)
             # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
-            self.target = M.LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
+            self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
                                         n_outputs_max_per_seq=1 if sampling == "cpu" else 0, **common)
             if dpath:
-                self.draft = M.LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
+                self.draft = LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
                 self.target.n_use = self.draft.n_use = n_shared
@@ -266,7 +254,15 @@ class Engine:
         self.close()
 
     def measure_verify_ms(self, k: int, repeats: int = 3) -> float:
-        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only."""
+        """Median time of one target decode of a (k + 1)-token batch, rolled back. Between runs only.
+
+        Args:
+            k: draft tokens (the batch holds k + 1).
+            repeats: timed decodes.
+
+        Returns:
+            The median, in ms.
+        """
         if self.target is None:
             raise SpectuiError("the engine is closed")
         k = max(0, int(k))
@@ -297,22 +293,59 @@ class Engine:
     # ------------------------------------------------------------ the run
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
             probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False) -> Iterator[Event]:
-        """Generate from ``prompt``; yields RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last).
-        ``probe``: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
-        ``chat_template``: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
-        in RunStarted; "" for a raw prompt.
+        """Generate from ``prompt``, pass by pass (a ``passes.PassLoop`` over ``parts()``).
 
-        ``overlap``: finish each pass (the inspector's top-N, the reported probabilities, the texts, the event
-        itself) on the finishing thread while the next pass drafts and verifies, where ``spare_core`` says a
-        core is free for it, and not under automatic k (its policy reads pass N before choosing pass N + 1).
-        The events are the same, in the same order, but pass N's arrives once pass N + 1 has been decided: a
-        consumer that changes the settings in reaction to pass N's event then changes pass N + 2 (without
-        ``overlap``: pass N + 1). The faces and the headless runs, which never react to a pass that way, ask
-        for it."""
+        Args:
+            prompt: the text to continue.
+            control: the settings, stop and pause, read between passes (default: ``RunControl()``).
+            n_predict: tokens to emit at most (< 0: until EOG or a full context; 0: no pass).
+            probe: this machine's verify cost (``spectui probe``), recorded in RunStarted for the policy and faces.
+            chat_template: the label of the template ``prompt`` was rendered with (``chat_prompt``), recorded
+                in RunStarted; "" for a raw prompt.
+            overlap: finish each pass (the inspector's top-N, the reported probabilities, the texts, the event
+                itself) on the finishing thread while the next pass drafts and verifies, where ``spare_core``
+                says a core is free for it, and not under automatic k (its policy reads pass N before choosing
+                pass N + 1). The events are the same, in the same order, but pass N's arrives once pass N + 1 has
+                been decided: a consumer that changes the settings in reaction to pass N's event then changes
+                pass N + 2 (without ``overlap``: pass N + 1). The faces and the headless runs, which never react
+                to a pass that way, ask for it.
+
+        Returns:
+            An iterator of RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last, also after a
+            stop, Ctrl+C or an error). The run starts when it is first iterated.
+
+        Raises:
+            SpectuiError: the engine is closed.
+        """
+        request = RunRequest(prompt=prompt, control=control or RunControl(), n_predict=int(n_predict), probe=probe,
+                             chat_template=str(chat_template or ""), overlap=bool(overlap))
+        return PassLoop(self.parts(), request).events()
+
+    def parts(self) -> RunParts:
+        """The loaded parts a run works with: the one seam between loading and running (parts.py).
+
+        Returns:
+            A ``RunParts`` over this engine's own objects (models, drafters, the KV cursor, the reused buffers,
+            the finishing thread), made per call, with the debug hook as it is now.
+
+        Raises:
+            SpectuiError: the engine is closed.
+        """
         if self.target is None:
             raise SpectuiError("the engine is closed")
-        loop = PassLoop(self, control or RunControl(), int(n_predict), probe, str(chat_template or ""), bool(overlap))
-        return loop.events(prompt)
+        return RunParts(
+            target=self.target, draft=self.draft, drafters=self._drafters, head_in_every_run=self.head_in_every_run,
+            policy_factory=self.draft_policy, cursor=self._cursor, rows=self._prob_rows, texts=self._texts,
+            others=self._others, finishing=self._finishing, abort=self.abort, graph=self._graph,
+            spare_core=self.spare_core,
+            n_ctx=self.n_ctx, threads=self.threads, inspect_top=self.inspect_top, target_info=self.target_info,
+            draft_info=self.draft_info, debug_hook=self.debug_hook,
+        )
+
+    @property
+    def in_run(self) -> bool:
+        """Whether a run is going on (its events not all consumed): measurements between runs refuse then."""
+        return self._cursor.in_run
 
     @property
     def chat_template(self):
@@ -330,28 +363,6 @@ class Engine:
         if tpl is None:
             raise SpectuiError("the target model has no chat template (tokenizer.chat_template); use --no-chat")
         return tpl.render(messages), tpl.label
-
-    def _pick_drafter(self, name: str) -> Drafter:
-        d = self._drafters.get(name)
-        if d is None and name in ("eagle3", "mtp"):
-            raise SpectuiError(f"--drafter {name} needs the engine loaded with its head (Engine(head={name!r}))")
-        if d is None:  # "model" without a draft model
-            if not self._warned_no_draft:
-                self._warned_no_draft = True
-                self.warn("warning: no draft model loaded; the 'model' drafter falls back to n-gram lookup")
-            d = self._drafters["ngram"]
-        return d
-
-    def _reset_for_run(self) -> None:
-        """Empty both KV caches and restart the drafters."""
-        self.target.clear()
-        if self.draft is not None:
-            self.draft.clear()
-        self._cursor.n_past = 0
-        self._others.sample()  # a new baseline: the prefill pass reports from here
-        for d in self._drafters.values():
-            d.start()
-            d.keep_rows = self.debug_hook is not None
 
 
 def _check_n_ctx(n_ctx) -> int:

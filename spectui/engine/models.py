@@ -1,380 +1,36 @@
-"""Model files and llama.cpp contexts: GGUF checks, loading via the low-level API, vocabulary checks,
-batch decode with logits only where asked, and KV rollback.
+"""A loaded model: ``LoadedModel``, one model and one llama.cpp context (sequence 0) through the low-level API:
+tokens, batch decode with logits only where asked (views over llama.cpp's buffer, over the ids both models
+share), the rows a backend sampler chain left, and KV rollback.
 
 Everything here talks to ``llama_cpp``'s ctypes layer directly (never ``Llama(logits_all=True)``, which
-allocates an n_ctx x n_vocab array per model). No UI imports.
+allocates an n_ctx x n_vocab array per model). What comes before the weights (file checks, vocabulary-only
+loads, memory) is in preload.py, the devices in devices.py, the library itself in llama_lib.py. No UI imports.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import stat
 import threading
 from time import perf_counter as _perf
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from ..contract.outputs import missing
 from ..contract.events import ModelInfo
-
-GGUF_MAGIC = b"GGUF"
-VOCAB_TYPES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo2"}
-
-_llama = None  # the llama_cpp module, imported on first use
-_log_cb = None  # keeps the no-op log callback alive for as long as the process runs
-
-
-def _no_log(level, text, user_data) -> None:
-    """llama.cpp's log callback: silence (spectui says what matters in its own words)."""
-
-
-# Python code that llama.cpp calls back into from inside its own calls (loading a model logs through _no_log). An
-# exception raised there cannot propagate (ctypes prints it and carries on), so a signal handler that stops by
-# raising must not raise in these frames: spectui.contract.exitcodes.SignalStop(quiet_in=CALLBACK_CODES).
-CALLBACK_CODES = (_no_log.__code__,)
-
-
-def llama():
-    """Import llama_cpp once, silence its logging, initialise the backend."""
-    global _llama, _log_cb
-    if _llama is None:
-        try:
-            import llama_cpp  # noqa: PLC0415
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise SpectuiError(
-                f"live runs need llama-cpp-python, which is not installed ({exc}): run `bash scripts/install.sh "
-                "--live` in a checkout (builds it for this CPU, cached), or pip install 'spectui[live]'"
-            ) from exc
-        _log_cb = llama_cpp.llama_log_callback(_no_log)
-        llama_cpp.llama_log_set(_log_cb, ctypes.c_void_p(0))
-        llama_cpp.llama_backend_init()
-        _llama = llama_cpp
-    return _llama
-
-
-# ---------------------------------------------------------------- devices (GPU offload)
-
-# llama.cpp's vocabulary compatibility rule for speculation (common/speculative.cpp)
-SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
-SPEC_VOCAB_CHECK_START_TOKEN_ID = 5
-
-LOAD_MODE_NONE, LOAD_MODE_MMAP = 0, 1  # enum llama_load_mode (llama.h)
-
-_DEV_GPU_TYPES = (1, 2)  # GGML_BACKEND_DEVICE_TYPE_GPU, _IGPU (enum ggml_backend_dev_type)
-
-
-@dataclass(frozen=True)
-class Device:
-    backend: str  # registry name: "CUDA", "Metal", "Vulkan", ...
-    name: str  # "CUDA0"
-    description: str  # "NVIDIA H200"
-    kind: int  # enum ggml_backend_dev_type
-    free_bytes: int
-    total_bytes: int
-
-
-def _ggml():
-    """The ggml shared library with the device functions declared (ggml-backend.h)."""
-    from llama_cpp import _ggml  # noqa: PLC0415 - the library ships with llama_cpp
-
-    lib = _ggml.libggml
-    if not getattr(lib, "_spectui_declared", False):
-        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
-        for name, res, args in (
-            ("ggml_backend_dev_count", sz, []),
-            ("ggml_backend_dev_get", vp, [sz]),
-            ("ggml_backend_dev_name", cp, [vp]),
-            ("ggml_backend_dev_description", cp, [vp]),
-            ("ggml_backend_dev_type", ctypes.c_int, [vp]),
-            ("ggml_backend_dev_memory", None, [vp, ctypes.POINTER(sz), ctypes.POINTER(sz)]),
-            ("ggml_backend_dev_backend_reg", vp, [vp]),
-            ("ggml_backend_reg_name", cp, [vp]),
-        ):
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = res, args
-        lib._spectui_declared = True
-    return lib
-
-
-def gpu_devices() -> list[Device]:
-    """The GPU devices llama.cpp can offload to (empty on a CPU-only build)."""
-    llama()
-    try:
-        lib = _ggml()
-    except (ImportError, OSError, AttributeError):  # pragma: no cover - depends on the build
-        return []
-    out = []
-    for i in range(lib.ggml_backend_dev_count()):
-        dev = lib.ggml_backend_dev_get(i)
-        kind = lib.ggml_backend_dev_type(dev)
-        if kind not in _DEV_GPU_TYPES:
-            continue
-        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
-        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        reg = lib.ggml_backend_dev_backend_reg(dev)
-        out.append(Device(
-            backend=(lib.ggml_backend_reg_name(reg) or b"?").decode("utf-8", "replace") if reg else "?",
-            name=(lib.ggml_backend_dev_name(dev) or b"").decode("utf-8", "replace"),
-            description=(lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", "replace"),
-            kind=kind, free_bytes=free.value, total_bytes=total.value,
-        ))
-    return out
-
-
-def _is_lavapipe(dev: Device) -> bool:
-    """Mesa's software Vulkan device (lavapipe), which ggml-vulkan names by its renderer "llvmpipe (...)"."""
-    return dev.backend == "Vulkan" and "llvmpipe" in dev.description.lower()
-
-
-def supports_gpu_offload() -> bool:
-    return bool(llama().llama_supports_gpu_offload())
-
-
-def parse_gpu_layers(value, flag: str = "-ngl") -> int | None:
-    """'all' -> -1 (every layer, llama.cpp's negative value), 'N' -> N, None -> None (the default)."""
-    if value is None:
-        return None
-    if isinstance(value, int):
-        n = value
-    else:
-        v = str(value).strip().lower()
-        if v == "all":
-            return -1
-        try:
-            n = int(v)
-        except ValueError:
-            raise SpectuiError(f"{flag} must be a number of layers or 'all', not {value!r}") from None
-    if n < 0:
-        return -1
-    return n
-
-
-def system_has_amx() -> bool:
-    """True when the llama.cpp CPU backend was built with AMX kernels (they crash on VMs without AMX state)."""
-    info = llama().llama_print_system_info().decode("utf-8", "replace")
-    return "AMX_INT8 = 1" in info or "AMX = 1" in info or "AMX_TILE = 1" in info
-
-
-# ---------------------------------------------------------------- file checks
-
-
-def check_gguf_file(path: str, role: str = "model") -> str:
-    """Raise SpectuiError (one line) unless ``path`` is a readable GGUF file; return the absolute path."""
-    p = os.path.abspath(os.path.expanduser(str(path)))
-    if not os.path.exists(p):
-        why = missing(p)  # a loop of symbolic links is not "not found"
-        raise SpectuiError(f"{role} file not found: {path}" if why == "file not found" else
-                           f"{role} file {path}: {why}")
-    if os.path.isdir(p):
-        raise SpectuiError(f"{role} path is a directory, not a GGUF file: {path}")
-    try:
-        st = os.stat(p)
-        if not stat.S_ISREG(st.st_mode):
-            raise SpectuiError(f"{role} path is not a regular file: {path}")
-        with open(p, "rb") as fh:
-            magic = fh.read(4)
-    except PermissionError as exc:
-        raise SpectuiError(f"cannot read {role} file {path}: permission denied") from exc
-    except OSError as exc:
-        raise SpectuiError(f"cannot read {role} file {path}: {exc.strerror or exc}") from exc
-    if magic != GGUF_MAGIC:
-        raise SpectuiError(f"{role} file is not a GGUF model (bad magic bytes {magic!r}): {path}")
-    return p
-
-
-# ---------------------------------------------------------------- metadata helpers
-
-
-def _meta(model, key: str) -> str:
-    L = llama()
-    buf = ctypes.create_string_buffer(512)
-    n = L.llama_model_meta_val_str(model, key.encode(), buf, 512)
-    if n < 0:
-        return ""
-    return buf.value.decode("utf-8", "replace")
-
-
-def _ftype_names() -> dict[int, str]:
-    L = llama()
-    out = {}
-    for name in dir(L):
-        if name.startswith("LLAMA_FTYPE_") and name != "LLAMA_FTYPE_GUESSED":
-            val = getattr(L, name)
-            if isinstance(val, int):
-                out[val] = name.replace("LLAMA_FTYPE_MOSTLY_", "").replace("LLAMA_FTYPE_", "")
-    return out
-
-
-@dataclass(frozen=True)
-class VocabFacts:
-    n_tokens: int
-    vocab_type: int
-    bos: int
-    eos: int
-    eot: int
-    add_bos: bool
-    add_eos: bool
-
-
-@dataclass(frozen=True)
-class KVShape:
-    """What the KV cache size depends on, from GGUF metadata."""
-
-    n_layer: int
-    n_head_kv: int
-    head_dim_k: int
-    head_dim_v: int
-
-    def bytes_for(self, n_ctx: int, bytes_per_elem: int = 2) -> int:
-        """K and V caches in f16 (llama.cpp's default cache type)."""
-        return self.n_layer * n_ctx * self.n_head_kv * (self.head_dim_k + self.head_dim_v) * bytes_per_elem
-
-
-def _model_params(vocab_only: bool, use_extra_bufts: bool, n_gpu_layers: int = 0, use_mmap: bool | None = None):
-    L = llama()
-    mp = L.llama_model_default_params()
-    mp.vocab_only = vocab_only
-    mp.use_extra_bufts = use_extra_bufts
-    mp.n_gpu_layers = n_gpu_layers if not vocab_only else 0
-    # Repacked weights are copies: with mmap the file's pages of every repacked tensor stay resident next
-    # to the copy (+0.8 GB RSS on the 1.1 GB Qwen 1.5B). Without mmap llama.cpp reads each tensor into
-    # its final buffer and the page cache, not this process, holds the file.
-    if use_mmap is None:
-        use_mmap = not use_extra_bufts
-    mp.load_mode = LOAD_MODE_MMAP if use_mmap else LOAD_MODE_NONE
-    return mp
-
-
-class VocabOnly:
-    """A vocabulary-only load: cheap, used to check vocabularies and read metadata before loading weights."""
-
-    def __init__(self, path: str, role: str) -> None:
-        L = llama()
-        self.path = path
-        self.model = L.llama_model_load_from_file(path.encode(), _model_params(True, False))
-        if not self.model:
-            raise SpectuiError(f"llama.cpp could not load the {role} model {path} (unsupported or corrupt GGUF)")
-        self.vocab = L.llama_model_get_vocab(self.model)
-
-    def facts(self) -> VocabFacts:
-        L = llama()
-        v = self.vocab
-        return VocabFacts(
-            n_tokens=L.llama_vocab_n_tokens(v),
-            vocab_type=L.llama_vocab_type(v),
-            bos=L.llama_vocab_bos(v),
-            eos=L.llama_vocab_eos(v),
-            eot=L.llama_vocab_eot(v),
-            add_bos=bool(L.llama_vocab_get_add_bos(v)),
-            add_eos=bool(L.llama_vocab_get_add_eos(v)),
-        )
-
-    def text(self, tid: int) -> str:
-        raw = llama().llama_vocab_get_text(self.vocab, tid)
-        return raw.decode("utf-8", "replace") if raw is not None else ""
-
-    def n_layer(self) -> int:
-        return int(llama().llama_model_n_layer(self.model))
-
-    def kv_shape(self) -> KVShape:
-        arch = _meta(self.model, "general.architecture")
-
-        def num(key: str, default: int = 0) -> int:
-            s = _meta(self.model, f"{arch}.{key}")
-            try:
-                return int(s)
-            except ValueError:
-                return default
-
-        n_layer = num("block_count")
-        n_head = num("attention.head_count", 1) or 1
-        n_head_kv = num("attention.head_count_kv", n_head) or n_head
-        n_embd = num("embedding_length")
-        hk = num("attention.key_length", n_embd // n_head)
-        hv = num("attention.value_length", n_embd // n_head)
-        return KVShape(n_layer, n_head_kv, hk, hv)
-
-    def close(self) -> None:
-        if self.model:
-            llama().llama_model_free(self.model)
-            self.model = None
-
-
-def check_vocabs(target: VocabOnly, draft: VocabOnly) -> int:
-    """Judge the pair as llama.cpp does (``common_speculative_are_compatible``) and return the number of
-    token ids they share; raise SpectuiError (one line) when the draft cannot speculate for the target.
-
-    Same tokenizer type; the same BOS (and EOS) rule: whether it is added, and its id when it is; sizes
-    within ``SPEC_VOCAB_MAX_SIZE_DIFFERENCE`` (128) of each other (checkpoints pad their embedding and
-    output matrices, as Qwen2.5 7B's 152,064 rows against the 0.5B's 151,936); identical token texts
-    from id ``SPEC_VOCAB_CHECK_START_TOKEN_ID`` (5) up to the smaller size.
-    """
-    ft, fd = target.facts(), draft.facts()
-    if ft.vocab_type != fd.vocab_type:
-        raise SpectuiError(
-            "vocabulary mismatch: the target's tokenizer is "
-            f"{VOCAB_TYPES.get(ft.vocab_type, ft.vocab_type)}, "
-            f"the draft's {VOCAB_TYPES.get(fd.vocab_type, fd.vocab_type)}"
-        )
-    for what, add_t, add_d, id_t, id_d in (
-        ("BOS", ft.add_bos, fd.add_bos, ft.bos, fd.bos),
-        ("EOS", ft.add_eos, fd.add_eos, ft.eos, fd.eos),
-    ):
-        if add_t != add_d:
-            raise SpectuiError(
-                f"vocabulary mismatch: the target {'adds' if add_t else 'does not add'} a {what} token, "
-                f"the draft {'does' if add_d else 'does not'}"
-            )
-        if add_t and id_t != id_d:
-            raise SpectuiError(f"vocabulary mismatch: {what} is token {id_t} in the target, {id_d} in the draft")
-    diff = abs(ft.n_tokens - fd.n_tokens)
-    if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
-        raise SpectuiError(
-            f"vocabulary mismatch: the target has {ft.n_tokens} tokens, the draft {fd.n_tokens} "
-            f"(difference {diff}, at most {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} allowed, as in llama.cpp); "
-            "the draft must share the target's tokenizer"
-        )
-    n_shared = min(ft.n_tokens, fd.n_tokens)
-    get = llama().llama_vocab_get_text
-    tv, dv = target.vocab, draft.vocab
-    for i in range(SPEC_VOCAB_CHECK_START_TOKEN_ID, n_shared):
-        a, b = get(tv, i), get(dv, i)
-        if a != b:
-            sa = a.decode("utf-8", "replace") if a is not None else ""
-            sb = b.decode("utf-8", "replace") if b is not None else ""
-            raise SpectuiError(f"vocabulary mismatch at token id {i}: target has {sa!r}, draft has {sb!r}")
-    return n_shared
-
-
-# ---------------------------------------------------------------- a loaded model with its context
-
-
-def _gil_held_lib(L):
-    """The bindings' libllama, its functions called without releasing the GIL (ctypes.PyDLL over the same
-    handle), or None. For calls of a few microseconds (a logits address, a KV cell edit): releasing and
-    taking back the GIL around each one lets another Python thread (the engine's finishing thread, the
-    trace writer) take it in between, and the loop then waits for it; a call that computes (llama_decode,
-    llama_synchronize) must go through the bindings' own functions, which release it."""
-    lib = getattr(getattr(L, "llama_cpp", None), "_lib", None)
-    if lib is None or not getattr(lib, "_handle", None):
-        return None
-    return ctypes.PyDLL(lib._name, handle=lib._handle)
+from .abort import DecodeAborted
+from .devices import gpu_devices, is_lavapipe, supports_gpu_offload
+from .llama_lib import address, cpu_name, ftype_names, gil_held_lib, llama, model_meta, model_params
+from .preload import VOCAB_TYPES
 
 
 def _logits_getters(L):
     """llama_get_logits / llama_get_logits_ith returning plain addresses (c_void_p): a view is then made once
     per buffer address (LoadedModel._view) instead of a ctypes array per call. Falls back to the bindings'
     own functions (pointers) where the raw library is not reachable."""
-    lib = _gil_held_lib(L)
+    lib = gil_held_lib(L)
     if lib is None:
-        def addr(p):
-            return ctypes.cast(p, ctypes.c_void_p).value
-
-        return (lambda ctx: addr(L.llama_get_logits(ctx))), (lambda ctx, i: addr(L.llama_get_logits_ith(ctx, i)))
+        return (lambda ctx: address(L.llama_get_logits(ctx))), (lambda ctx, i: address(L.llama_get_logits_ith(ctx, i)))
     # (after a decode on a device backend LoadedModel.decode has synchronised: these only read an address)
     get = lib["llama_get_logits"]  # a new function object: the bindings' own keep their types
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
@@ -386,7 +42,7 @@ def _logits_getters(L):
 def _sampled_getters(L):
     """llama_get_sampled_logits_ith / _probs_ith (addresses) and _token_ith, GIL held (backend sampling: a
     chain attached to the context, spectui.engine.graph_sampling), or None where the library lacks them."""
-    lib = _gil_held_lib(L)
+    lib = gil_held_lib(L)
     try:
         if lib is None:
             return None
@@ -404,7 +60,7 @@ def _sampled_getters(L):
 
 def _seq_rm_fn(L):
     """llama_memory_seq_rm without releasing the GIL (it edits KV cell bookkeeping), or the bindings' own."""
-    lib = _gil_held_lib(L)
+    lib = gil_held_lib(L)
     if lib is None:
         return L.llama_memory_seq_rm
     fn = lib["llama_memory_seq_rm"]
@@ -413,7 +69,7 @@ def _seq_rm_fn(L):
     return fn
 
 
-def _context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs):
+def context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs):
     """llama_context_params for one sequence of n_ctx cells."""
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
@@ -422,7 +78,7 @@ def _context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, of
     cp.n_seq_max = 1
     cp.n_threads = threads
     cp.n_threads_batch = threads
-    if any(_is_lavapipe(d) for d in offload_devs):
+    if any(is_lavapipe(d) for d in offload_devs):
         # Mesa's lavapipe (22.3) dereferences a destroyed buffer's resource when a command buffer binds a
         # descriptor set that still names it in a binding the pipeline does not use (legal Vulkan: ggml-vulkan
         # writes only a pipeline's own bindings into sets shared by all pipelines). ggml-vulkan destroys and
@@ -435,7 +91,24 @@ def _context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, of
 
 
 class LoadedModel:
-    """One model plus one llama_context (sequence 0 only) and a reusable batch."""
+    """One model plus one llama_context (sequence 0 only) and a reusable batch.
+
+    Args:
+        path: the GGUF file (checked: ``preload.check_gguf_file``).
+        role: "target", "draft" (or "head"): what messages call it.
+        n_ctx: the context's cells.
+        threads: decode threads.
+        use_extra_bufts: repack the weights for this CPU's kernels (False: --no-repack).
+        n_batch: the most tokens one decode takes (at most ``n_ctx``).
+        n_gpu_layers: layers offloaded (-1: all; 0 on a CPU-only build).
+        n_ubatch: the physical batch (default ``n_batch``).
+        use_mmap: map the file (None: unless the weights are repacked).
+        load_mtp: load the target's NextN / MTP blocks too (``Engine(head="mtp")``).
+        n_outputs_max_per_seq: output rows one decode may have with a backend sampler (0: ``n_batch``).
+
+    Raises:
+        SpectuiError: llama.cpp cannot load the file or make its context.
+    """
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
                  n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
@@ -443,7 +116,7 @@ class LoadedModel:
         L = llama()
         self.path = path
         self.role = role
-        params = _model_params(False, use_extra_bufts, n_gpu_layers, use_mmap)
+        params = model_params(False, use_extra_bufts, n_gpu_layers, use_mmap)
         params.load_mtp = load_mtp  # the NextN/MTP blocks too (an MTP context on this model needs them)
         self.model = L.llama_model_load_from_file(path.encode(), params)
         if not self.model:
@@ -454,7 +127,7 @@ class LoadedModel:
         # a small n_ubatch costs nothing there; a long prompt is evaluated in more, smaller pieces.
         self.n_ubatch = max(1, min(n_ubatch or self.n_batch, self.n_batch))
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
-        cp = _context_params(L, n_ctx, self.n_batch, self.n_ubatch, threads, offload_devs)
+        cp = context_params(L, n_ctx, self.n_batch, self.n_ubatch, threads, offload_devs)
         # output rows one decode may have per sequence with a backend sampler (0: n_batch; llama.cpp's default
         # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
         cp.n_outputs_max_per_seq = int(n_outputs_max_per_seq)
@@ -500,7 +173,7 @@ class LoadedModel:
     def _info(self) -> ModelInfo:
         L = llama()
         ftype = L.llama_model_ftype(self.model) if hasattr(L, "llama_model_ftype") else -1
-        quant = _ftype_names().get(ftype, "") or _meta(self.model, "general.file_type")
+        quant = ftype_names().get(ftype, "") or model_meta(self.model, "general.file_type")
         backend, device = "CPU", cpu_name()
         if self.n_gpu_layers:
             devs = gpu_devices()
@@ -508,13 +181,13 @@ class LoadedModel:
             device = ", ".join(d.description or d.name for d in devs)
         return ModelInfo(
             path=self.path,
-            name=_meta(self.model, "general.name") or os.path.basename(self.path),
+            name=model_meta(self.model, "general.name") or os.path.basename(self.path),
             size_bytes=os.path.getsize(self.path),
             quantization=quant,
             n_params=self.n_params,
             n_vocab=self.n_vocab,
             vocab_type=VOCAB_TYPES.get(L.llama_vocab_type(self.vocab), "unknown"),
-            architecture=_meta(self.model, "general.architecture"),
+            architecture=model_meta(self.model, "general.architecture"),
             n_ctx_train=int(L.llama_model_n_ctx_train(self.model)),
             backend=backend,
             device=device,
@@ -564,8 +237,16 @@ class LoadedModel:
     def decode(self, tokens, pos0: int, logits: str = "last") -> int:
         """Decode ``tokens`` at positions pos0.. in one llama_decode (len <= n_batch).
 
-        ``logits``: "last" (only the last position), "all", or "none". Returns the number of logit rows.
-        Raises RuntimeError when llama.cpp fails (1: no KV slot, other: error).
+        Args:
+            tokens: the token ids.
+            pos0: the first token's position.
+            logits: "last" (only the last position), "all", or "none".
+
+        Returns:
+            The number of logit rows (``logits_rows`` reads them until the next decode).
+
+        Raises:
+            RuntimeError: llama.cpp failed (1: no KV slot, other: error).
         """
         n = len(tokens)
         b = self.batch
@@ -595,6 +276,8 @@ class LoadedModel:
         if gate is not None:
             gate.clear()
         self.n_decodes += 1
+        if rc == 2:  # the engine's DecodeAbort stopped it (a stop asked mid-pass: spectui.engine.abort)
+            raise DecodeAborted(self.role)
         if rc != 0:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"
@@ -649,6 +332,11 @@ class LoadedModel:
     def probs_last(self) -> np.ndarray:
         return self._view(self._sampled[1](self.ctx, -1), 1)[0]
 
+    @property
+    def reads_sampled(self) -> bool:
+        """Whether the rows and tokens a backend sampler chain leaves are readable here (the graph path)."""
+        return self._sampled is not None
+
     def sampled_token(self, i: int) -> int:
         """The attached chain's token for output row ``i`` of the last decode (-1: the last row)."""
         return int(self._sampled[2](self.ctx, i))
@@ -672,81 +360,3 @@ class LoadedModel:
         if getattr(self, "model", None):
             L.llama_model_free(self.model)
             self.model = None
-
-
-def cpu_name() -> str:
-    """The CPU's model name (for the record of where a model ran); "" when unknown."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform  # noqa: PLC0415
-
-    return platform.processor() or platform.machine()
-
-
-@dataclass(frozen=True)
-class ModelMemory:
-    """What one model needs, split between host memory and the GPU by the share of layers offloaded
-    (llama.cpp offloads n_layer + 1 units: the repeating layers and the output layer)."""
-
-    file_bytes: int
-    kv_bytes: int
-    n_layer: int
-    n_gpu_layers: int  # as asked: 0 none, -1 all, else N
-
-    @classmethod
-    def of(cls, vocab: "VocabOnly", path: str, n_ctx: int, n_gpu_layers: int) -> "ModelMemory":
-        return cls(os.path.getsize(path), vocab.kv_shape().bytes_for(n_ctx), vocab.n_layer(), n_gpu_layers)
-
-    @property
-    def device_share(self) -> float:
-        units = self.n_layer + 1
-        if self.n_gpu_layers == 0 or units <= 1:
-            return 0.0
-        return 1.0 if self.n_gpu_layers < 0 else min(self.n_gpu_layers, units) / units
-
-    @property
-    def host(self) -> tuple[int, int]:
-        f = 1.0 - self.device_share
-        return int(self.file_bytes * f), int(self.kv_bytes * f)
-
-    @property
-    def device_bytes(self) -> int:
-        return int((self.file_bytes + self.kv_bytes) * self.device_share)
-
-
-def memory_report(sizes: list[int], kv: list[int], available: int, warn: Callable[[str], None]) -> bool:
-    """Warn (with the numbers) when model files + KV caches exceed the available memory. Returns fits."""
-    need = sum(sizes) + sum(kv)
-    if need > available:
-        gib = 1024**3
-        warn(
-            f"warning: the models ({sum(sizes) / gib:.2f} GiB) and their KV caches ({sum(kv) / gib:.2f} GiB) "
-            f"need {need / gib:.2f} GiB but only {available / gib:.2f} GiB of memory is available; "
-            "expect swapping (a slow draft is not speculation's fault) - try a smaller -c"
-        )
-        return False
-    return True
-
-
-def placement_report(
-    parts: list[ModelMemory], available: int, devices: list[Device], warn: Callable[[str], None]
-) -> bool:
-    """memory_report for what stays in host memory, then the offloaded part against the GPUs' free
-    memory where the backend reports it. Returns fits."""
-    fits = memory_report([m.host[0] for m in parts], [m.host[1] for m in parts], available, warn)
-    need = sum(m.device_bytes for m in parts)
-    free = sum(d.free_bytes for d in devices)
-    if need and free and need > free:
-        gib = 1024**3
-        names = ", ".join(d.description or d.name for d in devices)
-        warn(
-            f"warning: the offloaded layers and their KV caches need {need / gib:.2f} GiB of GPU memory but "
-            f"{names} report{'s' if len(devices) == 1 else ''} {free / gib:.2f} GiB free; lower -ngl / -ngld or -c"
-        )
-        fits = False
-    return fits

@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import HeadContext, CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, _addr, ext, head_context
-from .models import llama
+from .llama_ext import HeadContext, CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, ext, head_context
+from .llama_lib import address, llama
 
 
 class MtpHead(HeadContext):
@@ -53,7 +53,7 @@ class MtpHead(HeadContext):
         self.ctx_tgt = ctx_tgt
         self.mem = L.llama_get_memory(self.ctx)
         # the reference's modes: llama.cpp keeps ctx_other only for a head that reads the target's KV (gemma4)
-        if x.get_ctx_other(self.ctx) == _addr(ctx_tgt):
+        if x.get_ctx_other(self.ctx) == address(ctx_tgt):
             L.llama_free(self.ctx)
             self.ctx = None
             raise SpectuiError(f"{path}'s MTP head shares the target's KV cache (a gemma4 assistant); spectui drafts "

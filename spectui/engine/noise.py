@@ -37,8 +37,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..contract.errors import SpectuiError
+from ..contract.prompt import DEFAULT_PROMPT
 
-NOISE_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 DEFAULT_TOKENS = 64  # tokens decoded both ways (rows compared per batch size: DEFAULT_TOKENS - 1)
 DEFAULT_MAX_BATCH = 9  # batch sizes 2..9: k = 1..8
 MAX_BATCH_LIMIT = 64
@@ -74,7 +74,7 @@ def _check(engine, batches: Sequence[int], n_tokens: int) -> list[int]:
     tgt = getattr(engine, "target", None)
     if tgt is None:
         raise SpectuiError("the engine is closed")
-    if getattr(getattr(engine, "_cursor", None), "in_run", False):  # the loop's TargetCursor (engine/passes.py)
+    if getattr(engine, "in_run", False):  # Engine.in_run: a run's events are not all consumed
         raise SpectuiError("the noise is measured between runs, not during one")
     if n_tokens < MIN_TOKENS:
         raise SpectuiError(f"the noise needs at least {MIN_TOKENS} tokens, not {n_tokens}")
@@ -131,7 +131,7 @@ def compare(single: np.ndarray, batched: np.ndarray, batch: int) -> BatchNoise:
 
 
 def measure_noise(engine, batches: Sequence[int] = tuple(range(2, DEFAULT_MAX_BATCH + 1)),
-                  n_tokens: int = DEFAULT_TOKENS, prompt: str = NOISE_PROMPT,
+                  n_tokens: int = DEFAULT_TOKENS, prompt: str = DEFAULT_PROMPT,
                   progress: Callable[[str], None] | None = None) -> NoiseMeasurement:
     """Measure the noise of each batch size on the engine's target (see the module docstring)."""
     sizes = _check(engine, batches, n_tokens)

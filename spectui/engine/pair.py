@@ -40,3 +40,8 @@ def size_warning(draft_params: int, target_params: int) -> str:
                 f"{target_params:,} parameters, ratio {ratio:.2f}); drafting will cost nearly as much as it saves")
     return ""
 
+
+def pair_warning(target, draft, draft_params: int, target_params: int) -> str:
+    """The one warning a pair gets ("" for none): the same file twice, else a swapped pair or a draft not much
+    smaller (the same file is not also "not much smaller")."""
+    return same_file_warning(target, draft) or size_warning(draft_params, target_params)

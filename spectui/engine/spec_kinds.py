@@ -57,23 +57,23 @@ class _Reader:
     def __init__(self, fh, path: str, size: int) -> None:
         self.fh, self.path, self.size, self.pos = fh, path, size, 0
 
-    def _bad(self, why: str) -> SpectuiError:
+    def bad(self, why: str) -> SpectuiError:
         return SpectuiError(f"not a readable GGUF header ({why}): {self.path}")
 
     def read(self, n: int) -> bytes:
         if n < 0 or self.pos + n > min(self.size, MAX_HEADER_BYTES):
             if self.pos + n > MAX_HEADER_BYTES:
-                raise self._bad(f"header larger than {MAX_HEADER_BYTES >> 20} MiB")
-            raise self._bad("truncated")
+                raise self.bad(f"header larger than {MAX_HEADER_BYTES >> 20} MiB")
+            raise self.bad("truncated")
         b = self.fh.read(n)
         if len(b) != n:
-            raise self._bad("truncated")
+            raise self.bad("truncated")
         self.pos += n
         return b
 
     def skip(self, n: int) -> None:
         if n < 0 or self.pos + n > min(self.size, MAX_HEADER_BYTES):
-            raise self._bad("truncated" if self.pos + n <= MAX_HEADER_BYTES else "header too large")
+            raise self.bad("truncated" if self.pos + n <= MAX_HEADER_BYTES else "header too large")
         self.fh.seek(n, os.SEEK_CUR)
         self.pos += n
 
@@ -83,7 +83,7 @@ class _Reader:
     def string(self, keep: bool = True) -> str:
         n = self.unpack("<Q")
         if n > MAX_STRING:
-            raise self._bad(f"a string of {n} bytes")
+            raise self.bad(f"a string of {n} bytes")
         if not keep:
             self.skip(n)
             return ""
@@ -108,8 +108,8 @@ class _Reader:
                 for _ in range(n):
                     self.string(keep=False)
                 return None
-            raise self._bad(f"array of unknown type {etype}")
-        raise self._bad(f"value of unknown type {vtype}")
+            raise self.bad(f"array of unknown type {etype}")
+        raise self.bad(f"value of unknown type {vtype}")
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def read_header(path: str) -> GGUFHeader:
             raise SpectuiError(f"unsupported GGUF version {version}: {path}")
         n_tensors, n_kv = r.unpack("<Q"), r.unpack("<Q")
         if n_kv > MAX_KV or n_tensors > MAX_TENSORS:
-            raise r._bad(f"{n_kv} keys, {n_tensors} tensors")
+            raise r.bad(f"{n_kv} keys, {n_tensors} tensors")
         meta: dict = {}
         for _ in range(n_kv):
             key = r.string()
@@ -158,7 +158,7 @@ def read_header(path: str) -> GGUFHeader:
             names.append(r.string())
             n_dims = r.unpack("<I")
             if n_dims > 8:
-                raise r._bad(f"a tensor with {n_dims} dimensions")
+                raise r.bad(f"a tensor with {n_dims} dimensions")
             r.skip(8 * n_dims + 4 + 8)  # ne[], type, offset
     return GGUFHeader(path=str(path), version=version, metadata=meta, tensor_names=frozenset(names))
 

@@ -19,8 +19,8 @@ from typing import Callable
 
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
+from ..contract.events import RunEnded, Settings
 from ..contract.text import visible_line
-from ..contract.events import RunEnded
 from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
 from .spec import slug, spec_settings
@@ -97,30 +97,39 @@ def record_race(load: Callable[[bool], object], prompt: str, specs: list[dict], 
             if signals is not None:
                 signals.raise_if_stopped()
             path = free_name(folder, f"race-{name}-{slug(s)}")
-            say(f"recording {name} ({slug(s)}) to {path}")
-            t0 = time.monotonic()
-            end = None
-            control = started(RunControl(s))
-            extra = {"race": {"lane": name, "order": list(LANE_NAMES[:len(settings)]), "sequential": True,
-                              "load_start": os.getloadavg()[0]}, **(header_extra or {})}
-            writer = TraceWriter(path, extra, inputs=inputs)
             paths.append(path)
-            try:
-                for ev in engine.run(prompt, control, n_predict, overlap=True):
-                    writer.write(ev)
-                    if isinstance(ev, RunEnded):
-                        end = ev
-            except KeyboardInterrupt:
-                control.stop()
-                raise
-            finally:
-                writer.close()
-            if signals is not None:
-                signals.raise_if_stopped()  # stopped by a signal: the trace is complete, the race ends here
-            if end is None or end.reason == "error" or end.error:  # an engine error, a prompt that does not fit
-                raise RunFailed(f"run {name} ({slug(s)}) failed: {end.error if end else 'no end event'}; "
-                                f"its trace is {path}")
-            say(f"recorded {name}: {end.n_emitted if end else 0} tokens in {time.monotonic() - t0:.1f} s")
+            _record_lane(engine, prompt, s, name, path, len(settings), started, n_predict=n_predict, inputs=inputs,
+                         say=say, header_extra=header_extra, signals=signals)
     finally:
         engine.close()
     return paths, SEQUENTIAL_NOTE
+
+
+def _record_lane(engine, prompt: str, s: Settings, name: str, path: str, n_lanes: int,
+                 started: Callable[[RunControl], RunControl], *, n_predict: int, inputs: list[str], say,
+                 header_extra: dict | None, signals: SignalStop | None) -> None:
+    """One lane's run at settings ``s``, recorded to ``path`` (the trace closed readable on every way out);
+    ``started`` is told its RunControl (for a signal to stop). RunFailed when the run ended with an error."""
+    say(f"recording {name} ({slug(s)}) to {path}")
+    t0 = time.monotonic()
+    end = None
+    control = started(RunControl(s))
+    extra = {"race": {"lane": name, "order": list(LANE_NAMES[:n_lanes]), "sequential": True,
+                      "load_start": os.getloadavg()[0]}, **(header_extra or {})}
+    writer = TraceWriter(path, extra, inputs=inputs)
+    try:
+        for ev in engine.run(prompt, control, n_predict, overlap=True):
+            writer.write(ev)
+            if isinstance(ev, RunEnded):
+                end = ev
+    except KeyboardInterrupt:
+        control.stop()
+        raise
+    finally:
+        writer.close()
+    if signals is not None:
+        signals.raise_if_stopped()  # stopped by a signal: the trace is complete, the race ends here
+    if end is None or end.reason == "error" or end.error:  # an engine error, a prompt that does not fit
+        raise RunFailed(f"run {name} ({slug(s)}) failed: {end.error if end else 'no end event'}; "
+                        f"its trace is {path}")
+    say(f"recorded {name}: {end.n_emitted if end else 0} tokens in {time.monotonic() - t0:.1f} s")

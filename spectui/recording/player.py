@@ -64,7 +64,16 @@ def gap_s(last_t: float | None, t: float | None, speed: float) -> float:
 
 
 def paced(events: Iterable[Event], speed: float, sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
-    """Yield events with the recorded delays between them divided by ``speed`` (inf: no delay)."""
+    """The events with the recorded delays between them divided by ``speed``.
+
+    Args:
+        events: recorded events (a trace's, in order).
+        speed: the replay speed (``parse_speed``; inf: no delay).
+        sleep: how to wait (tests: a fake clock).
+
+    Returns:
+        An iterator of the same events, each yielded when it is due.
+    """
     last: float | None = None
     for ev in events:
         t = event_time(ev)
@@ -92,7 +101,18 @@ def is_attach_trace(events: list[Event]) -> bool:
 
 def load_for_tui(path: str | os.PathLike,
                  on_warning: Callable[[str], None] | None = warn_stderr) -> tuple[dict, list[Event]]:
-    """Header and the (replay-marked) events of a trace, for the TUI's player (which seeks back and forth)."""
+    """Header and the (replay-marked) events of a trace, for the TUI's player (which seeks back and forth).
+
+    Args:
+        path: the trace.
+        on_warning: called with each warning (default: one ``spectui: warning:`` line on stderr).
+
+    Returns:
+        (the header, the events with ``RunStarted.replay`` set).
+
+    Raises:
+        SpectuiError: not a readable trace (``TraceError``), or a run's trace with no pass.
+    """
     header, reader = iter_trace(path, on_warning=on_warning)
     events = list(mark_replay(reader))
     if is_attach_trace(events):
@@ -103,6 +123,16 @@ def load_for_tui(path: str | os.PathLike,
 
 
 class ReplayPlayer:
+    """Plays a recorded event list back in (scaled) real time; the user steers it (see the module docstring).
+
+    Args:
+        events: the events (``load_for_tui``'s), kept in memory: the player seeks back and forth.
+        speed: the starting speed (``parse_speed``: 0.25..8, "max").
+
+    Raises:
+        SpectuiError: no events, or a bad speed.
+    """
+
     def __init__(self, events: Iterable[Event], speed: float | str = 1.0) -> None:
         self.events: list[Event] = list(events)
         if not self.events:
@@ -180,7 +210,15 @@ class ReplayPlayer:
 
     # ------------------------------------------------------------------ playing
     def iter_indexed(self, control) -> Iterator[tuple[int, Event]]:
-        """Yield (position, event) from the cursor on, with the recorded delays scaled by speed."""
+        """(position, event) from the cursor on, with the recorded delays scaled by speed.
+
+        Args:
+            control: what stops and pauses the replay (a ``RunControl``: ``stopped``, ``paused``,
+                ``wait_if_paused``); a ``seek`` from another thread is followed at once.
+
+        Returns:
+            An iterator of (the event's position, the event), each yielded when it is due.
+        """
         last_t: float | None = None
         epoch = -1
         # (wall clock, trace time, speed) the schedule counts from: each event is due at its own recorded

@@ -98,70 +98,80 @@ def _acceptance_lines(spec: list[Cell], temps: list[float], rep: int, sp: str) -
 
 def _peak_lines(cells: Sequence[Cell], spec: list[Cell], bases: dict, temps: list[float]) -> list[str]:
     """2. Where tokens/s peaked, and why longer drafts stopped paying."""
-    lines: list[str] = []
-    if cells:
-        best = max(cells, key=lambda c: c.tokens_per_second.mean)
-        if best.is_baseline:
-            best_spec = max(spec, key=lambda c: c.tokens_per_second.mean) if spec else None
-            msg = (
-                f"Tokens/s peaked with the target alone ({best.tokens_per_second.fmt('.2f')} t/s at temp "
-                f"{best.temperature:g}): no draft length paid on this machine"
-            )
-            if best_spec is not None:
-                msg += (
-                    f"; the best speculative setting, k={best_spec.k} at temp {best_spec.temperature:g}, reached "
-                    f"{best_spec.tokens_per_second.fmt('.2f')} t/s ({best_spec.speedup.fmt('.2f', 'x')} the baseline)"
-                )
-            lines.append(msg + ".")
-        else:
-            lines.append(
-                f"Tokens/s peaked at k={best.k}, temp {best.temperature:g}: {best.tokens_per_second.fmt('.2f')} t/s, "
-                f"{best.speedup.fmt('.2f', 'x')} the target alone."
-            )
-        for t in temps:
-            cs = sorted((c for c in spec if c.temperature == t), key=lambda c: c.k)
-            base = bases.get(t)
-            if not cs:
-                continue
-            peak = max(cs, key=lambda c: c.tokens_per_second.mean)
-            longer = [c for c in cs if c.k > peak.k]
-            if longer:
-                c = longer[-1]
-                tr = c.tokens_per_pass.mean / peak.tokens_per_pass.mean - 1 if peak.tokens_per_pass.mean else 0.0
-                mr = c.pass_ms.mean / peak.pass_ms.mean - 1 if peak.pass_ms.mean else 0.0
-                line = (
-                    f"Why longer drafts stopped paying (temp {t:g}): from k={peak.k} to k={c.k} a pass yielded "
-                    f"{peak.tokens_per_pass.mean:.2f} -> {c.tokens_per_pass.mean:.2f} tokens ({tr:+.0%}) "
-                    f"but took {_ms(peak.pass_ms.mean)} -> {_ms(c.pass_ms.mean)} ms ({mr:+.0%}): verify "
-                    f"{_ms(peak.verify_ms.mean)} -> {_ms(c.verify_ms.mean)} ms, drafting "
-                    f"{_ms(peak.draft_ms_per_pass.mean)} -> {_ms(c.draft_ms_per_pass.mean)} ms per pass; "
-                    f"{acceptance_change(peak, c)}."
-                )
-                if (1 + tr) >= (1 + mr):
-                    line += (
-                        " (The per-pass averages do not explain the lower tokens/s: the difference is within "
-                        "the run-to-run noise.)"
-                    )
-                lines.append(line)
-            pos_k = [c for c in cs if c.k > 0]
-            if base is not None and pos_k and peak.tokens_per_second.mean <= base.tokens_per_second.mean:
-                k1 = pos_k[0]
-                bms = base.pass_ms.mean
-                ratio = k1.pass_ms.mean / bms if bms else 0.0
-                if ratio >= k1.tokens_per_pass.mean:
-                    lines.append(
-                        f"Even k={k1.k} lost at temp {t:g}: a target-only pass takes {_ms(bms)} ms, a k={k1.k} pass "
-                        f"{_ms(k1.pass_ms.mean)} ms ({ratio:.1f}x: verify {_ms(k1.verify_ms.mean)} ms, drafting "
-                        f"{_ms(k1.draft_ms_per_pass.mean)} ms), so it needs {ratio:.2f} tokens per pass to break "
-                        f"even and got {k1.tokens_per_pass.mean:.2f}."
-                    )
-                else:
-                    lines.append(
-                        f"At temp {t:g} no draft length beat the target alone, although the per-pass averages "
-                        f"(k={k1.k}: {k1.tokens_per_pass.mean:.2f} tokens in {ratio:.1f}x a target-only pass) say "
-                        f"it should have: the difference is within the run-to-run noise."
-                    )
+    if not cells:
+        return []
+    lines = [_best_line(cells, spec)]
+    for t in temps:
+        cs = sorted((c for c in spec if c.temperature == t), key=lambda c: c.k)
+        if not cs:
+            continue
+        peak = max(cs, key=lambda c: c.tokens_per_second.mean)
+        longer = [c for c in cs if c.k > peak.k]
+        if longer:
+            lines.append(_longer_line(t, peak, longer[-1]))
+        pos_k = [c for c in cs if c.k > 0]
+        base = bases.get(t)
+        if base is not None and pos_k and peak.tokens_per_second.mean <= base.tokens_per_second.mean:
+            lines.append(_no_gain_line(t, base, pos_k[0]))
     return lines
+
+
+def _best_line(cells: Sequence[Cell], spec: list[Cell]) -> str:
+    """The cell with the most tokens/s: a draft length and its speedup, or the target alone (and the best
+    speculative setting beside it)."""
+    best = max(cells, key=lambda c: c.tokens_per_second.mean)
+    if not best.is_baseline:
+        return (f"Tokens/s peaked at k={best.k}, temp {best.temperature:g}: {best.tokens_per_second.fmt('.2f')} t/s, "
+                f"{best.speedup.fmt('.2f', 'x')} the target alone.")
+    best_spec = max(spec, key=lambda c: c.tokens_per_second.mean) if spec else None
+    msg = (
+        f"Tokens/s peaked with the target alone ({best.tokens_per_second.fmt('.2f')} t/s at temp "
+        f"{best.temperature:g}): no draft length paid on this machine"
+    )
+    if best_spec is not None:
+        msg += (
+            f"; the best speculative setting, k={best_spec.k} at temp {best_spec.temperature:g}, reached "
+            f"{best_spec.tokens_per_second.fmt('.2f')} t/s ({best_spec.speedup.fmt('.2f', 'x')} the baseline)"
+        )
+    return msg + "."
+
+
+def _longer_line(t: float, peak: Cell, c: Cell) -> str:
+    """Why the longest draft past the peak paid less: tokens per pass against the pass's time, and its parts."""
+    tr = c.tokens_per_pass.mean / peak.tokens_per_pass.mean - 1 if peak.tokens_per_pass.mean else 0.0
+    mr = c.pass_ms.mean / peak.pass_ms.mean - 1 if peak.pass_ms.mean else 0.0
+    line = (
+        f"Why longer drafts stopped paying (temp {t:g}): from k={peak.k} to k={c.k} a pass yielded "
+        f"{peak.tokens_per_pass.mean:.2f} -> {c.tokens_per_pass.mean:.2f} tokens ({tr:+.0%}) "
+        f"but took {_ms(peak.pass_ms.mean)} -> {_ms(c.pass_ms.mean)} ms ({mr:+.0%}): verify "
+        f"{_ms(peak.verify_ms.mean)} -> {_ms(c.verify_ms.mean)} ms, drafting "
+        f"{_ms(peak.draft_ms_per_pass.mean)} -> {_ms(c.draft_ms_per_pass.mean)} ms per pass; "
+        f"{acceptance_change(peak, c)}."
+    )
+    if (1 + tr) >= (1 + mr):
+        line += (
+            " (The per-pass averages do not explain the lower tokens/s: the difference is within "
+            "the run-to-run noise.)"
+        )
+    return line
+
+
+def _no_gain_line(t: float, base: Cell, k1: Cell) -> str:
+    """No draft length beat the target alone at temperature t: the shortest one's break-even, or noise."""
+    bms = base.pass_ms.mean
+    ratio = k1.pass_ms.mean / bms if bms else 0.0
+    if ratio >= k1.tokens_per_pass.mean:
+        return (
+            f"Even k={k1.k} lost at temp {t:g}: a target-only pass takes {_ms(bms)} ms, a k={k1.k} pass "
+            f"{_ms(k1.pass_ms.mean)} ms ({ratio:.1f}x: verify {_ms(k1.verify_ms.mean)} ms, drafting "
+            f"{_ms(k1.draft_ms_per_pass.mean)} ms), so it needs {ratio:.2f} tokens per pass to break "
+            f"even and got {k1.tokens_per_pass.mean:.2f}."
+        )
+    return (
+        f"At temp {t:g} no draft length beat the target alone, although the per-pass averages "
+        f"(k={k1.k}: {k1.tokens_per_pass.mean:.2f} tokens in {ratio:.1f}x a target-only pass) say "
+        f"it should have: the difference is within the run-to-run noise."
+    )
 
 
 def _ttft_lines(runs: Sequence[SweepRun], bases: dict, spec: list[Cell]) -> list[str]:

@@ -7,7 +7,9 @@ import sys
 from typing import IO, Any
 
 from ..contract.text import json_text, visible, visible_line
-from ..contract.events import KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk
+from ..contract.events import (
+    KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk, RequestStarted,
+)
 from ..views.numbers import pct, rate, secs
 from ..analysis.attach_stats import (
     BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window,
@@ -35,9 +37,14 @@ def window_line(w: Window) -> str:
     if w.status == IDLE:
         gl = f"  accept len {w.accept_length:.2f} (gauge)" if w.accept_length is not None else ""
         why = f"no drafts in {w.dt:.1f}s"
+        if w.gauges_only:
+            why, gl = "its gauges at 0: no speculative batch reported yet", ""
         if w.kind == KIND_LLAMA_SERVER:  # its counters move when a request ends, not per token
             why = f"no request ended in {w.dt:.1f}s"
         return f"{who}{kind}: idle ({why}){gl}{gen}{lat}"
+    if w.gauges_only:  # SGLang: its gauges, no counters (docs/attach.md)
+        return (f"{who}{kind}: accept {pct(w.acceptance_rate)} (gauge)  mean len "
+                f"{w.mean_acceptance_length:.2f} (gauge)  by pos: not published{gen}{lat}")
     pos = " ".join(f"{a:.2f}" for a in w.acceptance_by_pos)
     derived = " (drafts derived)" if w.drafts_derived else ""
     return (
@@ -76,10 +83,26 @@ def request_lines(r: RequestView, session_end: str = "stopped") -> list[str]:
     if r.draft_n >= 0:
         ml = f"  mean len {r.mean_acceptance_length:.2f}" if r.mean_acceptance_length is not None else ""
         acc = pct(r.acceptance_rate)
-        lines.append(f"  server: drafted {r.draft_n}  accepted {r.draft_n_accepted}  accept {acc}{ml}")
+        pos = ("  by pos [" + " ".join(f"{a:.2f}" for a in r.acceptance_by_pos) + "]") if r.acceptance_by_pos else ""
+        lines.append(f"  server: drafted {r.draft_n}  accepted {r.draft_n_accepted}  accept {acc}{ml}{pos}")
     else:
         lines.append("  server: no per-request speculation figures")
+    if r.flag:
+        lines.append(f"  outlier, {r.flag_words}")
     return lines
+
+
+def requests_lines(snap: AttachSnapshot, session_end: str = "stopped") -> list[str]:
+    """Every request that ended (several prompts, or several URLs), each with its outlier flag; one request:
+    its summary as before."""
+    reqs = list(snap.requests)
+    if len(reqs) <= 1:
+        return request_lines(reqs[0] if reqs else snap.request, session_end) if (reqs or snap.request) else []
+    out = []
+    for i, r in enumerate(reqs, 1):
+        block = request_lines(r, session_end)
+        out += [f"#{i} {block[0]}"] + block[1:]
+    return out
 
 
 def snapshot_json(snap: AttachSnapshot, what: str = "interval") -> str:
@@ -92,6 +115,7 @@ def snapshot_json(snap: AttachSnapshot, what: str = "interval") -> str:
         obj["sum"] = snap.session_sum.to_dict() if snap.session_sum else None
     elif what == "request" and snap.request is not None:
         obj["request"] = snap.request.to_dict()
+        obj["requests"] = [r.to_dict() for r in snap.requests]  # every request that ended, outliers flagged
     return json_text(obj)  # strict JSON; a server's words with their controls as \\uXXXX
 
 
@@ -108,6 +132,7 @@ class HeadlessFace:
         self.last_url = ""
         self.request_mode = False
         self.session_end = "stopped"
+        self.n_requests = 0
 
     def __call__(self, ev: Any) -> None:
         self.stats.update(ev)
@@ -116,6 +141,10 @@ class HeadlessFace:
             self.request_mode = bool(ev.prompt)
         elif isinstance(ev, MetricsScraped) and ev.url == self.last_url:
             self.tick()
+        elif isinstance(ev, RequestStarted) and not self.as_json:
+            self.n_requests += 1
+            if self.n_requests > 1:  # several requests: each one's text under its own line
+                self.out.write(f"\n-- request {self.n_requests} to {visible_line(ev.url)}\n")
         elif isinstance(ev, RequestChunk) and not self.as_json:
             self.out.write(visible(ev.text))  # the server's completion text, controls made visible
             self.out.flush()
@@ -141,7 +170,7 @@ class HeadlessFace:
             return
         if snap.request is not None:
             print("", file=self.out)
-            for line in request_lines(snap.request, self.session_end):
+            for line in requests_lines(snap, self.session_end):
                 print(visible(line), file=self.out)
         for line in session_lines(snap):
             print(visible(line), file=self.out)

@@ -91,14 +91,23 @@ def measured(snap: StatsSnapshot) -> dict:
 
 
 def summary_dict(stats: RunStats, events: list[Event]) -> dict:
+    """The run as ``--json`` prints it: llama.cpp's counts (``n_draft``, ``n_accept``, ...), the measured figures
+    (``measured``: null where nothing was measured), the run's start, the cost model's advice and every pass.
+
+    Args:
+        stats: the statistics of the whole run.
+        events: the run's events, for the passes (each as its trace line's object).
+
+    Returns:
+        A JSON-ready dict, its keys in a fixed order.
+    """
     snap = stats.snapshot()
     figures = measured(snap)
     start = stats.start
     end = stats.end
-    passes = [to_dict(e) for e in events if isinstance(e, PassEvent)]
     probe = start.probe if start is not None else None  # the machine's verify curve, if measured
     pred = _prediction(snap, stats.last_k, probe)
-    d = {
+    return {
         "tokens": list(stats.tokens),
         "text": stats.text,
         "n_draft": start.settings.draft_max if start else 0,
@@ -112,19 +121,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "acceptance_rate": figures["acceptance_rate"],
         "mean_acceptance_length": figures["mean_acceptance_length"],
         "tokens_per_pass": figures["tokens_per_pass"],
-        "acceptance_by_position": [
-            {"position": p.position, "drafted": p.drafted, "accepted": p.accepted, "rate": p.rate}
-            for p in snap.acceptance_by_position
-        ],
-        "confidence": [
-            {"label": b.label, "lo": b.lo, "hi": b.hi, "judged": b.judged, "accepted": b.accepted, "rate": b.rate}
-            for b in snap.confidence
-        ],
-        "draft_stops": [{"draft_stop": stop, "passes": n} for stop, n in snap.draft_stops],
-        "draft_continue_by_position": [
-            {"position": c.position, "asked": c.asked, "drafted": c.drafted, "rate": c.rate}
-            for c in snap.draft_continue_by_position
-        ],
+        **_acceptance_dict(snap),
         "tokens_per_second": figures["tokens_per_second"],
         "ttft_ms": figures["ttft_ms"],
         "itl_ms_p50": figures["itl_ms_p50"],
@@ -141,6 +138,36 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "wall_s": end.wall_s if end else snap.elapsed_s,
         "start": to_dict(start) if start else None,
         "sampling": start.sampling if start else "",  # where the row math ran: graph | cpu (--sampling)
+        **_where_dict(snap, start),
+        "advice": pred.advice if pred is not None else "",
+        "prediction": _prediction_dict(pred),
+        "probe": json.loads(probe.report_json) if probe is not None and probe.report_json else None,
+        "passes": [to_dict(e) for e in events if isinstance(e, PassEvent)],
+    }
+
+
+def _acceptance_dict(snap: StatsSnapshot) -> dict:
+    """Acceptance by draft position and by the draft's confidence, why drafting stopped, and how far it went."""
+    return {
+        "acceptance_by_position": [
+            {"position": p.position, "drafted": p.drafted, "accepted": p.accepted, "rate": p.rate}
+            for p in snap.acceptance_by_position
+        ],
+        "confidence": [
+            {"label": b.label, "lo": b.lo, "hi": b.hi, "judged": b.judged, "accepted": b.accepted, "rate": b.rate}
+            for b in snap.confidence
+        ],
+        "draft_stops": [{"draft_stop": stop, "passes": n} for stop, n in snap.draft_stops],
+        "draft_continue_by_position": [
+            {"position": c.position, "asked": c.asked, "drafted": c.drafted, "rate": c.rate}
+            for c in snap.draft_continue_by_position
+        ],
+    }
+
+
+def _where_dict(snap: StatsSnapshot, start) -> dict:
+    """Where the models ran (devices, threads) and how much other processes' load the run shared the CPU with."""
+    return {
         "placement": {
             "target": placement(start.target) if start else None,
             "draft": placement(start.draft) if start and start.draft is not None else None,
@@ -151,19 +178,21 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
             "peak_others_cpu": snap.contention_peak_others,
             "low_tokens_per_second": snap.contention_low_tps,
         },
-        "advice": pred.advice if pred is not None else "",
-        # the cost model's figures by k (index k): drafting that stops early (--draft-p-min) included
-        "prediction": {
-            "tokens_per_second_by_k": list(pred.tps_by_k),
-            "tokens_per_pass_by_k": list(pred.tokens_per_pass_by_k),
-            "drafted_per_pass_by_k": list(pred.drafted_per_pass_by_k),
-            "best_k": pred.best_k,
-            "continue_note": pred.continue_note,
-        } if pred is not None and pred.ready else None,
-        "probe": json.loads(probe.report_json) if probe is not None and probe.report_json else None,
-        "passes": passes,
     }
-    return d
+
+
+def _prediction_dict(pred) -> dict | None:
+    """The cost model's figures by k (index k), drafting that stops early (--draft-p-min) included; None
+    before it has what it needs."""
+    if pred is None or not pred.ready:
+        return None
+    return {
+        "tokens_per_second_by_k": list(pred.tps_by_k),
+        "tokens_per_pass_by_k": list(pred.tokens_per_pass_by_k),
+        "drafted_per_pass_by_k": list(pred.drafted_per_pass_by_k),
+        "best_k": pred.best_k,
+        "continue_note": pred.continue_note,
+    }
 
 
 def confidence_text(snap: StatsSnapshot) -> str:
@@ -203,21 +232,19 @@ def _nothing_decoded(stats: RunStats) -> list[str]:
 
 
 def summary_text(stats: RunStats) -> str:
+    """The summary the headless run prints after its text (and ``replay --headless``): where the models ran,
+    the prompt's and the decode's times, llama-speculative-simple's counts under its own names, then
+    acceptance, speed, the run's costs, why it stopped and the cost model's advice.
+
+    Args:
+        stats: the statistics of the whole run.
+
+    Returns:
+        The lines, joined; text from outside (model names, an error) already made visible.
+    """
     snap = stats.snapshot()
     start = stats.start
-    lines = []
-    if start is not None:
-        for role, info in (("target", start.target), ("draft ", start.draft)):
-            where = placement_text(info, start.threads) if info is not None else ""
-            if where:
-                lines.append(f"{role} {visible_line(info.name or info.path)}: {where}")
-        if snap.n_emitted == 0 or snap.ttft_ms is None:  # no pass ran: no time (never "901 tokens in 0.000 s")
-            lines.append(f"prompt  {start.prompt_tokens:4d} tokens, not evaluated: the run ended before its first pass")
-        else:
-            prompt_s = snap.ttft_ms / 1000.0
-            lines.append(
-                f"encoded {start.prompt_tokens:4d} tokens in {prompt_s:8.3f} seconds (prefill + first token = TTFT)"
-            )
+    lines = _model_lines(snap, start)
     if snap.n_emitted == 0:
         return "\n".join(lines + _nothing_decoded(stats))
     decoded = snap.n_passes > 0
@@ -239,18 +266,66 @@ def summary_text(stats: RunStats) -> str:
                  "accept    = - (nothing drafted)")
     lines.append("")
     # ours
+    lines += _drafter_lines(start)
+    lines += _acceptance_lines(snap, stats, decoded)
+    lines += _speed_lines(snap, decoded)
+    lines += _cost_lines(snap, start, decoded)
+    if start is not None:
+        lines.append(f"sampling               {start.sampling} ("
+                     + ("llama.cpp backend sampler chains" if start.sampling == "graph" else "numpy") + ")")
+    lines.append(_stop_line(stats))
+    probe = start.probe if start is not None else None
+    if probe is not None:
+        lines.append(f"this machine           {probe.summary}")
+    pred = _prediction(snap, stats.last_k, probe)
+    if pred is not None and getattr(pred, "advice", ""):
+        lines.append(f"advice                 {pred.advice}")
+    return "\n".join(lines)
+
+
+def _model_lines(snap: StatsSnapshot, start) -> list[str]:
+    """Where each model ran, and the prompt's prefill (the time to first token), as llama.cpp's tools say it."""
+    lines: list[str] = []
+    if start is None:
+        return lines
+    for role, info in (("target", start.target), ("draft ", start.draft)):
+        where = placement_text(info, start.threads) if info is not None else ""
+        if where:
+            lines.append(f"{role} {visible_line(info.name or info.path)}: {where}")
+    if snap.n_emitted == 0 or snap.ttft_ms is None:  # no pass ran: no time (never "901 tokens in 0.000 s")
+        lines.append(f"prompt  {start.prompt_tokens:4d} tokens, not evaluated: the run ended before its first pass")
+    else:
+        prompt_s = snap.ttft_ms / 1000.0
+        lines.append(
+            f"encoded {start.prompt_tokens:4d} tokens in {prompt_s:8.3f} seconds (prefill + first token = TTFT)"
+        )
+    return lines
+
+
+def _drafter_lines(start) -> list[str]:
+    """What drafted, where a head did (an EAGLE-3 head, the target's MTP layers), and each file when a draft
+    model and a head were both loaded (the other drafters: nothing, as before)."""
+    lines: list[str] = []
+    if start is None:
+        return lines
     heads = {"eagle3": "an EAGLE-3 head on the target's hidden states", "mtp": "the target's own MTP layers"}
-    if start is not None and start.settings.drafter in heads:  # what drafted (the other kinds: as before)
+    if start.settings.drafter in heads:
         head = start.head if start.head is not None and start.head.kind == start.settings.drafter else None
         kind = f": {head_kind(head)}" if head is not None else ""
         lines.append(f"drafter                {start.settings.drafter} ({heads[start.settings.drafter]}{kind})")
         if head is not None:
             lines.append(f"head file              {head_file(start)}")
-    if start is not None and start.head is not None and start.draft is not None:  # both loaded: name each
+    if start.head is not None and start.draft is not None:  # both loaded: name each
         lines.append(f"draft model            {visible_line(start.draft.name or start.draft.path)}"
                      f" ({visible_line(os.path.basename(start.draft.path))})")
         lines.append(f"head                   {start.head.kind} ({head_kind(start.head)}): {head_file(start)}")
-    lines.append(f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts")
+    return lines
+
+
+def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> list[str]:
+    """Passes, the mean acceptance length, tokens per pass, acceptance by position and by the draft's
+    confidence, and how often --draft-p-min stopped drafting."""
+    lines = [f"passes                 {snap.n_passes} (+1 prefill), {snap.passes_drafted} with drafts"]
     lines.append(f"mean acceptance length {snap.mean_acceptance_length:.3f} tokens per drafting pass"
                  if snap.passes_drafted else "mean acceptance length - (no drafting pass)")
     lines.append(f"tokens per pass        {snap.tokens_per_pass:.3f}" if decoded else
@@ -266,12 +341,25 @@ def summary_text(stats: RunStats) -> str:
     p_min = p_min_text(snap, stats)
     if p_min:
         lines.append(f"draft-p-min stops      {p_min}")
-    lines.append(f"tokens/s (decode)      {snap.tokens_per_second:.2f}" if decoded else
-                 "tokens/s (decode)      - (no decode pass)")
-    lines.append(f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)"
-                 if snap.ttft_ms is not None else "TTFT                   - (no first token)")
-    lines.append(f"ITL p50 / p95          {snap.itl_ms_p50:.1f} / {snap.itl_ms_p95:.1f} ms" if decoded else
-                 "ITL p50 / p95          - (no token after the first)")
+    return lines
+
+
+def _speed_lines(snap: StatsSnapshot, decoded: bool) -> list[str]:
+    """Tokens/s, the time to first token and the inter-token latency (nothing measured: a dash and why)."""
+    return [
+        f"tokens/s (decode)      {snap.tokens_per_second:.2f}" if decoded else
+        "tokens/s (decode)      - (no decode pass)",
+        f"TTFT                   {snap.ttft_ms:.1f} ms (speculation cannot shorten it)"
+        if snap.ttft_ms is not None else "TTFT                   - (no first token)",
+        f"ITL p50 / p95          {snap.itl_ms_p50:.1f} / {snap.itl_ms_p95:.1f} ms" if decoded else
+        "ITL p50 / p95          - (no token after the first)",
+    ]
+
+
+def _cost_lines(snap: StatsSnapshot, start, decoded: bool) -> list[str]:
+    """Where the decode's time went (draft, verify, other), the draft cost ratio c, a head's step beside a
+    target decode, verify time by k, and the other processes the run shared the CPU with."""
+    lines: list[str] = []
     tot = snap.decode_wall_ms or 1.0
     if decoded:
         lines.append(
@@ -299,14 +387,4 @@ def summary_text(stats: RunStats) -> str:
             f"kept up to {snap.contention_peak_others:.1f} cores busy (down to {snap.contention_low_tps:.1f} t/s): "
             "the figures above are not this machine's own; see README: -t, OMP_WAIT_POLICY"
         )
-    if start is not None:
-        lines.append(f"sampling               {start.sampling} ("
-                     + ("llama.cpp backend sampler chains" if start.sampling == "graph" else "numpy") + ")")
-    lines.append(_stop_line(stats))
-    probe = start.probe if start is not None else None
-    if probe is not None:
-        lines.append(f"this machine           {probe.summary}")
-    pred = _prediction(snap, stats.last_k, probe)
-    if pred is not None and getattr(pred, "advice", ""):
-        lines.append(f"advice                 {pred.advice}")
-    return "\n".join(lines)
+    return lines

@@ -22,6 +22,7 @@ from ..contract.events import (
     MetricsScraped,
     RequestChunk,
     RequestEnded,
+    RequestStarted,
 )
 
 SERIES_MAX = 600  # rounds of scrapes kept for the sparklines (10 minutes at the default 1 s)
@@ -116,6 +117,8 @@ class AttachState:
                     self.kinds[ev.url] = ev.kind
                 if ev.url == self._last_url:  # a round of scrapes is complete (as the headless face counts)
                     self._round(ev.t)
+            elif isinstance(ev, RequestStarted):  # several requests: the panel streams the current one
+                self.chunks = []
             elif isinstance(ev, RequestChunk):
                 self.chunks.append(ev.text)
                 self.streaming = True

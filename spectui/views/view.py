@@ -47,7 +47,7 @@ class ScreenView:
     replay: ReplayPosition | None = None  # None: a live run
     theme: str = ""
     prediction: Prediction | None = None  # None: see prediction_note
-    prediction_note: str = "predicted tokens/s by k: waiting for decode passes…"
+    prediction_note: str = "predicted tokens/s by k: measuring from this run (each pass times a verify)…"
     prediction_error: bool = False  # the note is a cost-model error, not a wait
     inspect: InspectCursor | None = None  # inspect mode: the ribbon's cursor (None: not inspecting)
 

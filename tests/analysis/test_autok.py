@@ -359,3 +359,15 @@ def test_policy_by_mode_memory_is_flat_and_a_mode_switched_on_mid_run_knows_the_
     assert cost.n_decode_passes == 120  # it saw the 100 passes before it was switched on
     assert cost.positions and cost.positions[0].trials > MIN_WEIGHT  # and learned acceptance from them
     assert cost.last_reason and not cost.last_reason.startswith("warm-up")
+
+
+def test_the_policy_the_engine_is_handed_is_a_draft_policy():
+    """engine/policy.py's protocol is what analysis' PolicyByMode offers (observe, choose), and the engine's
+    factory type names it: the engine never imports a policy."""
+    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.engine.policy import DraftPolicy
+
+    policy = PolicyByMode()
+    assert isinstance(policy, DraftPolicy)
+    policy.observe(make_start())
+    assert isinstance(policy.choose(Settings(draft_max=4, auto="cost")), int)

@@ -205,13 +205,13 @@ def test_a_small_context_measures_fewer_tokens(make_engine, tiny_target, tmp_pat
     """-c too small for the prompt and 64 tokens: as many as fit are measured; none fitting is a one-line error
     (the bench then judges against the unmeasured threshold and says so)."""
     from spectui.contract.errors import SpectuiError  # noqa: PLC0415
-    from spectui.engine.noise import NOISE_PROMPT  # noqa: PLC0415
+    from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
 
     eng = make_engine(tiny_target, n_ctx=48)
-    room = 48 - len(eng.tokenize(NOISE_PROMPT))
+    room = 48 - len(eng.tokenize(DEFAULT_PROMPT))
     assert N.fitting_tokens(eng) == room < 64
     r = N.cached_or_measure(eng, directory=tmp_path)
     assert r.n_tokens == room and r.batches[0].rows == room - 1
-    tight = make_engine(tiny_target, n_ctx=len(eng.tokenize(NOISE_PROMPT)) + 4)
+    tight = make_engine(tiny_target, n_ctx=len(eng.tokenize(DEFAULT_PROMPT)) + 4)
     with pytest.raises(SpectuiError, match="at least 8 tokens"):
         N.cached_or_measure(tight, directory=tmp_path)

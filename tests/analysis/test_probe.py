@@ -19,11 +19,10 @@ from spectui.analysis import draft_policy as autok
 from spectui.commands.probe import probe_cmd
 from spectui.analysis.costmodel import break_even_acceptance
 from spectui.contract.events import ModelInfo
+from spectui.analysis.machine import cache_key, cache_path
 from spectui.analysis.probe import (
     ProbeResult,
     analyse,
-    cache_key,
-    cache_path,
     cached_or_measure,
     chart,
     load_cached,

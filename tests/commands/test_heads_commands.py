@@ -224,21 +224,21 @@ def test_a_run_without_the_head_pays_nothing_for_it_where_it_cannot_switch(spec_
     """head_in_every_run False (bench, sweep, race, probe): a run that does not draft with the head leaves the
     head's cache empty (it read none of the target's decodes); True (spectui run, whose TUI may switch to the
     head mid-run): the head has read every target decode, the prompt's and each pass's."""
-    from spectui.engine.models import llama
+    from spectui.engine.llama_lib import llama
 
     target = str(spec_dir / f"{kind}-agree-target.gguf")
     head = str(spec_dir / "eagle3-agree-draft.gguf") if kind == "eagle3" else None
     with Engine(target, head, n_ctx=256, threads=1, head=kind, head_in_every_run=every_run,
                 warn=lambda m: None) as e:
         ids, _, _ = _run(e, "none")
-        pos_max = llama().llama_memory_seq_pos_max(e._head.head.mem, 0)
+        pos_max = llama().llama_memory_seq_pos_max(e.parts().head.head.mem, 0)
         n_prompt = len(e.tokenize(PROMPT))
         if every_run:  # the prompt and every pass's tokens (EAGLE-3's cache lags the target's by one position)
             assert pos_max >= n_prompt + len(ids) - 3, (pos_max, n_prompt, len(ids))
         else:
             assert pos_max == -1, pos_max
         _run(e, kind)  # the next run drafting with it starts from an empty cache either way
-        assert llama().llama_memory_seq_pos_max(e._head.head.mem, 0) >= n_prompt
+        assert llama().llama_memory_seq_pos_max(e.parts().head.head.mem, 0) >= n_prompt
 
 
 def test_a_run_that_did_not_start_with_the_head_cannot_switch_to_it(spec_dir):

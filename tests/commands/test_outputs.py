@@ -414,13 +414,13 @@ def test_attach_record_foreign_refused_own_replaced(tmp_path):
 
 def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
     """A cache entry that is a link to the model file: the probe warns and leaves the model alone."""
-    from spectui.analysis import probe
+    from spectui.analysis import machine, probe
 
     engine = make_engine(inputs["target"])
-    key, digest = probe.cache_key(engine, max_batch=2)
+    key, digest = machine.cache_key(engine, max_batch=2)
     d = tmp_path / "cache"
     d.mkdir()
-    probe.cache_path(digest, d).symlink_to(inputs["target"])
+    machine.cache_path(digest, d).symlink_to(inputs["target"])
     before = inputs["target"].read_bytes()
     warned = []
     import contextlib
@@ -433,7 +433,7 @@ def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
     assert inputs["target"].read_bytes() == before
     assert res.cache_file == "" and "cannot write the probe cache" in err.getvalue() and "input" in err.getvalue()
     # a normal cache file: written atomically, replaced by the next measurement
-    os.unlink(probe.cache_path(digest, d))
+    os.unlink(machine.cache_path(digest, d))
     res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, refresh=True)
     assert res.cache_file and json.loads(Path(res.cache_file).read_text())["key"] == key
     res = probe.cached_or_measure(engine, max_batch=2, repeats=1, directory=d, refresh=True)

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from spectui.analysis import batch_knee as bk
-from spectui.analysis.probe import cache_key, cache_path, cached_or_measure as probe_cached
+from spectui.analysis.machine import cache_key, cache_path
+from spectui.analysis.probe import cached_or_measure as probe_cached
 from spectui.engine.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
 from spectui.commands.probe import probe_cmd
 

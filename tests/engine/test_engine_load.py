@@ -7,7 +7,7 @@ import functools
 import pytest
 
 import tinymodels
-from spectui.engine import models as M
+from spectui.engine import preload as P
 from spectui.contract.errors import SpectuiError
 
 
@@ -43,7 +43,7 @@ def test_vocab_size_mismatch(make, tiny_target, tiny_model):
 
 def test_special_token_mismatch(make, tiny_target, tiny_model):
     # llama.cpp's rule compares the BOS/EOS settings (added or not, and the id when added), not the texts
-    # of ids below 5 (tests/test_real_pairs.py: such a pair is accepted)
+    # of ids below 5 (tests/engine/test_real_pairs.py: such a pair is accepted)
     other = tiny_model("nobos.gguf", add_bos=False)
     with pytest.raises(SpectuiError) as e:
         make(tiny_target, other)
@@ -100,26 +100,26 @@ def test_model_info(make, tiny_target, tiny_draft_noisy):
 def test_memory_report_numbers():
     warnings = []
     gib = 1024**3
-    assert M.memory_report([gib, gib // 2], [gib // 4, gib // 4], 4 * gib, warnings.append)
+    assert P.memory_report([gib, gib // 2], [gib // 4, gib // 4], 4 * gib, warnings.append)
     assert not warnings
-    assert not M.memory_report([3 * gib, gib], [gib, gib], 4 * gib, warnings.append)
+    assert not P.memory_report([3 * gib, gib], [gib, gib], 4 * gib, warnings.append)
     (w,) = warnings
     assert "4.00 GiB" in w and "2.00 GiB" in w and "6.00 GiB" in w and "\n" not in w
 
 
 def test_kv_shape_from_metadata(tiny_target):
-    v = M.VocabOnly(str(tiny_target), "target")
+    v = P.VocabOnly(str(tiny_target), "target")
     try:
         shape = v.kv_shape()
     finally:
         v.close()
-    assert shape == M.KVShape(tinymodels.N_LAYER, tinymodels.N_HEAD_KV, 16, 16)
+    assert shape == P.KVShape(tinymodels.N_LAYER, tinymodels.N_HEAD_KV, 16, 16)
     assert shape.bytes_for(1000) == 2 * 1000 * 4 * (16 + 16) * 2
 
 
 def test_amx_build_loads_without_repacking(make, tiny_target, monkeypatch):
     """A library built with AMX kernels must load with use_extra_bufts=False and say why (one line)."""
-    monkeypatch.setattr(M, "system_has_amx", lambda: True)
+    monkeypatch.setattr("spectui.engine.loop.system_has_amx", lambda: True)  # as the engine calls it
     warnings = []
     with make(tiny_target, warn=warnings.append) as e:
         assert e.no_repack

@@ -122,12 +122,12 @@ def test_the_graph_path_overlapped_records_what_it_records_inline_at_t_positive(
     in place (a draft model) or from copies (prompt lookup: the next verify does not wait for it). Both ways
     of the target's p (graph_path.TARGET_P: the CPU backend's default ``rows``, a device's ``graph``)."""
     settings, n, prompt = CASES[case]
-    graph_engine._graph.target_p = target_p
+    graph_engine.parts().graph.target_p = target_p
     try:
         inline = run(graph_engine, settings, n, prompt, overlap=False)
         over = run(graph_engine, settings, n, prompt, overlap=True)
     finally:
-        graph_engine._graph.target_p = "rows"
+        graph_engine.parts().graph.target_p = "rows"
     assert inline[0].sampling == over[0].sampling == "graph"
     assert [recorded(e) for e in over] == [recorded(e) for e in inline]
     assert any(p.inspect and p.inspect[p.n_accepted].residual_top for p in over if isinstance(p, PassEvent)

@@ -30,7 +30,7 @@ def engines(make_engine, tiny_target, tiny_draft_noisy):
 def graph_p_engine(make_engine, tiny_target, tiny_draft_noisy):
     """The graph path with the target's p from its chain at T > 0 (a device's default, forced on the CPU)."""
     e = make_engine(tiny_target, tiny_draft_noisy, n_ctx=256, sampling="graph")
-    e._graph.target_p = "graph"
+    e.parts().graph.target_p = "graph"
     return e
 
 
@@ -103,7 +103,7 @@ def test_a_temperature_change_mid_run_changes_the_chains(engines):
         if getattr(ev, "index", None) == 3:
             control.update(temperature=0.8)
     assert ev.reason == "n_predict" and ev.n_emitted == 40 and n > 6
-    assert e._graph.target.key is None and e.target.chain_rows is False
+    assert e.parts().graph.target.key is None and e.target.chain_rows is False
 
 
 def test_on_the_cpu_backend_only_the_draft_has_a_chain_at_t_positive(engines, graph_p_engine):
@@ -111,7 +111,7 @@ def test_on_the_cpu_backend_only_the_draft_has_a_chain_at_t_positive(engines, gr
     chain would softmax every verify row inside llama_decode); at T = 0 the target's greedy chain stays, and the
     draft's chain is on at both temperatures. A forced ``graph`` puts the target's temp + dist chain back."""
     e = engines["graph"]
-    assert GP.target_p_for(e.target) == "rows" and e._graph.target_p == "rows"
+    assert GP.target_p_for(e.target) == "rows" and e.parts().graph.target_p == "rows"
     for eng, temp, want in ((e, 0.0, True), (e, 0.8, False), (graph_p_engine, 0.8, True)):
         seen = []
         for ev in eng.run("the hash map", RunControl(Settings(draft_max=2, drafter="model", temperature=temp,

@@ -30,10 +30,10 @@ import tinymodels as T
 import graph_checks as C
 from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
-from spectui.engine import Engine, models as M
+from spectui.engine import Engine, devices as D
 
 folder, n_runs, temp = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-out = {"offload": M.supports_gpu_offload() and bool(M.gpu_devices())}
+out = {"offload": D.supports_gpu_offload() and bool(D.gpu_devices())}
 if not out["offload"]:
     print(json.dumps(out)); sys.exit(0)
 v = T.default_vocab()

@@ -126,7 +126,7 @@ def passes_and_records(events, records):
 def test_every_number_recomputed_from_the_logits_model_drafter(make_engine, tiny_target, tiny_draft_noisy, temp,
                                                                overlap):
     eng = make_engine(tiny_target, tiny_draft_noisy, spare_core=True)
-    for d in eng._drafters.values():
+    for d in eng.parts().drafters.values():
         d.keep_rows = True
     events, records = run_with_hook(eng, Settings(draft_max=4, temperature=temp, seed=3), n_predict=60,
                                     overlap=overlap)
@@ -185,7 +185,7 @@ def test_bad_inspect_top_is_one_line(make_engine, tiny_target):
 @pytest.mark.parametrize("p_min,n_min,temp", [(0.3, 0, 0.0), (0.3, 2, 0.0), (0.5, 1, 0.8)])
 def test_draft_p_min_stops_as_llama_cpp(make_engine, tiny_target, tiny_draft_noisy, p_min, n_min, temp):
     eng = make_engine(tiny_target, tiny_draft_noisy)
-    for d in eng._drafters.values():
+    for d in eng.parts().drafters.values():
         d.keep_rows = True
     s = Settings(draft_max=5, temperature=temp, draft_p_min=p_min, draft_min=n_min, seed=2)
     events, records = run_with_hook(eng, s, n_predict=60)

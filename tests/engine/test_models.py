@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from spectui.engine.models import LoadedModel, check_gguf_file
+from spectui.engine.models import LoadedModel
+from spectui.engine.preload import check_gguf_file
 from spectui.contract.errors import SpectuiError
 
 

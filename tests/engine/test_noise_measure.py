@@ -17,7 +17,8 @@ from spectui.analysis.lossless import check
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, Settings
-from spectui.engine.noise import NOISE_PROMPT, compare, measure_noise, one_token_rows
+from spectui.contract.prompt import DEFAULT_PROMPT
+from spectui.engine.noise import compare, measure_noise, one_token_rows
 
 
 def test_compare_reads_the_largest_difference_and_gap_change():
@@ -35,8 +36,8 @@ def test_compare_reads_the_largest_difference_and_gap_change():
 
 def test_one_token_rows_are_the_target_only_runs(make_engine, tiny_target):
     eng = make_engine(tiny_target)
-    toks, rows = one_token_rows(eng.target, eng.tokenize(NOISE_PROMPT), 24)
-    events = list(eng.run(NOISE_PROMPT, RunControl(Settings(draft_max=0, drafter="none")), 24))
+    toks, rows = one_token_rows(eng.target, eng.tokenize(DEFAULT_PROMPT), 24)
+    events = list(eng.run(DEFAULT_PROMPT, RunControl(Settings(draft_max=0, drafter="none")), 24))
     assert emitted_ids(events) == toks
     assert [int(np.argmax(r)) for r in rows] == toks and rows.shape == (24, eng.target.n_use)
 
@@ -111,11 +112,11 @@ def test_qwen_noise_and_greedy_partings(make_engine, tmp_path_factory, k):
     assert res.backend == "CPU" and res.max_batch == 4
     assert all(0.0 <= b.max_gap <= 2 * b.max_abs + 1e-9 for b in res.batches)
     n = 48
-    base = list(eng.run(NOISE_PROMPT, RunControl(Settings(draft_max=0, drafter="none")), n))
+    base = list(eng.run(DEFAULT_PROMPT, RunControl(Settings(draft_max=0, drafter="none")), n))
     from spectui.analysis.lossless import margins_of  # noqa: PLC0415
 
     ref, margins = emitted_ids(base), margins_of(base)
-    spec = list(eng.run(NOISE_PROMPT, RunControl(Settings(draft_max=k, drafter="model")), n))
+    spec = list(eng.run(DEFAULT_PROMPT, RunControl(Settings(draft_max=k, drafter="model")), n))
     assert isinstance(spec[-1], RunEnded) and spec[-1].error == ""
     assert any(ev.drafts for ev in spec if isinstance(ev, PassEvent))
     c = check(emitted_ids(spec), ref, margins, res.threshold(k))

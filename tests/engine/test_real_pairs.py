@@ -128,9 +128,9 @@ def test_sampling_over_shared_ids_is_exact(make_engine, tiny_target, tiny_draft_
 
 
 def test_cpu_build_places_every_layer_on_the_cpu(make_engine, tiny_target, tiny_draft_same):
-    from spectui.engine import models as M
+    from spectui.engine.devices import supports_gpu_offload
 
-    assert not M.supports_gpu_offload()  # this machine's build: the tests below rely on it
+    assert not supports_gpu_offload()  # this machine's build: the tests below rely on it
     warnings = []
     e = make_engine(tiny_target, tiny_draft_same, warn=warnings.append)
     assert not [w for w in warnings if "GPU" in w]

@@ -18,7 +18,7 @@ import pytest
 
 from spectui.contract.errors import SpectuiError
 from spectui.engine import llama_ext, spec_kinds
-from spectui.engine.models import llama
+from spectui.engine.llama_lib import llama
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKER = ROOT / "benchmarks" / "make_spec_models.py"

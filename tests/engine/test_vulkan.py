@@ -37,8 +37,8 @@ pytestmark = pytest.mark.slow
 
 _DEVICES = """
 import json, dataclasses
-from spectui.engine import models as M
-print(json.dumps({"offload": M.supports_gpu_offload(), "devices": [dataclasses.asdict(d) for d in M.gpu_devices()]}))
+from spectui.engine import devices as D
+print(json.dumps({"offload": D.supports_gpu_offload(), "devices": [dataclasses.asdict(d) for d in D.gpu_devices()]}))
 """
 
 
@@ -144,13 +144,13 @@ def test_memory_check_reads_the_devices_free_memory(devices, tiny_target):
     """The placement check compares the offloaded share with the free memory the Vulkan device reports."""
     code = """
 import json
-from spectui.engine import models as M
-devs = M.gpu_devices()
+from spectui.engine import devices as D, preload as P
+devs = D.gpu_devices()
 free = sum(d.free_bytes for d in devs)
 warned = []
-part = M.ModelMemory(file_bytes=free + 2**30, kv_bytes=0, n_layer=2, n_gpu_layers=-1)
-fits = M.placement_report([part], 2**50, devs, warned.append)
-small = M.placement_report([M.ModelMemory(file_bytes=2**20, kv_bytes=0, n_layer=2, n_gpu_layers=-1)], 2**50, devs,
+part = P.ModelMemory(file_bytes=free + 2**30, kv_bytes=0, n_layer=2, n_gpu_layers=-1)
+fits = P.placement_report([part], 2**50, devs, warned.append)
+small = P.placement_report([P.ModelMemory(file_bytes=2**20, kv_bytes=0, n_layer=2, n_gpu_layers=-1)], 2**50, devs,
                            warned.append)
 print(json.dumps({"free": free, "fits": fits, "small": small, "warned": warned}))
 """

@@ -18,7 +18,7 @@ import pytest
 from fake_servers import FakeServer
 from spectui.bench.datasets import MAX_PROMPT_FILE_BYTES, MAX_PROMPTS, load_prompts
 from spectui.contract.errors import SpectuiError
-from spectui.recording import trace as tr
+from spectui.recording import reader as tr  # the reader reads its limits
 from spectui.recording.trace import TraceError, TraceLimitError, iter_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parents[2]

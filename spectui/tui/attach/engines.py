@@ -25,6 +25,8 @@ def state_words(w: Window) -> str:
     gen = f"  gen {w.generated_tps:.1f} tok/s" if w.generated_tps is not None else ""
     if w.status == NO_SPEC:
         return "no speculation" + gen
+    if w.status == IDLE and w.gauges_only:
+        return "idle (its gauges at 0: no speculative batch yet)" + gen
     if w.status == IDLE:
         why = "no request ended" if w.kind == KIND_LLAMA_SERVER else "no drafts"
         return f"idle ({why} in {w.dt:.1f}s)" + gen
@@ -55,7 +57,10 @@ class AttachEngines(AttachPanel):
             if w.status == OK:
                 ml = f"{w.mean_acceptance_length:.2f}" if w.mean_acceptance_length is not None else "-"
                 line.append(f" {pct(w.acceptance_rate):>7} {ml:>5} ")
-                line.append(f"{rate(w.drafted_tps):>10} {rate(w.accepted_tps):>10}")
+                if w.gauges_only:  # SGLang: its gauges (the last batches), no counters to make rates of
+                    line.append("    gauges, no counters", "dim")
+                else:
+                    line.append(f"{rate(w.drafted_tps):>10} {rate(w.accepted_tps):>10}")
             else:
                 line.append(" " + state_words(w), STATE_STYLE.get(w.status, ""))
             line.truncate(width, overflow="ellipsis")

@@ -32,12 +32,38 @@ def request_line(v) -> Text:
     return t
 
 
+MAX_LISTED = 4  # ended requests listed above the text (the newest)
+
+
+def ended_lines(v) -> list[Text]:
+    """With several requests: one line each (the newest MAX_LISTED), its acceptance, and an outlier's flag in
+    words (spectui.analysis.attach_stats.outlier)."""
+    reqs = list(v.snap.requests) if v.snap is not None else []
+    if len(reqs) < 2 and not any(r.flag for r in reqs):
+        return []
+    out = []
+    start = max(0, len(reqs) - MAX_LISTED)
+    for i, r in enumerate(reqs[start:], start + 1):
+        t = Text(f"#{i} ", "bold")
+        if r.draft_n >= 0:
+            t.append(f"accept {pct(r.acceptance_rate)} ({r.draft_n_accepted}/{r.draft_n})")
+            if r.mean_acceptance_length is not None:
+                t.append(f" len {r.mean_acceptance_length:.2f}")
+        else:
+            t.append("no per-request figures", "dim")
+        if r.flag:
+            t.append("  " + r.flag_words, "bold yellow" if r.flag == "low" else "bold cyan")
+        out.append(t)
+    return out
+
+
 class AttachRequest(AttachPanel):
     def draw(self, width: int, height: int) -> Text:
         st = self.styles_map()
         v = self.attach
         out = Text()
-        for i, line in enumerate(request_line(v).split("\n")):
+        head = list(request_line(v).split("\n")) + ended_lines(v)
+        for i, line in enumerate(head[: max(1, height)]):
             line.truncate(width, overflow="ellipsis")
             out.append("\n" if i else "")
             out.append_text(line)
@@ -47,7 +73,7 @@ class AttachRequest(AttachPanel):
             body.append("▌", st["pending"])
         # the tail that fits: wrap, keep the last lines
         lines = body.wrap(self.app.console, max(1, width)) if width > 0 else []
-        keep = list(lines)[-max(0, height - 2):] if height > 2 else []
+        keep = list(lines)[-max(0, height - len(head)):] if height > len(head) else []
         for line in keep:
             out.append("\n")
             out.append_text(line)

@@ -16,6 +16,12 @@ class CastRaceApp(Casting, RaceApp):
     def _request_paint(self, at: float) -> None:  # the plan says when to paint
         pass
 
+    def paint_frame(self, t: float, force: bool = False) -> None:
+        """One frame at the plan's time ``t`` (``force``: every widget repainted, as for the last frame)."""
+        if force:
+            self._force = True
+        self._paint(t)
+
 
 async def capture_race(race: Race, plan: list[tuple[float, int]], cols: int, rows: int, speed: float,
                        theme: str | None) -> tuple[list[tuple[float, str]], float]:
@@ -34,10 +40,9 @@ async def capture_race(race: Race, plan: list[tuple[float, int]], cols: int, row
                 delivered += 1
             app.player.seek(delivered)
             cap.t = t
-            app._paint(t)
+            app.paint_frame(t)
             await pilot.pause()
         app.casting = False
-        app._force = True
-        app._paint(cap.t)
+        app.paint_frame(cap.t, force=True)
         await pilot.pause()
     return cap.chunks, cap.t

@@ -132,6 +132,6 @@ class RaceScreen(ReplayKeys, InspectMode, FaceScreen):
         self.app.repaint_all()  # the panes' frames and headers show the focus too
 
     def ribbon_clicked(self, message: PassRibbon.TokenClicked) -> None:
-        ribbon = getattr(message, "_sender", None)  # the ribbon that posted it: its pane takes the focus
+        ribbon = message.ribbon  # the ribbon clicked: its pane takes the focus
         if ribbon in self.ribbons:
             self.focus_lane = self.ribbons.index(ribbon)

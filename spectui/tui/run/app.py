@@ -28,6 +28,7 @@ from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
 from ...contract.text import visible_line
 from ...contract.events import Event, MachineProbe
+from ...contract.prompt import DEFAULT_PROMPT
 from ...recording.player import ReplayPlayer
 from ...recording.trace import write_trace
 from .help_screen import HelpScreen
@@ -39,7 +40,6 @@ from ..shared.app import FACE_BINDINGS
 from ..shared.paced_app import PacedFaceApp, run_face
 from ...views.view import ScreenView, prediction_for
 
-DEFAULT_PROMPT = "Write a step-by-step explanation of how a hash map handles collisions."
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 
@@ -69,7 +69,9 @@ class SpectuiApp(PacedFaceApp):
         self.saved_paths: list[Path] = []
         self.clock = PassClock(freeze_phase)
         self._seen_version = -1
-        self.measuring: str | None = None  # the machine probe's progress while it measures (first run)
+        self.measuring: str | None = None  # the machine probe's progress while it measures (after a run)
+        # the worker's idle-time job once a run has ended by itself (run_live: the machine probe), or None
+        self.after_run: Callable[[RunControl], None] | None = None
 
     def new_state(self) -> ScreenState:
         """The screen's state; it keeps every event for ``s`` (save) unless a recorder keeps its own copy (a
@@ -113,6 +115,9 @@ class SpectuiApp(PacedFaceApp):
                 for i, ev in self.run_screen.events(control, prompt):
                     state.feed(ev, index=i)
                     self.wake()
+                end = state.end
+                if self.after_run is not None and not control.stopped and end is not None and not end.error:
+                    self.after_run(control)  # idle time: the run ended by itself and the screen is up
         except SpectuiError as exc:
             state.set_error(str(exc))
         except Exception as exc:  # noqa: BLE001 - shown on the status line; the UI stays up
@@ -194,6 +199,8 @@ class SpectuiApp(PacedFaceApp):
         snap = self.snap
         if snap is not None and snap.error:
             return f"ERROR: {snap.error}", "red"
+        if self.measuring is not None and not self.control.stopped:
+            return f"MEASURING THIS MACHINE for the next run: {self.measuring}", "blue"
         if snap is not None and snap.end is not None and not self.running:
             end = snap.end
             return (f"ENDED: {end.reason}" + (f" ({end.error})" if end.error else "")), "yellow"
@@ -202,9 +209,7 @@ class SpectuiApp(PacedFaceApp):
         if self.control.paused:
             return "PAUSED", "yellow"
         if snap is None or snap.start is None:
-            if self.measuring is not None:
-                return f"MEASURING THIS MACHINE: {self.measuring}", "blue"
-            return ("LOADING" if self.running else "IDLE"), "blue"
+            return ("STARTING" if self.running else "IDLE"), "blue"
         return self.run_screen.playing_badge(self.running)
 
     # ------------------------------------------------------------------ keys every screen has
@@ -225,29 +230,38 @@ class SpectuiApp(PacedFaceApp):
     def help_screen(self) -> HelpScreen:
         return HelpScreen(replay=self.run_screen.HELP_FOR_REPLAY)
 
-    def action_quit(self) -> None:
-        if self.measuring is not None:  # q while the first probe measures: nothing to flush yet, and the
-            self.deadline.arm(0)  # measurement cannot be cut short: the process ends within the deadline
-        super().action_quit()
-
-    def measure_machine(self, measure) -> MachineProbe | None:
-        """From the worker, before the first run: the machine probe (``measure(say, progress)``), its
-        progress on the status line (MEASURING) and what it is for in a note."""
-        def say(msg: str) -> None:
-            self.call_from_thread(self.notify, msg, timeout=8)
-
+    def measure_machine(self, measure, control: RunControl) -> MachineProbe | None:
+        """From the worker, once a run has ended by itself: the machine probe (``measure(say, progress, stop)``),
+        its progress on the status line (MEASURING ... for the next run) and what it is for in a note. ``control``
+        (the ended run's) stops it mid-decode: q, a signal, a restart (None then: nothing measured)."""
         def progress(msg: str) -> None:
-            if self.measuring is None:
-                self.call_from_thread(self.notify, MEASURING_WHY, title="first run of this pair", timeout=20)
+            if self.measuring is None or self.measuring == MEASURING_FIRST:
+                self.notify_soon(MEASURING_WHY, title="the run has ended: measuring this machine", timeout=20)
             self.measuring = msg
             self.wake()
 
-        self.measuring = None
+        self.measuring = MEASURING_FIRST
+        self.wake()
         try:
-            return measure(say, progress)
+            res = measure(lambda msg: self.notify_soon(msg, timeout=8), progress, control)
         finally:
             self.measuring = None
             self.wake()
+        if res is not None and not control.stopped:
+            self.notify_soon(f"{res.summary}; cached: the next run (r, n) starts from it", title="this machine",
+                             timeout=12)
+        return res
+
+    def notify_soon(self, message: str, **kwargs) -> None:
+        """A note from the worker, handed to the event loop without waiting for it (a worker never blocks
+        on a UI that may be on its way out)."""
+        loop = getattr(self, "_loop", None)
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(lambda: self.notify(message, **kwargs))
+        except RuntimeError:  # the loop has closed: the app is gone
+            pass
 
     def run_failed(self) -> bool:
         """Whether the live run failed (a replay shows a recording: it does not fail with it)."""
@@ -271,29 +285,37 @@ def run_app(app: PacedFaceApp, stop_timeout: float = 15.0) -> int:
     return run_face(app, stop_timeout)
 
 
-MEASURING_WHY = ("measuring this machine's verify cost by batch size for the cost model and auto k (once per "
-                 "model pair and machine, cached; spectui probe explains it)")
+MEASURING_FIRST = "starting"
+MEASURING_WHY = ("measuring this machine's verify cost by batch size now that nothing decodes, for the next run's "
+                 "cost model and auto k (this run's came from its own passes); once per model pair and machine, "
+                 "cached; q quits at once; spectui probe explains it")
 
 
 def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
              recorder=None, probe: MachineProbe | None = None, measure=None, **kwargs) -> int:
     """The live TUI over ``engine.run(prompt, control, n_predict, probe)``. Returns the exit code.
 
-    ``measure(say, progress)``: the machine probe, measured (or read from its cache) by the worker once the
-    first screen is up, its progress on the status line, before the first run starts (a restart reuses
-    it); ``probe`` a probe measured already. Stops the engine (control.stop()) and flushes the recorder on
-    every way out (q, Ctrl+C, SIGTERM, SIGHUP); closing the recorder and the engine is the caller's job.
+    ``probe``: this machine's probe as cached (every run records it in ``RunStarted.probe``: auto k and the
+    prediction start from it), or None: the runs' own passes feed them from the first. ``measure(say,
+    progress, stop)``: the probe, measured in idle time (on the worker, once a run has ended by itself while
+    the screen is up, never while a run decodes: it would measure the run's own contention) and cached; the
+    next run (r, n) starts from it; q, a signal or a restart stop it mid-decode, and nothing is cached.
+    Stops the engine (control.stop()) and flushes the recorder on every way out (q, Ctrl+C, SIGTERM,
+    SIGHUP); closing the recorder and the engine is the caller's job.
     """
-    measured: list[MachineProbe | None] = [probe]
+    machine: list[MachineProbe | None] = [probe]
     app: SpectuiApp
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        if measure is not None and measured[0] is None and not ctl.stopped:
-            measured[0] = app.measure_machine(measure)
-        return engine.run(p, ctl, n_predict, probe=measured[0], overlap=True)  # keys act between passes
+        return engine.run(p, ctl, n_predict, probe=machine[0], overlap=True)  # keys act between passes
+
+    def after_run(ctl: RunControl) -> None:
+        if measure is not None and machine[0] is None:
+            machine[0] = app.measure_machine(measure, ctl)
 
     app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
                      **kwargs)
+    app.after_run = after_run
     return run_app(app)
 
 

@@ -29,7 +29,9 @@ from .themes import VARIABLE_DEFAULTS, check_theme
 fix_textual_leaks()  # Textual 8 keeps gone widgets and apps in lru_caches keyed on them
 
 
-STOP_GRACE_S = 5.0  # a stop asked of a face ends the process within this many seconds, whatever blocks it
+STOP_GRACE_S = 3.0  # a stop asked of a face ends the process within this many seconds, whatever blocks it
+# (a terminal that is gone: lifecycle.LOST_TERMINAL_GRACE_S)
+_JOB_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTSTP", "SIGCONT") if hasattr(signal, n))
 
 
 class StateChanged(Message):
@@ -100,10 +102,20 @@ class FaceApp(App):
 
     def run(self, *args, **kwargs):
         self.deadline.enabled = True  # a process of its own: a stop that cannot finish ends it
+        # Textual's driver installs SIGTSTP / SIGCONT handlers (Ctrl+Z) and never takes them off: a SIGCONT
+        # after the app ended (the kernel sends one with the SIGHUP of a terminal that closes; tmux
+        # kill-session) would start its input thread again, which then spins on the dead terminal and
+        # keeps the process from exiting. They are put back as they were when the app ends.
+        job_signals = {s: signal.getsignal(s) for s in _JOB_SIGNALS}
         try:
             return super().run(*args, **kwargs)
         finally:
             self.deadline.cancel()  # the app is done: what is left is the command's
+            for sig, handler in job_signals.items():
+                try:
+                    signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+                except (OSError, RuntimeError, ValueError, TypeError):  # pragma: no cover
+                    pass
 
     def last_words(self) -> None:
         """What the deadline does before it ends the process: stop the worker and flush the recording (the

@@ -40,11 +40,17 @@ def quit_on_signal(app, signum: int) -> None:
     app.action_quit()
 
 
+LOST_TERMINAL_GRACE_S = 1.0  # a hang-up (SIGHUP, the terminal watch): no screen to restore, end soon
+
+
 def arm_deadline(app) -> None:
-    """A stop was asked: the process ends within the app's deadline even if the app cannot finish it."""
+    """A stop was asked: the process ends within the app's deadline even if the app cannot finish it (within
+    ``LOST_TERMINAL_GRACE_S`` for a terminal that is gone: there is no screen left to restore)."""
     deadline = getattr(app, "deadline", None)
     if deadline is not None:
-        deadline.arm(for_signal(app.stop_signal if app.stop_signal is not None else signal.SIGHUP))
+        sig = app.stop_signal if app.stop_signal is not None else signal.SIGHUP
+        hup = getattr(signal, "SIGHUP", None)
+        deadline.arm(for_signal(sig), LOST_TERMINAL_GRACE_S if sig == hup else None)
 
 
 def stop_from_anywhere(app, loop, signum: int) -> None:

@@ -80,6 +80,9 @@ class PacedFaceApp(FaceApp):
             sys.setswitchinterval(self._switch_interval)
 
     def action_quit(self) -> None:
+        # q ends the process within the deadline even when the app cannot finish its stop (a signal armed
+        # it already, with its own status: the first arming counts)
+        self.deadline.arm(exit_status(self, failed=self.run_failed()))
         self.control.stop()
         self.exit()
 

@@ -30,10 +30,11 @@ Hits = tuple[tuple[int, int, int], ...]  # (x from, x to, token slot) of one lin
 
 class PassRibbon(Panel):
     class TokenClicked(Message):
-        """A token of pass ``pass_index`` (slot ``slot``) was clicked."""
+        """A token of pass ``pass_index`` (slot ``slot``) of ``ribbon`` was clicked."""
 
-        def __init__(self, pass_index: int, slot: int) -> None:
+        def __init__(self, ribbon: "PassRibbon", pass_index: int, slot: int) -> None:
             super().__init__()
+            self.ribbon = ribbon
             self.pass_index = pass_index
             self.slot = slot
 
@@ -189,4 +190,4 @@ class PassRibbon(Panel):
         hit = self.token_at(offset.x, offset.y)
         if hit is not None:
             event.stop()
-            self.post_message(self.TokenClicked(*hit))
+            self.post_message(self.TokenClicked(self, *hit))

@@ -19,10 +19,12 @@ flushed) and the process ends with that status.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import sys
 import threading
+import time
 from typing import Callable
 
 from ...contract.errors import SpectuiError
@@ -115,11 +117,12 @@ class TerminalWatch:
 
 
 class Deadline:
-    """Once armed (a stop was asked: a signal, a lost terminal), the process ends within ``grace_s`` even if
-    the face cannot finish its stop (Textual's writes block on a terminal that is gone, and its event loop
-    with them): ``last_words()`` (stop the run, flush the recording), then ``os._exit(status)``. Cancelled
-    when the face's ``run()`` returns (what follows, closing the models, is the command's as usual); armed
-    only while ``enabled`` (the face's ``run()``: an app in a test's ``run_test`` is not a process to end)."""
+    """Once armed (a stop was asked: q, a signal, a lost terminal), the process ends within ``grace_s`` (or the
+    grace the arming gives: a lost terminal's is short) even if the face cannot finish its stop (Textual's
+    writes block on a terminal that is gone, and its event loop with them): ``last_words()`` (stop the run,
+    flush the recording), then ``os._exit(status)``. Cancelled when the face's ``run()`` returns (what
+    follows, closing the models, is the command's, under its ``ExitGuard``); armed only while ``enabled``
+    (the face's ``run()``: an app in a test's ``run_test`` is not a process to end)."""
 
     def __init__(self, last_words: Callable[[], None] | None = None, grace_s: float = 5.0) -> None:
         self.last_words = last_words
@@ -129,11 +132,13 @@ class Deadline:
         self._cancel = threading.Event()
         self._lock = threading.Lock()
 
-    def arm(self, status: int) -> None:
+    def arm(self, status: int, grace_s: float | None = None) -> None:
         with self._lock:
             if not self.enabled or self.status is not None or self._cancel.is_set():
                 return
             self.status = int(status)
+            if grace_s is not None:
+                self.grace_s = float(grace_s)
         threading.Thread(target=self._expire, name="spectui-stop-deadline", daemon=True).start()
 
     def cancel(self) -> None:
@@ -147,3 +152,40 @@ class Deadline:
                 self.last_words()
         finally:  # whatever the last words raised: the exit is the point
             os._exit(self.status if self.status is not None else SIGHUP_STATUS)
+
+
+EXIT_WITHIN_S = 2.0  # a face's command ends its process within this many seconds of the app's end
+HOLD_MAX_S = 30.0  # ... unless it is still writing a recording (a file, never the terminal): waited for
+
+
+class ExitGuard:
+    """Once a face's app has ended, the process ends within ``within_s`` whatever holds it: a thread that is
+    not a daemon (Textual's input thread, restarted by a SIGCONT on a terminal that is gone, spins in
+    ``select`` on it and ``threading._shutdown`` waits for it forever), a model that does not close, an
+    atexit hook. A daemon thread then calls ``os._exit(status)``; a normal exit comes first and ends it.
+    ``hold()`` marks what must not be cut (closing the recording: a file, never the terminal): the guard
+    waits for it, up to ``HOLD_MAX_S``. Started only by a command that ran a face in a terminal of its own."""
+
+    def __init__(self, status: int, within_s: float = EXIT_WITHIN_S) -> None:
+        self.status = int(status)
+        self.within_s = within_s
+        self._held = threading.Event()
+        self._held.set()  # set = nothing held
+        self._thread = threading.Thread(target=self._expire, name="spectui-exit-guard", daemon=True)
+
+    def start(self) -> "ExitGuard":
+        self._thread.start()
+        return self
+
+    @contextlib.contextmanager
+    def hold(self):
+        self._held.clear()
+        try:
+            yield
+        finally:
+            self._held.set()
+
+    def _expire(self) -> None:
+        time.sleep(self.within_s)
+        self._held.wait(HOLD_MAX_S)
+        os._exit(self.status)

@@ -1,0 +1,521 @@
+"""The knee on the server's own batch shapes: llama-server's steps at concurrency c, replayed on this machine's
+measured costs, for the same requests the bench sends (docs/batch-knee.md, "Prediction on the server's steps").
+
+The batched curve (``batch_knee``) prices one decode or verify step of B sequences. A served level is more than
+that: requests arrive, their prompts are evaluated in the same steps as the others' decodes, the draft model
+evaluates every batch the target does, and a step's tokens are cut into micro-batches by sequence. So the level
+is replayed step by step, as llama-server's ``update_slots`` makes its steps (tools/server/server-context.cpp of
+the llama.cpp vendored in llama-cpp-python 0.3.36, which scripts/build-llama-server.sh builds):
+
+1. A request that has arrived takes a free slot (``get_available_slot``): the free slot whose tokens share the
+   longest prefix with its prompt, above 10% of the prompt (``slot_prompt_similarity``), else the least recently
+   used one (ties: the highest slot id).
+2. One step (one ``update_slots``): every generating slot drafts, all of them together on the draft model
+   (``common_speculative_draft``: k steps of one token a drafting slot; a slot drafts
+   ``min(k, tokens left - 1)``); the batch is each generating slot's last token and its drafts, in slot order,
+   then the prompts of new slots until ``n_batch`` (2048) tokens (continuous batching: a prompt is evaluated
+   beside the others' decodes, in one step when it fits).
+3. ``llama_decode`` of the batch cuts it into micro-batches (``split_equal``, sequential: with ``-np N`` each
+   slot has its own KV stream): a run of consecutive slot ids, the same number of tokens from each, at most
+   ``n_ubatch`` (512) tokens. Each micro-batch is one pass through the model. With speculation the draft model
+   then evaluates the same batch, cut the same way (``common_speculative_process``; draft-simple re-evaluates
+   the drafted tokens).
+4. Each row with logits that the server samples costs ``sample_ms``: a slot's accepted drafts and one more
+   (``common_sampler_sample_and_accept_n`` stops at the first rejection), a finished prompt's last row, each
+   drafting slot's row on the draft at every draft step.
+5. A slot that reached its request's output tokens is released; its client sends its next request
+   (``max(prompts, 2c)`` requests a level, c in flight, as ``spectui bench --concurrency`` sends them).
+
+Costs of a micro-batch of T tokens, o of them with logits: ``chunk(T) + excess(o)`` on the target, where
+``chunk(T)`` is one prompt chunk of T tokens (``step_probe``) and ``excess(o)`` is what o rows of logits add:
+the batched curve's B x n step (o = T = B n) minus the chunk of the same T. A decode or verify micro-batch the
+curve measured is priced exactly at its point. The draft model's evaluation of a batch costs its own
+``chunk(T)``; a draft step of s slots its ``draft(s)`` from the curve. Between measured sizes the costs are
+interpolated linearly (beyond the largest, along the last two points).
+
+The acceptance is the level's own, as the decode-only prediction takes it: the rate whose Leviathan expectation
+is the level's tokens a drafted pass, and (prompt lookup) the share of passes that drafted. Expected values, no
+sampling: a slot gains ``leviathan(a, d)`` tokens a pass of d drafts.
+
+No Textual imports.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..contract.errors import SpectuiError
+from ..contract.outputs import PROBE_CACHE
+from ..contract.prompt import DEFAULT_PROMPT
+from .cachefile import CachedRecord, loadavg_of
+from .machine import cache_key, cache_path, load_average
+from .costmodel import leviathan
+
+STEPS_VERSION = 1
+N_BATCH = 2048  # llama-server's default --batch-size (common.h n_batch)
+N_UBATCH = 512  # llama-server's default --ubatch-size (common.h n_ubatch)
+SIMILARITY = 0.1  # llama-server's default --slot-prompt-similarity
+CLIENT_GAP_MS = 2.0  # a finished request's client sends its next one this much later (loopback HTTP)
+MAX_STEPS = 2_000_000
+
+
+class StepsCacheError(SpectuiError):
+    """A server-steps cache file that cannot be read back (reported in one line, then measured again)."""
+
+
+@dataclass(frozen=True)
+class StepCosts(CachedRecord):
+    """Prompt-chunk costs on the target and the draft, and one row's sampling (``spectui.engine.step_probe``)."""
+
+    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = STEPS_VERSION, StepsCacheError, "server steps", PROBE_CACHE
+    RECORD_WHAT = "malformed server-steps costs"
+    chunks: tuple[int, ...]
+    target_chunk_ms: tuple[float, ...]
+    draft_chunk_ms: tuple[float, ...] = ()  # empty: no draft model
+    sample_ms: float = 0.0
+    threads: int = 0
+    context_tokens: int = 0
+    repeats: int = 0
+    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    measured_at: float = 0.0
+    wall_s: float = 0.0
+    cached: bool = False
+    cache_file: str = ""
+    version: int = STEPS_VERSION
+
+    def __post_init__(self) -> None:
+        if not self.chunks or list(self.chunks) != sorted(set(self.chunks)) or self.chunks[0] < 1:
+            raise ValueError("chunks must be increasing positive sizes")
+        if len(self.target_chunk_ms) != len(self.chunks) or (
+                self.draft_chunk_ms and len(self.draft_chunk_ms) != len(self.chunks)):
+            raise ValueError("one time per chunk size")
+        if any(not (x > 0) for x in (*self.target_chunk_ms, *self.draft_chunk_ms)) or not self.sample_ms >= 0:
+            raise ValueError("times must be positive")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("chunks", "target_chunk_ms", "draft_chunk_ms", "loadavg"):
+            d[k] = list(d[k])
+        return d
+
+    @classmethod
+    def _from_checked(cls, d: dict) -> "StepCosts":
+        return cls(
+            chunks=tuple(int(x) for x in d["chunks"]), target_chunk_ms=tuple(float(x) for x in d["target_chunk_ms"]),
+            draft_chunk_ms=tuple(float(x) for x in d.get("draft_chunk_ms") or ()),
+            sample_ms=float(d.get("sample_ms", 0.0)), threads=int(d.get("threads", 0)),
+            context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)), loadavg=loadavg_of(d),
+            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
+        )
+
+
+# ---------------------------------------------------------------- interpolation
+
+
+def interp(points: Sequence[tuple[float, float]], x: float) -> float:
+    """Piecewise linear through ``points`` (x ascending); beyond the ends along the nearest two points, never
+    below 0."""
+    xs = [p[0] for p in points]
+    if len(points) == 1:
+        return points[0][1] * (x / xs[0] if xs[0] else 1.0)
+    i = bisect.bisect_left(xs, x)
+    i = min(max(i, 1), len(points) - 1)
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    y = y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 != x0 else y0
+    return max(0.0, y)
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    seqs: int  # sequences in it
+    tokens: int  # all its tokens
+    outputs: int  # rows with logits
+
+
+class ServerCosts:
+    """What one micro-batch costs on this machine (ms), from the batched curve and the step costs."""
+
+    def __init__(self, curve, steps: StepCosts) -> None:
+        self.curve = curve
+        self.steps = steps
+        # chunk(T): a 1-token decode is the first point (one row of logits, like a chunk's last)
+        self._chunk_t = [(1.0, curve.plain(1))] + [(float(c), ms) for c, ms in zip(steps.chunks, steps.target_chunk_ms)
+                                                  if c > 1]
+        self._chunk_d = ([(1.0, curve.draft_step(1))] + [(float(c), ms) for c, ms in
+                                                         zip(steps.chunks, steps.draft_chunk_ms) if c > 1]
+                         if curve.has_draft and steps.draft_chunk_ms else [])
+        ex: dict[int, list[float]] = {}
+        uniform: dict[tuple[int, int], float] = {}
+        for i, b in enumerate(curve.seqs):
+            uniform[(b, 1)] = curve.plain_ms[i]
+            for k in curve.ks:
+                uniform[(b, k + 1)] = curve.verify_ms[k][i]
+        for (b, n), ms in uniform.items():
+            ex.setdefault(b * n, []).append(ms - interp(self._chunk_t, b * n))
+        self._excess = [(1.0, 0.0)] + sorted((float(o), max(0.0, sum(v) / len(v))) for o, v in ex.items() if o > 1)
+        self._uniform = uniform
+        self._draft_gen = [(float(b), curve.draft_step(b)) for b in curve.seqs] if curve.has_draft else []
+
+    @property
+    def has_draft(self) -> bool:
+        return bool(self._chunk_d)
+
+    def target(self, mb: MicroBatch) -> float:
+        if mb.tokens == mb.outputs and mb.tokens % mb.seqs == 0:  # a decode / verify step: its measured point
+            n = mb.tokens // mb.seqs
+            row = [(float(b), self._uniform[(b, n)]) for b in self.curve.seqs if (b, n) in self._uniform]
+            if row and (mb.seqs, n) in self._uniform:
+                return self._uniform[(mb.seqs, n)]
+            if len(row) >= 2:
+                return interp(row, mb.seqs)
+        return interp(self._chunk_t, mb.tokens) + interp(self._excess, mb.outputs)
+
+    def draft_eval(self, mb: MicroBatch) -> float:
+        """The draft model evaluating a micro-batch of the target's (one row of logits)."""
+        return interp(self._chunk_d, mb.tokens) if self._chunk_d else 0.0
+
+    def draft_gen(self, seqs: int) -> float:
+        """One draft step of ``seqs`` slots, one token each."""
+        return interp(self._draft_gen, seqs) if self._draft_gen else 0.0
+
+    @property
+    def sample_ms(self) -> float:
+        return self.steps.sample_ms
+
+
+# ---------------------------------------------------------------- llama-server's micro-batches
+
+
+@dataclass
+class Segment:
+    """One slot's tokens in a step's batch, in batch order."""
+
+    seq: int
+    tokens: int
+    outputs_all: bool  # a generating slot: every row has logits
+    output_last: bool = False  # a prompt that ends in this batch: its last row has logits
+    used: int = 0
+
+
+def split_equal(segments: list[Segment], n_ubatch: int = N_UBATCH) -> list[MicroBatch]:
+    """llama.cpp's ``llama_batch_allocr::split_equal(n_ubatch, sequential=true)`` on whole segments: a micro-batch
+    takes, scanning the batch in order, the next sequence whose id is one more than the last taken (the first
+    one free), and the same number of tokens from each, until one runs out or n_ubatch would be passed."""
+    out = []
+    while True:
+        cur: list[Segment] = []
+        for s in segments:
+            if s.used < s.tokens and (not cur or s.seq == cur[-1].seq + 1):
+                cur.append(s)
+        if not cur:
+            return out
+        n = len(cur)
+        t = max(1, min(min(s.tokens - s.used for s in cur), n_ubatch // n))
+        outputs = 0
+        for s in cur:
+            if s.outputs_all:
+                outputs += t
+            elif s.output_last and s.used + t == s.tokens:
+                outputs += 1
+            s.used += t
+        out.append(MicroBatch(n, n * t, outputs))
+
+
+def runs(seq_ids: Sequence[int]) -> list[int]:
+    """Lengths of the runs of consecutive ids (sorted): the micro-batches of one token a sequence."""
+    out: list[int] = []
+    last = None
+    for s in sorted(seq_ids):
+        if last is not None and s == last + 1:
+            out[-1] += 1
+        else:
+            out.append(1)
+        last = s
+    return out
+
+
+# ---------------------------------------------------------------- the workload and the speculation
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A bench level: ``requests`` (prompt index, prompt tokens, output tokens) sent in order, ``concurrency``
+    in flight, to a server with ``slots`` slots. ``prefix[i][j]``: tokens prompts i and j share at their start
+    (the slot choice; None: unknown, taken as none shared)."""
+
+    requests: tuple[tuple[int, int, int], ...]
+    concurrency: int
+    slots: int
+    prefix: tuple[tuple[int, ...], ...] | None = None
+    n_batch: int = N_BATCH
+    n_ubatch: int = N_UBATCH
+
+    def shared(self, i: int, j: int) -> int:
+        if i == j:
+            return 10**9  # the same prompt: all of it
+        if self.prefix is None or i >= len(self.prefix) or j >= len(self.prefix[i]):
+            return 0
+        return self.prefix[i][j]
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """How the speculating server drafts: up to ``k`` tokens a pass, ``length`` of them (at most the slot's
+    ``min(k, tokens left - 1)``; None: k) in a share ``share`` of its passes (1 for a draft model; prompt lookup
+    drafts only where it finds a match), each accepted at the per-draft rate ``rate``. Which passes draft is
+    spread evenly over each slot's passes (a fixed pattern, no sampling), so the steps mix drafting and plain
+    slots as the server's do."""
+
+    k: int
+    rate: float
+    draft_model: bool = True
+    share: float = 1.0
+    length: float | None = None
+
+    def drafts(self, left: int, n_pass: int, slot: int) -> int:
+        """Tokens drafted in a slot's ``n_pass``-th pass with ``left`` tokens to go."""
+        cap = max(0, min(self.k, left - 1))
+        if cap <= 0 or self.share <= 0:
+            return 0
+        if self.share < 1.0:
+            phase = (slot * 0.6180339887) % 1.0  # slots out of step with each other
+            if int((n_pass + 1) * self.share + phase) == int(n_pass * self.share + phase):
+                return 0
+        return min(cap, max(1, round(self.length if self.length is not None else self.k)))
+
+    def gain(self, drafted: int) -> float:
+        """Expected tokens of a pass with ``drafted`` drafts: leviathan(rate, drafted)."""
+        return leviathan(self.rate, drafted) if drafted > 0 else 1.0
+
+
+@dataclass
+class _Slot:
+    id: int
+    state: str = "idle"  # idle, prompt, generating
+    last_prompt: int | None = None
+    t_last: float = -1.0
+    request: int = -1
+    prompt_left: int = 0
+    made: float = 0.0  # output tokens so far (expected)
+    target: int = 0
+    arrived: float = 0.0
+    client: int = -1
+    passes: int = 0
+
+
+@dataclass
+class SimResult:
+    wall_ms: float
+    tokens: int
+    steps: int
+    micro_batches: int
+    ttft_ms: list[float] = field(default_factory=list)
+    ends_ms: list[float] = field(default_factory=list)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / (self.wall_ms / 1000.0) if self.wall_ms > 0 else 0.0
+
+
+def _take_slot(slots: list[_Slot], prompt: int, prompt_tokens: int, w: Workload) -> _Slot | None:
+    best, best_sim = None, 0.0
+    for s in slots:
+        if s.state != "idle" or s.last_prompt is None:
+            continue
+        sim = min(w.shared(prompt, s.last_prompt), prompt_tokens) / max(prompt_tokens, 1)
+        if sim > best_sim and sim > SIMILARITY:
+            best, best_sim = s, sim
+    if best is not None:
+        return best
+    t_last = None
+    for s in slots:  # least recently used; ties: the last one (llama-server's `<=`)
+        if s.state == "idle" and (t_last is None or s.t_last <= t_last):
+            best, t_last = s, s.t_last
+    return best
+
+
+def simulate(costs: ServerCosts, w: Workload, spec: Speculation | None = None) -> SimResult:
+    """One bench level on llama-server, step by step (the module's docstring): its wall time from the first
+    request sent to the last one ended, tokens generated, steps and micro-batches, each request's TTFT."""
+    if w.concurrency < 1 or w.slots < 1 or not w.requests:
+        raise SpectuiError("a level needs requests, a concurrency and slots")
+    if spec is not None and spec.draft_model and not costs.has_draft:
+        raise SpectuiError("the draft model's costs were not measured (no --draft)")
+    slots = [_Slot(i) for i in range(w.slots)]
+    arrivals: list[tuple[float, int, int]] = [(0.0, i, i) for i in range(min(w.concurrency, len(w.requests)))]
+    next_req = len(arrivals)
+    t = 0.0
+    res = SimResult(0.0, 0, 0, 0)
+    done = 0
+    while done < len(w.requests):
+        arrivals.sort()
+        while arrivals and arrivals[0][0] <= t:  # tasks are taken between steps
+            at, req, client = arrivals.pop(0)
+            prompt, p_tok, n_out = w.requests[req]
+            s = _take_slot(slots, prompt, p_tok, w)
+            if s is None:
+                arrivals.insert(0, (at, req, client))
+                break
+            s.state, s.request, s.prompt_left, s.made, s.target = "prompt", req, max(1, p_tok), 0.0, max(1, n_out)
+            s.arrived, s.client, s.last_prompt, s.passes = at, client, prompt, 0
+        busy = [s for s in slots if s.state != "idle"]
+        if not busy:
+            t = arrivals[0][0]
+            continue
+        res.steps += 1
+        if res.steps > MAX_STEPS:
+            raise SpectuiError("the server simulation did not finish (a level of more steps than it can replay)")
+        step_ms = 0.0
+        segments: list[Segment] = []
+        gains: dict[int, float] = {}
+        drafting: list[tuple[int, int]] = []
+        sampled = 0.0
+        for s in (x for x in slots if x.state == "generating"):
+            drafted = spec.drafts(s.target - int(s.made), s.passes, s.id) if spec is not None else 0
+            s.passes += 1
+            segments.append(Segment(s.id, 1 + drafted, outputs_all=True))
+            gains[s.id] = spec.gain(drafted) if spec is not None else 1.0
+            sampled += gains[s.id]
+            if drafted > 0 and spec is not None and spec.draft_model:
+                drafting.append((s.id, drafted))
+        room = w.n_batch - sum(x.tokens for x in segments)
+        for s in (x for x in slots if x.state == "prompt"):
+            if room <= 0:
+                break
+            n = min(s.prompt_left, room)
+            segments.append(Segment(s.id, n, outputs_all=False, output_last=n == s.prompt_left))
+            room -= n
+        # the drafts first: k steps of one token a drafting slot, cut into runs of consecutive slot ids
+        if drafting:
+            for j in range(max(d for _, d in drafting)):
+                ids = [sid for sid, d in drafting if d > j]
+                step_ms += sum(costs.draft_gen(n) for n in runs(ids))
+                sampled += len(ids)
+        mbs = split_equal(segments, w.n_ubatch)
+        res.micro_batches += len(mbs)
+        step_ms += sum(costs.target(mb) for mb in mbs)
+        if spec is not None and spec.draft_model:
+            step_ms += sum(costs.draft_eval(mb) for mb in mbs)
+        sampled += sum(1 for seg in segments if seg.output_last)
+        step_ms += sampled * costs.sample_ms
+        t += step_ms
+        for seg in segments:
+            s = slots[seg.seq]
+            if s.state == "generating":
+                s.made += gains[s.id]
+            elif seg.output_last:  # the prompt is done: its first token sampled now
+                s.state, s.made, s.prompt_left = "generating", 1.0, 0
+                res.ttft_ms.append(t - s.arrived)
+            else:
+                s.prompt_left -= seg.tokens
+            if s.state == "generating" and s.made >= s.target:
+                res.tokens += s.target
+                res.ends_ms.append(t)
+                done += 1
+                s.state, s.t_last = "idle", t
+                if next_req < len(w.requests):
+                    arrivals.append((t + CLIENT_GAP_MS, next_req, s.client))
+                    next_req += 1
+    res.wall_ms = t
+    return res
+
+
+# ---------------------------------------------------------------- a bench level, predicted
+
+
+def speculation_of_level(k: int, drafted: int, accepted: int, drafts: int, output_tokens: int, n_requests: int,
+                         draft_model: bool) -> Speculation | None:
+    """The speculation a level measured: a pass drafting ``drafted / drafts`` tokens in ``drafts`` of its
+    passes (every pass with a draft model), each at the rate whose expectation is its tokens a drafted pass.
+    ``drafts`` < 1 (not published): every drafted pass a full k."""
+    from .batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415 - the one inverse
+
+    if drafted <= 0 or k < 1:
+        return None
+    drafts = drafts if drafts > 0 else max(1, round(drafted / k))
+    length = drafted / drafts
+    rate = acceptance_from_tokens_per_pass(1.0 + accepted / drafts, max(1, round(length)))
+    passes = max(drafts, output_tokens - n_requests - accepted)
+    share = 1.0 if draft_model else min(1.0, drafts / passes)
+    return Speculation(k, rate, draft_model, share, min(float(k), length))
+
+
+@dataclass(frozen=True)
+class LevelPrediction:
+    concurrency: int
+    base_tps: float
+    spec_tps: float
+    base_ttft_ms: float
+    spec_ttft_ms: float
+    micro_batches_per_step: float
+
+    @property
+    def speedup(self) -> float:
+        return self.spec_tps / self.base_tps if self.base_tps > 0 else 0.0
+
+
+def predict_level(costs: ServerCosts, w: Workload, spec: Speculation) -> LevelPrediction:
+    base = simulate(costs, w, None)
+    sp = simulate(costs, w, spec)
+    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else 0.0  # noqa: E731
+    return LevelPrediction(w.concurrency, base.tokens_per_second, sp.tokens_per_second, med(base.ttft_ms),
+                           med(sp.ttft_ms), sp.micro_batches / max(sp.steps, 1))
+
+
+# ---------------------------------------------------------------- measuring and the cache
+
+
+def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | None = None) -> StepCosts:
+    from ..engine.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
+
+    load0 = load_average()
+    pts = measure(engine, repeats=repeats, prompt=DEFAULT_PROMPT, progress=progress)
+    load1 = load_average()
+    return StepCosts(
+        chunks=pts.chunks, target_chunk_ms=tuple(pts.target_chunk_ms[c] for c in pts.chunks),
+        draft_chunk_ms=tuple(pts.draft_chunk_ms[c] for c in pts.chunks) if pts.draft_chunk_ms else (),
+        sample_ms=pts.sample_ms, threads=int(engine.threads), context_tokens=pts.context_tokens,
+        repeats=pts.repeats, loadavg=tuple(max(a, b) for a, b in zip(load0, load1)),  # type: ignore[arg-type]
+        measured_at=time.time(), wall_s=pts.wall_s,
+    )
+
+
+def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
+    """The probe's own key (models, threads, placement, machine) plus the chunk sizes."""
+    from ..engine.step_probe import CHUNKS  # noqa: PLC0415
+
+    base, digest = cache_key(engine)
+    key = {"probe": base, "steps": {"version": STEPS_VERSION, "chunks": list(CHUNKS)}}
+    h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    return key, f"{digest}-steps-{h}"
+
+
+def cached_or_measure(engine, *, repeats: int, refresh: bool = False, directory: Path | None = None,
+                      warn: Callable[[str], None] | None = None,
+                      progress: Callable[[str], None] | None = None) -> StepCosts:
+    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
+    key, name = steps_cache_key(engine, repeats)
+    path = cache_path(name, directory)
+    res = None if refresh else StepCosts.load_or_warn(path, key, warn)
+    if res is None:
+        res = measure_steps(engine, repeats=repeats, progress=progress)
+        models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
+        res = res.store(key, path, models)
+    return res
+
+
+def table(steps: StepCosts) -> list[str]:
+    lines = ["prompt chunk cost (one llama_decode of one sequence of T prompt tokens, the last row's logits)",
+             "     T  target ms" + ("  draft ms" if steps.draft_chunk_ms else "")]
+    for i, c in enumerate(steps.chunks):
+        lines.append(f"{c:>6}  {steps.target_chunk_ms[i]:>9.2f}" +
+                     (f"  {steps.draft_chunk_ms[i]:>8.2f}" if steps.draft_chunk_ms else ""))
+    lines.append(f"sampling one row (candidates, top-k {40}, greedy): {steps.sample_ms:.3f} ms")
+    return lines
