@@ -27,6 +27,10 @@ CALLED_BY_NAME = {
     "is_headless": "overrides Textual App.is_headless (capture.py's app draws with no terminal)",
     "http_open": "urllib.request handler method, called for http:// by protocol name",
     "https_open": "urllib.request handler method, called for https:// by protocol name",
+    "redirect_request": "urllib.request.HTTPRedirectHandler hook, called for each redirect",
+    "writable": "io.RawIOBase hook: io.BufferedWriter asks it (contract.outputs' FIFO stream)",
+    "get_metavar": "click ParamType hook: --help asks it (contract.params' GpuLayers)",
+    "show": "click ClickException hook: click's main prints a usage error with it (contract.params)",
 }
 # Decorators whose functions are used by name from elsewhere.
 DECORATED = {

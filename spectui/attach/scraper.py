@@ -25,7 +25,7 @@ from typing import Callable
 
 from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
 from .metrics import NotPrometheus, parse
-from .urls import redact
+from .urls import base_url, redact  # base_url: scraper's own name too (request, bench)
 
 USER_AGENT = "spectui-attach"
 MAX_BYTES = 16 * 1024 * 1024  # a /metrics page larger than this is not one
@@ -182,18 +182,6 @@ def open_url(req: urllib.request.Request, deadline: Deadline):
     another origin is refused (:class:`RedirectRefused`)."""
     opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline), _SameOriginRedirects())
     return opener.open(req, timeout=max(0.01, deadline.seconds))
-
-
-def base_url(url: str) -> str:
-    """The server's root from a URL as given ("host:port", "http://h:p/", "http://h:p/metrics")."""
-    url = url.strip()
-    if "://" not in url:
-        url = "http://" + url
-    parts = urllib.parse.urlsplit(url)
-    path = parts.path.rstrip("/")
-    if path.endswith("/metrics"):
-        path = path[: -len("/metrics")]
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 def check_scheme(url: str) -> None:

@@ -20,7 +20,22 @@ from .control import P_MIN_LIMIT, TEMPERATURE_LIMIT
 from .draft_length import DRAFT_MAX_LIMIT
 
 
-class Finite(click.FloatRange):
+class OptionError(click.BadParameter):
+    """A bad number option: ``spectui: error: Invalid value for '-t' / '--threads': 0 is not in the range
+    1<=x<=512.``, one line as every bad input's (click's own usage error adds a usage line and a hint), exit 2."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"spectui: error: {self.format_message()}", file=file, err=file is None)
+
+
+class _OneLine:
+    """A parameter type whose refusals are :class:`OptionError` (one line)."""
+
+    def fail(self, message, param=None, ctx=None):
+        raise OptionError(message, ctx=ctx, param=param)
+
+
+class Finite(_OneLine, click.FloatRange):
     """A float option that must be a finite number (no nan, inf), within ``min``..``max`` when given."""
 
     name = "number"
@@ -44,7 +59,7 @@ class Finite(click.FloatRange):
         return super()._describe_range()
 
 
-class Whole(click.IntRange):
+class Whole(_OneLine, click.IntRange):
     """An integer option within ``min``..``max`` (either open when None)."""
 
     name = "integer"  # click's IntRange says "'nan' is not a valid integer range"
@@ -78,7 +93,7 @@ def speed_value(text: str | float) -> float:
     return value
 
 
-class Speed(click.ParamType):
+class Speed(_OneLine, click.ParamType):
     """``--speed``: ``SPEED_MIN..SPEED_MAX`` (``2`` or ``2x``) or ``max``, checked at the option; passed on as
     its text (``spectui.recording.player.parse_speed`` reads it)."""
 
@@ -94,7 +109,7 @@ class Speed(click.ParamType):
         return value
 
 
-class GpuLayers(click.ParamType):
+class GpuLayers(_OneLine, click.ParamType):
     """``-ngl N`` / ``-ngl all``: a number of layers (a negative one is every layer, as llama.cpp reads it) or
     ``all``; passed on as its text. Checked at the option (``-ngl nan`` waited for the model file)."""
 
@@ -137,7 +152,7 @@ TERMINAL_CELLS = whole(1, 1000)  # cast --cols / --rows
 GPU_LAYERS = GpuLayers()
 SPEED = Speed()
 
-__all__ = ["AT_LEAST_ONE", "CTX_SIZE", "DRAFT_MIN", "DURATION", "Finite", "GPU_LAYERS", "GpuLayers",
+__all__ = ["OptionError", "AT_LEAST_ONE", "CTX_SIZE", "DRAFT_MIN", "DURATION", "Finite", "GPU_LAYERS", "GpuLayers",
            "INSPECT_TOP", "INSPECT_TOP_LIMIT", "N_PREDICT", "PROBABILITY", "REPEAT", "SECONDS", "SEED", "SPEED",
            "SPEED_MAX", "SPEED_MIN", "Speed", "TEMPERATURE", "TERMINAL_CELLS", "THREADS", "Whole", "speed_value",
            "whole"]
