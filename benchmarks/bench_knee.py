@@ -5,7 +5,7 @@ in one run.
 For each case (pair x drafter):
 
 1. the batched curve on the pair (``spectui.analysis.batch_knee.cached_or_measure``: B = 1, 2, 4, ... 16 sequences
-   of k + 1 tokens, and of 1 token) and the step costs (``spectui.analysis.server_steps``: prompt chunks on
+   of k + 1 tokens, and of 1 token) and the step costs (``spectui.analysis.step_costs``: prompt chunks on
    both models, one row's sampling) with the models loaded by spectui, then released;
 2. llama-server with ``-np <max concurrency>`` twice: the target alone (the baseline) and with speculation
    (``-md DRAFT --spec-type draft-simple`` or ``--spec-type ngram-simple`` for prompt lookup), each ``-c``
@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from spectui.analysis import batch_knee as bk  # noqa: E402
-from spectui.analysis import server_steps  # noqa: E402
+from spectui.analysis import knee_text as kt  # noqa: E402
+from spectui.analysis import step_costs  # noqa: E402
 from spectui.bench.concurrency import predicted, report_lines, sweep  # noqa: E402
 from spectui.bench.server_shape import predict_on_steps, prediction_lines  # noqa: E402
 from spectui.bench.datasets import load_prompts  # noqa: E402
@@ -107,7 +108,7 @@ def curve_for(target: Path, draft: Path, drafter: str, seqs: int, k: int, thread
     eng = Engine(str(target), str(draft) if drafter == bk.DRAFTER_MODEL else None, n_ctx=1024, threads=threads)
     try:
         curve = bk.cached_or_measure(eng, max_seqs=seqs, ks=(k,), repeats=repeats)
-        return curve, server_steps.cached_or_measure(eng, repeats=repeats)
+        return curve, step_costs.cached_or_measure(eng, repeats=repeats)
     finally:
         eng.close()
 
@@ -178,9 +179,9 @@ def step(kn) -> float:
 def print_case(r: dict) -> None:
     print(f"\n== {r['case']}: {r['target']}" + (f" + {r['draft']}" if r["draft"] else " (prompt lookup)"))
     print(f"batched curve (spectui probe --batched{'' if not r['curve'].cached else ', cached'}):")
-    for ln in bk.table(r["curve"], None)[1:]:
+    for ln in kt.table(r["curve"], None)[1:]:
         print("  " + ln)
-    for ln in server_steps.table(r["steps"]):
+    for ln in step_costs.table(r["steps"]):
         print("  " + ln)
     for ln in report_lines(r["sweep"], r["pred"]):
         print(ln)

@@ -178,3 +178,24 @@ def test_every_allowed_private_read_is_still_there():
 def test_no_import_loop_lazy_imports_included():
     loops = import_loops(import_graph(PACKAGE))
     assert not loops, f"modules that import each other (move what they share into its own module): {loops}"
+
+
+def hand_written_error_lines(root: Path = PACKAGE) -> list[str]:
+    """``path:line`` of every string (or f-string) outside contract/errors.py that starts a ``spectui: error:``
+    line itself instead of going through ``contract.errors`` (fail / echo_error: the one escaping rule)."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() == "contract/errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            first = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                    first.value.startswith("spectui: error:"):
+                out.append(f"{path.relative_to(root).as_posix()}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_every_error_line_goes_through_the_one_rule(tmp_path):
+    (tmp_path / "m.py").write_text('import click\nclick.echo(f"spectui: error: {x}", err=True)\n')
+    assert hand_written_error_lines(tmp_path) == ["m.py:2"]
+    assert hand_written_error_lines() == []

@@ -360,6 +360,12 @@ class AttachStats:
             self.order.append(key)
 
     def update(self, ev: Any) -> None:
+        """Take one event of an attach session, in order (live, or a recorded attach trace).
+
+        Args:
+            ev: a scrape (its counters' deltas make the windows), a request's start, chunk or end; the rest
+                is ignored.
+        """
         if isinstance(ev, MetricsScraped):
             self._scrape(ev)
         elif isinstance(ev, RequestStarted):
@@ -475,6 +481,11 @@ class AttachStats:
         return tuple(out)
 
     def snapshot(self) -> AttachSnapshot:
+        """The figures so far, immutable: per engine the last interval's window and the session's.
+
+        Returns:
+            An AttachSnapshot: the attach TUI, the headless lines and the JSON all read this one.
+        """
         interval = [self.interval[k] for k in self.order if k in self.interval]
         session = [self.session[k] for k in self.order if k in self.session]
         return AttachSnapshot(

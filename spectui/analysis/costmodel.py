@@ -41,7 +41,8 @@ Where the numbers come from (each figure says whether it was measured or extrapo
   asked for drafts (passes in ``draft_stops``; a pass that stopped before its first draft paid the draft
   model too) minus that slope times the drafts per such pass; without a calibration, the run's mean per
   drafted token and no fixed part.
-- verify time: measured means by batch size (the snapshot's ``verify_ms_by_k``, the target's single
+- verify time (``analysis.verify_time``): measured means by batch size (the snapshot's ``verify_ms_by_k``,
+  the target's single
   decode ``target_decode_ms`` for k = 0, and any figures measured on demand and passed in as
   ``verify_ms_by_k``). Gaps between measured sizes are interpolated linearly between the neighbours;
   sizes beyond the largest measured one are extrapolated along a least-squares line fitted to all
@@ -64,16 +65,12 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from .stats import StatsSnapshot
+from .verify_time import SRC_CURVE, SRC_RUN, verify_sources
 from .wording import LOSES, WINS, outcome
 
 K_MAX = 16
 TAIL_POSITIONS = 3  # conditional rates averaged for the extrapolated tail
 
-# where each verify time came from (Prediction.verify_source_by_k)
-SRC_RUN = "run"  # measured in this run (or passed in as measured)
-SRC_CURVE = "probe"  # the hardware's measured curve, scaled to the run's level
-SRC_INTERPOLATED = "interpolated"
-SRC_EXTRAPOLATED = "extrapolated"
 
 
 @dataclass(frozen=True)
@@ -159,16 +156,31 @@ def expected_tokens_per_pass(rates: Sequence[float], k: int) -> float:
 
 
 def leviathan(a: float, k: int) -> float:
-    """Expected tokens per pass with a constant per-draft acceptance a: (1 - a^(k+1)) / (1 - a)."""
+    """Expected tokens per pass with a constant per-draft acceptance a: (1 - a^(k+1)) / (1 - a).
+
+    Args:
+        a: the per-draft acceptance, 0..1.
+        k: the draft length.
+
+    Returns:
+        Leviathan et al.'s expected tokens per pass (k + 1 at a = 1).
+    """
     if a >= 1.0:
         return float(k + 1)
     return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
 def break_even_acceptance(ratio: float, k: int) -> float | None:
-    """Leviathan's inverse: the constant per-draft acceptance a with leviathan(a, k) == ratio, i.e. what a
-    k-draft pass costing ``ratio`` target decodes needs to break even. 0 when ratio <= 1 (any accepted draft
-    pays), None when even a = 1 (k + 1 tokens) is not enough."""
+    """Leviathan's inverse: the constant per-draft acceptance a with leviathan(a, k) == ratio.
+
+    Args:
+        ratio: what a k-draft pass costs, in target decodes.
+        k: the draft length.
+
+    Returns:
+        The acceptance the pass needs to break even: 0 when ratio <= 1 (any accepted draft pays), None when
+        even a = 1 (k + 1 tokens) is not enough.
+    """
     if ratio <= 1.0:
         return 0.0
     if ratio > k + 1:
@@ -264,133 +276,29 @@ def drafted_length(cont: Sequence[float], k: int) -> tuple[float, list[float]]:
     return sum(reach[1:]), probs
 
 
-def verify_curve(
-    points: Mapping[int, float], k_max: int, curve: Mapping[int, float] | None = None
-) -> tuple[list[float], list[bool], str]:
-    """Verify ms for k = 0..k_max from measured {k: ms}, and the hardware's curve when given (see the
-    module docstring). Returns (ms by k, measured-in-the-run by k, note)."""
-    out, sources, note = verify_sources(points, k_max, curve)
-    return out, [src == SRC_RUN for src in sources], note
-
-
-def curve_scale(points: Mapping[int, float], base: Sequence[float]) -> tuple[float, list[int]]:
-    """The run's level relative to a curve: sum of measured ms / sum of the curve's ms at the same k
-    (k within the curve); 1.0 when nothing is shared. Also the shared k."""
-    common = sorted(k for k, ms in points.items() if 0 <= k < len(base) and ms > 0 and base[k] > 0)
-    if not common:
-        return 1.0, []
-    return sum(points[k] for k in common) / sum(base[k] for k in common), common
-
-
-def verify_sources(
-    points: Mapping[int, float], k_max: int, curve: Mapping[int, float] | None = None
-) -> tuple[list[float], list[str], str]:
-    """Verify ms for k = 0..k_max and where each came from (SRC_*), and the note."""
-    pts = {int(k): float(ms) for k, ms in points.items() if ms > 0 and k >= 0}
-    cur = {int(k): float(ms) for k, ms in (curve or {}).items() if ms > 0 and k >= 0}
-    if cur:
-        base, _, _ = _straight_curve(cur, k_max)
-        scale, common = curve_scale(pts, base)
-        top = max(cur)
-        out, src = [], []
-        for k in range(k_max + 1):
-            if k in pts:
-                out.append(pts[k])
-                src.append(SRC_RUN)
-            else:
-                out.append(base[k] * scale)
-                src.append(SRC_CURVE if k <= top else SRC_EXTRAPOLATED)
-        note = f"verify time from the probe's curve (k=0..{top})"
-        if common:
-            note += (f", scaled x{scale:.2f} to this run's level (measured here at k="
-                     f"{','.join(str(k) for k in common)})")
-        if k_max > top:
-            note += f"; k>{top} extrapolated along the curve's least-squares line"
-        return out, src, note
-    out, meas, note = _straight_curve(pts, k_max)
-    src = []
-    top = max(pts) if pts else -1
-    for k in range(k_max + 1):
-        if meas[k]:
-            src.append(SRC_RUN)
-        elif len(pts) > 1 and min(pts) < k < top:
-            src.append(SRC_INTERPOLATED)
-        else:
-            src.append(SRC_EXTRAPOLATED)
-    return out, src, note
-
-
-def _straight_curve(points: Mapping[int, float], k_max: int) -> tuple[list[float], list[bool], str]:
-    """Measured points, linear interpolation between them and a least-squares line beyond."""
-    pts = sorted((int(k), float(ms)) for k, ms in points.items() if ms > 0 and k >= 0)
-    if not pts:
-        return [0.0] * (k_max + 1), [False] * (k_max + 1), "no verify time measured yet"
-    ks = [k for k, _ in pts]
-    ms = [m for _, m in pts]
-    if len(pts) == 1:
-        k0, m0 = pts[0]
-        out = [m0] * (k_max + 1)
-        flags = [k == k0 for k in range(k_max + 1)]
-        return out, flags, f"only k={k0} measured: verify time assumed flat ({m0:.0f} ms) for every k"
-    n = len(pts)
-    mk = sum(ks) / n
-    mm = sum(ms) / n
-    sxx = sum((k - mk) ** 2 for k in ks)
-    slope = sum((k - mk) * (m - mm) for k, m in pts) / sxx if sxx else 0.0
-    slope = max(0.0, slope)
-    known = dict(pts)
-    out: list[float] = []
-    flags: list[bool] = []
-    for k in range(k_max + 1):
-        if k in known:
-            out.append(known[k])
-            flags.append(True)
-            continue
-        flags.append(False)
-        if k > ks[-1]:
-            out.append(ms[-1] + slope * (k - ks[-1]))
-        elif k < ks[0]:
-            out.append(max(0.5 * ms[0], ms[0] - slope * (ks[0] - k)))
-        else:
-            hi = next(i for i, kk in enumerate(ks) if kk > k)
-            k_lo, k_hi = ks[hi - 1], ks[hi]
-            m_lo, m_hi = ms[hi - 1], ms[hi]
-            out.append(m_lo + (m_hi - m_lo) * (k - k_lo) / (k_hi - k_lo))
-    measured = ",".join(str(k) for k in ks)
-    note = (
-        f"verify time measured for k={measured}; gaps interpolated, k>{ks[-1]} extrapolated along a "
-        f"least-squares line ({slope:.1f} ms per extra token)"
-    )
-    return out, flags, note
-
-
-def predict_from(
-    rates: Sequence[float],
-    rate_weights: Sequence[float],
-    verify_points: Mapping[int, float],
-    draft_ms_per_token: float,
-    other_ms_per_pass: float = 0.0,
-    *,
-    k_max: int = K_MAX,
-    current_k: int | None = None,
-    draft_ms_fixed: float = 0.0,
-    curve: Mapping[int, float] | None = None,
-    continue_rates: Sequence[float] | None = None,
-    continue_weights: Sequence[float] | None = None,
-    draft_stop_cause: str = "",
-) -> Prediction:
+def predict_from(rates: Sequence[float], rate_weights: Sequence[float], verify_points: Mapping[int, float],
+                 draft_ms_per_token: float, other_ms_per_pass: float = 0.0, *, k_max: int = K_MAX,
+                 current_k: int | None = None, draft_ms_fixed: float = 0.0, curve: Mapping[int, float] | None = None,
+                 continue_rates: Sequence[float] | None = None, continue_weights: Sequence[float] | None = None,
+                 draft_stop_cause: str = "") -> Prediction:
     """The model itself, from plain numbers (``predict`` and the auto-k policy feed it).
 
-    ``continue_rates`` / ``continue_weights``: the measured continuation c_i of drafting (positions 1..)
-    and their sample weights; None or empty: every pass drafts the k asked for (see the module
-    docstring). ``draft_stop_cause``: why drafting stops early ("p_min", "no_match"), for the advice.
+    Args:
+        rates: the measured per-position acceptance (vLLM's r_i, positions 1..), rate_weights their samples.
+        verify_points: measured verify ms {k: ms} (a batch of k + 1 tokens).
+        draft_ms_per_token, draft_ms_fixed: drafting k tokens costs ``draft_ms_fixed + k * draft_ms_per_token``
+            (the fixed part: a pass's first draft decode beyond a back-to-back one; on the Qwen pair
+            11.5 + 18.2 k ms); other_ms_per_pass: the loop's own bookkeeping.
+        k_max: predict k = 0..k_max; current_k: the draft length in force, marked in the advice.
+        curve: the hardware's measured verify ms by k, e.g. ``ProbeResult.curve``; it fills every k the run
+            has not measured (see the module docstring).
+        continue_rates: the measured continuation c_i of drafting (positions 1..), continue_weights their
+            samples; None or empty: every pass drafts the k asked for.
+        draft_stop_cause: why drafting stops early ("p_min", "no_match"), for the advice.
 
-    ``curve``: the hardware's measured verify ms by k (batch k + 1), e.g. ``ProbeResult.curve``; it
-    fills every k the run has not measured (see the module docstring).
-
-    Drafting k tokens costs ``draft_ms_fixed + k * draft_ms_per_token`` (k > 0): the fixed part is
-    what a pass's first draft decode costs beyond a back-to-back one (measured on the Qwen pair: draft
-    time per pass = 11.5 + 18.2 k ms for k = 1..8, the target's pass having just run).
+    Returns:
+        The Prediction: tokens/s, tokens per pass and costs by k, the best k, where each figure came from, and
+        the advice.
     """
     if k_max < 0:
         raise ValueError("k_max must be >= 0")
@@ -401,25 +309,10 @@ def predict_from(
     other = max(0.0, float(other_ms_per_pass))
     cw = continue_weights if continue_weights is not None else [1.0] * len(continue_rates or ())
     c, c_meas, c_note = fill("continuation", continue_rates or (), cw, k_max)
-    reach: list[float] = []  # prod a_j: accepted given drafted (vLLM's per-position rate)
-    yield_reach: list[float] = []  # prod c_j * a_j: drafted and accepted
-    r = ry = 1.0
-    for x, cx in zip(a, c):
-        r *= x
-        ry *= cx * x
-        reach.append(r)
-        yield_reach.append(ry)
+    reach, yield_reach = _reaches(a, c)
     tpp = [1.0 + sum(yield_reach[:k]) for k in range(k_max + 1)]
     fixed = max(0.0, float(draft_ms_fixed))
-    drafted: list[float] = []
-    v_exp: list[float] = []
-    for k in range(k_max + 1):
-        dl, probs = drafted_length(c, k)
-        drafted.append(dl)
-        ev = 0.0
-        for ln, pr in enumerate(probs):
-            ev += pr * v[ln]
-        v_exp.append(ev)
+    drafted, v_exp = _drafted_and_verify(c, v, k_max)
     ms = [(fixed + drafted[k] * d if k > 0 else 0.0) + v_exp[k] + other for k in range(k_max + 1)]
     ready = ms[0] > 0
     tps = [1000.0 * t / m if m > 0 else 0.0 for t, m in zip(tpp, ms)]
@@ -444,6 +337,34 @@ def predict_from(
     return _with_advice(pred, bool(rates))
 
 
+def _reaches(a: Sequence[float], c: Sequence[float]) -> tuple[list[float], list[float]]:
+    """By draft position: prod a_j, accepted given drafted (vLLM's per-position rate), and prod c_j * a_j,
+    drafted and accepted."""
+    reach: list[float] = []
+    yield_reach: list[float] = []
+    r = ry = 1.0
+    for x, cx in zip(a, c):
+        r *= x
+        ry *= cx * x
+        reach.append(r)
+        yield_reach.append(ry)
+    return reach, yield_reach
+
+
+def _drafted_and_verify(c: Sequence[float], v: Sequence[float], k_max: int) -> tuple[list[float], list[float]]:
+    """By k asked for: the expected drafted length D(k) and the expected verify ms E[verify_ms(L)]."""
+    drafted: list[float] = []
+    v_exp: list[float] = []
+    for k in range(k_max + 1):
+        dl, probs = drafted_length(c, k)
+        drafted.append(dl)
+        ev = 0.0
+        for ln, pr in enumerate(probs):
+            ev += pr * v[ln]
+        v_exp.append(ev)
+    return drafted, v_exp
+
+
 def _with_advice(p: Prediction, have_rates: bool) -> Prediction:
     return replace(p, advice=advice(p, have_rates))
 
@@ -464,7 +385,15 @@ def _drafts_clause(p: Prediction, k: int) -> str:
 
 def advice(p: Prediction, have_rates: bool = True) -> str:
     """One plain sentence: what speculation costs here and which k wins (and, when drafting stops before
-    the k asked for, how many drafts a pass of that k makes and why)."""
+    the k asked for, how many drafts a pass of that k makes and why).
+
+    Args:
+        p: the prediction.
+        have_rates: whether any acceptance was measured (else the sentence says to draft a few passes).
+
+    Returns:
+        The sentence (with no timings yet: that there is nothing to predict).
+    """
     if not p.ready:
         return "no timings measured yet: nothing to predict"
     t0 = p.target_decode_ms
@@ -518,13 +447,20 @@ def predict(
 ) -> Prediction:
     """Predict tokens/s for k = 0..k_max from a statistics snapshot.
 
-    ``verify_ms_by_k``: extra measured verify times {k: ms} (e.g. from ``engine.measure_verify_ms``);
-    they override the snapshot's means for the same k. ``current_k``: the draft length in force (marked
-    in the advice); when None, the most used k of the run. ``draft_ms_per_token``: override (e.g. the
-    start event's calibration ``draft_decode_ms`` before any draft was made). ``curve``: the hardware's
-    verify ms by k from ``spectui probe`` (``ProbeResult.curve``), used for every k the run has not
-    measured instead of the straight-line extrapolation. Drafting that stops before k (--draft-p-min,
-    short n-gram matches) comes from ``draft_continue_by_position`` and ``draft_stops``.
+    Args:
+        snapshot: the run's statistics (``RunStats.snapshot``, ``compute``); drafting that stops before k
+            (--draft-p-min, short n-gram matches) comes from its continuation and draft stops.
+        k_max: predict k = 0..k_max.
+        verify_ms_by_k: extra measured verify times {k: ms} (e.g. from ``engine.measure_verify_ms``); they
+            override the snapshot's means for the same k.
+        current_k: the draft length in force (marked in the advice); when None, the most used k of the run.
+        draft_ms_per_token: override (e.g. the start event's calibration ``draft_decode_ms`` before any
+            draft was made).
+        curve: the hardware's verify ms by k from ``spectui probe`` (``ProbeResult.curve``), used for every
+            k the run has not measured instead of the straight-line extrapolation.
+
+    Returns:
+        The Prediction (``predict_from``).
     """
     points: dict[int, float] = {}
     if snapshot.target_decode_ms > 0:

@@ -73,11 +73,7 @@ EWMAs per batch size, counters), bounded by ``K_LIMIT`` positions, so memory sta
 A mode switched back on resumes where it left off (the cost model has kept learning meanwhile); the
 schedule starts again from ``settings.draft_max``, as a fresh HF schedule does.
 
-``schedule`` (``SchedulePolicy``): Hugging Face transformers' "heuristic" schedule for assistant models
-(``num_assistant_tokens_schedule="heuristic"``): +2 after a pass whose drafts were all accepted, -1
-otherwise, kept within 1..32. It starts at ``settings.draft_max`` when that is >= 1, else at 5 (HF
-starts at 20, far too long for a CPU where verifying is not free). It never chooses 0: this is the
-comparison baseline, not an advisor.
+``schedule``: ``SchedulePolicy`` (spectui/analysis/schedule_policy.py), Hugging Face's heuristic schedule.
 
 Imports nothing of the UI.
 """
@@ -89,10 +85,12 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from .costmodel import K_MAX, Prediction, predict_from
+from .schedule_policy import SchedulePolicy
+from ..contract.draft_length import DRAFT_MAX_LIMIT, clamp_draft_length
 from ..contract.errors import SpectuiError
 from ..contract.events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
 
-K_LIMIT = 32  # the engine's draft length range is 0..32
+K_LIMIT = DRAFT_MAX_LIMIT  # the draft length range, 0..32 (the one rule: contract.draft_length)
 
 ACC_DECAY = 0.97  # weight kept by older acceptance observations of a position at each new one
 PRIOR_RATE = 0.6
@@ -348,25 +346,16 @@ class CostPolicy:
     # ------------------------------------------------------------ choosing
     def choose(self, settings: Settings) -> int:
         k, why = self._choose(settings)
-        self.last_choice = max(0, min(K_LIMIT, k))
+        self.last_choice = clamp_draft_length(k)
         self.last_reason = why
         return self.last_choice
 
     def _choose(self, settings: Settings) -> tuple[int, str]:
         if settings.drafter == "none":
             return 0, "no drafter"
-        if self.curve:
-            # the hardware's curve settles it before any draft when no plausible acceptance pays; the
-            # verdict is re-evaluated every CURVE_RECHECK passes (timings drift slowly; the model is not free)
-            if self.n_decode_passes >= self._curve_check_at:
-                bound = self.bound_prediction(PLAUSIBLE_RATE)
-                self._curve_hopeless = bound.ready and bound.best_k == 0
-                self._curve_check_at = self.n_decode_passes + (CURVE_RECHECK if self._curve_hopeless else 1)
-                if self._curve_hopeless:
-                    self.last_prediction = bound
-            if self._curve_hopeless:
-                return 0, (f"speculation loses: even {PLAUSIBLE_RATE:.0%} acceptance at every draft cannot pay "
-                           "(probe's curve): k = 0")
+        if self.curve and self._curve_hopeless_now():
+            return 0, (f"speculation loses: even {PLAUSIBLE_RATE:.0%} acceptance at every draft cannot pay "
+                       "(probe's curve): k = 0")
         if self.warmup_left > 0:
             self.warmup_left -= 1
             return min(WARMUP_K, self.k_max), "warm-up: measuring acceptance"
@@ -380,20 +369,7 @@ class CostPolicy:
             return min(WARMUP_K, self.k_max), "no timings yet"
         best = pred.best_k
         if self.probing:  # the probe pass has been observed: judge it
-            self.probing = False
-            if best == 0:
-                k0 = self._k0_pass_ms()
-                per_skipped = self.probe_cost_ms / max(1, self.probe_skipped)
-                if k0 <= 0 or per_skipped >= PROBE_BUDGET * k0:
-                    # the probe's cost grows with the text skipped (the draft model catches up on it), so
-                    # no interval keeps it within budget: probe as rarely as allowed
-                    budget = PROBE_MAX
-                else:
-                    budget = int(self.probe_cost_ms / (PROBE_BUDGET * k0))
-                self.probe_every = min(PROBE_MAX, max(self.probe_every * 2, budget))
-            else:
-                self.probe_every = FIRST_PROBE
-            self.next_probe = n + self.probe_every
+            self._judge_probe(best, n)
         if best > 0:
             self.best_positive_k = best
             self.probe_every = FIRST_PROBE
@@ -402,6 +378,39 @@ class CostPolicy:
                 self.next_probe = n + PROBE_MIN
                 return best + 1, f"probe: measuring k = {best + 1}"
             return best, f"best predicted k = {best}"
+        return self._choose_at_zero(n)
+
+    def _curve_hopeless_now(self) -> bool:
+        """The hardware's curve settles it before any draft when no plausible acceptance pays; the verdict is
+        re-evaluated every CURVE_RECHECK passes (timings drift slowly; the model is not free)."""
+        if self.n_decode_passes >= self._curve_check_at:
+            bound = self.bound_prediction(PLAUSIBLE_RATE)
+            self._curve_hopeless = bound.ready and bound.best_k == 0
+            self._curve_check_at = self.n_decode_passes + (CURVE_RECHECK if self._curve_hopeless else 1)
+            if self._curve_hopeless:
+                self.last_prediction = bound
+        return self._curve_hopeless
+
+    def _judge_probe(self, best: int, n: int) -> None:
+        """After a probe pass: the next is far off while k = 0 wins (PROBE_BUDGET), near when drafting pays."""
+        self.probing = False
+        if best == 0:
+            k0 = self._k0_pass_ms()
+            per_skipped = self.probe_cost_ms / max(1, self.probe_skipped)
+            if k0 <= 0 or per_skipped >= PROBE_BUDGET * k0:
+                # the probe's cost grows with the text skipped (the draft model catches up on it), so
+                # no interval keeps it within budget: probe as rarely as allowed
+                budget = PROBE_MAX
+            else:
+                budget = int(self.probe_cost_ms / (PROBE_BUDGET * k0))
+            self.probe_every = min(PROBE_MAX, max(self.probe_every * 2, budget))
+        else:
+            self.probe_every = FIRST_PROBE
+        self.next_probe = n + self.probe_every
+
+    def _choose_at_zero(self, n: int) -> tuple[int, str]:
+        """The model predicts k = 0 best: explore while that is not yet certain, else stay at k = 0 and
+        re-probe now and then."""
         # when even drafts that are always accepted could not pay (verify and drafting cost more than
         # the tokens they yield), acceptance does not matter: no more exploring
         hopeless = self.bound_prediction().best_k == 0
@@ -431,38 +440,17 @@ class CostPolicy:
         return 0, "speculation loses: k = 0"
 
 
-@dataclass
-class SchedulePolicy:
-    """Hugging Face's heuristic schedule: +2 after a fully accepted pass, -1 otherwise (1..32)."""
-
-    name: str = "schedule"
-    k: int | None = None
-    last_choice: int = 0
-    last_reason: str = ""
-    last_prediction: Prediction | None = None
-
-    def observe(self, event: Event) -> None:
-        if isinstance(event, RunStarted):
-            self.k = None
-        elif isinstance(event, PassEvent) and not event.prefill and event.k > 0 and self.k is not None:
-            full = len(event.drafts) == event.k and event.n_accepted == event.k
-            self.k = min(K_LIMIT, self.k + 2) if full else max(1, self.k - 1)
-
-    def choose(self, settings: Settings) -> int:
-        if self.k is None:
-            self.k = settings.draft_max if settings.draft_max >= 1 else 5
-            self.k = max(1, min(K_LIMIT, self.k))
-        if settings.drafter == "none":
-            self.last_choice, self.last_reason = 0, "no drafter"
-            return 0
-        self.last_choice, self.last_reason = self.k, "schedule (+2 after a fully accepted pass, -1 otherwise)"
-        return self.k
-
-
 def make_policy(mode: str | None, curve: Mapping[int, float] | None = None):
-    """A fresh policy for ``mode`` ("cost" or "schedule"; "auto" means "cost"). ``curve``: the target's
-    verify ms by k on this machine (``ProbeResult.curve``) for the cost policy; when None, the policy
-    takes the run's own at RunStarted (``RunStarted.probe``), if it has one."""
+    """A fresh policy for one mode.
+
+    Args:
+        mode: "cost" or "schedule" (``Settings.auto``; "auto" means "cost", any other is a SpectuiError).
+        curve: the target's verify ms by k here (``ProbeResult.curve``) for the cost policy; when None, the
+            run's own at RunStarted (``RunStarted.probe``), if it has one.
+
+    Returns:
+        A CostPolicy or a SchedulePolicy: ``observe(event)`` every event, ``choose(settings)`` a pass's k.
+    """
     if mode == "auto":
         mode = "cost"
     if mode == "cost":
@@ -482,6 +470,7 @@ class PolicyByMode:
         self._active: str | None = None  # the mode that chose the last pass (None: a fixed k did)
 
     def observe(self, event: Event) -> None:
+        """Every event the run emits, in order: each mode's policy learns from all (RunStarted: afresh)."""
         if isinstance(event, RunStarted) or not self.policies:
             self.policies = {m: make_policy(m, self.curve) for m in AUTO_MODES}
             self._active = None
@@ -491,6 +480,7 @@ class PolicyByMode:
             policy.observe(event)
 
     def choose(self, settings: Settings) -> int:
+        """The next pass's k (0..32), asked of the policy of ``settings.auto``."""
         mode = "cost" if settings.auto == "auto" else settings.auto
         if mode not in AUTO_MODES:
             raise SpectuiError(f"unknown automatic draft-length mode {mode!r}; use one of: {', '.join(AUTO_MODES)}")

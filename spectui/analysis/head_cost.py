@@ -136,7 +136,17 @@ def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
 
 def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None) -> HeadCost:
-    """The head's cost on this machine: from the cache (same models, threads, machine, head, k), or measured."""
+    """The head's cost on this machine: from the cache (same models, threads, machine, head, k), or measured.
+
+    Args:
+        engine: the loaded engine with its head (``--head``, ``--drafter mtp``).
+        k: the draft length a step is measured at; repeats: measured rounds (the median is kept).
+        refresh: measure again even when a cached result exists; directory: the cache folder.
+        warn: gets the one-line messages (a corrupt cache file).
+
+    Returns:
+        The HeadCost: each drafter's step beside one target decode.
+    """
     from .machine import cache_path  # noqa: PLC0415
 
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
@@ -157,7 +167,14 @@ def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, di
 
 
 def render(c: HeadCost) -> str:
-    """The lines ``spectui probe`` prints under its curve: each drafter's step beside one target decode."""
+    """The lines ``spectui probe`` prints under its curve: each drafter's step beside one target decode.
+
+    Args:
+        c: the head's measured cost.
+
+    Returns:
+        The lines, joined.
+    """
     src = "cached" if c.cached else f"measured now in {c.wall_s:.2f} s"
     lines = [f"draft step cost, k={c.k} ({src}; median of {c.repeats} at {c.context_tokens} tokens of context; "
              f"load {c.loadavg[0]:.2f}):"]

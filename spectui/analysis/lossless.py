@@ -87,8 +87,17 @@ class GreedyCheck:
 
 def check(spec: Sequence[int], ref: Sequence[int], ref_margins: Sequence[float],
           threshold: float = UNMEASURED_MARGIN) -> GreedyCheck:
-    """Compare ``spec`` with the greedy reference ``ref``: where they part, and whether the reference's margin
-    there is within ``threshold`` (the measured noise)."""
+    """Compare a speculative run's tokens with the greedy reference's.
+
+    Args:
+        spec: the speculative run's token ids.
+        ref: the target alone's greedy token ids; ref_margins: its top-two margin at each (``margins_of``).
+        threshold: the near-tie threshold (the measured noise, ``NoiseResult.threshold``).
+
+    Returns:
+        The GreedyCheck: equal, or where they part and whether the reference's margin there is within the
+        threshold (a near tie: the kernels' noise, not speculation).
+    """
     tie = first_near_tie(ref_margins, threshold)
     n = min(len(ref), len(spec))
     diff = next((i for i in range(n) if spec[i] != ref[i]), -1)

@@ -159,7 +159,17 @@ class NoiseResult(CachedRecord):
 
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_TOKENS,
             progress: Callable[[str], None] | None = None) -> NoiseResult:
-    """Measure on a loaded ``Engine`` (between runs): batch sizes 2..max_batch."""
+    """Measure on a loaded ``Engine`` (between runs): batch sizes 2..max_batch.
+
+    Args:
+        engine: the loaded engine (its target's numerics are measured).
+        max_batch: the largest verify batch compared with one-at-a-time decoding.
+        n_tokens: tokens decoded, one at a time and in batches.
+        progress: told how far it is.
+
+    Returns:
+        The NoiseResult (not cached: ``cached_or_measure`` stores it).
+    """
     load0 = load_average()
     m = measure_noise(engine, range(2, max_batch + 1), n_tokens, progress=progress)
     load1 = load_average()
@@ -209,7 +219,16 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: i
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None) -> NoiseResult:
     """The noise for this engine's target here: from the cache, or measured now and stored. The figures are
-    numerics, not times: the machine's load does not change them (it is recorded, not judged)."""
+    numerics, not times: the machine's load does not change them (it is recorded, not judged).
+
+    Args:
+        engine, max_batch, n_tokens, progress: as ``measure``.
+        refresh: measure again even when a cached result exists; directory: the cache folder.
+        warn: gets the one-line messages (a corrupt cache file).
+
+    Returns:
+        The NoiseResult; ``threshold(k)`` is the near-tie threshold of a verify batch of k + 1.
+    """
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     n_tokens = fitting_tokens(engine, n_tokens)
     key, digest = cache_key(engine, max_batch, n_tokens)

@@ -50,7 +50,7 @@ from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
 from .cachefile import CachedRecord, loadavg_of
-from .costmodel import break_even_acceptance
+from .probe_verdict import ProbeVerdict, analyse
 from .machine import (
     DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
     machine_key, quiet_machine,
@@ -59,8 +59,6 @@ from .machine import (
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
 CHART_WIDTH = 48
-FLAT_MARGINAL = 0.15  # an extra verify token costing at most this share of a decode: memory-bound (flat)
-KERNEL_GAIN = 2.0  # a large batch computing this many tokens per decode time: idle compute exists
 
 
 class ProbeCacheError(SpectuiError):
@@ -86,23 +84,6 @@ def _model_from(d: dict) -> ModelInfo:
     if extra:
         raise TypeError(f"unexpected model fields {', '.join(extra)}")
     return ModelInfo(**d)
-
-
-@dataclass(frozen=True)
-class ProbeVerdict:
-    """What the figures mean for speculation (computed from a ProbeResult)."""
-
-    limit: str  # "memory" (flat curve), "kernels", "compute", "mixed"
-    limit_sentence: str
-    example_k: int  # the k the sentence speaks of (the easiest break-even when plausible, else 2)
-    break_even_tokens: float  # tokens a pass of example_k must yield to match the target alone
-    best_case_k: int  # the k with the highest speedup if every draft were accepted (0: none pays)
-    best_case_speedup: float  # that speedup (< 1: even perfect drafts lose)
-    acceptance_needed: float | None  # constant per-draft rate needed to break even at example_k (None: impossible)
-    min_acceptance: float | None  # the lowest per-draft rate that breaks even at any k (None: none does)
-    min_acceptance_k: int  # ... and its k (0: none)
-    pays_in_practice: bool  # min_acceptance <= autok.PLAUSIBLE_RATE
-    sentence: str
 
 
 @dataclass(frozen=True)
@@ -256,75 +237,6 @@ class ProbeResult(CachedRecord):
         )
 
 
-# ---------------------------------------------------------------- what the figures mean
-
-
-def analyse(r: ProbeResult) -> ProbeVerdict:
-    """The verdict from the figures: break-even acceptance by k, the best case, what limits verification."""
-    from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
-
-    c = r.cost_ratio if r.cost_ratio is not None else 0.0  # no draft model: prompt lookup (drafts ~free)
-    kmax = r.max_batch - 1
-    cost = {k: r.ratio(k + 1) + k * c for k in range(1, kmax + 1)}  # a pass of k, in decodes
-    speed = {k: (k + 1) / cost[k] for k in cost if cost[k] > 0}
-    best_k = max(speed, key=lambda k: (round(speed[k], 9), -k)) if speed else 0
-    best = speed.get(best_k, 0.0)
-    need_a = {k: break_even_acceptance(cost[k], k) for k in cost}
-    possible = {k: a for k, a in need_a.items() if a is not None}
-    k_min = min(possible, key=lambda k: (possible[k], k)) if possible else 0
-    a_min = possible.get(k_min)
-    practical = a_min is not None and a_min <= PLAUSIBLE_RATE
-    ex = k_min if practical else min(2, kmax)
-    need = cost.get(ex, 0.0)
-    a_need = need_a.get(ex)
-    # what limits verification
-    gain = r.decode_ms / r.per_token_ms if r.per_token_ms > 0 else 0.0  # tokens per decode time, large batch
-    small = min(3, r.max_batch)
-    marginal = (r.ratio(small) - 1.0) / (small - 1) if small > 1 else 0.0  # decodes per extra small-batch token
-    if marginal <= FLAT_MARGINAL:
-        limit = "memory"
-        limit_sentence = (
-            f"decoding is memory-bound here: each extra token in a small verify batch costs only {marginal:.2f} "
-            f"of a decode (the flat line), so verification is nearly free, as the lesson assumes")
-    elif gain >= KERNEL_GAIN:
-        limit = "kernels"
-        limit_sentence = (
-            f"the cores have idle compute (at batch {r.max_batch} a token costs {r.per_token_ms:.1f} ms, "
-            f"{gain:.1f} tokens in one decode's time), yet each extra token in a small verify batch costs "
-            f"{marginal:.2f} of a decode: llama.cpp's small-batch kernels, more than a lack of idle compute, "
-            f"make verification expensive")
-    elif gain < 1.3:
-        limit = "compute"
-        limit_sentence = (
-            f"decoding is compute-bound here: even at batch {r.max_batch} a token costs {r.per_token_ms:.1f} ms "
-            f"({1 / gain if gain else 0:.2f} of a decode), so there is no idle compute for verification to use")
-    else:
-        limit = "mixed"
-        limit_sentence = (
-            f"verification is partly compute-bound: at batch {r.max_batch} a token costs {r.per_token_ms:.1f} ms "
-            f"({gain:.1f} tokens per decode time) and each extra token in a small batch {marginal:.2f} of a decode")
-    who = "a draft token costs " + (f"{c:.2f} decodes" if r.cost_ratio is not None else "nothing (prompt lookup)")
-    head = (f"a verify of {ex + 1} tokens costs {r.ratio(ex + 1):.2f} decodes and {who}: a pass at k = {ex} "
-            f"must yield {need:.2f} tokens to break even")
-    if a_need is None:
-        head += f", more than the {ex + 1} it can yield"
-    else:
-        head += f" of the {ex + 1} it can yield (a per-draft acceptance of {a_need:.0%})"
-    if a_min is None:
-        tail = "; no k breaks even, not even with every draft accepted, so speculation cannot pay here"
-    elif not practical:
-        tail = (f"; the easiest break-even is k = {k_min} at {a_min:.1%} per draft, more than drafts reach in "
-                f"practice, so speculation {'with this draft ' if r.draft is not None else ''}cannot pay here")
-    else:
-        tail = (f"; speculation pays here once more than {a_min:.0%} of drafts are accepted (every draft "
-                f"accepted: {best:.2f}x at k = {best_k})")
-    sentence = head + tail + "; " + limit_sentence + "."
-    return ProbeVerdict(limit=limit, limit_sentence=limit_sentence, example_k=ex, break_even_tokens=need,
-                   best_case_k=best_k if best > 1.0 else 0, best_case_speedup=best, acceptance_needed=a_need,
-                   min_acceptance=a_min, min_acceptance_k=k_min, pays_in_practice=practical,
-                   sentence=sentence[0].upper() + sentence[1:])
-
-
 # ---------------------------------------------------------------- measuring
 
 
@@ -346,9 +258,18 @@ def _draft_decode_ms(engine, token: int) -> float:
 
 def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
             progress: Callable[[str], None] | None = None, stop=None) -> ProbeResult:
-    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring). ``stop``: a
-    RunControl whose ``stop()`` ends the measurement mid-decode (the engine's abort: the decode raises
-    ``spectui.engine.abort.DecodeAborted``, and nothing is measured)."""
+    """Measure the figures on a loaded ``Engine`` (between runs; see the module docstring).
+
+    Args:
+        engine: the loaded engine (its draft model's decode too, when it has one).
+        max_batch: the largest verify batch measured (2..64; capped to the context and the batch size).
+        repeats: measured rounds over every batch size (the median is kept); progress: told how far it is.
+        stop: a RunControl whose ``stop()`` ends the measurement mid-decode (the engine's abort: the decode
+            raises ``spectui.engine.abort.DecodeAborted``, and nothing is measured).
+
+    Returns:
+        The ProbeResult (not cached: ``cached_or_measure`` stores it).
+    """
     from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
     from ..contract.events import Settings  # noqa: PLC0415
@@ -439,10 +360,19 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     """The probe result for this engine on this machine: from the cache, or measured now (and stored).
 
     Its curve reaches auto k and the faces with the run: ``engine.run(..., probe=result.machine_probe())``.
-    ``warn`` gets the one-line messages (a corrupt cache file; a cached result measured
-    under load that is measured again because the machine is quiet now). ``now_quiet(threads)``: whether
-    the machine is quiet at this moment (default: the 1-min load average is at most threads + 0.5).
-    ``stop``: see ``measure`` (a stopped measurement caches nothing)."""
+
+    Args:
+        engine: the loaded engine; max_batch, repeats, progress, stop: as ``measure`` (a stopped measurement
+            caches nothing).
+        refresh: measure again even when a cached result exists; directory: the cache folder.
+        warn: gets the one-line messages (a corrupt cache file; a cached result measured under load that is
+            measured again because the machine is quiet now).
+        now_quiet: ``now_quiet(threads)``, whether the machine is quiet at this moment (default: the 1-min
+            load average is at most threads + 0.5).
+
+    Returns:
+        The ProbeResult, ``cached`` when it came from the cache.
+    """
     warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
     key, digest = cache_key(engine, max_batch)
     path = cache_path(digest, directory)
@@ -500,6 +430,14 @@ def chart(r: ProbeResult, width: int = CHART_WIDTH) -> list[str]:
 
 
 def render(r: ProbeResult) -> str:
+    """What ``spectui probe`` prints: the models and the machine, the figures, the chart, the verdict.
+
+    Args:
+        r: the probe result.
+
+    Returns:
+        The lines, joined; a model's, the CPU's and a cache file's words made visible.
+    """
     v = r.verdict()
     t = r.target
     out = []

@@ -31,7 +31,8 @@ Costs of a micro-batch of T tokens, o of them with logits: ``chunk(T) + excess(o
 the batched curve's B x n step (o = T = B n) minus the chunk of the same T. A decode or verify micro-batch the
 curve measured is priced exactly at its point. The draft model's evaluation of a batch costs its own
 ``chunk(T)``; a draft step of s slots its ``draft(s)`` from the curve. Between measured sizes the costs are
-interpolated linearly (beyond the largest, along the last two points).
+interpolated linearly (beyond the largest, along the last two points); a measured cost is taken as at most
+what any larger size cost (``monotone``: a busy machine only slows a sample).
 
 The acceptance is the level's own, as the decode-only prediction takes it: the rate whose Leviathan expectation
 is the level's tokens a drafted pass, and (prompt lookup) the share of passes that drafted. Expected values, no
@@ -43,77 +44,18 @@ No Textual imports.
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
-import sys
-import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..contract.errors import SpectuiError
-from ..contract.outputs import PROBE_CACHE
-from ..contract.prompt import DEFAULT_PROMPT
-from .cachefile import CachedRecord, loadavg_of
-from .machine import cache_key, cache_path, load_average
+from .step_costs import StepCosts
 from .costmodel import leviathan
 
-STEPS_VERSION = 1
 N_BATCH = 2048  # llama-server's default --batch-size (common.h n_batch)
 N_UBATCH = 512  # llama-server's default --ubatch-size (common.h n_ubatch)
 SIMILARITY = 0.1  # llama-server's default --slot-prompt-similarity
 CLIENT_GAP_MS = 2.0  # a finished request's client sends its next one this much later (loopback HTTP)
 MAX_STEPS = 2_000_000
-
-
-class StepsCacheError(SpectuiError):
-    """A server-steps cache file that cannot be read back (reported in one line, then measured again)."""
-
-
-@dataclass(frozen=True)
-class StepCosts(CachedRecord):
-    """Prompt-chunk costs on the target and the draft, and one row's sampling (``spectui.engine.step_probe``)."""
-
-    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = STEPS_VERSION, StepsCacheError, "server steps", PROBE_CACHE
-    RECORD_WHAT = "malformed server-steps costs"
-    chunks: tuple[int, ...]
-    target_chunk_ms: tuple[float, ...]
-    draft_chunk_ms: tuple[float, ...] = ()  # empty: no draft model
-    sample_ms: float = 0.0
-    threads: int = 0
-    context_tokens: int = 0
-    repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    cached: bool = False
-    cache_file: str = ""
-    version: int = STEPS_VERSION
-
-    def __post_init__(self) -> None:
-        if not self.chunks or list(self.chunks) != sorted(set(self.chunks)) or self.chunks[0] < 1:
-            raise ValueError("chunks must be increasing positive sizes")
-        if len(self.target_chunk_ms) != len(self.chunks) or (
-                self.draft_chunk_ms and len(self.draft_chunk_ms) != len(self.chunks)):
-            raise ValueError("one time per chunk size")
-        if any(not (x > 0) for x in (*self.target_chunk_ms, *self.draft_chunk_ms)) or not self.sample_ms >= 0:
-            raise ValueError("times must be positive")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        for k in ("chunks", "target_chunk_ms", "draft_chunk_ms", "loadavg"):
-            d[k] = list(d[k])
-        return d
-
-    @classmethod
-    def _from_checked(cls, d: dict) -> "StepCosts":
-        return cls(
-            chunks=tuple(int(x) for x in d["chunks"]), target_chunk_ms=tuple(float(x) for x in d["target_chunk_ms"]),
-            draft_chunk_ms=tuple(float(x) for x in d.get("draft_chunk_ms") or ()),
-            sample_ms=float(d.get("sample_ms", 0.0)), threads=int(d.get("threads", 0)),
-            context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)), loadavg=loadavg_of(d),
-            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
-        )
 
 
 # ---------------------------------------------------------------- interpolation
@@ -132,6 +74,18 @@ def interp(points: Sequence[tuple[float, float]], x: float) -> float:
     return max(0.0, y)
 
 
+def monotone(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A cost that cannot fall as the work grows, read from measurements that a busy machine only slows: each
+    point at most what any larger size cost (the running minimum from the largest), so one slowed sample
+    does not make a small step dearer than a large one."""
+    out: list[tuple[float, float]] = []
+    low = float("inf")
+    for x, y in sorted(points, reverse=True):
+        low = min(low, y)
+        out.append((x, low))
+    return out[::-1]
+
+
 @dataclass(frozen=True)
 class MicroBatch:
     seqs: int  # sequences in it
@@ -146,22 +100,22 @@ class ServerCosts:
         self.curve = curve
         self.steps = steps
         # chunk(T): a 1-token decode is the first point (one row of logits, like a chunk's last)
-        self._chunk_t = [(1.0, curve.plain(1))] + [(float(c), ms) for c, ms in zip(steps.chunks, steps.target_chunk_ms)
-                                                  if c > 1]
-        self._chunk_d = ([(1.0, curve.draft_step(1))] + [(float(c), ms) for c, ms in
-                                                         zip(steps.chunks, steps.draft_chunk_ms) if c > 1]
-                         if curve.has_draft and steps.draft_chunk_ms else [])
+        self._chunk_t = monotone([(1.0, curve.plain(1))] + [(float(c), ms) for c, ms in
+                                                            zip(steps.chunks, steps.target_chunk_ms) if c > 1])
+        self._chunk_d = monotone([(1.0, curve.draft_step(1))] + [(float(c), ms) for c, ms in
+                                                                 zip(steps.chunks, steps.draft_chunk_ms) if c > 1]
+                                 ) if curve.has_draft and steps.draft_chunk_ms else []
         ex: dict[int, list[float]] = {}
         uniform: dict[tuple[int, int], float] = {}
-        for i, b in enumerate(curve.seqs):
-            uniform[(b, 1)] = curve.plain_ms[i]
-            for k in curve.ks:
-                uniform[(b, k + 1)] = curve.verify_ms[k][i]
+        rows = {1: list(curve.plain_ms)} | {k + 1: list(curve.verify_ms[k]) for k in curve.ks}
+        for n, row in rows.items():
+            for b, ms in monotone(list(zip(map(float, curve.seqs), row))):
+                uniform[(int(b), n)] = ms
         for (b, n), ms in uniform.items():
             ex.setdefault(b * n, []).append(ms - interp(self._chunk_t, b * n))
         self._excess = [(1.0, 0.0)] + sorted((float(o), max(0.0, sum(v) / len(v))) for o, v in ex.items() if o > 1)
         self._uniform = uniform
-        self._draft_gen = [(float(b), curve.draft_step(b)) for b in curve.seqs] if curve.has_draft else []
+        self._draft_gen = monotone([(float(b), curve.draft_step(b)) for b in curve.seqs]) if curve.has_draft else []
 
     @property
     def has_draft(self) -> bool:
@@ -349,82 +303,113 @@ def simulate(costs: ServerCosts, w: Workload, spec: Speculation | None = None) -
     if spec is not None and spec.draft_model and not costs.has_draft:
         raise SpectuiError("the draft model's costs were not measured (no --draft)")
     slots = [_Slot(i) for i in range(w.slots)]
-    arrivals: list[tuple[float, int, int]] = [(0.0, i, i) for i in range(min(w.concurrency, len(w.requests)))]
-    next_req = len(arrivals)
+    clients = _Clients(w)
     t = 0.0
     res = SimResult(0.0, 0, 0, 0)
-    done = 0
-    while done < len(w.requests):
-        arrivals.sort()
-        while arrivals and arrivals[0][0] <= t:  # tasks are taken between steps
-            at, req, client = arrivals.pop(0)
-            prompt, p_tok, n_out = w.requests[req]
-            s = _take_slot(slots, prompt, p_tok, w)
-            if s is None:
-                arrivals.insert(0, (at, req, client))
-                break
-            s.state, s.request, s.prompt_left, s.made, s.target = "prompt", req, max(1, p_tok), 0.0, max(1, n_out)
-            s.arrived, s.client, s.last_prompt, s.passes = at, client, prompt, 0
-        busy = [s for s in slots if s.state != "idle"]
-        if not busy:
-            t = arrivals[0][0]
+    while clients.done < len(w.requests):
+        clients.admit(slots, t)
+        if not any(s.state != "idle" for s in slots):
+            t = clients.arrivals[0][0]
             continue
         res.steps += 1
         if res.steps > MAX_STEPS:
             raise SpectuiError("the server simulation did not finish (a level of more steps than it can replay)")
-        step_ms = 0.0
-        segments: list[Segment] = []
-        gains: dict[int, float] = {}
-        drafting: list[tuple[int, int]] = []
-        sampled = 0.0
-        for s in (x for x in slots if x.state == "generating"):
-            drafted = spec.drafts(s.target - int(s.made), s.passes, s.id) if spec is not None else 0
-            s.passes += 1
-            segments.append(Segment(s.id, 1 + drafted, outputs_all=True))
-            gains[s.id] = spec.gain(drafted) if spec is not None else 1.0
-            sampled += gains[s.id]
-            if drafted > 0 and spec is not None and spec.draft_model:
-                drafting.append((s.id, drafted))
-        room = w.n_batch - sum(x.tokens for x in segments)
-        for s in (x for x in slots if x.state == "prompt"):
-            if room <= 0:
-                break
-            n = min(s.prompt_left, room)
-            segments.append(Segment(s.id, n, outputs_all=False, output_last=n == s.prompt_left))
-            room -= n
-        # the drafts first: k steps of one token a drafting slot, cut into runs of consecutive slot ids
-        if drafting:
-            for j in range(max(d for _, d in drafting)):
-                ids = [sid for sid, d in drafting if d > j]
-                step_ms += sum(costs.draft_gen(n) for n in runs(ids))
-                sampled += len(ids)
-        mbs = split_equal(segments, w.n_ubatch)
-        res.micro_batches += len(mbs)
-        step_ms += sum(costs.target(mb) for mb in mbs)
-        if spec is not None and spec.draft_model:
-            step_ms += sum(costs.draft_eval(mb) for mb in mbs)
-        sampled += sum(1 for seg in segments if seg.output_last)
-        step_ms += sampled * costs.sample_ms
+        segments, gains, step_ms = _one_step(costs, w, spec, slots, res)
         t += step_ms
-        for seg in segments:
-            s = slots[seg.seq]
-            if s.state == "generating":
-                s.made += gains[s.id]
-            elif seg.output_last:  # the prompt is done: its first token sampled now
-                s.state, s.made, s.prompt_left = "generating", 1.0, 0
-                res.ttft_ms.append(t - s.arrived)
-            else:
-                s.prompt_left -= seg.tokens
-            if s.state == "generating" and s.made >= s.target:
-                res.tokens += s.target
-                res.ends_ms.append(t)
-                done += 1
-                s.state, s.t_last = "idle", t
-                if next_req < len(w.requests):
-                    arrivals.append((t + CLIENT_GAP_MS, next_req, s.client))
-                    next_req += 1
+        _after_step(slots, segments, gains, t, res, clients)
     res.wall_ms = t
     return res
+
+
+class _Clients:
+    """The bench's clients: c requests in flight, each client sending its next request a moment after its last
+    one ended, until the level's requests are all sent; ``done`` counts the ended ones."""
+
+    def __init__(self, w: Workload) -> None:
+        self.w = w
+        self.arrivals: list[tuple[float, int, int]] = [(0.0, i, i) for i in range(min(w.concurrency,
+                                                                                       len(w.requests)))]
+        self.next_req = len(self.arrivals)
+        self.done = 0
+
+    def admit(self, slots: list[_Slot], t: float) -> None:
+        """Requests that have arrived by ``t`` take free slots (tasks are taken between steps)."""
+        self.arrivals.sort()
+        while self.arrivals and self.arrivals[0][0] <= t:
+            at, req, client = self.arrivals.pop(0)
+            prompt, p_tok, n_out = self.w.requests[req]
+            s = _take_slot(slots, prompt, p_tok, self.w)
+            if s is None:
+                self.arrivals.insert(0, (at, req, client))
+                break
+            s.state, s.request, s.prompt_left, s.made, s.target = "prompt", req, max(1, p_tok), 0.0, max(1, n_out)
+            s.arrived, s.client, s.last_prompt, s.passes = at, client, prompt, 0
+
+    def ended(self, s: _Slot, t: float) -> None:
+        """``s``'s request ended at ``t``: its client sends the next request, if any is left."""
+        self.done += 1
+        if self.next_req < len(self.w.requests):
+            self.arrivals.append((t + CLIENT_GAP_MS, self.next_req, s.client))
+            self.next_req += 1
+
+
+def _one_step(costs: ServerCosts, w: Workload, spec: Speculation | None, slots: list[_Slot],
+              res: SimResult) -> tuple[list[Segment], dict[int, float], float]:
+    """One ``update_slots``: the generating slots' tokens and drafts, then prompts up to n_batch; its cost
+    (the draft steps, the target's micro-batches, the draft's evaluation of them, the rows sampled). Returns
+    (its segments, each generating slot's expected tokens, its ms)."""
+    segments: list[Segment] = []
+    gains: dict[int, float] = {}
+    drafting: list[tuple[int, int]] = []
+    sampled = 0.0
+    for s in (x for x in slots if x.state == "generating"):
+        drafted = spec.drafts(s.target - int(s.made), s.passes, s.id) if spec is not None else 0
+        s.passes += 1
+        segments.append(Segment(s.id, 1 + drafted, outputs_all=True))
+        gains[s.id] = spec.gain(drafted) if spec is not None else 1.0
+        sampled += gains[s.id]
+        if drafted > 0 and spec is not None and spec.draft_model:
+            drafting.append((s.id, drafted))
+    room = w.n_batch - sum(x.tokens for x in segments)
+    for s in (x for x in slots if x.state == "prompt"):
+        if room <= 0:
+            break
+        n = min(s.prompt_left, room)
+        segments.append(Segment(s.id, n, outputs_all=False, output_last=n == s.prompt_left))
+        room -= n
+    step_ms = 0.0
+    # the drafts first: k steps of one token a drafting slot, cut into runs of consecutive slot ids
+    if drafting:
+        for j in range(max(d for _, d in drafting)):
+            ids = [sid for sid, d in drafting if d > j]
+            step_ms += sum(costs.draft_gen(n) for n in runs(ids))
+            sampled += len(ids)
+    mbs = split_equal(segments, w.n_ubatch)
+    res.micro_batches += len(mbs)
+    step_ms += sum(costs.target(mb) for mb in mbs)
+    if spec is not None and spec.draft_model:
+        step_ms += sum(costs.draft_eval(mb) for mb in mbs)
+    sampled += sum(1 for seg in segments if seg.output_last)
+    return segments, gains, step_ms + sampled * costs.sample_ms
+
+
+def _after_step(slots: list[_Slot], segments: list[Segment], gains: dict[int, float], t: float, res: SimResult,
+                clients: _Clients) -> None:
+    """What a step at ``t`` did to each slot: tokens made, a prompt done (its TTFT), a request ended."""
+    for seg in segments:
+        s = slots[seg.seq]
+        if s.state == "generating":
+            s.made += gains[s.id]
+        elif seg.output_last:  # the prompt is done: its first token sampled now
+            s.state, s.made, s.prompt_left = "generating", 1.0, 0
+            res.ttft_ms.append(t - s.arrived)
+        else:
+            s.prompt_left -= seg.tokens
+        if s.state == "generating" and s.made >= s.target:
+            res.tokens += s.target
+            res.ends_ms.append(t)
+            s.state, s.t_last = "idle", t
+            clients.ended(s, t)
 
 
 # ---------------------------------------------------------------- a bench level, predicted
@@ -467,55 +452,3 @@ def predict_level(costs: ServerCosts, w: Workload, spec: Speculation) -> LevelPr
     med = lambda xs: sorted(xs)[len(xs) // 2] if xs else 0.0  # noqa: E731
     return LevelPrediction(w.concurrency, base.tokens_per_second, sp.tokens_per_second, med(base.ttft_ms),
                            med(sp.ttft_ms), sp.micro_batches / max(sp.steps, 1))
-
-
-# ---------------------------------------------------------------- measuring and the cache
-
-
-def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | None = None) -> StepCosts:
-    from ..engine.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
-
-    load0 = load_average()
-    pts = measure(engine, repeats=repeats, prompt=DEFAULT_PROMPT, progress=progress)
-    load1 = load_average()
-    return StepCosts(
-        chunks=pts.chunks, target_chunk_ms=tuple(pts.target_chunk_ms[c] for c in pts.chunks),
-        draft_chunk_ms=tuple(pts.draft_chunk_ms[c] for c in pts.chunks) if pts.draft_chunk_ms else (),
-        sample_ms=pts.sample_ms, threads=int(engine.threads), context_tokens=pts.context_tokens,
-        repeats=pts.repeats, loadavg=tuple(max(a, b) for a, b in zip(load0, load1)),  # type: ignore[arg-type]
-        measured_at=time.time(), wall_s=pts.wall_s,
-    )
-
-
-def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
-    """The probe's own key (models, threads, placement, machine) plus the chunk sizes."""
-    from ..engine.step_probe import CHUNKS  # noqa: PLC0415
-
-    base, digest = cache_key(engine)
-    key = {"probe": base, "steps": {"version": STEPS_VERSION, "chunks": list(CHUNKS)}}
-    h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    return key, f"{digest}-steps-{h}"
-
-
-def cached_or_measure(engine, *, repeats: int, refresh: bool = False, directory: Path | None = None,
-                      warn: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> StepCosts:
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, name = steps_cache_key(engine, repeats)
-    path = cache_path(name, directory)
-    res = None if refresh else StepCosts.load_or_warn(path, key, warn)
-    if res is None:
-        res = measure_steps(engine, repeats=repeats, progress=progress)
-        models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
-        res = res.store(key, path, models)
-    return res
-
-
-def table(steps: StepCosts) -> list[str]:
-    lines = ["prompt chunk cost (one llama_decode of one sequence of T prompt tokens, the last row's logits)",
-             "     T  target ms" + ("  draft ms" if steps.draft_chunk_ms else "")]
-    for i, c in enumerate(steps.chunks):
-        lines.append(f"{c:>6}  {steps.target_chunk_ms[i]:>9.2f}" +
-                     (f"  {steps.draft_chunk_ms[i]:>8.2f}" if steps.draft_chunk_ms else ""))
-    lines.append(f"sampling one row (candidates, top-k {40}, greedy): {steps.sample_ms:.3f} ms")
-    return lines

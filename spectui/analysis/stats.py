@@ -228,6 +228,12 @@ class RunStats:
 
     # ------------------------------------------------------------ feeding
     def update(self, ev: Event) -> None:
+        """Take one event of a run, in order (a live run's, a replayed trace's, a benchmark's).
+
+        Args:
+            ev: any event; passes, the start and the end count, a settings change resets the contention
+                reference (k or temperature moved the rate legitimately).
+        """
         if isinstance(ev, PassEvent):
             self._pass(ev)
         elif isinstance(ev, RunStarted):
@@ -343,6 +349,11 @@ class RunStats:
         return self.start.target_decode_ms if self.start else 0.0
 
     def snapshot(self) -> StatsSnapshot:
+        """The statistics so far, immutable (vLLM's and llama.cpp's definitions: docs/statistics.md).
+
+        Returns:
+            A StatsSnapshot: the faces, the summary, the cost model and the exports all read this one.
+        """
         tgt = self.target_decode_ms()
         dpt = self.draft_ms / self.n_drafted if self.n_drafted else 0.0
         win_tok = sum(t for t, _ in self.recent)
@@ -399,5 +410,12 @@ class RunStats:
 
 
 def compute(events) -> StatsSnapshot:
-    """Statistics of a complete (or partial) event list."""
+    """Statistics of a complete (or partial) event list.
+
+    Args:
+        events: a run's events in order (a trace's, a benchmark run's).
+
+    Returns:
+        ``RunStats().extend(events).snapshot()``.
+    """
     return RunStats().extend(events).snapshot()

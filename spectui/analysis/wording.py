@@ -18,7 +18,14 @@ WINS, LOSES, TIES = "wins", "loses", "ties"
 
 
 def trend(before: float, after: float, tol: float = 0.0) -> str:
-    """"rose", "fell" or "flat" (``|after - before| <= tol``)."""
+    """How a figure moved.
+
+    Args:
+        before, after: the figure, then and now; tol: a change this small or smaller is none.
+
+    Returns:
+        "rose", "fell" or "flat" (``|after - before| <= tol``).
+    """
     d = after - before
     if abs(d) <= tol:
         return FLAT
@@ -26,8 +33,15 @@ def trend(before: float, after: float, tol: float = 0.0) -> str:
 
 
 def outcome(value: float, reference: float, tol: float = 0.0) -> str:
-    """"wins" when ``value`` beats ``reference`` by more than ``tol``, "loses" when it is more than ``tol``
-    below, else "ties"."""
+    """How a figure compares with a reference.
+
+    Args:
+        value, reference: the two figures (tokens/s, a speedup against 1.0); tol: the margin of a tie.
+
+    Returns:
+        "wins" when ``value`` beats ``reference`` by more than ``tol``, "loses" when it is more than ``tol``
+        below, else "ties".
+    """
     d = value - reference
     if abs(d) <= tol:
         return TIES
@@ -35,8 +49,16 @@ def outcome(value: float, reference: float, tol: float = 0.0) -> str:
 
 
 def moved(name: str, before: float, after: float, fmt: str = ".0%", tol: float = 0.0, tol_text: str = "") -> str:
-    """``name`` and how it moved, with both numbers: "acceptance fell 29% -> 20%", "tokens/s rose 8.1 -> 9.0",
-    "acceptance stayed flat at 29% -> 29% (within 1 pt)"."""
+    """A figure and how it moved, with both numbers.
+
+    Args:
+        name: what moved ("acceptance"); before, after: its values; fmt: their format (``format`` spec).
+        tol: a change this small is flat (``trend``); tol_text: the tolerance in words, said when flat.
+
+    Returns:
+        "acceptance fell 29% -> 20%", "tokens/s rose 8.1 -> 9.0", "acceptance stayed flat at 29% -> 29%
+        (within 1 pt)".
+    """
     word = trend(before, after, tol)
     a, b = format(before, fmt), format(after, fmt)
     if word == FLAT:

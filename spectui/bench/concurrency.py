@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from ..analysis import batch_knee as bk
+from ..analysis import knee_text as kt
 from ..analysis.stats import interpolated_quantile
 from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
@@ -290,7 +291,7 @@ def report_lines(res: Sweep, pred: dict[int, float] | None = None) -> list[str]:
     lines.append("ITL: a request's first-to-last content chunk time / (chunks - 1) on the client; TTFT: request "
                  "sent to first content chunk; tokens/s: all requests' output tokens / the level's wall time.")
     if res.status != "done":
-        lines.append(f"The sweep stopped: {bk.safe_text(res.status, 300)}.")
+        lines.append(f"The sweep stopped: {kt.safe_text(res.status, 300)}.")
     return lines
 
 

@@ -132,7 +132,18 @@ def counters_delta(dep: Deployment, before, after):
 
 def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperature: float, seed: int,
                  timeout: float) -> Iterator[RequestStarted | RequestChunk | RequestEnded]:
-    """One streaming chat completion as attach events (``t``: seconds since the request was sent)."""
+    """One streaming chat completion as attach events (``t``: seconds since the request was sent).
+
+    Args:
+        dep: the deployment (``probe_deployment``: its root URL, kind and model).
+        messages: the chat so far (``engine.chat.chat_messages``).
+        timeout: seconds for the whole request and its stream, not per read (``--timeout``).
+
+    Returns:
+        RequestStarted, a RequestChunk per content chunk, then one RequestEnded: its reason is an error (one
+        line naming the URL: HTTP status, a refused connection, a broken or early-closed stream, the
+        deadline) or how the reply finished, with the server's own timings where it sends them.
+    """
     t0 = time.monotonic()
     body = {"messages": messages, "max_tokens": n_predict, "stream": True, "temperature": temperature,
             "seed": seed, "stream_options": {"include_usage": True}}
@@ -144,25 +155,7 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
     req = urllib.request.Request(  # noqa: S310 - http(s) checked in probe_deployment
         dep.root + "/v1/chat/completions", data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": USER_AGENT})
-    last: dict = {}
-    n_chunks = 0
-    finish = ""
-
-    def ended(reason: str, error: str = "") -> RequestEnded:
-        timings = last.get("timings") or {}
-        usage = last.get("usage") or {}
-        n = usage.get("completion_tokens", timings.get("predicted_n", n_chunks))
-        return RequestEnded(
-            t=time.monotonic() - t0, reason=reason, error=error,
-            n_tokens=int(n) if isinstance(n, int) else n_chunks,
-            draft_n=server_int(timings.get("draft_n", -1)),
-            draft_n_accepted=server_int(timings.get("draft_n_accepted", -1)),
-            prompt_ms=server_float(timings.get("prompt_ms", -1.0)),
-            predicted_ms=server_float(timings.get("predicted_ms", -1.0)),
-            predicted_n=server_int(timings.get("predicted_n", -1)),
-            prompt_n=server_int(usage.get("prompt_tokens", timings.get("prompt_n", -1))),
-        )
-
+    reply = _Reply(t0)
     deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
     why = functools.partial(deadline.why, where=f"{dep.url}: ")
     deadline.__enter__()
@@ -175,40 +168,70 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
                 detail = exc.read(4096).decode("utf-8", "replace")[:160]
             except OSError:
                 pass
-            yield ended(REQ_ERROR, f"{dep.url}: {deadline.message()}" if deadline.fired
-                        else f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
+            yield reply.ended(REQ_ERROR, f"{dep.url}: {deadline.message()}" if deadline.fired
+                              else f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
             return
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            yield ended(REQ_ERROR, why(f"{dep.url}: {describe_error(exc, timeout)}"))
+            yield reply.ended(REQ_ERROR, why(f"{dep.url}: {describe_error(exc, timeout)}"))
             return
         except http.client.HTTPException as exc:
-            yield ended(REQ_ERROR, why(f"{dep.url}: bad HTTP response: {type(exc).__name__}"))
+            yield reply.ended(REQ_ERROR, why(f"{dep.url}: bad HTTP response: {type(exc).__name__}"))
             return
+        yield from reply.read(resp, dep.url, why, timeout)
+    finally:
+        deadline.cancel()
+
+
+class _Reply:
+    """What one streamed chat reply has said so far: its last timings and usage, its content chunks, how it
+    finished."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.last: dict = {}
+        self.n_chunks = 0
+        self.finish = ""
+
+    def ended(self, reason: str, error: str = "") -> RequestEnded:
+        timings = self.last.get("timings") or {}
+        usage = self.last.get("usage") or {}
+        n = usage.get("completion_tokens", timings.get("predicted_n", self.n_chunks))
+        return RequestEnded(
+            t=time.monotonic() - self.t0, reason=reason, error=error,
+            n_tokens=int(n) if isinstance(n, int) else self.n_chunks,
+            draft_n=server_int(timings.get("draft_n", -1)),
+            draft_n_accepted=server_int(timings.get("draft_n_accepted", -1)),
+            prompt_ms=server_float(timings.get("prompt_ms", -1.0)),
+            predicted_ms=server_float(timings.get("predicted_ms", -1.0)),
+            predicted_n=server_int(timings.get("predicted_n", -1)),
+            prompt_n=server_int(usage.get("prompt_tokens", timings.get("prompt_n", -1))),
+        )
+
+    def read(self, resp, url: str, why, timeout: float) -> Iterator[RequestChunk | RequestEnded]:
+        """The stream's content chunks, then its end (an error when it broke or closed before it finished)."""
         try:
             with resp:
                 stream = JsonStream(resp)
                 for msg in stream:
-                    last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
+                    self.last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
                     for c in msg.get("choices") or []:
                         text = (c.get("delta") or {}).get("content") or ""
                         if text:
-                            n_chunks += 1
-                            yield RequestChunk(t=time.monotonic() - t0, text=text, n_tokens=1)
+                            self.n_chunks += 1
+                            yield RequestChunk(t=time.monotonic() - self.t0, text=text, n_tokens=1)
                         fr = c.get("finish_reason")
                         if fr:
-                            finish = REQ_LENGTH if fr == "length" else REQ_STOP
-                if not (stream.done or finish):
-                    yield ended(REQ_ERROR, why(f"{dep.url}: {CLOSED_EARLY}"))
+                            self.finish = REQ_LENGTH if fr == "length" else REQ_STOP
+                if not (stream.done or self.finish):
+                    yield self.ended(REQ_ERROR, why(f"{url}: {CLOSED_EARLY}"))
                     return
         except StreamError as exc:
-            yield ended(REQ_ERROR, why(f"{dep.url}: {exc}"))
+            yield self.ended(REQ_ERROR, why(f"{url}: {exc}"))
             return
         except (OSError, http.client.HTTPException) as exc:
-            yield ended(REQ_ERROR, why(f"{dep.url}: stream broken: {describe_error(exc, timeout)}"))
+            yield self.ended(REQ_ERROR, why(f"{url}: stream broken: {describe_error(exc, timeout)}"))
             return
-        yield ended(finish or REQ_STOP)
-    finally:
-        deadline.cancel()
+        yield self.ended(self.finish or REQ_STOP)
 
 
 def request_stats(events: Sequence, window=None) -> StatsSnapshot:
@@ -246,7 +269,20 @@ def request_stats(events: Sequence, window=None) -> StatsSnapshot:
 def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_predict: int, temp: str, seed: int,
                  repeat: int, turns: str, system: str | None, concurrency: int, timeout_s: float,
                  chat: bool | None, on_job=None) -> tuple[BenchResult, dict, bool]:
-    """Run the prompts against the deployments; (result, params, has_baseline)."""
+    """Run the prompts against the deployments.
+
+    Args:
+        ps: the prompt set; each prompt's turns go as chat messages (the deployment's own chat template).
+        urls: the deployments with speculation (one setting each); baseline_url: the same target without.
+        temp: comma-separated temperatures; concurrency: requests in flight (1: /metrics deltas per request).
+        on_job: ``(index, job, n_jobs, prompts)`` as each job starts (progress).
+
+    Returns:
+        (the result, its params for the exports, whether a baseline ran).
+
+    Raises:
+        SpectuiError: a bad option or a URL that is no OpenAI-compatible deployment, before any request.
+    """
     if concurrency < 1:
         raise SpectuiError(f"--concurrency must be at least 1, not {concurrency}")
     if chat is False:
@@ -261,31 +297,51 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
         settings.extend(Setting("server", 0, t, name=u) for u in urls)
     dep_of = {s: (base_dep if s.is_baseline else deps[s.name]) for s in settings}
     jobs = make_jobs(len(ps.prompts), settings, repeat)
-    res = BenchResult(jobs_total=len(jobs))
     n_turns = (lambda p: len(p.turns)) if turns == "all" else (lambda p: 1)
 
     def one_job(ji: int):
         job = jobs[ji]
         p = ps.prompts[job.prompt_index]
-        s = job.setting
-        dep = dep_of[s]
-        rows, answers = [], []
-        for t in range(n_turns(p)):
-            before = scrape_counters(dep, 10.0) if concurrency == 1 else None
-            events = list(chat_request(dep, chat_messages(p.turns[: t + 1], answers, system), n_predict,
-                                       s.temperature, seed, timeout_s))
-            end = events[-1]
-            if end.reason == REQ_ERROR:
-                return rows, end.error
-            window = None
-            if before is not None:
-                after = _settled(dep, before, end)
-                window = counters_delta(dep, before, after)
-            text = "".join(e.text for e in events if isinstance(e, RequestChunk))
-            rows.append(BenchRow(p, t, s, job.repeat, request_stats(events, window), text=text, source=dep.url))
-            answers.append(text)
-        return rows, ""
+        return _server_job(dep_of[job.setting], p, job, n_turns(p), system, n_predict, seed, timeout_s,
+                           metrics=concurrency == 1)
 
+    res = _run_jobs(jobs, ps, one_job, concurrency, on_job)
+    notes = _server_notes(deps, base_dep, concurrency)
+    kinds = {u: (d.kind or "no /metrics") for u, d in deps.items()}
+    params = {"mode": "server", "urls": urls, "baseline_url": baseline_url, "kinds": kinds, "prompts": ps.source,
+              "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
+              "system": system, "n_predict": n_predict, "temperatures": temps, "seed": seed, "repeat": repeat,
+              "concurrency": concurrency, "notes": notes}
+    return res, params, base_dep is not None
+
+
+def _server_job(dep: Deployment, p, job, n_turns: int, system: str | None, n_predict: int, seed: int,
+                timeout_s: float, *, metrics: bool) -> tuple[list[BenchRow], str]:
+    """One job's turns against its deployment: (rows, "" or the first request's error). ``metrics``: one
+    request at a time, so the /metrics delta around each request is its own."""
+    s = job.setting
+    rows, answers = [], []
+    for t in range(n_turns):
+        before = scrape_counters(dep, 10.0) if metrics else None
+        events = list(chat_request(dep, chat_messages(p.turns[: t + 1], answers, system), n_predict,
+                                   s.temperature, seed, timeout_s))
+        end = events[-1]
+        if end.reason == REQ_ERROR:
+            return rows, end.error
+        window = None
+        if before is not None:
+            after = _settled(dep, before, end)
+            window = counters_delta(dep, before, after)
+        text = "".join(e.text for e in events if isinstance(e, RequestChunk))
+        rows.append(BenchRow(p, t, s, job.repeat, request_stats(events, window), text=text, source=dep.url))
+        answers.append(text)
+    return rows, ""
+
+
+def _run_jobs(jobs, ps: PromptSet, one_job, concurrency: int, on_job) -> BenchResult:
+    """Every job, one at a time (stopping at the first failed request) or ``concurrency`` in flight; a signal
+    ends the requests under way and the result says where it stopped."""
+    res = BenchResult(jobs_total=len(jobs))
     try:
         if concurrency == 1:
             for ji in range(len(jobs)):
@@ -313,6 +369,11 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
                     raise
     except KeyboardInterrupt:
         res.status, res.stopped_at = "interrupted", _where(jobs, ps, res.jobs_done)
+    return res
+
+
+def _server_notes(deps: dict, base_dep: Deployment | None, concurrency: int) -> list[str]:
+    """What the report says about what a server bench could not measure."""
     notes = []
     if base_dep is None:
         notes.append("No baseline: give --baseline-url (the same target served without speculation) for tokens/s "
@@ -320,15 +381,10 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
     if concurrency > 1:
         notes.append(f"--concurrency {concurrency}: /metrics deltas mix requests, so acceptance comes from each "
                      "request's own timings (llama-server) and verify steps are not attributed.")
-    kinds = {u: (d.kind or "no /metrics") for u, d in deps.items()}
     for dep in [*deps.values(), *([base_dep] if base_dep is not None else [])]:
         for problem in dep.problems:
             notes.append(f"{dep.url}: /metrics: {problem}: the server-side speculative figures are left out")
-    params = {"mode": "server", "urls": urls, "baseline_url": baseline_url, "kinds": kinds, "prompts": ps.source,
-              "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
-              "system": system, "n_predict": n_predict, "temperatures": temps, "seed": seed, "repeat": repeat,
-              "concurrency": concurrency, "notes": notes}
-    return res, params, base_dep is not None
+    return notes
 
 
 def _settled(dep: Deployment, before, end: RequestEnded):

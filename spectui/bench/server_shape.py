@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..analysis import batch_knee as bk
 from ..analysis import server_steps as ss
+from ..analysis import step_costs as sc
 from ..attach.scraper import USER_AGENT, Deadline, FetchError, describe_error, http_get, open_url
 from ..contract.errors import SpectuiError
 from ..contract.events import KIND_LLAMA_SERVER
@@ -91,14 +92,14 @@ def server_shape(dep, ps, system: str | None, timeout: float) -> ServerShape:
     return ServerShape(slots, tuple(toks))
 
 
-def load_steps(path: str) -> ss.StepCosts | None:
+def load_steps(path: str) -> sc.StepCosts | None:
     """The step costs in a ``spectui probe --batched --json`` file (None: a probe made before they were)."""
     try:
         with open(path, "rb") as fh:
             doc = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8").strip().splitlines()[-1])
         steps = (doc.get("batched") or {}).get("steps")
-        return ss.StepCosts.from_dict(steps) if steps else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, IndexError, AttributeError, ss.StepsCacheError):
+        return sc.StepCosts.from_dict(steps) if steps else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, IndexError, AttributeError, sc.StepsCacheError):
         raise SpectuiError(f"--knee-probe: {path} has unreadable step costs") from None
 
 
@@ -116,7 +117,7 @@ def workload(res, lv, shape: ServerShape, n_prompts: int) -> ss.Workload:
     return ss.Workload(tuple(reqs), lv.concurrency, slots, shape.prefix())
 
 
-def predict_on_steps(curve: bk.BatchCurve, steps: ss.StepCosts, res, k: int, drafter: str | None,
+def predict_on_steps(curve: bk.BatchCurve, steps: sc.StepCosts, res, k: int, drafter: str | None,
                      n_prompts: int) -> dict[int, ss.LevelPrediction]:
     """Each level that drafted, predicted on the server's own steps with its measured acceptance (the module
     docstring of ``analysis.server_steps``); both deployments replayed on the same requests."""

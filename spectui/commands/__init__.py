@@ -30,8 +30,16 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
 def command(name: str, **context):
-    """``click.command(name)`` whose help starts with ``SUMMARIES[name]``; the function's docstring, if it has
-    one, follows as the details. ``context``: more click context settings (``-h``/``--help`` always)."""
+    """A spectui command: ``click.command(name)`` whose help starts with ``SUMMARIES[name]``; the function's
+    docstring, if it has one, follows as the details (so a command's docstring is its help, not Args).
+
+    Args:
+        name: the command's name (a key of ``SUMMARIES``; spectui.cli's SUBCOMMANDS names where it lives).
+        context: more click context settings (``-h``/``--help`` always).
+
+    Returns:
+        The decorator.
+    """
 
     def decorate(f):
         details = inspect.getdoc(f)

@@ -88,6 +88,12 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
                             draft_max=-1 if n_max is None else n_max, count=count, duration=duration)
     if not headless:
         sys.exit(_run_tui(session, writer, theme))
+    sys.exit(_run_headless(session, writer, as_json))
+
+
+def _run_headless(session: AttachSession, writer: TraceWriter | None, as_json: bool) -> int:
+    """The session printed as lines (or JSON objects), its trace written as it goes; returns the exit status
+    (128 + N after a signal)."""
     face = HeadlessFace(sys.stdout, as_json)
     write_error: list[str] = []  # --record on a full disk or /dev/full: one line, the session ends
 
@@ -113,11 +119,11 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
                     write_error.append(str(exc))
     if write_error:  # a signal that stopped a write nobody read (a FIFO) still ends with 128 + N
         echo_error(write_error[0])
-        sys.exit(signals.status(SpectuiError.exit_code))
+        return signals.status(SpectuiError.exit_code)
     why = session.failure()
     if why and not signals.signum:
         echo_error(why, topic="attach")
-    sys.exit(signals.status(FAILED if why else OK))
+    return signals.status(FAILED if why else OK)
 
 
 def _request_n_max(n_max: int | None, draft_max: str | None) -> int | None:

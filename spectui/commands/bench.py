@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
-from ..contract.errors import SpectuiError, fail
+from ..contract.errors import SpectuiError, fail, echo_error
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.text import json_text, visible, visible_line
@@ -198,7 +198,23 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
                drafter=None, seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
                baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
                knee_probe=None) -> int:
-    """The whole bench: check everything, load the models once, run, report. Returns the exit status."""
+    """The whole bench: check everything, load the models once (or probe the deployments), run, report.
+
+    Args:
+        models: local models (``ModelOptions.pop_from`` of the command's options); or ``urls`` (and
+            ``baseline_url``): deployments, one request at a time or ``concurrency`` (several levels: the
+            knee sweep, ``bench.concurrency``).
+        prompts, categories, per_category, limit: the prompt set and what of it runs.
+        draft_max, temp, drafter: comma-separated settings, each beside the target alone (the baseline).
+        json_out, csv_out, md_out: "-" for stdout, or a file each (written atomically, never over an input).
+        signals: the command's signal handler (a stop while loading: nothing written).
+
+    Returns:
+        The exit status: 0 done, 1 a run or request failed, 128 + N stopped by signal N (what ran is kept).
+
+    Raises:
+        SpectuiError: bad input, before any model loads or any request is sent.
+    """
     out = out or sys.stdout
     _check_common(n_predict, repeat, json_out, csv_out, md_out)
     ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
@@ -207,37 +223,20 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
         if p and p != "-":
             output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
+    exports = (json_out, csv_out, md_out)
     if urls or baseline_url:
-        from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
-
-        if not urls:
-            raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
-        if models.target or models.draft or models.hf_repo or models.hf_repo_draft:
-            raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
-        if record_dir is not None:
-            raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
-        from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
-
-        draft_max = parse_k(draft_max, modes=False)  # the deployment drafts: one fixed length, as it was started
-        levels = parse_concurrency(concurrency)
-        if len(levels) > 1 or knee_probe:  # the knee sweep (spectui/bench/concurrency.py)
-            return sweep_main(ps, list(urls), baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed,
-                              system=system, timeout_s=timeout_s, draft_max=draft_max, knee_probe=knee_probe,
-                              json_out=json_out, write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force),
-                              out=out)
-        concurrency = levels[0]
-        with _progress() as (progress, task):
-            def on_job(i, job, n_jobs, prompts) -> None:
-                progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
-
-            res, params, has_base = server_bench(ps, list(urls), baseline_url, n_predict=n_predict, temp=temp,
-                                                 seed=seed, repeat=repeat, turns=turns, system=system,
-                                                 concurrency=concurrency, timeout_s=timeout_s, chat=chat,
-                                                 on_job=on_job)
-        return _finish(res, params, has_base, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
-
+        return _server_main(models, ps, urls, baseline_url, record_dir, draft_max, concurrency, knee_probe,
+                            exports, inputs, out, signals, force, n_predict=n_predict, temp=temp, seed=seed,
+                            repeat=repeat, turns=turns, system=system, timeout_s=timeout_s, chat=chat)
     if str(concurrency) != "1" or knee_probe:
         raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
+    return _engine_main(models, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals, force,
+                        n_predict=n_predict, seed=seed, repeat=repeat, turns=turns, chat=chat, system=system)
+
+
+def _engine_main(models: ModelOptions, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals,
+                 force, *, n_predict, seed, repeat, turns, chat, system) -> int:
+    """Local models: every setting beside the baseline on one loaded engine, the kernels' noise first."""
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter if drafter is not None else ",".join(default_drafters(models)),
@@ -246,24 +245,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     settings = make_settings(ks, temps, drafters)
     made_dir = record_dir is not None and not Path(record_dir).exists()
     rec = Path(record_folder(record_dir)) if record_dir is not None else None
-    t_load = time.perf_counter()
-    engine = None
-    try:
-        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
-                             head_in_every_run=False)
-        if signals is not None:
-            signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
-        load_s = time.perf_counter() - t_load
-        t_noise = time.perf_counter()
-        noise = _noise(engine, settings)  # before any run; stopped or failed here, nothing is written either
-        noise_s = time.perf_counter() - t_noise
-    except BaseException:  # stopped while loading: the --record-dir this bench made goes again
-        if engine is not None:
-            engine.close()
-        if made_dir:
-            with contextlib.suppress(OSError):
-                rec.rmdir()  # only an empty folder goes
-        raise
+    engine, noise, timing = _load(models, drafting, settings, rec if made_dir else None, signals)
     try:
         templater = _templater(engine, chat, system)
         jobs = make_jobs(len(ps.prompts), settings, repeat)
@@ -288,13 +270,69 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         "chat_template": templater.label, "system": system, "n_predict": n_predict, "draft_max": ks,
         "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
         "ctx_size": models.ctx_size, "record_dir": str(rec) if rec is not None else None,
-        "timing": {"load_s": load_s, "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
-                   "outside_runs_s": bench_s - res.run_wall_s, "noise_s": noise_s},
+        "timing": {"load_s": timing["load_s"], "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
+                   "outside_runs_s": bench_s - res.run_wall_s, "noise_s": timing["noise_s"]},
         "noise": noise.report() if noise is not None else None,
     }
     if noise is not None:
         params["notes"] = [noise_note(noise)]
-    return _finish(res, params, True, repeat, json_out, csv_out, md_out, inputs, out, signals, force)
+    return _finish(res, params, True, repeat, *exports, inputs, out, signals, force)
+
+
+def _server_main(models: ModelOptions, ps, urls, baseline_url, record_dir, draft_max, concurrency, knee_probe,
+                 exports, inputs, out, signals, force, **run) -> int:
+    """``--url`` (and ``--baseline-url``): the deployments, one request at a time or ``--concurrency`` in flight;
+    several levels or ``--knee-probe``: the knee sweep (spectui/bench/concurrency.py)."""
+    from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
+
+    if not urls:
+        raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
+    if models.target or models.draft or models.hf_repo or models.hf_repo_draft:
+        raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
+    if record_dir is not None:
+        raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
+    from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
+
+    draft_max = parse_k(draft_max, modes=False)  # the deployment drafts: one fixed length, as it was started
+    levels = parse_concurrency(concurrency)
+    json_out = exports[0]
+    if len(levels) > 1 or knee_probe:
+        return sweep_main(ps, list(urls), baseline_url, levels, n_predict=run["n_predict"], temp=run["temp"],
+                          seed=run["seed"], system=run["system"], timeout_s=run["timeout_s"], draft_max=draft_max,
+                          knee_probe=knee_probe, json_out=json_out,
+                          write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force), out=out)
+    with _progress() as (progress, task):
+        def on_job(i, job, n_jobs, prompts) -> None:
+            progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
+
+        res, params, has_base = server_bench(ps, list(urls), baseline_url, concurrency=levels[0], on_job=on_job,
+                                             **run)
+    return _finish(res, params, has_base, run["repeat"], *exports, inputs, out, signals, force)
+
+
+def _load(models: ModelOptions, drafting, settings, made_dir: Path | None, signals):
+    """Load the engine once and measure the kernels' noise before any run: (engine, noise, timing). Stopped
+    or failed here, nothing is measured or written, and the --record-dir this bench made (``made_dir``) goes
+    again."""
+    t_load = time.perf_counter()
+    engine = None
+    try:
+        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
+                             head_in_every_run=False)
+        if signals is not None:
+            signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
+        load_s = time.perf_counter() - t_load
+        t_noise = time.perf_counter()
+        noise = _noise(engine, settings)  # before any run; stopped or failed here, nothing is written either
+        noise_s = time.perf_counter() - t_noise
+    except BaseException:  # stopped while loading: the --record-dir this bench made goes again
+        if engine is not None:
+            engine.close()
+        if made_dir is not None:
+            with contextlib.suppress(OSError):
+                made_dir.rmdir()  # only an empty folder goes
+        raise
+    return engine, noise, {"load_s": load_s, "noise_s": noise_s}
 
 
 def _noise(engine, settings):
@@ -386,7 +424,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
         console.print(visible(line), markup=False, highlight=False)  # a server's errors, a dataset's names
     out.flush()
     for message in failed_exports:
-        click.echo(f"spectui: error: {message}", err=True)
+        echo_error(message)
     if failed_exports:
         return 2
     if res.status == "interrupted":

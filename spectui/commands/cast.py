@@ -135,9 +135,17 @@ def cast_title(start: RunStarted | None) -> str:
 
 def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
                     end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
-    """Write terminal output ``chunks`` ((time, data), in time order) as asciicast v2, atomically (through
-    spectui.contract.outputs: a path not checked yet is checked now); the last frame is held ``HOLD_END_S`` past
-    ``end_t``. Returns ("o" events written, duration)."""
+    """Write terminal output as asciicast v2, atomically (through spectui.contract.outputs: a path not checked
+    yet is checked now).
+
+    Args:
+        out: the .cast file; cols, rows: the terminal's size in the header.
+        chunks: (time, data) in time order; end_t: the run's end (the last frame is held ``HOLD_END_S`` past it).
+        start: the run's start (the header's environment); title: the header's title.
+
+    Returns:
+        ("o" events written, duration).
+    """
     target = out if isinstance(out, OutputPath) else check_output(out, CAST)
     ends_at = end_t + HOLD_END_S
     header: dict[str, Any] = {
@@ -181,8 +189,17 @@ def render_cast(
     title: str | None = None,
     inspect: str | None = None,
 ) -> CastInfo:
-    """Render ``events`` (a recorded run) to an asciicast v2 file; ``inspect`` ("PASS[:TOKEN]") holds the
-    token inspector on that token after its pass. Returns what was written."""
+    """Render a recorded run to an asciicast v2 file, the screen as the replay TUI draws it.
+
+    Args:
+        events: the run's events (a trace's).
+        out_path: the .cast file (checked through spectui.contract.outputs, written atomically).
+        cols, rows: the terminal's size; speed: 0.25..8 (1: as recorded); theme, title: the look, the header.
+        inspect: "PASS[:TOKEN]": the token inspector held on that token after its pass.
+
+    Returns:
+        The CastInfo: what was written (frames, duration, size).
+    """
     evs = list(events)
     if evs and isinstance(evs[0], AttachStarted):  # an attach trace: the attach face (spectui attach)
         from ..tui.attach.cast_render import capture_attach

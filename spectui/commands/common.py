@@ -20,8 +20,16 @@ from ..contract.prompt import DEFAULT_PROMPT
 
 
 def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
-    """The prompt: -p TEXT, or the text of -f FILE, or DEFAULT_PROMPT. ``needed_by`` (e.g. "a recorded race"):
-    no default, and a prompt that is empty or only spaces is a one-line error."""
+    """The prompt a command decodes.
+
+    Args:
+        prompt: -p TEXT; prompt_file: -f FILE (its text).
+        needed_by: e.g. "a recorded race": no default, and a prompt that is empty or only spaces is a
+            one-line error.
+
+    Returns:
+        -p's text, or -f's, or DEFAULT_PROMPT.
+    """
     if prompt is not None and prompt_file is not None:
         raise SpectuiError("give either -p/--prompt or --prompt-file, not both")
     if prompt_file is not None:
@@ -132,7 +140,16 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     """The one convention of every command (docs/conventions.md): ``--draft FILE`` is the separate draft model,
     or, when its header says so, the EAGLE-3 head or the target itself (MTP), as llama.cpp's -md; ``--head FILE``
     is an EAGLE-3 head beside a separate draft model; ``--drafter mtp`` drafts with the target's own MTP layers
-    (no file). One head per command. Every refusal is one line (exit 2), before any weights load."""
+    (no file). One head per command. Every refusal is one line (exit 2), before any weights load.
+
+    Args:
+        command: the command's name, for the messages.
+        drafters: the drafters the command will run (``--drafter``, or ``default_drafters``).
+        models: the model options.
+
+    Returns:
+        The Drafting: whether the draft model loads, and which head, from which file.
+    """
     from ..contract.events import HEAD_DRAFTERS
 
     names = [drafters] if isinstance(drafters, str) else list(drafters)
@@ -198,10 +215,17 @@ def loading_stop(on_stop=None) -> SignalStop:
 def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
                 inspect_top: int = 5, head: str | None = None, head_file: str | None = None,
                 head_in_every_run: bool = True, drafting: Drafting | None = None):
-    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, and build the
-    Engine (on its own EngineThread for the TUI). ``drafting`` (``plan_drafting``) sets use_draft, head and
-    head_file: the head beside a separate draft model, the head alone, or none. ``head_in_every_run``: see
-    ``Engine``. Raises SpectuiError with one line on bad input."""
+    """Resolve the model files (paths, or Hugging Face repos through its cache), check them, build the Engine.
+
+    Args:
+        models: the model options; drafting: what drafts (``plan_drafting``: it sets use_draft, head and
+            head_file); quiet: no loading notes; own_thread: on its own EngineThread (the TUI).
+        inspect_top: top-N candidates recorded per position (0: off); head_in_every_run: see ``Engine``.
+
+    Returns:
+        The loaded Engine (or EngineThread); bad input (a missing or foreign file, mismatched vocabularies) is
+        a SpectuiError of one line.
+    """
     if drafting is not None:
         use_draft = drafting.draft_model or drafting.head_is_draft(models)
         head = drafting.head

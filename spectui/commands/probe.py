@@ -9,6 +9,7 @@ headless summary and the TUI read, imports no face: the command loads models thr
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 import os
 import signal
 import sys
@@ -90,49 +91,78 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
     try:
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading
-        tty = sys.stderr.isatty() and not as_json
-        res = cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
-                                progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty else None)
-        if knee is not None:
-            from ..analysis import batch_knee as bk  # noqa: PLC0415
-
-            from ..analysis import server_steps  # noqa: PLC0415
-
-            curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
-                                         refresh=refresh)
-            steps = server_steps.cached_or_measure(engine, repeats=repeats, refresh=refresh)
-            pred = bk.predict(curve, knee["a"], knee["drafter"], knee["src"]) if knee["a"] is not None else None
-        head = None
-        if drafting.head is not None:  # the head's cost per draft step, beside the draft model's and a decode
-            from ..analysis import head_cost  # noqa: PLC0415
-
-            head = head_cost.cached_or_measure(engine, k=head_cost_k(), repeats=repeats, refresh=refresh)
+        found = _measured(engine, knee, drafting, max_batch, repeats, refresh, as_json)
     finally:
         engine.close()
     if emit is not None and emit_to is None:  # the config alone on stdout (`> spec.json`); the figures elsewhere
-        _write_emitted(emit, pred, models, None, out)
+        _write_emitted(emit, found.pred, models, None, out)
         return 0
+    _print_found(found, as_json, out)
+    if emit is not None:
+        _write_emitted(emit, found.pred, models, emit_to, out)
+    return 0
+
+
+@dataclass
+class _Found:
+    """What one probe measured (or read from its caches): the curve, and with --batched / --emit the batched
+    curve, the server's step costs and the prediction; the head's cost when the draft is a head."""
+
+    res: object
+    curve: object = None
+    steps: object = None
+    pred: object = None
+    head: object = None
+
+
+def _measured(engine, knee, drafting, max_batch: int, repeats: int, refresh: bool, as_json: bool) -> _Found:
+    """Every measurement the options ask for, each from its cache or measured now."""
+    tty = sys.stderr.isatty() and not as_json
+    found = _Found(cached_or_measure(engine, max_batch=max_batch, repeats=repeats, refresh=refresh,
+                                    progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty
+                                    else None))
+    if knee is not None:
+        from ..analysis import batch_knee as bk  # noqa: PLC0415
+        from ..analysis import step_costs  # noqa: PLC0415
+
+        found.curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
+                                           refresh=refresh)
+        found.steps = step_costs.cached_or_measure(engine, repeats=repeats, refresh=refresh)
+        if knee["a"] is not None:
+            found.pred = bk.predict(found.curve, knee["a"], knee["drafter"], knee["src"])
+    if drafting.head is not None:  # the head's cost per draft step, beside the draft model's and a decode
+        from ..analysis import head_cost  # noqa: PLC0415
+
+        found.head = head_cost.cached_or_measure(engine, k=head_cost_k(), repeats=repeats, refresh=refresh)
+    return found
+
+
+def _print_found(found: _Found, as_json: bool, out) -> None:
+    """The figures: one JSON object (--json), or the probe's text, the knee's and the head's."""
+    res = found.res
     if as_json:
         rep = res.report()
-        if knee is not None:
-            rep["batched"] = {"curve": curve.to_dict(), "prediction": pred.to_dict() if pred else None,
-                              "steps": steps.to_dict()}
-        if head is not None:
-            rep["head"] = head.to_dict()
+        if found.curve is not None:
+            rep["batched"] = {"curve": found.curve.to_dict(), "prediction": found.pred.to_dict() if found.pred
+                              else None, "steps": found.steps.to_dict()}
+        if found.head is not None:
+            rep["head"] = found.head.to_dict()
         out.write(json.dumps(rep) + "\n")
     else:
         out.write(render(res) + "\n")
-        if knee is not None:
-            out.write("\n" + bk.render(curve, pred) + "\n")
-            out.write("\n" + "\n".join(server_steps.table(steps)) + "\n")
-        if head is not None:
-            out.write("\n" + head_cost.render(head) + "\n")
+        if found.curve is not None:
+            from ..analysis import knee_text as kt  # noqa: PLC0415
+            from ..analysis import step_costs  # noqa: PLC0415
+
+            out.write("\n" + kt.render(found.curve, found.pred) + "\n")
+            out.write("\n" + "\n".join(step_costs.table(found.steps)) + "\n")
+        if found.head is not None:
+            from ..analysis import head_cost  # noqa: PLC0415
+
+            out.write("\n" + head_cost.render(found.head) + "\n")
     w = res.warning()
     if w and as_json:
         print(f"spectui: {w}", file=sys.stderr)
-    if emit is not None:
-        _write_emitted(emit, pred, models, emit_to, out)
-    return 0
 
 
 def _emit_args(emit, output, force, knee, models, acceptance_from, as_json):

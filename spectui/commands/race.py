@@ -12,7 +12,7 @@ import click
 
 from ..tui.shared.ascii import ascii_option
 
-from ..contract.errors import SpectuiError
+from ..contract.errors import SpectuiError, echo_error
 from ..contract.params import N_PREDICT, SEED, SPEED, TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
@@ -143,7 +143,7 @@ def _record(models: ModelOptions, specs: list[dict], drafting, prompt: str | Non
                                       n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
                                       signals=signals)
     except RunFailed as exc:
-        click.echo(f"spectui: error: {exc}", err=True)
+        echo_error(exc)
         sys.exit(1)
     except Interrupted as exc:
         click.echo(f"spectui: race stopped by {signal_name(exc.signum)} "

@@ -116,7 +116,19 @@ def explain_text(ev: PassEvent, token: int | None = None, width: int = 100, head
 
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,
                  on_warning: Callable[[str], None] | None = warn_stderr) -> PassEvent:
-    """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON)."""
+    """``spectui replay FILE --explain PASS[:TOKEN]``: print that pass's inspector view (text or JSON).
+
+    Args:
+        path: the trace; spec: "PASS" or "PASS:TOKEN" (``parse_explain``).
+        out: where it goes (default stdout); as_json: the pass as JSON; width: the text's width.
+        on_warning: told of a trace's recoverable problems (a truncated tail).
+
+    Returns:
+        The pass explained.
+
+    Raises:
+        SpectuiError: a bad spec, no such pass or token, an unreadable trace (one line).
+    """
     from ..contract.text import json_text, visible
 
     index, token = parse_explain(spec)

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 
 from ..contract.control import DRAFT_MAX_LIMIT, RunControl
-from ..contract.draft_length import k_setting, parse_k
+from ..contract.draft_length import DEFAULT_DRAFT_MAX, k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
@@ -125,7 +125,7 @@ def plan_run(models: ModelOptions, prompt, prompt_file, n_predict, draft_max, te
 
 
 def run_main(
-    prompt=None, prompt_file=None, n_predict=128, draft_max="2", temp=0.0, seed=0, drafter=None,
+    prompt=None, prompt_file=None, n_predict=128, draft_max=DEFAULT_DRAFT_MAX, temp=0.0, seed=0, drafter=None,
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
     inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
 ) -> int:

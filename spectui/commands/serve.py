@@ -89,8 +89,10 @@ def check_served(group: click.Group, args: tuple[str, ...]) -> None:
             raise SpectuiError(f"cannot serve `{shown(args)}`: {exc.option_name} is an option of neither serve nor "
                                "spectui itself; a command's options go after its name (spectui serve demo "
                                "--act 2)") from None
-        where = exc.ctx.command_path if exc.ctx is not None else "spectui"
-        raise SpectuiError(f"cannot serve `{shown(args)}`: {where}: {exc.format_message()}") from None
+        where = exc.ctx.command_path if exc.ctx is not None and exc.ctx.parent is not None else ""
+        why = exc.format_message().rstrip(".")
+        why = why[:1].lower() + why[1:]  # a clause of serve's sentence: "no such command 'x'"
+        raise SpectuiError(f"cannot serve `{shown(args)}`: {where + ': ' if where else ''}{why}") from None
 
 
 def shown(args: tuple[str, ...]) -> str:

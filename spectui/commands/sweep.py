@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..contract.text import visible
-from ..contract.errors import SpectuiError, fail
+from ..contract.errors import SpectuiError, fail, echo_error
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
@@ -54,7 +54,7 @@ def sweep_cmd(**kwargs):
     try:
         code = sweep_main(ModelOptions.pop_from(kwargs), **kwargs)
     except SweepRunFailed as exc:  # the run failed: 1 (spectui.contract.exitcodes), not bad input
-        click.echo(f"spectui: error: {exc}", err=True)
+        echo_error(exc)
         sys.exit(exc.exit_code)
     except SpectuiError as exc:
         fail(str(exc))

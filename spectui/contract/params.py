@@ -17,6 +17,7 @@ import math
 import click
 
 from .control import P_MIN_LIMIT, TEMPERATURE_LIMIT
+from .errors import echo_error
 from .draft_length import DRAFT_MAX_LIMIT
 
 
@@ -25,7 +26,7 @@ class OptionError(click.BadParameter):
     1<=x<=512.``, one line as every bad input's (click's own usage error adds a usage line and a hint), exit 2."""
 
     def show(self, file=None) -> None:
-        click.echo(f"spectui: error: {self.format_message()}", file=file, err=file is None)
+        echo_error(self.format_message())  # the value through the one escaping rule too
 
 
 class _OneLine:

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from spectui.analysis import batch_knee as bk
+from spectui.analysis import knee_text as kt
 from spectui.analysis.costmodel import leviathan
 from spectui.contract.errors import SpectuiError
 
@@ -97,7 +98,7 @@ def test_the_k_schedule_in_vllms_form():
     assert p.best_k == (4, 4, 1, 1)
     assert p.k_schedule() == [[1, 3, 4], [4, 7, 1], [8, 8, 0]]
     assert p.to_dict()["k_schedule"] == [[1, 3, 4], [4, 7, 1], [8, 8, 0]]
-    assert "[[1, 3, 4], [4, 7, 1], [8, 8, 0]]" in "\n".join(bk.table(c, p))
+    assert "[[1, 3, 4], [4, 7, 1], [8, 8, 0]]" in "\n".join(kt.table(c, p))
     # always pays with one k: one range; never pays: one range of 0
     flat = curve(plain=[10, 10, 11, 12], verify={2: [10, 10, 11, 12]})
     assert bk.predict(flat, 0.6, bk.DRAFTER_LOOKUP).k_schedule() == [[1, 8, 2]]
@@ -131,10 +132,10 @@ def test_bad_input_is_one_line():
 
 def test_table_and_chart_are_plain_text():
     p = bk.predict(KNEE, 0.5, bk.DRAFTER_LOOKUP)
-    lines = bk.table(KNEE, p)
+    lines = kt.table(KNEE, p)
     text = "\n".join(lines)
     assert "1.75x" in text and "0.70x" in text and "stops at B = 4" in text
-    ch = bk.chart(p)
+    ch = kt.chart(p)
     assert all("\x1b" not in ln for ln in ch)
     one = [ln for ln in ch if ln.startswith(" 1.00x")]
     assert len(one) == 1 and "-" in one[0]  # the 1.0x line is marked and labelled
@@ -143,12 +144,12 @@ def test_table_and_chart_are_plain_text():
     # the mark for B = 1 (1.75x) sits above the 1.0x line, the one for B = 4 (0.70x) below it
     rows = ch[1:-2]
     i_one = next(i for i, ln in enumerate(rows) if ln.startswith(" 1.00x"))
-    col1 = 8 + bk.CHART_COL // 2
-    col4 = 8 + 2 * bk.CHART_COL + bk.CHART_COL // 2
+    col1 = 8 + kt.CHART_COL // 2
+    col4 = 8 + 2 * kt.CHART_COL + kt.CHART_COL // 2
     above = [i for i, ln in enumerate(rows) if len(ln) > col1 and ln[col1] == "2"]
     below = [i for i, ln in enumerate(rows) if len(ln) > col4 and ln[col4] == "2"]
     assert above and above[0] < i_one and below and below[0] > i_one
-    assert "stops paying" in bk.render(KNEE, p) and "At B = 1" in bk.why(KNEE, p)
+    assert "stops paying" in kt.render(KNEE, p) and "At B = 1" in kt.why(KNEE, p)
 
 
 def test_the_reason_in_words_says_what_its_numbers_say():
@@ -159,13 +160,13 @@ def test_the_reason_in_words_says_what_its_numbers_say():
     c = curve(plain=[10, 10, 12, 20], verify={2: [10, 15, 30, 60]}, draft=[5, 5, 6, 10])
     p = bk.predict(c, 0.5, bk.DRAFTER_MODEL)
     assert p.speedup[2][0] == pytest.approx(1.75 / 2.0)
-    w = bk.why(c, p)
+    w = kt.why(c, p)
     assert "At B = 1 a pass of k = 2 (its verify of 3 tokens a sequence and 2 draft steps) costs 2.00 plain " \
            "steps and yields 1.75 tokens" in w
     assert "never pays here (0.88x at B = 1" in w
     # the same curve with free drafts (prompt lookup): 1.75x at B = 1, a verify that grows dearer, 0.58x at B = 8
     p = bk.predict(c, 0.5, bk.DRAFTER_LOOKUP)
-    w = bk.why(c, p)
+    w = kt.why(c, p)
     assert "(its verify of 3 tokens a sequence) costs 1.00 plain steps" in w and "at B = 8 it costs 3.00" in w
     assert "run out of idle compute" in w and "loses (0.58x)" in w
 
@@ -189,9 +190,9 @@ def test_json_round_trip_and_malformed_input():
 
 def test_panel_lines_from_a_probe_report():
     c = curve(plain=[10, 10, 12, 20], verify={2: [10, 15, 30, 60]})
-    lines = bk.panel_lines({"batched": {"curve": c.to_dict()}}, 0.5)
+    lines = kt.panel_lines({"batched": {"curve": c.to_dict()}}, 0.5)
     assert len(lines) == 2 and "B1:1.75x" in lines[0] and "stops at B = 4" in lines[1]
-    assert bk.panel_lines({}, 0.5) == [] and bk.panel_lines({"batched": {"curve": c.to_dict()}}, None) == []
+    assert kt.panel_lines({}, 0.5) == [] and kt.panel_lines({"batched": {"curve": c.to_dict()}}, None) == []
 
 
 def test_acceptance_from_a_bench_report(tmp_path):
@@ -250,5 +251,5 @@ def test_names_from_outside_are_escaped():
     c = bk.BatchCurve(seqs=(1, 2), ks=(1,), plain_ms=(1.0, 1.0), verify_ms={1: (1.0, 2.0)},
                       target="evil\x1b[2Jname", draft="d\x07")
     p = bk.predict(c, 0.5, bk.DRAFTER_LOOKUP, source="trace \x1b]0;x\x07.jsonl")
-    text = bk.render(c, p)
+    text = kt.render(c, p)
     assert "\x1b" not in text and "\x07" not in text and "evil\\x1b[2Jname" in text

@@ -15,8 +15,8 @@ from spectui.analysis.costmodel import (
     leviathan,
     predict,
     predict_from,
-    verify_curve,
 )
+from spectui.analysis.verify_time import verify_curve
 from spectui.analysis.stats import PositionStat, StatsSnapshot, compute
 
 from synthetic_events import make_end, make_pass, make_pass_with_verdicts, make_prefill, make_start
@@ -187,7 +187,7 @@ def test_draft_cost_has_a_fixed_part_per_pass():
 
 
 def test_curve_replaces_the_straight_line_exact_arithmetic():
-    from spectui.analysis.costmodel import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
+    from spectui.analysis.verify_time import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
 
     curve = {0: 10.0, 1: 12.0, 2: 14.0, 3: 16.0}  # 2 ms per extra token
     # the run measured k = 0 at 20 ms: the curve's shape at twice its level

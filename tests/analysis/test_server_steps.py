@@ -8,6 +8,7 @@ import pytest
 
 from spectui.analysis import batch_knee as bk
 from spectui.analysis import server_steps as ss
+from spectui.analysis import step_costs as sc
 
 
 def costs(draft=True, sample_ms=0.0):
@@ -18,7 +19,7 @@ def costs(draft=True, sample_ms=0.0):
                           verify_ms={2: tuple(10.0 + 3 * b for b in seqs)},
                           draft_ms=tuple(4.0 + b for b in seqs) if draft else ())
     chunks = (8, 16, 32, 64, 128, 256)
-    steps = ss.StepCosts(chunks=chunks, target_chunk_ms=tuple(10.0 + c for c in chunks),
+    steps = sc.StepCosts(chunks=chunks, target_chunk_ms=tuple(10.0 + c for c in chunks),
                          draft_chunk_ms=tuple(5.0 + c / 2 for c in chunks) if draft else (), sample_ms=sample_ms)
     return ss.ServerCosts(curve, steps)
 
@@ -138,9 +139,28 @@ def test_speculation_of_a_measured_level():
 
 
 def test_step_costs_round_trip_and_refuse_bad_figures():
-    s = ss.StepCosts(chunks=(8, 16), target_chunk_ms=(1.0, 2.0), sample_ms=0.1)
-    assert ss.StepCosts.from_dict(s.to_dict()) == s
-    with pytest.raises(ss.StepsCacheError):
-        ss.StepCosts.from_dict(dict(s.to_dict(), target_chunk_ms=[1.0, -2.0]))
-    with pytest.raises(ss.StepsCacheError):
-        ss.StepCosts.from_dict(dict(s.to_dict(), version=99))
+    s = sc.StepCosts(chunks=(8, 16), target_chunk_ms=(1.0, 2.0), sample_ms=0.1)
+    assert sc.StepCosts.from_dict(s.to_dict()) == s
+    with pytest.raises(sc.StepsCacheError):
+        sc.StepCosts.from_dict(dict(s.to_dict(), target_chunk_ms=[1.0, -2.0]))
+    with pytest.raises(sc.StepsCacheError):
+        sc.StepCosts.from_dict(dict(s.to_dict(), version=99))
+
+
+def test_a_slowed_sample_does_not_make_a_small_step_dearer():
+    # T = 16 slowed (40 ms, more than T = 32's 30 ms): read as 30; the rest as measured
+    assert ss.monotone([(8, 12.0), (16, 40.0), (32, 30.0), (64, 50.0)]) == [(8, 12.0), (16, 30.0), (32, 30.0),
+                                                                           (64, 50.0)]
+
+
+def test_costs_cached_busy_are_measured_again_once_quiet(make_engine, tiny_target, tiny_draft_noisy, tmp_path):
+    eng = make_engine(tiny_target, tiny_draft_noisy)
+    first = sc.cached_or_measure(eng, repeats=1, directory=tmp_path)
+    busy = sc.StepCosts.from_dict(dict(first.to_dict(), loadavg=[99.0, 99.0, 99.0]))
+    key, name = sc.steps_cache_key(eng, 1)
+    busy.store(key, sc.cache_path(name, tmp_path), [])
+    warned = []
+    kept = sc.cached_or_measure(eng, repeats=1, directory=tmp_path, now_quiet=lambda t: False)
+    assert kept.cached and not kept.quiet  # busy, and still busy: read back
+    again = sc.cached_or_measure(eng, repeats=1, directory=tmp_path, now_quiet=lambda t: True, warn=warned.append)
+    assert not again.cached and "quiet now: measuring again" in warned[0]

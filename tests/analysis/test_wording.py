@@ -247,7 +247,7 @@ def probe_results(draw):
 @given(probe_results())
 def test_probe_verdict_claims_match_its_figures(r):
     from spectui.analysis.draft_policy import PLAUSIBLE_RATE
-    from spectui.analysis.probe import FLAT_MARGINAL, analyse
+    from spectui.analysis.probe_verdict import FLAT_MARGINAL, analyse
 
     v = analyse(r)
     s = v.sentence

@@ -14,11 +14,14 @@ KEYS = [
 PANELS = [
     ("engines", "one row per URL (and vLLM engine label), then the sum: acceptance rate, mean acceptance "
                 "length, drafted and accepted tokens/s over the last interval, or the URL's state"),
-    ("acceptance by position", "accepted_per_pos[i] / drafts since start: how often draft token i survives"),
+    ("acceptance by position", "accepted_per_pos[i] / drafts since start: how often draft token i survives; "
+                               "engines of different kinds side by side, SGLang (*) from its requests' histograms"),
     ("deployment", "last interval | since start: accept = accepted / drafted tokens; mean acc len = "
                    "1 + accepted / drafts; TTFT / ITL p50/p95 from the engines' own histograms"),
     ("tokens/s", "drafted (dim) and accepted (bright) tokens/s per interval, on one scale"),
-    ("request (-p)", "the streamed text as it arrives, the server's per-request acceptance, client TTFT/ITL"),
+    ("request (-p)", "the streamed text as it arrives, the server's per-request acceptance, client TTFT/ITL; "
+                     "several requests one line each: low = the drafter guesses this text badly (drafts thrown "
+                     "away), high = copyable text or a loop (a longer k pays)"),
 ]
 CAVEATS = [
     "llama-server adds a request's counts when the request ends, not per token: a window without a finished "
@@ -28,6 +31,8 @@ CAVEATS = [
     "out), vLLM has no per-request draft length: the server's own setting applies (--spec-draft-n-max, "
     "num_speculative_tokens).",
     "vLLM: per-request figures need --per-request-spec-decode-metrics summary.",
+    "SGLang publishes gauges (its last batches' accept rate and length), no counters and nothing per "
+    "position: shown as '(gauge)'.",
     "States: baseline (first scrape), reset (counters went back: restarted), no speculation, idle, and one "
     "line for an unreachable URL or a page that is not Prometheus text; the others keep going.",
 ]

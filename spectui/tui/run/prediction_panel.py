@@ -63,7 +63,8 @@ class PredictionPanel(Panel):
 def _knee_lines(view) -> list[str]:
     """Where speculation stops paying as the batch grows, for the run on screen: the probed batched curve recorded
     with the run (``spectui probe --batched`` cached) and the run's own acceptance at its k."""
-    from ...analysis.batch_knee import acceptance_from_tokens_per_pass, panel_lines  # noqa: PLC0415
+    from ...analysis.batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415
+    from ...analysis.knee_text import panel_lines  # noqa: PLC0415
 
     snap = view.snap
     probe = snap.start.probe if snap is not None and snap.start is not None else None
