@@ -32,6 +32,13 @@ Definitions (identical for a live run and a replayed trace, because both are the
 - drafting continues at position i = passes that drafted position i / passes that asked for at least i
   drafts and drafted the i - 1 before it (1.0 without --draft-p-min for the draft model; below 1 where
   the draft stopped for confidence or the n-gram drafter had a shorter match). The cost model uses it.
+- pipelined passes (``--pipeline``, ``PassEvent.pipeline``): the hit rate = passes after which the block
+  drafted during their verify was the next pass's drafts (every draft accepted and the target's token the
+  draft's guess) / pipelined passes; waste = speculative tokens thrown away / (those + the drafts of
+  pipelined passes); overlap share = the draft thread's drafting during the target's verifies / the verify
+  time of pipelined passes; hidden drafting = 1 - the loop's wait for drafts / the draft thread's drafting.
+  In a pipelined pass ``Timing.draft_ms`` is the loop's wait; the draft cost ratio c counts the draft
+  thread's own drafting (``PipeInfo.draft_busy_ms``) there.
 
 ``RunStats`` is an incremental accumulator, so the TUI, a streaming replay and the headless summary
 all use the same code. Exact ITL percentiles need every token's ITL: they are kept in a compact
@@ -143,6 +150,40 @@ class ContinueStat:
 
 
 @dataclass(frozen=True)
+class PipelineStats:
+    """The pipelined passes of a run (see the module docstring); sums over those passes."""
+
+    passes: int = 0
+    hits: int = 0  # the block drafted during the pass's verify was the next pass's drafts
+    overlapped: int = 0  # passes whose drafts were drafted during the previous verify
+    drafted: int = 0  # drafts of pipelined passes
+    thrown: int = 0  # speculative tokens thrown away
+    thrown_by: tuple[tuple[str, int], ...] = ()  # (PipeInfo.thrown_why, tokens)
+    overlap_ms: float = 0.0
+    verify_ms: float = 0.0
+    wait_ms: float = 0.0  # the loop's wait for drafts (Timing.draft_ms of pipelined passes)
+    busy_ms: float = 0.0  # the draft thread's drafting for them
+    cut_wait_ms: float = 0.0  # the loop's waits for the draft thread to stop after a miss
+
+    @property
+    def hit_rate(self) -> float | None:
+        return self.hits / self.passes if self.passes else None
+
+    @property
+    def waste(self) -> float | None:
+        n = self.thrown + self.drafted
+        return self.thrown / n if n else None
+
+    @property
+    def overlap_share(self) -> float | None:
+        return self.overlap_ms / self.verify_ms if self.verify_ms > 0 else None
+
+    @property
+    def hidden_share(self) -> float | None:
+        return max(0.0, 1.0 - self.wait_ms / self.busy_ms) if self.busy_ms > 0 else None
+
+
+@dataclass(frozen=True)
 class StatsSnapshot:
     """A frozen view of the statistics after some prefix of the event stream."""
 
@@ -183,6 +224,7 @@ class StatsSnapshot:
     confidence: tuple[ConfidenceBucket, ...] = ()  # acceptance by draft confidence, every bucket
     draft_continue_by_position: tuple[ContinueStat, ...] = ()
     draft_stops: tuple[tuple[str, int], ...] = ()  # (PassEvent.draft_stop, passes), passes that asked k > 0
+    pipeline: PipelineStats | None = None  # None: no pipelined pass
 
 
 @dataclass
@@ -221,6 +263,9 @@ class RunStats:
     conf_accepted: list[int] = field(default_factory=lambda: [0] * (len(CONFIDENCE_EDGES) + 1))
     pos_asked: list[int] = field(default_factory=list)  # position i+1: asked >= i+1 and drafted i
     draft_stop_counts: dict[str, int] = field(default_factory=dict)
+    draft_work_ms: float = 0.0  # drafting itself (c): Timing.draft_ms, or the draft thread's in pipelined passes
+    pipe: dict[str, float] = field(default_factory=dict)  # PipelineStats' sums
+    pipe_thrown: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=self.window)
@@ -261,7 +306,7 @@ class RunStats:
         if ev.prefill:
             self.ttft_ms = ev.timing.wall_ms
             return
-        self.draft_ms += ev.timing.draft_ms
+        self._drafting(ev)
         self.verify_ms += ev.timing.verify_ms
         self.other_ms += ev.timing.other_ms
         self.n_passes += 1
@@ -310,6 +355,37 @@ class RunStats:
             elif len(self.recent) >= min(self.window, 5):
                 self.best_uncontended_tps = max(self.best_uncontended_tps, self._window_tps())
 
+    def _drafting(self, ev: PassEvent) -> None:
+        """A decode pass's drafting time: on its path (Timing.draft_ms), itself (c), and a pipelined pass's figures."""
+        self.draft_ms += ev.timing.draft_ms
+        self.draft_work_ms += ev.timing.draft_ms if ev.pipeline is None else ev.pipeline.draft_busy_ms
+        if ev.pipeline is not None:
+            self._pipelined(ev)
+
+    def _pipelined(self, ev: PassEvent) -> None:
+        info, s = ev.pipeline, self.pipe
+        if info.thrown:  # (also a sequential pass that threw a block away when the setting went off)
+            self.pipe_thrown[info.thrown_why] = self.pipe_thrown.get(info.thrown_why, 0) + len(info.thrown)
+        if not ev.settings.pipeline:
+            return
+        for key, v in (("passes", 1), ("hits", info.hit), ("overlapped", info.overlapped),
+                       ("drafted", len(ev.drafts)), ("overlap_ms", info.overlap_ms),
+                       ("verify_ms", ev.timing.verify_ms), ("wait_ms", ev.timing.draft_ms),
+                       ("busy_ms", info.draft_busy_ms), ("cut_wait_ms", info.cut_wait_ms)):
+            s[key] = s.get(key, 0) + v
+
+    def pipeline(self) -> PipelineStats | None:
+        """The pipelined passes' figures, None before the first."""
+        s = self.pipe
+        if not s and not self.pipe_thrown:
+            return None
+        return PipelineStats(
+            passes=int(s.get("passes", 0)), hits=int(s.get("hits", 0)), overlapped=int(s.get("overlapped", 0)),
+            drafted=int(s.get("drafted", 0)), thrown=sum(self.pipe_thrown.values()),
+            thrown_by=tuple(sorted(self.pipe_thrown.items())), overlap_ms=s.get("overlap_ms", 0.0),
+            verify_ms=s.get("verify_ms", 0.0), wait_ms=s.get("wait_ms", 0.0), busy_ms=s.get("busy_ms", 0.0),
+            cut_wait_ms=s.get("cut_wait_ms", 0.0))
+
     def _window_tps(self) -> float:
         ms = sum(w for _, w in self.recent)
         return 1000.0 * sum(t for t, _ in self.recent) / ms if ms else 0.0
@@ -355,7 +431,7 @@ class RunStats:
             A StatsSnapshot: the faces, the summary, the cost model and the exports all read this one.
         """
         tgt = self.target_decode_ms()
-        dpt = self.draft_ms / self.n_drafted if self.n_drafted else 0.0
+        dpt = self.draft_work_ms / self.n_drafted if self.n_drafted else 0.0
         win_tok = sum(t for t, _ in self.recent)
         win_ms = sum(w for _, w in self.recent)
         return StatsSnapshot(
@@ -399,6 +475,7 @@ class RunStats:
                 for i, a in enumerate(self.pos_asked)
             ),
             draft_stops=tuple(sorted(self.draft_stop_counts.items())),
+            pipeline=self.pipeline(),
         )
 
     def confidence(self) -> tuple[ConfidenceBucket, ...]:

@@ -14,7 +14,7 @@ from .aggregate import OVERALL, BenchRow, Summary, baselines, comparable
 
 MARKDOWN_MARKER = "<!-- spectui bench report -->"  # the --markdown file's first line (spectui's own file)
 CSV_FIELDS = (
-    "category", "question_id", "sub_category", "turn", "drafter", "k", "temperature", "repeat", "source",
+    "category", "question_id", "sub_category", "turn", "drafter", "k", "temperature", "pipeline", "repeat", "source",
     "prompt_tokens", "n_emitted", "n_drafted", "n_accepted", "passes_drafted", "n_passes", "mean_accepted_tokens",
     "acceptance_rate", "tokens_per_second", "baseline_tokens_per_second", "speedup", "ttft_ms", "itl_ms_p50",
     "stop_reason", "equal", "contended", "skipped", "trace",
@@ -33,7 +33,8 @@ def row_records(rows: Sequence[BenchRow]) -> list[dict]:
         out.append({
             "category": r.category, "question_id": r.prompt.question_id, "sub_category": r.prompt.sub_category,
             "turn": r.turn + 1, "drafter": r.setting.drafter, "k": r.setting.k,
-            "temperature": r.setting.temperature, "repeat": r.repeat + 1, "source": r.source,
+            "temperature": r.setting.temperature, "pipeline": r.setting.pipeline, "repeat": r.repeat + 1,
+            "source": r.source,
             "prompt_tokens": r.prompt_tokens,
             "n_emitted": s.n_emitted if s else 0, "n_drafted": s.n_drafted if s else 0,
             "n_accepted": s.n_accepted if s else 0, "passes_drafted": s.passes_drafted if s else 0,
@@ -62,6 +63,7 @@ def to_csv(rows: Sequence[BenchRow]) -> str:
 def summary_record(s: Summary) -> dict:
     d = asdict(s)
     d["setting"] = {"drafter": s.setting.drafter, "k": s.setting.k, "temperature": s.setting.temperature,
+                    "pipeline": s.setting.pipeline,
                     "label": s.setting.label}
     d["unequal"] = list(s.unequal)
     d["acceptance_by_position"] = list(s.acceptance_by_position)

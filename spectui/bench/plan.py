@@ -34,6 +34,7 @@ class Setting:
     k: int
     temperature: float
     name: str = ""  # server mode: the deployment's URL (its drafter and k are the server's own)
+    pipeline: bool = False  # --pipeline on: the draft drafts ahead on its own thread (the draft model only)
 
     @property
     def is_baseline(self) -> bool:
@@ -44,7 +45,7 @@ class Setting:
         """"target only", "model k=2" / "ngram k=4", or a server's URL (the temperature is shown apart)."""
         if self.is_baseline:
             return TARGET_ONLY
-        return self.name or f"{self.drafter} k={self.k}"
+        return self.name or f"{self.drafter} k={self.k}" + (" pipelined" if self.pipeline else "")
 
     @property
     def full_label(self) -> str:
@@ -53,7 +54,9 @@ class Setting:
     @property
     def tag(self) -> str:
         """File-name form: base-t0, model-k2-t0.8."""
-        return f"base-t{self.temperature:g}" if self.is_baseline else f"{self.drafter}-k{self.k}-t{self.temperature:g}"
+        if self.is_baseline:
+            return f"base-t{self.temperature:g}"
+        return f"{self.drafter}-k{self.k}-t{self.temperature:g}" + ("-pipe" if self.pipeline else "")
 
 
 def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
@@ -80,8 +83,9 @@ def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
     return out
 
 
-def make_settings(ks: Sequence[int], temps: Sequence[float], drafters: Sequence[str]) -> list[Setting]:
-    """The baseline of each temperature, then every drafter x k at it."""
+def make_settings(ks: Sequence[int], temps: Sequence[float], drafters: Sequence[str],
+                  pipelines: Sequence[bool] = (False,)) -> list[Setting]:
+    """The baseline of each temperature, then every drafter x k (x --pipeline off / on, the draft model's) at it."""
     spec_ks = [k for k in ks if k > 0]
     if not spec_ks:
         raise SpectuiError("--draft-max needs at least one draft length above 0 (the baseline always runs)")
@@ -90,7 +94,22 @@ def make_settings(ks: Sequence[int], temps: Sequence[float], drafters: Sequence[
         out.append(Setting(BASELINE, 0, t))
         for d in drafters:
             for k in spec_ks:
-                out.append(Setting(d, k, t))
+                for pipe in pipelines if d == "model" else (False,):
+                    out.append(Setting(d, k, t, pipeline=pipe))
+    return out
+
+
+def parse_pipelines(value: str | None, have_draft: bool) -> list[bool]:
+    """--pipeline "off", "on" or "off,on" -> [False], [True], [False, True] (both side by side)."""
+    out: list[bool] = []
+    for part in str(value or "off").split(","):
+        p = part.strip().lower()
+        if p not in ("on", "off"):
+            raise SpectuiError(f"--pipeline takes off, on or off,on (both side by side), not {part.strip()!r}")
+        if (p == "on") not in out:
+            out.append(p == "on")
+    if True in out and not have_draft:
+        raise SpectuiError("--pipeline on needs a draft model (--draft): it overlaps the draft model's drafting")
     return out
 
 

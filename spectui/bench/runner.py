@@ -200,7 +200,8 @@ class _TurnRunner:
                 "drafter": s.drafter, "k": s.k, "temperature": s.temperature, "repeat": job.repeat + 1,
             }})
             trace = str(getattr(writer, "path", name))
-        settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=self.seed)
+        settings = Settings(draft_max=s.k, temperature=s.temperature, drafter=s.drafter, seed=self.seed,
+                            pipeline=s.pipeline)
         events = []
         try:
             for ev in self.engine.run(text, RunControl(settings), self.n_predict, chat_template=self.chat_label,

@@ -30,7 +30,7 @@ from .common import ModelOptions, default_drafters, load_engine, plan_drafting
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_temps
+from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
 from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
@@ -130,6 +130,9 @@ class _Signals:
 @click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
               help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=SEED, default=0, show_default=True)
+@click.option("--pipeline", "pipeline", type=str, default="off", show_default=True, metavar="off|on|off,on",
+              help="the draft model's settings sequential, pipelined (drafting the next block on its own thread "
+                   "while the target verifies), or both side by side (docs/pipeline.md)")
 @click.option("--repeat", "-r", type=REPEAT, default=1, show_default=True, help="runs per prompt and setting")
 @click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="",
               help="print the results as JSON on stdout (-o FILE writes them)")
@@ -197,7 +200,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
                turns="first", chat=None, system=None, n_predict=256, draft_max=DEFAULT_DRAFT_MAX, temp="0",
                drafter=None, seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
                baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
-               knee_probe=None) -> int:
+               knee_probe=None, pipeline="off") -> int:
     """The whole bench: check everything, load the models once (or probe the deployments), run, report.
 
     Args:
@@ -206,6 +209,7 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
             knee sweep, ``bench.concurrency``).
         prompts, categories, per_category, limit: the prompt set and what of it runs.
         draft_max, temp, drafter: comma-separated settings, each beside the target alone (the baseline).
+        pipeline: "off", "on" or "off,on": the draft model's settings sequential, pipelined, or both.
         json_out, csv_out, md_out: "-" for stdout, or a file each (written atomically, never over an input).
         signals: the command's signal handler (a stop while loading: nothing written).
 
@@ -231,18 +235,19 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
     if str(concurrency) != "1" or knee_probe:
         raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
     return _engine_main(models, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals, force,
-                        n_predict=n_predict, seed=seed, repeat=repeat, turns=turns, chat=chat, system=system)
+                        n_predict=n_predict, seed=seed, repeat=repeat, turns=turns, chat=chat, system=system,
+                        pipeline=pipeline)
 
 
 def _engine_main(models: ModelOptions, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals,
-                 force, *, n_predict, seed, repeat, turns, chat, system) -> int:
+                 force, *, n_predict, seed, repeat, turns, chat, system, pipeline="off") -> int:
     """Local models: every setting beside the baseline on one loaded engine, the kernels' noise first."""
     ks = parse_ks(draft_max, modes=False)
     temps = parse_temps(temp)
     drafters = parse_drafters(drafter if drafter is not None else ",".join(default_drafters(models)),
                               models.has_draft)
     drafting = plan_drafting("bench", drafters, models)  # one engine: the draft model and one head beside it
-    settings = make_settings(ks, temps, drafters)
+    settings = make_settings(ks, temps, drafters, parse_pipelines(pipeline, models.has_draft))
     made_dir = record_dir is not None and not Path(record_dir).exists()
     rec = Path(record_folder(record_dir)) if record_dir is not None else None
     engine, noise, timing = _load(models, drafting, settings, rec if made_dir else None, signals)

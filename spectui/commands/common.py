@@ -62,6 +62,7 @@ class ModelOptions:
     n_gpu_layers_draft: str | None = None
     ctx_size: int = 4096
     threads: int | None = None
+    threads_draft: int | None = None  # -td (llama.cpp's --threads-draft)
     no_repack: bool = False
     sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/graph_path.py)
     head: str | None = None  # --head FILE: an EAGLE-3 head beside the separate draft model (--draft)
@@ -263,7 +264,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
             target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
             inspect_top=inspect_top, draft_policy=PolicyByMode, head=head, sampling=models.sampling,
-            head_file=head_file, head_in_every_run=head_in_every_run,
+            head_file=head_file, head_in_every_run=head_in_every_run, threads_draft=models.threads_draft,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
@@ -271,6 +272,34 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
 
         return EngineThread(build)
     return build()
+
+
+def resolve_pipeline(engine, mode: str, settings, say=None):
+    """``--pipeline off|on|auto`` -> the run's Settings (``pipeline`` on or off). auto measures both ways on the
+    loaded pair (engine.pipeline_probe, a few seconds) and takes the faster at its best k (analysis.pipeline_cost);
+    the choice and why go to ``say`` and into the run's RunStarted (``engine.pipeline_choice``). on without a
+    draft model is an error (exit 2); auto is then off."""
+    import dataclasses
+
+    inner = getattr(engine, "engine", engine)
+    if mode == "off":
+        return settings
+    if inner.draft is None:
+        if mode == "on":
+            raise SpectuiError("--pipeline on needs a draft model (--draft): it overlaps the draft model's drafting")
+        inner.pipeline_choice = "auto: sequential (no draft model to run beside the target)"
+        return settings
+    if mode == "on":
+        return dataclasses.replace(settings, pipeline=True)
+    from ..analysis.pipeline_cost import choose
+    from ..engine.pipeline_probe import measure_split
+
+    costs = engine.call(lambda: measure_split(inner)) if hasattr(engine, "call") else measure_split(inner)
+    choice = choose(costs)
+    inner.pipeline_choice = "auto: " + choice.reason
+    if say is not None:
+        say(f"--pipeline {inner.pipeline_choice}")
+    return dataclasses.replace(settings, pipeline=choice.pipeline)
 
 
 def cached_machine(engine, quiet: bool = False, say=None) -> tuple[MachineProbe | None, bool]:

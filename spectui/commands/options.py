@@ -36,6 +36,8 @@ def model_options(f):
         click.option("-c", "--ctx-size", "ctx_size", type=CTX_SIZE, default=4096, show_default=True),
         click.option("-t", "--threads", type=THREADS, default=None,
                      help="default: physical performance cores this process may use (as llama.cpp)"),
+        click.option("-td", "--threads-draft", "threads_draft", type=THREADS, default=None,
+                     help="the draft model's threads (default: as -t; with --pipeline, the cores -t leaves)"),
         click.option("--sampling", "sampling", type=click.Choice(["auto", "graph", "cpu"]), default="auto",
                      show_default=True,
                      help="where the draft's q and the target's p are computed: graph = llama.cpp backend "
@@ -71,6 +73,7 @@ def run_options(f):
                           "llama-cli; --no-chat sends the raw text)"),
         click.option("--system", "-sys", "system", type=str, default=None,
                      help="system message for the chat template (default: none)"),
+        pipeline_option(),
         click.option("--inspect-top", "inspect_top", type=INSPECT_TOP, default=5, show_default=True,
                      help="record the target's and the draft's top-N candidates per position (the inspector; "
                           "0 = off)"),
@@ -86,6 +89,17 @@ DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")  # spectui.contract.event
 DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (an EAGLE-3 "
                 "head: --head FILE, or --draft FILE alone) or mtp (the target's own MTP layers); default: what the "
                 "files given draft with (--draft by its header: model, eagle3 or mtp; --head: eagle3), else ngram")
+
+
+PIPELINE_HELP = ("on: the draft model drafts the next block on its own thread and cores while the target verifies "
+                 "(threads split: -t / -td, default half each); auto: measure both ways on this machine and take "
+                 "the faster (docs/pipeline.md)")
+
+
+def pipeline_option():
+    """``--pipeline on|off|auto``: the same in every command that runs the loop."""
+    return click.option("--pipeline", "pipeline", type=click.Choice(["off", "on", "auto"]), default="off",
+                        show_default=True, help=PIPELINE_HELP)
 
 
 def drafter_option(note: str = ""):

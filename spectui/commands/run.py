@@ -23,11 +23,11 @@ from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
 from .common import (Drafting, ModelOptions, cached_machine, detected_drafter, load_engine, loading_stop,
-                     measure_machine, offered_drafters, plan_drafting, resolve_prompt)
+                     measure_machine, offered_drafters, plan_drafting, resolve_pipeline, resolve_prompt)
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
-                  draft_p_min: float = 0.0, draft_min: int = 0) -> Settings:
+                  draft_p_min: float = 0.0, draft_min: int = 0, pipeline: str = "off") -> Settings:
     k, auto = k_setting(parse_k(draft_max))
     if not 0.0 <= temp <= 2.0:
         raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
@@ -41,8 +41,10 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
         raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head as --draft PATH")
     if drafter == "model" and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram / none)")
+    if pipeline == "on" and not have_draft:
+        raise SpectuiError("--pipeline on needs a draft model (--draft): it overlaps the draft model's drafting")
     return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto,
-                    draft_p_min=float(draft_p_min), draft_min=int(draft_min))
+                    draft_p_min=float(draft_p_min), draft_min=int(draft_min), pipeline=pipeline == "on")
 
 
 class ChatEngine:
@@ -95,14 +97,14 @@ class RunPlan:
 
 
 def plan_run(models: ModelOptions, prompt, prompt_file, n_predict, draft_max, temp, seed, drafter, headless, as_json,
-             theme, draft_p_min, draft_min, inspect_top, chat, system) -> RunPlan:
+             theme, draft_p_min, draft_min, inspect_top, chat, system, pipeline="off") -> RunPlan:
     """Every check that needs no model, in the order a user meets them (one line, exit 2, on the first)."""
     text = resolve_prompt(prompt, prompt_file)
     if drafter is None and models.head:  # --head FILE: the run starts drafting with the EAGLE-3 head
         drafter = "eagle3"
     drafter = detected_drafter(drafter, models)
     settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft or bool(models.head),
-                             draft_p_min=draft_p_min, draft_min=draft_min)
+                             draft_p_min=draft_p_min, draft_min=draft_min, pipeline=pipeline)
     # the engine holds the drafter asked for and what the files given draft with (the TUI's d switches to them)
     drafting = plan_drafting("run", offered_drafters(settings.drafter, models), models)
     from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
@@ -127,7 +129,7 @@ def plan_run(models: ModelOptions, prompt, prompt_file, n_predict, draft_max, te
 def run_main(
     prompt=None, prompt_file=None, n_predict=128, draft_max=DEFAULT_DRAFT_MAX, temp=0.0, seed=0, drafter=None,
     headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, force=False, chat=None, system=None, **model_kwargs,
+    inspect_top=5, force=False, chat=None, system=None, pipeline="off", **model_kwargs,
 ) -> int:
     """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
     prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
@@ -135,7 +137,7 @@ def run_main(
     if model_kwargs:
         raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
     plan = plan_run(models, prompt, prompt_file, n_predict, draft_max, temp, seed, drafter, headless, as_json, theme,
-                    draft_p_min, draft_min, inspect_top, chat, system)
+                    draft_p_min, draft_min, inspect_top, chat, system, pipeline)
     control = RunControl(plan.settings)
     # Until the run starts there is nothing to flush: SIGINT/SIGTERM/SIGHUP while the models load (seconds
     # for a 7B) end the command with 128 + N and nothing written (Interrupted, which the command reports in
@@ -155,6 +157,9 @@ def run_main(
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
             runner = chat_engine(engine, chat, system)
+            # --pipeline auto: both ways measured on the loaded pair, the faster taken (and recorded)
+            settings = resolve_pipeline(engine, pipeline, plan.settings, None if plan.as_json else _say)
+            control.update(pipeline=settings.pipeline)
             # this machine's probe as cached (auto k and the prediction start from it); none: the run's own
             # passes feed them from the first, and the TUI measures it once the run has ended
             machine, measure_later = (None, False) if no_probe else cached_machine(engine, quiet=plan.as_json)
@@ -173,6 +178,10 @@ def run_main(
                 recorder.close()
         if engine is not None:
             engine.close()
+
+
+def _say(msg: str) -> None:
+    print(f"spectui: {msg}", file=sys.stderr)
 
 
 def _run_tui(runner, engine, plan: RunPlan, control: RunControl, machine, measure_later: bool, recorder,

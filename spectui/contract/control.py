@@ -19,7 +19,7 @@ P_MIN_LIMIT = 1.0
 
 def clamp_settings(s: Settings) -> Settings:
     """Bring settings into their documented ranges (k 0..32, temperature 0..2, known drafter, p-min 0..1,
-    draft-min 0..32)."""
+    draft-min 0..32, pipeline a bool)."""
     k = clamp_draft_length(s.draft_max)
     t = round(max(0.0, min(TEMPERATURE_LIMIT, float(s.temperature))), 3)
     drafter = s.drafter if s.drafter in DRAFTERS else "model"
@@ -27,7 +27,7 @@ def clamp_settings(s: Settings) -> Settings:
     p_min = round(max(0.0, min(P_MIN_LIMIT, float(s.draft_p_min))), 3)
     n_min = clamp_draft_length(s.draft_min)
     return dataclasses.replace(s, draft_max=k, temperature=t, drafter=drafter, auto=auto, draft_p_min=p_min,
-                               draft_min=n_min)
+                               draft_min=n_min, pipeline=bool(s.pipeline))
 
 
 class RunControl:

@@ -30,6 +30,7 @@ from .events import (
     PLAIN,
     REJECTED,
     REQ_REASONS,
+    SPEC_WHYS,
     Bucket,
     Candidate,
     DraftToken,
@@ -40,6 +41,7 @@ from .events import (
     Inspection,
     MachineProbe,
     ModelInfo,
+    PipeInfo,
     PositionCount,
     Settings,
     Target,
@@ -372,7 +374,7 @@ def _build(cls: type, data: Any) -> Any:
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
-                                           Inspection, MachineProbe, HeadInfo,
+                                           Inspection, MachineProbe, HeadInfo, PipeInfo,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {
@@ -381,6 +383,7 @@ _ENUMS.update(
         ("Settings", "drafter"): _one_of(DRAFTERS),
         ("HeadInfo", "kind"): _one_of(HEAD_DRAFTERS + ("",)),
         ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
+        ("PipeInfo", "thrown_why"): _one_of(SPEC_WHYS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),
         ("Target", "kind"): _one_of(KINDS),
         ("MetricsScraped", "kind"): _one_of(KINDS),

@@ -55,6 +55,9 @@ class Settings:
     # 0 = off. --draft-min: never stop for confidence before this many drafts.
     draft_p_min: float = 0.0
     draft_min: int = 0
+    # --pipeline: the draft model drafts the next block on its own thread and cores while the target verifies
+    # this one (engine/pipeline.py, docs/pipeline.md); passes with another drafter, or k = 0, run as before
+    pipeline: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,31 @@ class Timing:
     t_end: float = 0.0  # seconds since the run started, at the end of this pass
 
 
+# Why a pipelined pass threw away speculative tokens (PipeInfo.thrown_why).
+SPEC_REJECTED = "rejected"  # a draft of the block being verified was rejected: the block followed a dead end
+SPEC_GUESS = "guess"  # every draft held, but the target's own token was not the draft's guess
+SPEC_CHANGED = "changed"  # the settings (k, temperature, drafter, p-min, pipeline) changed between passes
+SPEC_END = "end"  # the run ended (end of generation, n_predict, a stop) with a block drafted ahead
+SPEC_NONE = ""
+SPEC_WHYS = (SPEC_REJECTED, SPEC_GUESS, SPEC_CHANGED, SPEC_END, SPEC_NONE)
+
+
+@dataclass(frozen=True)
+class PipeInfo:
+    """A pipelined pass (``PassEvent.pipeline``; None for a sequential pass and traces from before the mode).
+    While the target verified this pass's drafts, the draft model went on drafting on its own thread as if
+    every draft were accepted: the guess of the target's next token, then the next pass's drafts after it."""
+
+    overlapped: bool = False  # this pass's drafts were drafted during the previous pass's verify (a hit)
+    guess: int = -1  # the draft's guess of this pass's target token (-1: none made)
+    hit: bool = False  # every draft held and the target's token was the guess: the next drafts are ready
+    thrown: tuple[Token, ...] = ()  # speculative tokens thrown away when this pass was decided
+    thrown_why: str = SPEC_NONE  # one of SPEC_WHYS
+    overlap_ms: float = 0.0  # the draft thread drafting while the target verified this pass
+    draft_busy_ms: float = 0.0  # the draft thread's own time for this pass's drafts (hidden or not)
+    cut_wait_ms: float = 0.0  # the loop waited for the draft thread to stop after a miss (its decode ends)
+
+
 @dataclass(frozen=True)
 class RunStarted:
     type: Literal["start"] = "start"
@@ -214,6 +242,12 @@ class RunStarted:
     # Where the row math ran (--sampling): "graph" (llama.cpp backend sampler chains: engine/graph_path.py) or
     # "cpu" (numpy on the loop's path; traces from before this field).
     sampling: str = "cpu"
+    # The draft model's threads in sequential passes (-td; 0: as ``threads``, traces from before the field) and
+    # the split of pipelined passes, (target, draft) threads (() when the run cannot pipeline: no draft model);
+    # pipeline_choice: what --pipeline auto chose and why, in one line ("" when on or off was given).
+    threads_draft: int = 0
+    pipeline_threads: tuple[int, ...] = ()
+    pipeline_choice: str = ""
 
 
 @dataclass(frozen=True)
@@ -241,6 +275,10 @@ class PassEvent:
     # A head drafted (HeadInfo): which one, per draft, 0-based (chained MTP heads: 0, 1, ..; a single head
     # repeats: 0, 0, ..). Empty for a draft model, ngram, no drafts, and traces from before this field.
     draft_heads: tuple[int, ...] = ()
+    # A pipelined pass (--pipeline): what the draft thread did meanwhile. In such a pass Timing.draft_ms is the
+    # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the
+    # drafting itself. None for a sequential pass.
+    pipeline: PipeInfo | None = None
 
 
 @dataclass(frozen=True)

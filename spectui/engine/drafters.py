@@ -17,6 +17,7 @@ Interface: ``start()`` at the beginning of a run (caches cleared), ``prefill(pro
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -83,6 +84,8 @@ class DraftLimits:
     # decide only what the pass needs (the token; q(d) at T > 0) and leave the rest of each position (q(d)
     # at T = 0, the top-N) to Proposal.complete(), on copies of the rows (the engine's overlapped finishing)
     defer: bool = False
+    # set: stop before the next draft decode (a pipelined block drafted ahead and no longer wanted: pipeline.py)
+    cancel: threading.Event | None = None
 
 
 class Drafter:
@@ -251,9 +254,25 @@ class DraftModelDrafter(Drafter):
                 _finish_row(prop, *entry)
             ids.append(d)
             if i < k - 1:
+                if lim.cancel is not None and lim.cancel.is_set():
+                    break
                 m.decode([d], self.n_past + i, "last")
                 self._decoded_drafts += 1
         return prop
+
+    @property
+    def decoded_drafts(self) -> int:
+        """Drafts of the last proposal whose cells are in the draft's KV (after the accepted context)."""
+        return self._decoded_drafts
+
+    def hold(self, n_past: int, rollback: bool = False) -> None:
+        """The draft's KV holds accepted context up to ``n_past`` and no draft after it (``rollback``: drop every
+        cell from there on first). The pipelined loop (pipeline.py) moves the KV this way past a guess it
+        decoded, and back to the accepted context after a block it threw away."""
+        if rollback:
+            self.model.rollback(n_past)
+        self.n_past = n_past
+        self._decoded_drafts = 0
 
     def _draw(self, row: np.ndarray, best: np.ndarray | None, temperature: float,
               rng: np.random.Generator) -> tuple[int, np.ndarray | None]:

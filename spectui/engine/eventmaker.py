@@ -24,6 +24,7 @@ from ..contract.events import (
     DraftToken,
     Inspection,
     PassEvent,
+    PipeInfo,
     Settings,
     TargetToken,
     Timing,
@@ -32,6 +33,7 @@ from ..contract.events import (
 from .cpu import OthersCpu
 from .drafters import Proposal
 from .models import LoadedModel
+from .pipeline import PipeWork
 from .rowmath import RowPool
 from .topn import top_ids, top_two_margin
 from .verify import Verdict, logsumexp, softmax
@@ -108,6 +110,7 @@ class PassWork:
     # overlapped: called between the parts of the work (the finishing thread waits there for a decode to run)
     between: Callable[[], object] | None = None
     clock: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # draft_ms, verify_ms, pass start, run start
+    pipe: PipeWork | None = None  # a pipelined pass (pipeline.py): what the draft thread did meanwhile
 
 
 def pass_timing(draft_ms: float, verify_ms: float, tp: float, t0: float) -> Timing:
@@ -153,6 +156,7 @@ class PassEventMaker:
             others_cpu=self.others.sample(),  # other processes' CPU since the last sample (a /proc/stat read)
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
             inspect=inspect, draft_heads=tuple(prop.heads) if prop is not None else (),
+            pipeline=self._pipe_info(w.pipe) if w.pipe is not None else None,
         )
         # the pass's probability rows are read no more: back to the pool for the next passes
         for row in p.cache.values():
@@ -162,6 +166,13 @@ class PassEventMaker:
         if prop is not None:
             prop.release()
         return event
+
+    def _pipe_info(self, w: PipeWork) -> PipeInfo:
+        """A pipelined pass's record; the tokens thrown away with their own texts (each piece alone: they never
+        reach the output)."""
+        thrown = tuple(Token(id=t, text=self._text(t)) for t in w.thrown)
+        return PipeInfo(overlapped=w.overlapped, guess=w.guess, hit=w.hit, thrown=thrown, thrown_why=w.thrown_why,
+                        overlap_ms=w.overlap_ms, draft_busy_ms=w.draft_busy_ms, cut_wait_ms=w.cut_wait_ms)
 
     def prefill_inspect(self, row: np.ndarray, token: int, temperature: float) -> tuple[Inspection, ...]:
         """The prefill pass's inspector record (its one row; no drafts)."""

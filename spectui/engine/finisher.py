@@ -89,10 +89,11 @@ class Finisher:
         self.copy_rows = False  # a verify had to wait for rows_busy: finishing passes read copies instead
         self.waited_s = 0.0  # the loop's wait for a finishing pass since the last pass began (goes to the next)
 
-    def mode_for(self, s: Settings) -> bool:
-        """Finish the next pass on the finishing thread? When the run asked for it and a core is spare, and not
-        under automatic k: its policy must see pass N's event before it chooses pass N + 1's k."""
-        self.overlap = self.may_overlap and not s.auto
+    def mode_for(self, s: Settings, spare: bool = True) -> bool:
+        """Finish the next pass on the finishing thread? When the run asked for it and a core is spare (``spare``:
+        the pass leaves it free; a pipelined pass may take every core), and not under automatic k: its policy
+        must see pass N's event before it chooses pass N + 1's k."""
+        self.overlap = self.may_overlap and spare and not s.auto
         return self.overlap
 
     def take_waited(self) -> float:

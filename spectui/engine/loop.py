@@ -49,6 +49,8 @@ from .models import LoadedModel
 from .pair import pair_warning
 from .parts import Drafters, RunParts, RunRequest, TargetCursor
 from .passes import PassLoop
+from .pipelined import PipelinedPassLoop
+from .pipeline import pipeline_setup
 from .policy import DraftPolicy, DraftPolicyFactory
 from .preload import check_gguf_file, check_pair
 from .rowmath import RowPool
@@ -110,14 +112,13 @@ class Engine:
         head: str | None = None, sampling: str = "cpu",
         head_file: str | None = None,
         head_in_every_run: bool = True,
+        threads_draft: int | None = None, pin_pipeline: bool = False, pipeline_threads: tuple[int, int] | None = None,
     ) -> None:
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
-        self.target = None
-        self.draft = None
-        self.head = None  # "eagle3" (the head's file) or "mtp" (the target's own layers): spec_heads.py, _heads
+        self.target = self.draft = None
+        self.head = self.head_file = None  # "eagle3" or "mtp" and its weights' file (spec_heads.py, _heads)
         self.head_in_every_run = bool(head_in_every_run)
-        self.head_file: str | None = None
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
@@ -126,10 +127,13 @@ class Engine:
         n_ctx = _check_n_ctx(n_ctx)
         self.inspect_top = check_inspect_top(inspect_top)
         self.threads, self.threads_why = _threads(threads)
+        # -td, the draft thread and the pipelined passes' split (pipeline.py); what --pipeline auto chose and why
+        self.pipeline = _pipeline(self.threads, threads, threads_draft, pipeline_threads, pin_pipeline)
+        self.threads_draft, self.pipeline_choice = self.pipeline.threads[1], ""
         ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
         tpath = check_gguf_file(target_path, "target")
         dpath = check_gguf_file(draft_path, "draft") if draft_path else None
-        head_path, dpath = self._heads(head, head_file, tpath, dpath)
+        self.head, self.head_file, head_path, dpath = _heads(head, head_file, tpath, dpath)
         n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
         self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
                    n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
@@ -142,30 +146,13 @@ class Engine:
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
         self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
-        self._cursor = TargetCursor()  # the target's accepted KV cells between runs (the last run's)
-        self._chat = _UNSET  # the target's chat template, read on first use
+        self._cursor, self._chat = TargetCursor(), _UNSET  # the target's KV cells between runs; its template (lazy)
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
                 self.abort.attach(llama(), m.ctx)
-        self.spare_core = self._find_spare_core(spare_core)
+        self.spare_core = _find_spare_core(spare_core, self.threads, self.target, self.draft)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
-
-    def _heads(self, head: str | None, head_file: str | None, tpath: str, dpath: str | None):
-        """(the head's file, the draft model's file), refused in one line before any weights load. ``head_file``:
-        the head's own file beside a separate draft model (``dpath``; the target itself for mtp); without it the
-        draft is the head (llama.cpp's -md). ``head_in_every_run`` False: the head reads the target's decodes
-        only in runs that start drafting with it (bench, sweep, race: each run keeps its drafter, and the
-        others pay nothing for the head); True: in every run, so a run may switch to it (the TUI's d)."""
-        if head is None:
-            return None, dpath
-        self.head = head
-        if head_file is not None:
-            path = check_head(head, tpath, check_gguf_file(head_file, "head"))
-        else:
-            path, dpath = check_head(head, tpath, dpath), None
-        self.head_file = path or tpath  # what the head's weights come from (the target itself for mtp)
-        return path, dpath
 
     def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
         """Every drafter this engine can switch to mid-run: none, ngram, the draft model, the head."""
@@ -180,12 +167,6 @@ class Engine:
                 raise
             drafters[head] = self._head
         return drafters
-
-    def _find_spare_core(self, spare_core: bool | None) -> bool:
-        """A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may
-        use more cores than the decode threads, or when no layer of either model runs on the CPU."""
-        on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (self.target, self.draft))
-        return _spare_core(self.threads, on_cpu) if spare_core is None else bool(spare_core)
 
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
               n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,
@@ -206,6 +187,7 @@ class Engine:
             self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
                                         n_outputs_max_per_seq=1 if sampling == "cpu" else 0, **common)
             if dpath:
+                common["threads"] = self.threads_draft
                 self.draft = LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
                 # Vocabularies may differ in size by padding rows (llama.cpp allows 128): both models choose
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
@@ -235,6 +217,8 @@ class Engine:
         finishing = getattr(self, "_finishing", None)
         if finishing is not None:  # a pass still being finished reads the models' vocabularies: let it end first
             finishing.close()
+        if getattr(self, "pipeline", None) is not None:
+            self.pipeline.thread.close()
         if getattr(self, "_head", None) is not None:  # the head's contexts read the target's: close them first
             self._head.head.close()
             self._head = None
@@ -292,7 +276,8 @@ class Engine:
 
     # ------------------------------------------------------------ the run
     def run(self, prompt: str, control: RunControl | None = None, n_predict: int = 128,
-            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False) -> Iterator[Event]:
+            probe: MachineProbe | None = None, chat_template: str = "", overlap: bool = False,
+            pipeline_choice: str = "") -> Iterator[Event]:
         """Generate from ``prompt``, pass by pass (a ``passes.PassLoop`` over ``parts()``).
 
         Args:
@@ -309,6 +294,8 @@ class Engine:
                 been decided: a consumer that changes the settings in reaction to pass N's event then changes
                 pass N + 2 (without ``overlap``: pass N + 1). The faces and the headless runs, which never react
                 to a pass that way, ask for it.
+            pipeline_choice: what ``--pipeline auto`` chose and why (RunStarted); with a draft model the run is a
+                ``pipelined.PipelinedPassLoop``, pipelining the passes under ``Settings.pipeline``.
 
         Returns:
             An iterator of RunStarted, PassEvent..., SettingsChanged..., RunEnded (always last, also after a
@@ -318,8 +305,10 @@ class Engine:
             SpectuiError: the engine is closed.
         """
         request = RunRequest(prompt=prompt, control=control or RunControl(), n_predict=int(n_predict), probe=probe,
-                             chat_template=str(chat_template or ""), overlap=bool(overlap))
-        return PassLoop(self.parts(), request).events()
+                             chat_template=str(chat_template or ""), overlap=bool(overlap),
+                             pipeline_choice=str(pipeline_choice or self.pipeline_choice or ""))
+        parts = self.parts()
+        return (PipelinedPassLoop if parts.pipeline is not None else PassLoop)(parts, request).events()
 
     def parts(self) -> RunParts:
         """The loaded parts a run works with: the one seam between loading and running (parts.py).
@@ -340,6 +329,7 @@ class Engine:
             spare_core=self.spare_core,
             n_ctx=self.n_ctx, threads=self.threads, inspect_top=self.inspect_top, target_info=self.target_info,
             draft_info=self.draft_info, debug_hook=self.debug_hook,
+            pipeline=self.pipeline if self._drafters.get("model") is not None else None,
         )
 
     @property
@@ -365,6 +355,35 @@ class Engine:
         return tpl.render(messages), tpl.label
 
 
+def _heads(head: str | None, head_file: str | None, tpath: str, dpath: str | None):
+    """(head, the head's weights' file, the head's file, the draft model's file), refused in one line before any
+    weights load. ``head_file``: the head's own file beside a separate draft model (``dpath``; the target itself
+    for mtp); without it the draft is the head (llama.cpp's -md). (``Engine(head_in_every_run=False)``: the head
+    reads the target's decodes only in runs that start drafting with it (bench, sweep, race: each run keeps its
+    drafter, and the others pay nothing for the head); True: in every run, so a run may switch to it (the TUI's
+    d).)"""
+    if head is None:
+        return None, None, None, dpath
+    if head_file is not None:
+        path = check_head(head, tpath, check_gguf_file(head_file, "head"))
+    else:
+        path, dpath = check_head(head, tpath, dpath), None
+    return head, path or tpath, path, dpath  # the head's weights come from the target itself for mtp
+
+
+def _find_spare_core(spare_core: bool | None, threads: int, target, draft) -> bool:
+    """A core the decode leaves free (run(overlap=True) finishes passes there): None = when this process may
+    use more cores than the decode threads, or when no layer of either model runs on the CPU."""
+    on_cpu = any(m is not None and m.n_gpu_layers < m.n_layer + 1 for m in (target, draft))
+    return _spare_core(threads, on_cpu) if spare_core is None else bool(spare_core)
+
+
+def _pipeline(threads: int, given, threads_draft, split, pin: bool):
+    """The engine's pipeline.PipelineSetup: -td checked (default -t), the split as given or from the cores."""
+    td = _threads(threads_draft, "-td")[0] if threads_draft else None
+    return pipeline_setup(threads, given, td, split, pin, default_threads().threads)
+
+
 def _check_n_ctx(n_ctx) -> int:
     try:
         n_ctx = int(n_ctx)
@@ -375,16 +394,16 @@ def _check_n_ctx(n_ctx) -> int:
     return n_ctx
 
 
-def _threads(threads) -> tuple[int, str]:
+def _threads(threads, flag: str = "-t") -> tuple[int, str]:
     """(-t, why): as given, or the physical performance cores within this process's affinity and CPU quota,
     as llama.cpp chooses them."""
     if threads:
-        n, why = int(threads), "-t"
+        n, why = int(threads), flag
     else:
         choice = default_threads()
         n, why = choice.threads, choice.why
     if n < 1:
-        raise SpectuiError(f"threads must be at least 1, got {threads}")
+        raise SpectuiError(f"{flag}: threads must be at least 1, got {threads}")
     return n, why
 
 

@@ -132,6 +132,7 @@ class LoadedModel:
         # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
         cp.n_outputs_max_per_seq = int(n_outputs_max_per_seq)
         self.ctx = L.llama_init_from_model(self.model, cp)
+        self.threads = threads  # of every decode, one-token and batched (set_threads changes it)
         if not self.ctx:
             L.llama_model_free(self.model)
             self.model = None
@@ -340,6 +341,14 @@ class LoadedModel:
     def sampled_token(self, i: int) -> int:
         """The attached chain's token for output row ``i`` of the last decode (-1: the last row)."""
         return int(self._sampled[2](self.ctx, i))
+
+    def set_threads(self, n: int) -> None:
+        """The threads of this context's decodes from now on, one-token and batched alike (llama_set_n_threads:
+        the pipelined passes' split, engine/pipeline.py)."""
+        n = max(1, int(n))
+        if n != self.threads:
+            llama().llama_set_n_threads(self.ctx, n, n)
+            self.threads = n
 
     def rollback(self, p0: int) -> None:
         """Drop every KV cell at position >= p0 (sequence 0)."""

@@ -27,6 +27,7 @@ from .drafters import Drafter, HeadDrafter
 from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .models import LoadedModel
+from .pipeline import PipelineSetup
 from .policy import DraftPolicyFactory
 from .rowmath import RowPool
 
@@ -109,6 +110,7 @@ class RunRequest:
         probe: this machine's verify curve (``spectui probe``), recorded in RunStarted, or None.
         chat_template: the label of the template ``prompt`` was rendered with ("" for a raw prompt).
         overlap: finish each pass on the finishing thread while the next one decodes (where a core is spare).
+        pipeline_choice: what ``--pipeline auto`` chose and why (RunStarted.pipeline_choice; "" otherwise).
     """
 
     prompt: str
@@ -117,6 +119,7 @@ class RunRequest:
     probe: MachineProbe | None = None
     chat_template: str = ""
     overlap: bool = False
+    pipeline_choice: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ class RunParts:
         target_info: the target's ``ModelInfo`` (RunStarted.target).
         draft_info: the draft's ``ModelInfo`` (RunStarted.draft), or None.
         debug_hook: tests: called with each pass's logits, or None (the engine's hook when the run was asked).
+        pipeline: the draft thread and the thread split of pipelined passes (``Settings.pipeline``), or None
+            without a draft model.
     """
 
     target: LoadedModel
@@ -168,6 +173,7 @@ class RunParts:
     target_info: ModelInfo
     draft_info: ModelInfo | None
     debug_hook: Callable[[dict], None] | None = None
+    pipeline: PipelineSetup | None = None
 
     @property
     def head(self) -> HeadDrafter | None:

@@ -69,6 +69,24 @@ def cut(is_eog, ids: list[int], n_acc: int, tok: int, n_emitted: int, n_predict:
     return n_acc + 1, None
 
 
+def cap_k(k_want: int, n_past: int, n_emitted: int, n_ctx: int, n_batch: int, n_predict: int) -> int | None:
+    """``k_want`` capped for a pass after ``n_past`` cells and ``n_emitted`` tokens: the verify batch fits the
+    context and the batch size, and the pass cannot emit past n_predict. None: the context is full."""
+    k_want = clamp_draft_length(k_want)
+    room = n_ctx - n_past  # free target cells; the verify batch needs k + 1 of them
+    if room < 1:
+        return None
+    k = min(k_want, room - 1, n_batch - 1)
+    if n_predict > 0:
+        k = min(k, n_predict - n_emitted - 1)
+    return max(0, k)
+
+
+def limits(s: Settings, k: int, inspect_top: int, defer: bool) -> DraftLimits:
+    """How far a pass under ``s`` drafts (k, --draft-p-min / --draft-min, the inspector's top-N, deferred)."""
+    return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer)
+
+
 def _verify_record(index: int, g: Generation, rows: np.ndarray, ids: list[int], prop: Proposal | None, v,
                    temperature: float) -> dict:
     """What the debug hook is handed for a verified pass (tests: the logits behind the verdict)."""
@@ -248,7 +266,7 @@ class PassLoop:
             if k is None:
                 st.reason = E.STOP_CTX_FULL
                 return
-            fin.mode_for(s)
+            fin.mode_for(s, self._spare_core_for(s))
             work, stop = self._decode_pass(g, s, k, index, tp)
             fin.submit(work)
             yield from fin.drain_decided()
@@ -293,14 +311,11 @@ class PassLoop:
             if self.policy is None:
                 raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             k_want = int(self.policy.choose(s))
-        k_want = clamp_draft_length(k_want)
-        room = self.parts.n_ctx - g.n_past  # free target cells; the verify batch needs k + 1 of them
-        if room < 1:
-            return None
-        k = min(k_want, room - 1, self.target.n_batch - 1)
-        if self.n_predict > 0:
-            k = min(k, self.n_predict - self.st.n_emitted - 1)
-        return max(0, k)
+        return cap_k(k_want, g.n_past, self.st.n_emitted, self.parts.n_ctx, self.target.n_batch, self.n_predict)
+
+    def _spare_core_for(self, s: Settings) -> bool:
+        """A core is left for the finishing thread in a pass under ``s`` (a strategy that takes them says no)."""
+        return True
 
     def _drafter_for(self, s: Settings) -> Drafter:
         """The pass's drafter (``Settings.drafter``); a head only in a run whose target decodes it read."""
@@ -313,7 +328,7 @@ class PassLoop:
     def _draft(self, g: Generation, s: Settings, k: int, drafter: Drafter) -> tuple[Proposal | None, float]:
         """``drafter``'s proposal of at most k tokens after ``g.tokens`` (None for k = 0) and its ms."""
         t_d = time.perf_counter()
-        lim = DraftLimits(k, s.draft_p_min, s.draft_min, self.parts.inspect_top, defer=self.fin.overlap)
+        lim = limits(s, k, self.parts.inspect_top, self.fin.overlap)
         prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
         return prop, (time.perf_counter() - t_d) * 1000.0
 
@@ -325,6 +340,8 @@ class PassLoop:
         left to the Finisher (on copies of the logit rows when it runs overlapped)."""
         ids = prop.ids if prop is not None else []
         p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
+        t_v = time.perf_counter()
+        span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode, which a draft thread may overlap
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
             self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
@@ -335,7 +352,8 @@ class PassLoop:
         n_acc, kd = v.n_accepted, len(ids)
         kind = E.PLAIN if kd == 0 else (E.BONUS if n_acc == kd else E.CORRECTION)
         n_out, stop = cut(self.target.is_eog, ids, n_acc, v.token, self.st.n_emitted, self.n_predict)
-        self._advance(g, drafter, prop, ids, n_acc, v.token, n_out)
+        pipe = self._settle(drafter, prop, v, stop, span)
+        self._advance(g, ids, n_acc, v.token, n_out)
         # The pass's times: overlapped, the pass ends here (what follows is off its path); inline, making the
         # event is part of it, so the clock stops when the event is made. Other processes' CPU is sampled then.
         timing = pass_timing(draft_ms, verify_ms, tp, self.t0) if self.fin.overlap else None
@@ -343,7 +361,7 @@ class PassLoop:
                         timing=timing, n_ctx_used=g.n_past, decoder=g.decoder,
                         rows_buf=rows_buf, holds_view=keep_view, clock=(draft_ms, verify_ms, tp, self.t0),
                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
-                        resid_buf=resid if g.debug_hook is None else None)
+                        resid_buf=resid if g.debug_hook is None else None, pipe=pipe)
         return work, stop
 
     def _verify(self, g: Generation, s: Settings, ids: list[int], prop: Proposal | None, index: int):
@@ -367,14 +385,14 @@ class PassLoop:
             g.debug_hook(_verify_record(index, g, rows, ids, prop, v, temp))
         return p, v, resid, verify_ms
 
-    def _advance(self, g: Generation, drafter: Drafter, prop: Proposal | None, ids: list[int], n_acc: int,
-                 tok: int, n_out: int) -> None:
-        """Roll back (the target keeps [last, accepted drafts]; the drafter drops its rejected positions), the
-        accepted tokens into the history, the run's counters."""
+    def _settle(self, drafter: Drafter, prop: Proposal | None, v, stop: str | None, span: tuple[float, float]):
+        """After the verdict the drafter drops its rejected positions; returns a strategy's record of it, or None."""
+        return None if prop is None else drafter.accept(v.n_accepted)
+
+    def _advance(self, g: Generation, ids: list[int], n_acc: int, tok: int, n_out: int) -> None:
+        """Roll back (the target keeps [last, accepted drafts]), the accepted tokens in, the run's counters."""
         if n_acc < len(ids):
             self.target.rollback(g.n_past + 1 + n_acc)
         g.accepted(ids[:n_acc], tok)
         self.cursor.n_past, self.cursor.last_token = g.n_past, tok
-        if prop is not None:
-            drafter.accept(n_acc)
         self.st.count_pass(len(ids), n_acc, n_out)

@@ -111,4 +111,7 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
         inspect_top=parts.inspect_top, probe=request.probe, chat_template=request.chat_template,
         head=parts.head.info if parts.head is not None else None,
         sampling="graph" if parts.graph is not None else "cpu",
+        threads_draft=parts.pipeline.threads[1] if parts.pipeline is not None else 0,
+        pipeline_threads=parts.pipeline.split if parts.pipeline is not None else (),
+        pipeline_choice=request.pipeline_choice,
     )

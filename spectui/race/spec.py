@@ -22,7 +22,9 @@ KEYS = {
     "seed": "seed",
     "p-min": "p_min", "draft-p-min": "p_min", "p_min": "p_min",
     "draft-min": "draft_min", "draft_min": "draft_min",
+    "pipeline": "pipeline",
 }
+USE_KEYS = "k, temp, drafter, seed, p-min, draft-min, pipeline"  # what an unknown key's error offers
 # Pairs are split at spaces, and at commas before the next key: "k=2,4" is one value (a list, which the k parser
 # refuses in its own words), "k=4,temp=0.8" two pairs.
 ITEM_SEPARATOR = re.compile(r"\s+|,(?=[\s,]*[A-Za-z][\w-]*=)")
@@ -53,7 +55,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
             raise SpectuiError(f"{name} {text!r}: {item!r} is not key=value (e.g. \"k=4 temp=0.8 drafter=ngram\")")
         field = KEYS.get(key)
         if field is None:
-            raise SpectuiError(f"{name} {text!r}: unknown key {key!r}; use k, temp, drafter, seed, p-min, draft-min")
+            raise SpectuiError(f"{name} {text!r}: unknown key {key!r}; use {USE_KEYS}")
         if field in out:
             raise SpectuiError(f"{name} {text!r}: {key} is given twice")
         try:
@@ -62,6 +64,8 @@ def parse_spec(text: str, name: str = "--b") -> dict:
                     out[field] = parse_k(value, key)  # the one k parser: 0..32, auto, schedule; its message
                 except SpectuiError as exc:
                     raise SpectuiError(f"{name} {text!r}: {exc}") from None
+            elif field == "pipeline":
+                out[field] = {"on": True, "off": False}[value.lower()]
             elif field == "temp":
                 out[field] = float(value)
                 if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
@@ -78,10 +82,10 @@ def parse_spec(text: str, name: str = "--b") -> dict:
                 if value.lower() not in DRAFTERS:
                     raise ValueError
                 out[field] = value.lower()
-        except ValueError:
+        except (ValueError, KeyError):
             ranges = {"temp": f"0..{TEMPERATURE_LIMIT:g}",
                       "p_min": "0..1", "seed": "an integer >= 0", "draft_min": f"0..{DRAFT_MAX_LIMIT}",
-                      "drafter": ", ".join(DRAFTERS)}
+                      "drafter": ", ".join(DRAFTERS), "pipeline": "on or off"}
             raise SpectuiError(f"{name} {text!r}: bad {key} {value!r} (use {ranges[field]})") from None
     if not out:
         raise SpectuiError(f"{name} is empty; give e.g. \"k=0\" or \"k=4 temp=0.8\"")
@@ -96,8 +100,12 @@ def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: b
         drafter = "none"
     if drafter == "model" and not have_draft:
         raise SpectuiError("drafter=model needs --draft PATH (or drafter=ngram)")
+    pipeline = bool(spec.get("pipeline", False))
+    if pipeline and drafter != "model":
+        raise SpectuiError("pipeline=on overlaps the draft model's drafting: it needs drafter=model (and --draft)")
     return Settings(draft_max=k, temperature=spec.get("temp", temp), drafter=drafter, seed=spec.get("seed", seed),
-                    auto=auto, draft_p_min=spec.get("p_min", 0.0), draft_min=spec.get("draft_min", 0))
+                    auto=auto, draft_p_min=spec.get("p_min", 0.0), draft_min=spec.get("draft_min", 0),
+                    pipeline=pipeline)
 
 
 def slug(settings: Settings) -> str:
@@ -108,4 +116,6 @@ def slug(settings: Settings) -> str:
         base = f"{settings.auto or 'k' + str(settings.draft_max)}-{settings.drafter}"
     if settings.temperature:
         base += f"-T{settings.temperature:g}"
+    if settings.pipeline:
+        base += "-pipelined"
     return base

@@ -17,6 +17,8 @@ from ..contract.event_json import to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from ..contract.text import json_text, visible, visible_line
 from ..views.heads import head_file, head_kind, step_cost
+from ..views.pipeline import as_dict as pipeline_dict
+from ..views.pipeline import summary as pipeline_summary
 from ..views.placement import placement, placement_text
 from ..analysis.stats import RunStats, StatsSnapshot
 
@@ -142,6 +144,8 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "advice": pred.advice if pred is not None else "",
         "prediction": _prediction_dict(pred),
         "probe": json.loads(probe.report_json) if probe is not None and probe.report_json else None,
+        # --pipeline: the pipelined passes' figures (views.pipeline), null without one
+        "pipeline": pipeline_dict(snap.pipeline, start) if snap.pipeline is not None else None,
         "passes": [to_dict(e) for e in events if isinstance(e, PassEvent)],
     }
 
@@ -381,6 +385,10 @@ def _cost_lines(snap: StatsSnapshot, start, decoded: bool) -> list[str]:
     if snap.verify_ms_by_k:
         vk = "  ".join(f"k={k}:{ms:.0f}ms" for k, ms, _ in snap.verify_ms_by_k)
         lines.append(f"verify time by k       {vk}")
+    if snap.pipeline is not None:
+        lines.append(f"pipeline               {pipeline_summary(snap.pipeline, start)}")
+        if start is not None and start.pipeline_choice:
+            lines.append(f"pipeline choice        {visible_line(start.pipeline_choice)}")
     if snap.contended_passes:
         lines.append(
             f"contention             {snap.contended_passes} of {snap.n_passes} passes ran while other processes "

@@ -44,6 +44,7 @@ from ..contract.events import (
 )
 from ..contract.text import MAX_ZERO_WIDTH_RUN, cut, pad, visible_cells
 from .heads import drafted_by, pass_heads
+from .pipeline import pass_text as pipeline_pass_text
 
 NO_DATA = "no inspector data for this pass (recorded with --inspect-top 0, or a trace older than version 3)"
 NEAR_TIE_NOTE = (
@@ -310,6 +311,9 @@ def render_pass(ev: PassEvent, width: int = 100, head: HeadInfo | None = None) -
         lines.append(stop)
     lines.append(f"verify {ev.timing.verify_ms:.1f} ms · draft {ev.timing.draft_ms:.1f} ms · pass "
                  f"{ev.timing.wall_ms:.1f} ms")
+    piped = pipeline_pass_text(ev.pipeline)
+    if piped:  # --pipeline: where the drafts came from, what was thrown away
+        lines.append(piped)
     by = pass_heads(ev, head)
     if by:  # a head drafted: which, and its time per draft step beside this pass's verify
         lines.append(f"{by} · {ev.timing.draft_ms / len(ev.drafts):.2f} ms per draft step")

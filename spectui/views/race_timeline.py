@@ -46,7 +46,8 @@ def event_time(ev: Event) -> float | None:
 
 
 def setting_text(start: RunStarted | None) -> str:
-    """What a run was asked to do: "target alone", "draft model k=4 T=0.8", "prompt lookup k=3"."""
+    """What a run was asked to do: "target alone", "draft model k=4 T=0.8", "prompt lookup k=3", "draft model k=3
+    T=0 pipelined 1+1" (--pipeline: the split's threads)."""
     if start is None:
         return "?"
     s = start.settings
@@ -59,6 +60,9 @@ def setting_text(start: RunStarted | None) -> str:
         return "target alone" + temp
     drafter = {"model": "draft model", "ngram": "prompt lookup"}.get(s.drafter, s.drafter)
     extra = f" p-min {s.draft_p_min:g}" if s.draft_p_min > 0 else ""
+    if s.pipeline and s.drafter == "model":
+        split = start.pipeline_threads
+        extra += " pipelined" + (f" {split[0]}+{split[1]}" if len(split) == 2 else "")
     return f"{drafter} {k}{temp}{extra}"
 
 

@@ -60,6 +60,12 @@ class PassView:
     draft_stop: str = ""  # PassEvent.draft_stop: why drafting stopped ("p_min": below --draft-p-min)
     draft_stop_p: float = -1.0  # the draft confidence that stopped it (p_min), else -1
     event: PassEvent | None = field(default=None, compare=False, repr=False)  # the inspector's source
+    # --pipeline (PassEvent.pipeline): the drafts were drafted during the previous verify; the speculative
+    # tokens this pass threw away (texts) and why
+    pipelined: bool = False
+    overlapped: bool = False
+    thrown: tuple[str, ...] = ()
+    thrown_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,8 +172,13 @@ class ScreenState:
     def _pass(self, ev: PassEvent) -> None:
         drafts = tuple((clean_text(d.text), d.verdict) for d in ev.drafts)
         tgt = None if ev.target is None else (clean_text(ev.target.text), ev.target.kind)
+        pipe = ev.pipeline
         view = PassView(ev.index, ev.prefill, ev.k, drafts, tgt, ev.n_accepted, len(ev.emitted),
-                        ev.timing.wall_ms, ev.settings, ev.draft_stop, ev.draft_stop_p, ev)
+                        ev.timing.wall_ms, ev.settings, ev.draft_stop, ev.draft_stop_p, ev,
+                        pipelined=pipe is not None and ev.settings.pipeline,
+                        overlapped=pipe is not None and pipe.overlapped,
+                        thrown=tuple(clean_text(t.text) for t in pipe.thrown) if pipe is not None else (),
+                        thrown_why=pipe.thrown_why if pipe is not None else "")
         for i, tok in enumerate(ev.emitted):
             if i < ev.n_accepted:
                 kind = K_ACCEPTED

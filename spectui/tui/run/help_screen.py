@@ -14,6 +14,7 @@ LIVE_KEYS = [
     ("a", "auto k on/off (cost model)"),
     ("] / [", "--draft-p-min up / down (0 = off, .5 .. .95)"),
     ("d", "cycle drafter: model / head (eagle3, mtp) / ngram / none"),
+    ("o", "--pipeline on/off: draft the next block while the target verifies (⇉ drafted ahead, ✂ thrown)"),
     ("space / p", "pause / resume"),
     ("r", "restart with the same prompt"),
     ("n", "new prompt"),

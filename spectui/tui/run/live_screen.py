@@ -39,6 +39,7 @@ class LiveScreen(RunScreen):
         Binding("n", "new_prompt", "prompt"),
         Binding("d", "drafter", "drafter"),
         Binding("a", "auto_k", "auto k"),
+        Binding("o", "pipeline", "pipeline"),
         Binding("right_square_bracket", "p_min(1)", "p-min+", show=False),
         Binding("left_square_bracket", "p_min(0)", "p-min-", show=False),
     ] + INSPECT_BINDINGS
@@ -93,6 +94,14 @@ class LiveScreen(RunScreen):
 
     def action_auto_k(self) -> None:
         self._update(auto=None if self.app.control.settings.auto else "cost")
+
+    def action_pipeline(self) -> None:
+        """--pipeline on / off from the next pass (a run without a draft model has nothing to overlap)."""
+        start = self.app.snap.start if self.app.snap else None
+        if start is not None and not start.pipeline_threads:
+            self.notify("--pipeline needs a draft model (--draft)", timeout=3)
+            return
+        self._update(pipeline=not self.app.control.settings.pipeline)
 
     def action_pause(self) -> None:
         control = self.app.control

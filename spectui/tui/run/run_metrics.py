@@ -1,7 +1,8 @@
 """RunMetrics: TTFT (with why speculation cannot change it), acceptance rate, mean acceptance length,
 tokens per pass, the draft / verify / other time split, the context used (all from StatsSnapshot) and
 where each model runs (RunStarted's ModelInfo: "target CPU · draft CUDA 24/24 layers") and, for an EAGLE-3 head or
-MTP layers, a draft step's cost beside a target decode, where there is room."""
+MTP layers, a draft step's cost beside a target decode, and with --pipeline its hit rate, waste and hidden
+drafting (views.pipeline), where there is room."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.text import Text
 from ..shared.panel import Panel, fmt_ms
 from ...views.heads import step_cost
 from ...views.placement import models_where
+from ...views.pipeline import pct as share
 
 
 class RunMetrics(Panel):
@@ -56,6 +58,10 @@ class RunMetrics(Panel):
             ctx.append(f" · {short}")
         else:
             ctx.append_text(pct)
+        p = s.pipeline
+        if p is not None and len(lines) < height - 1:  # --pipeline: hits, waste, the drafting hidden
+            lines.append(Text.assemble(("pipeline ", "bold"), f"hit {share(p.hit_rate)} waste {share(p.waste)} "
+                                       f"hidden {share(p.hidden_share)}"))
         head = snap.start.head if snap.start is not None else None
         # the step's cost beside a target decode, named by what drafts now (a head loaded beside a draft model
         # does not make the model's steps the head's)

@@ -57,14 +57,16 @@ def status_text(view: ScreenView) -> Text:
     elif asked is not None:
         used = snap.settings if snap else None
         pending = used is not None and (used.draft_max, used.temperature, used.drafter, used.auto,
-                                         used.draft_p_min) != (
-            asked.draft_max, asked.temperature, asked.drafter, asked.auto, asked.draft_p_min)
+                                         used.draft_p_min, used.pipeline) != (
+            asked.draft_max, asked.temperature, asked.drafter, asked.auto, asked.draft_p_min, asked.pipeline)
         t.append(" k ", "bold").append(f"{asked.draft_max}" + (" (off)" if asked.draft_max == 0 else ""))
         t.append("  temp ", "bold").append(f"{asked.temperature:.1f}")
         t.append("  drafter ", "bold").append(asked.drafter)
         head_text(t, view, asked.drafter)
         t.append("  auto ", "bold").append(asked.auto or "off")
         p_min_text(t, asked)
+        if asked.pipeline:  # --pipeline (o): the draft drafts ahead on its own thread while the target verifies
+            t.append("  pipeline ", "bold").append("on")
         if pending:
             t.append("  (next pass)", "italic")
     if snap is not None:

@@ -2,7 +2,9 @@
 
 In inspect mode (``ScreenView.inspect``) the title says so, the cursor's pass is drawn in detail with
 its token under the cursor marked (▸ and reverse), and the list scrolls to keep that pass in view. A
-pass whose drafting stopped at --draft-p-min carries ``‖p-min``. A click on a token posts
+pass whose drafting stopped at --draft-p-min carries ``‖p-min``; a pipelined pass whose drafts were drafted during
+the previous verify starts with ``⇉``, one that threw speculative tokens away ends with ``✂`` and their number
+(detailed: their texts and why; ``views.pipeline``). A click on a token posts
 ``TokenClicked`` (its pass and slot, ``spectui.views.inspector_model.slots`` order); the screen opens the inspector.
 """
 
@@ -17,6 +19,7 @@ from textual.strip import Strip
 from ...contract.events import DRAFT_STOP_P_MIN
 from ...contract.text import token_cell
 from ...views.animation import PENDING
+from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
 from .panel import GLYPH, Panel, fmt_ms
 from ...views.state import PassView
 
@@ -56,6 +59,8 @@ class PassRibbon(Panel):
             t.append("prefill ", st["dim"])
         else:
             t.append(f"k={p.k:<2} ", st["dim"])
+        if p.pipelined:  # a column of its own: drafted during the previous verify, or not
+            t.append(OVERLAPPED if p.overlapped else " ", st["title"])
         cell = max(3, min(10, (width - 30) // max(1, len(p.drafts) + 1))) if detailed else 0
         for i, (txt, verdict) in enumerate(p.drafts):
             shown = "pending" if phase == PENDING else verdict
@@ -89,6 +94,11 @@ class PassRibbon(Panel):
             if detailed:
                 t.append(f" {kind}", st["dim"])
         t.append(f"  +{p.n_emitted} tok {fmt_ms(p.wall_ms)}", st["dim"])
+        if p.thrown:
+            t.append(f"  {THROWN}{len(p.thrown)}", st["discarded"])
+            if detailed:
+                shown = " ".join(token_cell(x, 8) for x in p.thrown[:6])
+                t.append(f" {shown} ({WHY_SHORT.get(p.thrown_why, p.thrown_why)})", st["dim"])
         t.truncate(width, overflow="ellipsis")
         return t, tuple(hits)
 
@@ -100,7 +110,8 @@ class PassRibbon(Panel):
             t.append(INSPECT_TITLE[len("inspect"):], st["dim"])
         else:
             t.append("current pass", st["title"])
-            t.append(TITLE_LEGEND, st["dim"])
+            piped = self.snap is not None and self.snap.stats.pipeline is not None
+            t.append(TITLE_LEGEND + (PIPELINE_LEGEND if piped else ""), st["dim"])
         t.truncate(width, overflow="ellipsis")
         return t
 
