@@ -27,6 +27,9 @@ CALLED_BY_NAME = {
     "is_headless": "overrides Textual App.is_headless (capture.py's app draws with no terminal)",
     "http_open": "urllib.request handler method, called for http:// by protocol name",
     "https_open": "urllib.request handler method, called for https:// by protocol name",
+    "redirect_request": "urllib.request.HTTPRedirectHandler hook, called for each redirect",
+    "get_metavar": "click ParamType hook: --help asks it (contract.params' GpuLayers)",
+    "show": "click ClickException hook: click's main prints a usage error with it (contract.params)",
     "writable": "overrides io.RawIOBase.writable (the io machinery asks a raw stream whether it writes)",
     "_open_app_process": "overrides textual_serve's AppService._open_app_process (spectui serve), called by it",
 }

@@ -25,6 +25,7 @@ from typing import Callable
 
 from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
 from .metrics import NotPrometheus, parse
+from .urls import base_url, redact  # base_url: scraper's own name too (request, bench)
 
 USER_AGENT = "spectui-attach"
 MAX_BYTES = 16 * 1024 * 1024  # a /metrics page larger than this is not one
@@ -146,22 +147,41 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
                             context=self._context)
 
 
-def open_url(req: urllib.request.Request, deadline: Deadline):
-    """urlopen, every connection it makes (redirects too) held to ``deadline`` as a whole."""
-    opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline))
-    return opener.open(req, timeout=max(0.01, deadline.seconds))
+class RedirectRefused(urllib.error.URLError):
+    """A redirect to another origin (another scheme, host or port: ``302 Location: http://127.0.0.2/``,
+    ``//host/``, ``http://user:pw@host/``): not followed, and the one line says where it pointed (its
+    credentials as ``***``). A server that answers elsewhere is not the server that was named."""
 
 
-def base_url(url: str) -> str:
-    """The server's root from a URL as given ("host:port", "http://h:p/", "http://h:p/metrics")."""
-    url = url.strip()
-    if "://" not in url:
-        url = "http://" + url
+def _origin(url: str) -> tuple[str, str, int]:
     parts = urllib.parse.urlsplit(url)
-    path = parts.path.rstrip("/")
-    if path.endswith("/metrics"):
-        path = path[: -len("/metrics")]
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # "host:99999": no origin any request could reach
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port if port is not None else (443 if scheme == "https" else 80)
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib's redirects (its loop check kept), followed only within the URL's own origin."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        target = urllib.parse.urljoin(req.full_url, newurl)
+        if _origin(target) != _origin(req.full_url):
+            why = f"another origin than {redact(req.full_url)[:120]}"
+        elif "@" in urllib.parse.urlsplit(target).netloc:
+            why = "with a user name or password in it"
+        else:
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+        raise RedirectRefused(f"HTTP {code}: redirected to {redact(target)[:160]} ({why}): not followed")
+
+
+def open_url(req: urllib.request.Request, deadline: Deadline):
+    """urlopen, every connection it makes (redirects too) held to ``deadline`` as a whole; a redirect to
+    another origin is refused (:class:`RedirectRefused`)."""
+    opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline), _SameOriginRedirects())
+    return opener.open(req, timeout=max(0.01, deadline.seconds))
 
 
 def check_scheme(url: str) -> None:
@@ -173,6 +193,8 @@ def check_scheme(url: str) -> None:
 
 def describe_error(exc: BaseException, timeout: float) -> str:
     """urllib's exceptions as one line a person can act on."""
+    if isinstance(exc, RedirectRefused):
+        return str(exc.reason)
     if isinstance(exc, urllib.error.HTTPError):
         detail = ""
         try:
@@ -216,6 +238,10 @@ def http_get(url: str, timeout: float) -> tuple[str, str, dict[str, str]]:
             with open_url(req, deadline) as resp:
                 body = resp.read(MAX_BYTES + 1)
                 headers = {k.lower(): v for k, v in resp.headers.items()}
+                short = getattr(resp, "length", None)  # bytes of the Content-Length still unread
+                if short and len(body) <= MAX_BYTES and not deadline.fired:  # the server closed it early
+                    raise FetchError(f"the body ended after {len(body)} of its {len(body) + short} bytes "
+                                     "(Content-Length): cut short, not read")
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise FetchError(deadline.message() if deadline.fired else describe_error(exc, timeout)) from None
         except http.client.HTTPException as exc:  # BadStatusLine, IncompleteRead...

@@ -72,11 +72,21 @@ def check_url(text: str) -> str:
     return url
 
 
+def base_url(url: str) -> str:
+    """The server's root from a URL as given ("host:port", "http://h:p/", "http://h:p/metrics")."""
+    url = url.strip()
+    if "://" not in url:
+        url = "http://" + url
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path.rstrip("/")
+    if path.endswith("/metrics"):
+        path = path[: -len("/metrics")]
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
 def check_urls(urls: Iterable[str]) -> list[str]:
     out = [check_url(u) for u in urls]
     seen: dict[str, str] = {}
-    from .scraper import base_url  # noqa: PLC0415
-
     for u in out:
         key = base_url(u).lower()
         if key in seen:

@@ -19,7 +19,7 @@ from ..contract.draft_length import parse_k
 from ..attach.urls import check_urls
 from ..contract.errors import SpectuiError, echo_error
 from ..contract.exitcodes import FAILED, OK, SignalStop
-from ..contract.params import DURATION, SECONDS
+from ..contract.params import DURATION, N_PREDICT, SECONDS, whole
 from ..recording.trace import TraceWriter
 from ..text.attach import HeadlessFace
 from ..tui.shared.ascii import ascii_option
@@ -38,14 +38,14 @@ from .options import deprecated, draft_max_option
               help="send this prompt as one streaming completion (again: several, one after another; each "
                    "request's acceptance, outliers flagged)")
 @click.option("--each", is_flag=True, help="-p: send the prompts to every URL in turn, not only the first")
-@click.option("-n", "--n-predict", "n_predict", type=click.IntRange(min=1), default=128, show_default=True)
-@click.option("--speculative-n-max", "--speculative.n_max", "n_max", type=click.IntRange(min=0), default=None,
+@click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=128, show_default=True)
+@click.option("--speculative-n-max", "--speculative.n_max", "n_max", type=whole(min=0), default=None,
               metavar="N", help="send the -p request's speculative.n_max (llama-server's per-request draft max; "
                                 "default: not sent); the llama-server of llama.cpp as vendored in llama-cpp-python "
                                 "0.3.36 ignores it (compiled out), vLLM has no such field")
 @draft_max_option("deprecated: --speculative-n-max (attach does not draft; the server does)", default=None,
                   hidden=True)
-@click.option("--count", type=click.IntRange(min=0), default=0,
+@click.option("--count", type=whole(min=0), default=0,
               help="stop after this many intervals (0: until Ctrl+C); exit 1 if a URL never answered")
 @click.option("--duration", type=DURATION, default=0.0,
               help="stop after this many seconds (0: no deadline); exit 1 if a URL never answered or the -p "

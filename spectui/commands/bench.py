@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..contract.params import SECONDS
+from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
 from ..contract.errors import SpectuiError, fail, echo_error
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
@@ -113,25 +113,27 @@ class _Signals:
 @click.option("--prompts", "prompts", type=str, default=BUILTIN, show_default=True,
               help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line) or 'builtin'")
 @click.option("--categories", type=str, default=None, help="comma-separated categories to run (default: all)")
-@click.option("--per-category", type=int, default=None, help="the first N prompts of each category by question id")
-@click.option("--limit", type=int, default=None, help="at most N prompts in all")
+@click.option("--per-category", type=AT_LEAST_ONE, default=None,
+              help="the first N prompts of each category by question id")
+@click.option("--limit", type=AT_LEAST_ONE, default=None, help="at most N prompts in all")
 @click.option("--turns", type=click.Choice(TURNS), default="first", show_default=True,
               help="first: turns[0] only; all: every turn, each after the model's own answer")
 @click.option("--chat/--no-chat", "chat", default=None,
               help="use the target's chat template (default: on when the GGUF has one, as llama-cli)")
 @click.option("--system", "-sys", "system", type=str, default=None, help="system message (default: none)")
-@click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True, help="tokens per prompt")
+@click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=256, show_default=True,
+              help="tokens per prompt")
 @draft_max_option("comma-separated draft lengths (with --url: the deployment's one draft length, which the "
                   "--knee-probe prediction reads its curve at)")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
 @click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
               help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
-@click.option("--seed", "-s", type=int, default=0, show_default=True)
+@click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @click.option("--pipeline", "pipeline", type=str, default="off", show_default=True, metavar="off|on|off,on",
               help="the draft model's settings sequential, pipelined (drafting the next block on its own thread "
                    "while the target verifies), or both side by side (docs/pipeline.md)")
-@click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per prompt and setting")
+@click.option("--repeat", "-r", type=REPEAT, default=1, show_default=True, help="runs per prompt and setting")
 @click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="",
               help="print the results as JSON on stdout (-o FILE writes them)")
 @click.option("--csv", "csv_out", is_flag=False, flag_value="-", default=None, metavar="",

@@ -34,6 +34,7 @@ import click
 from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
 from ..contract.text import json_text, visible_line
 from ..contract.errors import SpectuiError, echo_line
+from ..contract.params import SPEED, TERMINAL_CELLS
 from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
 from ..contract.outputs import CAST, OutputPath, check_output
@@ -289,9 +290,9 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
 @click.option("--race", "race", is_flag=True, help="race the 2 or 3 trace FILEs on one clock (spectui race)")
 @click.option("--from-start", is_flag=True, help="with --race: the clock starts at each run's start")
 @click.option("--any-prompt", is_flag=True, help="with --race: race traces of different prompts")
-@click.option("--cols", type=int, default=DEFAULT_COLS, show_default=True, help="terminal width")
-@click.option("--rows", type=int, default=DEFAULT_ROWS, show_default=True, help="terminal height")
-@click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 (1 = recorded speed)")
+@click.option("--cols", type=TERMINAL_CELLS, default=DEFAULT_COLS, show_default=True, help="terminal width")
+@click.option("--rows", type=TERMINAL_CELLS, default=DEFAULT_ROWS, show_default=True, help="terminal height")
+@click.option("--speed", type=SPEED, default="1", show_default=True, help="0.25..8 (1 = recorded speed)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @click.option("--title", type=str, default=None, help="title in the cast header")
 @click.option("--inspect", "inspect", type=str, default=None, metavar="PASS[:TOKEN]",

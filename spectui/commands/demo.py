@@ -30,6 +30,7 @@ import click
 from ..tui.shared.ascii import ascii_option
 
 from ..contract.errors import SpectuiError
+from ..contract.params import SPEED, whole
 from ..contract.events import PassEvent, RunStarted
 from ..analysis.stats import RunStats
 from ..analysis.wording import LOSES, TIES, WINS, outcome
@@ -178,9 +179,9 @@ def make_race_demo_app(race, theme: str | None = None, speed: float = 1.0, loop_
 @command("demo")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
-@click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
+@click.option("--speed", type=SPEED, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--headless", is_flag=True, help="no TUI: print each act's reason, text and summary once")
-@click.option("--act", type=click.IntRange(1, len(ACTS)), default=None,
+@click.option("--act", type=whole(1, len(ACTS)), default=None,
               help="play one act (1: a draft model on 2 cores, 2: prompt lookup, 3: the race); default: every "
                    "act in turn")
 @click.option("--paths", is_flag=True, help="print the bundled recordings' paths (one a line; with --act N, that "

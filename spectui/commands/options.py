@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from ..contract.draft_length import DEFAULT_DRAFT_MAX
-from ..contract.params import PROBABILITY, TEMPERATURE
+from ..contract.params import (CTX_SIZE, DRAFT_MIN, GPU_LAYERS, INSPECT_TOP, N_PREDICT, PROBABILITY, SEED, TEMPERATURE,
+                              THREADS)
 
 
 def model_options(f):
@@ -28,14 +29,14 @@ def model_options(f):
                      help="draft from Hugging Face: user/repo[:quant]"),
         click.option("-hff", "--hf-file", "hf_file", type=str, default=None, help="exact file in the -hf repo"),
         click.option("--hf-file-draft", "hf_file_draft", type=str, default=None, help="exact file in the -hfd repo"),
-        click.option("-ngl", "--n-gpu-layers", "--gpu-layers", "n_gpu_layers", type=str, default=None,
+        click.option("-ngl", "--n-gpu-layers", "--gpu-layers", "n_gpu_layers", type=GPU_LAYERS, default=None,
                      help="target layers on the GPU: N or 'all' (default: all when the build can offload, else 0)"),
-        click.option("-ngld", "--n-gpu-layers-draft", "--gpu-layers-draft", "n_gpu_layers_draft", type=str,
+        click.option("-ngld", "--n-gpu-layers-draft", "--gpu-layers-draft", "n_gpu_layers_draft", type=GPU_LAYERS,
                      default=None, help="draft layers on the GPU: N or 'all' (default as -ngl)"),
-        click.option("-c", "--ctx-size", "ctx_size", type=int, default=4096, show_default=True),
-        click.option("-t", "--threads", type=int, default=None,
+        click.option("-c", "--ctx-size", "ctx_size", type=CTX_SIZE, default=4096, show_default=True),
+        click.option("-t", "--threads", type=THREADS, default=None,
                      help="default: physical performance cores this process may use (as llama.cpp)"),
-        click.option("-td", "--threads-draft", "threads_draft", type=int, default=None,
+        click.option("-td", "--threads-draft", "threads_draft", type=THREADS, default=None,
                      help="the draft model's threads (default: as -t; with --pipeline, the cores -t leaves)"),
         click.option("--sampling", "sampling", type=click.Choice(["auto", "graph", "cpu"]), default="auto",
                      show_default=True,
@@ -56,16 +57,16 @@ def run_options(f):
     opts = [
         click.option("-p", "--prompt", type=str, default=None, help="prompt text"),
         click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None),
-        click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True),
+        click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=128, show_default=True),
         draft_max_option("draft length k (0 = speculation off), 'auto' (cost model) or 'schedule'"),
         click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True),
-        click.option("--seed", "-s", type=int, default=0, show_default=True),
+        click.option("--seed", "-s", type=SEED, default=0, show_default=True),
         drafter_option(),
         click.option("--draft-p-min", "--spec-draft-p-min", "draft_p_min", type=PROBABILITY, default=0.0,
                      show_default=True,
                      help="stop drafting in a pass once the draft's confidence (top-10 softmax, as llama.cpp) is "
                           "below P (0 = off)"),
-        click.option("--draft-min", "--draft-n-min", "--spec-draft-n-min", "draft_min", type=int, default=0,
+        click.option("--draft-min", "--draft-n-min", "--spec-draft-n-min", "draft_min", type=DRAFT_MIN, default=0,
                      show_default=True, help="never stop drafting for --draft-p-min before N drafts"),
         click.option("--chat/--no-chat", "chat", default=None,
                      help="run the prompt on the target's chat template (default: on when the GGUF has one, as "
@@ -73,7 +74,7 @@ def run_options(f):
         click.option("--system", "-sys", "system", type=str, default=None,
                      help="system message for the chat template (default: none)"),
         pipeline_option(),
-        click.option("--inspect-top", "inspect_top", type=int, default=5, show_default=True,
+        click.option("--inspect-top", "inspect_top", type=INSPECT_TOP, default=5, show_default=True,
                      help="record the target's and the draft's top-N candidates per position (the inspector; "
                           "0 = off)"),
     ]

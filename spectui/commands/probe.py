@@ -20,7 +20,7 @@ from ..contract.draft_length import parse_ks
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
 from .options import drafter_option, json_option, model_options
-from ..contract.params import Finite
+from ..contract.params import PROBABILITY, REPEAT, whole
 from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 from . import command
 
@@ -28,16 +28,17 @@ from . import command
 @command("probe")
 @model_options
 @json_option("one object (the measurements and what they mean)", tui=False)
-@click.option("--max-batch", type=int, default=DEFAULT_MAX_BATCH, show_default=True,
+@click.option("--max-batch", type=whole(2, MAX_BATCH_LIMIT), default=DEFAULT_MAX_BATCH, show_default=True,
               help="largest verify batch measured (tokens)")
-@click.option("--repeats", type=int, default=DEFAULT_REPEATS, show_default=True,
+@click.option("--repeats", type=REPEAT, default=DEFAULT_REPEATS, show_default=True,
               help="measured rounds over every batch size (median)")
 @click.option("--refresh", is_flag=True, help="measure again even when a cached result exists")
 @click.option("--batched", is_flag=True, help="also the batched cost curve and where speculation stops paying "
               "(docs/batch-knee.md)")
-@click.option("--batch-seqs", type=int, default=32, show_default=True, help="--batched: most sequences in one step")
+@click.option("--batch-seqs", type=whole(min=1), default=32, show_default=True,
+              help="--batched: most sequences in one step")
 @click.option("--batch-ks", type=str, default="1,2,4", show_default=True, help="--batched: draft lengths")
-@click.option("--acceptance", type=Finite(), default=None,
+@click.option("--acceptance", type=PROBABILITY, default=None,
               help="--batched: per-draft acceptance to predict with")
 @click.option("--acceptance-from", type=str, default=None,
               help="--batched: the acceptance measured in a trace or a `spectui bench --json` report")

@@ -13,7 +13,7 @@ import click
 from ..tui.shared.ascii import ascii_option
 
 from ..contract.errors import SpectuiError, echo_error
-from ..contract.params import TEMPERATURE
+from ..contract.params import N_PREDICT, SEED, SPEED, TEMPERATURE
 from ..contract.exitcodes import Interrupted, signal_name
 from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..contract.draft_length import parse_k
@@ -29,17 +29,17 @@ from . import command
               help="start the clock at each run's start, so the time to first token is raced too "
                    "(default: at each run's first token)")
 @click.option("--any-prompt", is_flag=True, help="race traces of different prompts (labelled so)")
-@click.option("--speed", type=str, default="1", show_default=True, help="0.25..8 or 'max'")
+@click.option("--speed", type=SPEED, default="1", show_default=True, help="0.25..8 or 'max'")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
 @model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text (with --target)")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
-@click.option("-n", "--n-predict", "n_predict", type=int, default=128, show_default=True)
+@click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=128, show_default=True)
 @draft_max_option("the speculative run's k: 0..32, auto or schedule (default 4; --b overrides)", default=None)
 @drafter_option("for the speculative run B (--b overrides)")
 @click.option("--temp", "--temperature", "temp", type=TEMPERATURE, default=0.0, show_default=True)
-@click.option("--seed", "-s", type=int, default=0, show_default=True)
+@click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @click.option("--a", "spec_a", type=str, default=None, metavar="SPEC",
               help='setting A, e.g. "k=0" (default: the target alone); keys k, temp, drafter, seed, p-min')
 @click.option("--b", "spec_b", type=str, default=None, metavar="SPEC",

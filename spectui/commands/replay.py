@@ -28,6 +28,7 @@ import click
 from ..tui.shared.ascii import ascii_option
 
 from ..contract.errors import SpectuiError
+from ..contract.params import SPEED
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, PassEvent, RunStarted
 from ..recording.player import is_attach_trace, load_for_tui, parse_speed, warn_stderr
@@ -147,7 +148,7 @@ def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool 
 @click.argument("file", type=str)
 @click.option("--headless", is_flag=True, help="no TUI: print the text and the summary the live run printed")
 @json_option("the live run's object")
-@click.option("--speed", type=str, default=None,
+@click.option("--speed", type=SPEED, default=None,
               help="0.25..8 or 'max' (TUI default 1 = recorded speed; headless default max)")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option

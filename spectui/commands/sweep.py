@@ -19,6 +19,7 @@ from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from ..contract.draft_length import parse_ks
+from ..contract.params import N_PREDICT, REPEAT, SEED
 from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..sweep.aggregate import SweepRun, aggregate
@@ -34,13 +35,13 @@ from . import command
 @model_options
 @click.option("-p", "--prompt", type=str, default=None, help="prompt text")
 @click.option("--prompt-file", "-f", type=click.Path(dir_okay=False), default=None)
-@click.option("-n", "--n-predict", "n_predict", type=int, default=256, show_default=True)
+@click.option("-n", "--n-predict", "n_predict", type=N_PREDICT, default=256, show_default=True)
 @draft_max_option("comma-separated draft lengths", default=SWEEP_DRAFT_MAX)
 @click.option("--temp", "--temperature", "temp", type=str, default="0,0.8", show_default=True,
               help="comma-separated temperatures")
-@click.option("--seed", "-s", type=int, default=0, show_default=True)
+@click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @drafter_option("none is refused: the sweep runs the target alone anyway, the baseline of each temperature")
-@click.option("--repeat", "-r", type=int, default=1, show_default=True, help="runs per combination (spread)")
+@click.option("--repeat", "-r", type=REPEAT, default=1, show_default=True, help="runs per combination (spread)")
 @json_option("one object (every run and cell)", tui=False)
 @click.option("--csv", "as_csv", is_flag=True, help="print CSV, one line per run")
 @record_dir_option("keep each run's trace here")

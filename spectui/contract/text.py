@@ -42,30 +42,64 @@ def _escape_one(ch: str) -> str:
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
-def _escape(m: re.Match) -> str:
-    return "".join(map(_escape_one, m.group()))
+def _json_escape_one(ch: str) -> str:
+    c = ord(ch)
+    if c < 0x10000:
+        return f"\\u{c:04x}"
+    c -= 0x10000
+    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"  # JSON's surrogate pair
 
 
-def _runs(char_class: re.Pattern) -> re.Pattern:
-    """The pattern of a run of ``char_class``'s code points: one substitution per run, not per code point."""
-    return re.compile(char_class.pattern + "+")
-
-
+Ranges = tuple[tuple[int, int], ...]
 # Everything that must never reach a terminal as it is: controls, bidi controls and marks, invisible format
-# characters, Hangul fillers, tag characters, lone surrogates.
-_FORBIDDEN = ("\x7f-\x9f\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164"
-              "\ufeff\uffa0\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
+# characters, Hangul fillers, tag characters, lone surrogates (C0 apart: tab and newline differ by place).
+_FORBIDDEN: Ranges = ((0x7F, 0x9F), (0x61C, 0x61C), (0x115F, 0x1160), (0x180E, 0x180E), (0x200B, 0x200B),
+                      (0x200E, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFEFF, 0xFEFF),
+                      (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB), (0xD800, 0xDFFF), (0xE0000, 0xE007F))
+_C0: Ranges = ((0x00, 0x08), (0x0B, 0x1F))  # newline and tab kept
+_C0_LINE: Ranges = ((0x00, 0x1F),)
 # what terminals measure differently (joiner, variation selectors, skin-tone modifiers): for the cell faces
-_CELL_AMBIGUOUS = "\u200d\ufe00-\ufe0f\U0001f3fb-\U0001f3ff\U000e0100-\U000e01ef"
-FORBIDDEN_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_FORBIDDEN}]")
+_CELL_AMBIGUOUS: Ranges = ((0x200D, 0x200D), (0xFE00, 0xFE0F), (0x1F3FB, 0x1F3FF), (0xE0100, 0xE01EF))
+_TRANSLATE_FROM = 1 << 16  # a longer text with something to escape goes through str.translate (C, one pass)
+
+
+class _Rule:
+    """One set of code points and how each is written: ``sub(s)`` escapes every one of them in ``s``. A short
+    text goes through a regex, one substitution per run; a long one (a 1 MB token of zero-width characters:
+    a million runs) through ``str.translate`` with a table built at its first use."""
+
+    def __init__(self, ranges: Ranges, escape_one) -> None:
+        self.ranges = ranges
+        self.one = re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges) + "]")
+        self.runs = re.compile(self.one.pattern + "+")
+        self._escape_one = escape_one
+        self._table: dict[int, str] | None = None
+
+    def _escape(self, m: re.Match) -> str:
+        return "".join(map(self._escape_one, m.group()))
+
+    def sub(self, s: str) -> str:
+        m = self.runs.search(s)
+        if m is None:
+            return s
+        if len(s) - m.start() < _TRANSLATE_FROM:
+            return self.runs.sub(self._escape, s)
+        if self._table is None:
+            self._table = {c: self._escape_one(chr(c)) for lo, hi in self.ranges for c in range(lo, hi + 1)}
+        return s[: m.start()] + s[m.start():].translate(self._table)
+
+
+_VISIBLE = _Rule(_C0 + _FORBIDDEN, _escape_one)
+_VISIBLE_LINE = _Rule(_C0_LINE + _FORBIDDEN, _escape_one)
+_CELLS = _Rule(_C0 + _FORBIDDEN + _CELL_AMBIGUOUS, _escape_one)
+_CELLS_LINE = _Rule(_C0_LINE + _FORBIDDEN + _CELL_AMBIGUOUS, _escape_one)
+_JSON = _Rule(_C0 + _FORBIDDEN, _json_escape_one)
+FORBIDDEN_RE = _VISIBLE.one
 # The same plus newline and tab: for one-line places (a label, a model name, an error message).
-FORBIDDEN_LINE_RE = re.compile(f"[\x00-\x1f{_FORBIDDEN}]")
+FORBIDDEN_LINE_RE = _VISIBLE_LINE.one
 # For a face that lays text out in cells (visible_cells): forbidden, or measured differently by terminals.
-CELL_UNSAFE_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_FORBIDDEN}{_CELL_AMBIGUOUS}]")
-# The same for one cell line (a token in the ribbon, the inspector's columns): newline and tab too.
-CELL_UNSAFE_LINE_RE = re.compile(f"[\x00-\x1f{_FORBIDDEN}{_CELL_AMBIGUOUS}]")
-FORBIDDEN_RUNS, FORBIDDEN_LINE_RUNS = _runs(FORBIDDEN_RE), _runs(FORBIDDEN_LINE_RE)
-CELL_UNSAFE_RUNS, CELL_UNSAFE_LINE_RUNS = _runs(CELL_UNSAFE_RE), _runs(CELL_UNSAFE_LINE_RE)
+CELL_UNSAFE_RE = _CELLS.one
+CELL_UNSAFE_RUNS = _CELLS.runs  # runs of them (tui.shared.visible_text escapes a Rich text a run at a time)
 
 
 def is_forbidden(ch: str) -> bool:
@@ -75,33 +109,18 @@ def is_forbidden(ch: str) -> bool:
 
 def visible(s: object) -> str:
     """``s`` (made a str) with every forbidden code point written as a visible escape; newline and tab kept."""
-    s = s if isinstance(s, str) else str(s)
-    return FORBIDDEN_RUNS.sub(_escape, s)
+    return _VISIBLE.sub(s if isinstance(s, str) else str(s))
 
 
 def visible_line(s: object) -> str:
     """As :func:`visible`, and newline and tab escaped too (``\\n``, ``\\t``): the text stays on one line."""
-    s = s if isinstance(s, str) else str(s)
-    return FORBIDDEN_LINE_RUNS.sub(_escape, s)
+    return _VISIBLE_LINE.sub(s if isinstance(s, str) else str(s))
 
 
 def visible_cells(s: object, one_line: bool = False) -> str:
     """As :func:`visible` (``one_line``: :func:`visible_line`), and the code points terminals measure
     differently escaped too (a zero-width joiner is ``\\u200d``): for a face that lays text out in cells."""
-    s = s if isinstance(s, str) else str(s)
-    return (CELL_UNSAFE_LINE_RUNS if one_line else CELL_UNSAFE_RUNS).sub(_escape, s)
-
-
-def _json_escape_one(ch: str) -> str:
-    c = ord(ch)
-    if c < 0x10000:
-        return f"\\u{c:04x}"
-    c -= 0x10000
-    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"  # JSON's surrogate pair
-
-
-def _json_escape(m: re.Match) -> str:
-    return "".join(map(_json_escape_one, m.group()))
+    return (_CELLS_LINE if one_line else _CELLS).sub(s if isinstance(s, str) else str(s))
 
 
 def finite(obj):
@@ -121,7 +140,7 @@ def json_text(obj, **kwargs) -> str:
     s = json.dumps(finite(obj), allow_nan=False, **kwargs)
     # Structural JSON is ASCII and json.dumps already escapes C0, so what is left sits inside strings:
     # the \\uXXXX form parses back to the same value.
-    return FORBIDDEN_RUNS.sub(_json_escape, s)
+    return _JSON.sub(s)
 
 
 # ------------------------------------------------------------------ cells: measuring and cutting, linear

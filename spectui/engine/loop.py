@@ -34,6 +34,7 @@ from typing import Callable, Iterator
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
+from ..contract.params import INSPECT_TOP_LIMIT
 from .chat import chat_template_of
 from .abort import DecodeAbort
 from .cpu import OthersCpu, default_threads
@@ -58,7 +59,6 @@ from .spec_heads import check_head, make_head_drafter
 __all__ = ["DraftPolicy", "Engine", "INSPECT_TOP_DEFAULT", "INSPECT_TOP_LIMIT", "check_inspect_top"]
 
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
-INSPECT_TOP_LIMIT = 50
 
 _UNSET = object()
 

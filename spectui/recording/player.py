@@ -24,6 +24,7 @@ import time
 from typing import Callable, Iterable, Iterator
 
 from ..contract.errors import SpectuiError
+from ..contract.params import speed_value
 from ..contract.text import visible_line
 from ..contract.events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
 from .trace import iter_trace
@@ -40,18 +41,10 @@ def parse_speed(value: str | float | None, default: float = 1.0) -> float:
     """'max', '2', '2x', 0.5 ... -> a speed in SPEEDS' range (0.25..8 or inf); None -> ``default``."""
     if value is None:
         return default
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in ("max", "inf"):
-            return float("inf")
-        v = v.removesuffix("x")
-        try:
-            value = float(v)
-        except ValueError:
-            raise SpectuiError(f"bad replay speed {value!r}: use 0.25..8 or 'max'") from None
-    if not (0.25 <= value <= 8.0 or value == float("inf")):
-        raise SpectuiError(f"bad replay speed {value:g}: use 0.25..8 or 'max'")
-    return float(value)
+    try:
+        return speed_value(value)  # the --speed option's own rule (contract.params)
+    except ValueError as exc:
+        raise SpectuiError(f"--speed: {exc}") from None
 
 
 def event_time(ev: Event) -> float | None:

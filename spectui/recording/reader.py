@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 import warnings
 import zlib
 from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
@@ -186,6 +187,22 @@ def _is_event(line: bytes) -> bool:
     return True
 
 
+STILL_WRITTEN_S = 10.0  # a trace that changed this recently may be one a run is still writing
+
+
+def _why_it_ends(path: str) -> str:
+    """Why a trace ends in a damaged line: a run still writing it (the file changed seconds ago: a line is
+    half written) or one that was killed mid-write."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        age = float("inf")
+    if 0 <= age < STILL_WRITTEN_S:
+        return (f"the file changed {age:.0f} s ago: a run may still be writing it; read it again once that run "
+                "ends, or the run was killed")
+    return "the run was probably killed"
+
+
 class TraceReader:
     """Iterator over a trace's events, streamed line by line (flat memory whatever the length).
 
@@ -271,7 +288,7 @@ class TraceReader:
                 where_more = f", and {damaged_after} more damaged line{'s' if damaged_after > 1 else ''} after it"
             self._warn(
                 f"{self.path}: line {self.line_no}: {problem}{where_more}; the trace ends there "
-                f"(the run was probably killed); {self.n_events} events read"
+                f"({_why_it_ends(self.path)}); {self.n_events} events read"
             )
             raise StopIteration
 

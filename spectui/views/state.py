@@ -12,6 +12,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..contract.text import visible_cells
 from ..contract.events import (
     PLAIN,
     Event,
@@ -35,20 +36,12 @@ MAX_RECENT = 40  # passes kept for the recent-passes list
 
 
 def clean_text(text: str) -> str:
-    """Token text safe for a terminal: tabs to spaces, other control characters as visible escapes."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch == "\n" or ch.isprintable():
-            out.append(ch)
-        elif ch == "\t":
-            out.append("    ")
-        elif ch == "\r":
-            continue
-        else:
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else " ")
-    return "".join(out)
+    """Token text for the cell faces: a tab as four spaces, a carriage return dropped, and every code point
+    that must not reach a terminal, or that terminals measure differently (a zero-width joiner, a tag
+    character), as its visible escape (``contract.text.visible_cells``; it was a space, which hid them)."""
+    if "\t" in text or "\r" in text:
+        text = text.replace("\t", "    ").replace("\r", "")
+    return visible_cells(text)
 
 
 @dataclass(frozen=True)

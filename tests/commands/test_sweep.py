@@ -228,8 +228,8 @@ def test_sweep_table_and_csv_on_tiny_models(tiny_target, tiny_draft_noisy):
         (["--draft-max", "2,x"], "--draft-max takes comma-separated integers"),
         (["--temp", "3"], "--temp values must be between 0 and 2"),
         (["--json", "--csv"], "give either --json or --csv"),
-        (["--repeat", "0"], "--repeat must be at least 1"),
-        (["-n", "0"], "-n/--n-predict must be positive"),
+        (["--repeat", "0"], "Invalid value for '--repeat' / '-r': 0 is not in the range 1<=x<=1000"),
+        (["-n", "0"], "Invalid value for '-n' / '--n-predict': 0 is not in the range x>=1"),
     ],
 )
 def test_sweep_bad_options(tiny_target, tiny_draft_noisy, args, message):

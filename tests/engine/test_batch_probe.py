@@ -120,7 +120,7 @@ def test_probe_command_prints_the_table_and_chart(tiny_target, tiny_draft_noisy,
     assert set(b["prediction"]["knees"]) == {"1", "2"} and b["prediction"]["acceptance"] == 0.6
     # bad input: one line, exit status 2, before any model loads
     r = CliRunner().invoke(probe_cmd, args[:-1] + ["1.5"], env=env)
-    assert r.exit_code == 2 and "between 0 and 1" in r.output
+    assert r.exit_code == 2 and "Invalid value for '--acceptance': 1.5 is not in the range 0.0<=x<=1.0" in r.output
     for bad, msg in ((["--batch-ks", "0"], "--batch-ks values must be between 1 and 16, not 0"),
                      (["--batch-ks", "a"], "--batch-ks takes comma-separated integers 1..16 (e.g. 2,5,10), not 'a'"),
                      (["--acceptance-from", str(tmp_path / "none.json")], "no such file"),

@@ -16,6 +16,9 @@ Modes:
 - ``slow_stream``: a completion that sends one chunk a second for a minute.
 - ``esc_stream``: a completion whose text holds OSC 0 / OSC 52 / CSI 2J / CSI 6n.
 - ``surrogate_stream``: a completion whose text is the JSON escape "\\ud800" (a lone surrogate).
+- ``redirect_away``: every path (GET and POST) redirects to another origin, in turn: 127.0.0.2 on the same
+  port, the same host with ``user:pw@``, and a scheme-relative ``//elsewhere.invalid``.
+- ``short_body``: /metrics says a Content-Length 1,000 bytes more than it sends, cut mid-line, then closes.
 """
 
 from __future__ import annotations
@@ -195,6 +198,22 @@ class FakeServer:
             return self.send(h, 200, b"<!DOCTYPE html>\n<html><body>a web UI</body></html>", "text/html")
         if mode == "redirect":
             return self.send(h, 302, b"", "text/plain", {"Location": h.path})
+        if mode == "redirect_away":
+            port = self.url.rsplit(":", 1)[1]
+            away = [f"http://127.0.0.2:{port}{h.path}", f"http://user:pw@{HOST}:{port}{h.path}",
+                    f"//elsewhere.invalid{h.path}"]
+            return self.send(h, 302, b"", "text/plain", {"Location": away[(self.requests - 1) % len(away)]})
+        if mode == "short_body" and path == "/metrics":
+            body = self.metrics_text().encode()
+            cut = body[: body.index(b"accepted") + 20]  # mid-line: "...num_accepte"
+            h.send_response(200)
+            h.send_header("Content-Type", "text/plain; version=0.0.4")
+            h.send_header("Content-Length", str(len(body) + 1000))
+            h.end_headers()
+            h.wfile.write(cut)
+            h.wfile.flush()
+            h.close_connection = True
+            return
         if mode == "err500":
             body = json.dumps({"error": {"code": 500, "message": ESC_TEXT + " internal\n boom"}}).encode()
             return self.send(h, 500, body, "application/json")
