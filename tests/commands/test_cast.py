@@ -155,7 +155,7 @@ def test_cast_cli(tmp_path):
     assert (header["width"], header["height"]) == (80, 24)
     assert "acceptance" in screen_at(header, events, float("inf"))
     for args, msg in [(["--speed", "max"], "finite --speed"), (["--theme", "nope"], "nope"),
-                      (["--cols", "0"], "out of range")]:
+                      (["--cols", "0"], "'--cols': 0 is not in the range")]:
         r = subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", "cast", str(trace), "-o",
                             str(out), *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
         assert r.returncode == 2 and r.stderr.startswith("spectui: error:") and msg in r.stderr, r.stderr

@@ -192,6 +192,7 @@ def test_CA_insp_long10k_cast_inspect_of_a_long_token_ends(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # seconds and memory of whole processes: alone under pytest-xdist (tests/run_alone.py)
 @pytest.mark.parametrize("name", ["one_long_token", "tok_zw", "tok_comb", "tok_wide"])
 def test_a_1MB_token_through_every_face(tmp_path, name):
     """A 1,000,000-code-point token (within the 16 MiB line limit) through every face; each ends in seconds,
