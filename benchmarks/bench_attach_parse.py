@@ -18,12 +18,20 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest  # noqa: E402
-from prometheus_client import gc_collector, platform_collector, process_collector  # noqa: E402
+from prometheus_client import (  # noqa: E402  # noqa: E402
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    gc_collector,
+    generate_latest,
+    platform_collector,
+    process_collector,
+)
 
-from spectui.contract.events import MetricsScraped  # noqa: E402
-from spectui.attach.metrics import parse  # noqa: E402
 from spectui.analysis.attach_stats import AttachStats  # noqa: E402
+from spectui.attach.metrics import parse  # noqa: E402
+from spectui.contract.events import MetricsScraped  # noqa: E402
 
 
 def page(engines: int, k: int, step: int) -> str:

@@ -60,11 +60,11 @@ def main() -> int:
     temps = [float(x) for x in args.temps.split(",") if x.strip()]
     prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
 
-    from spectui.contract.control import RunControl
     from spectui.analysis.draft_policy import PolicyByMode
-    from spectui.engine.loop import Engine
-    from spectui.contract.events import PassEvent, Settings
     from spectui.analysis.stats import compute
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import PassEvent, Settings
+    from spectui.engine.loop import Engine
 
     writer = None
     if args.save:

@@ -62,11 +62,11 @@ def main() -> int:
                   file=sys.stderr)
             return 2
 
-    from spectui.contract.control import RunControl
     from spectui.analysis.draft_policy import PolicyByMode
-    from spectui.engine.loop import Engine
-    from spectui.contract.events import Settings
     from spectui.analysis.stats import compute
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import Settings
+    from spectui.engine.loop import Engine
 
     t_start = time.time()
     engine = Engine(args.target, args.draft, n_ctx=4096, threads=args.threads, draft_policy=PolicyByMode)

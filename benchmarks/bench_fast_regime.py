@@ -90,11 +90,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fastpair import build_fast_pair  # noqa: E402
 
 from spectui.analysis import stats as S  # noqa: E402
-from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
-from spectui.recording import trace as TR  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
-from spectui.engine import Engine  # noqa: E402
 from spectui.contract.events import RunEnded, Settings  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
+from spectui.engine import Engine  # noqa: E402
+from spectui.recording import trace as TR  # noqa: E402
 
 ANCHORS = ROOT.parent / "shared" / "anchors" / "build-llama-cpp-tools.sh"
 SEED = 1
@@ -154,8 +154,8 @@ class Profiler:
         setattr(owner, name, self._wrap(getattr(owner, name), cat))
 
     def install(self) -> None:
-        from spectui.engine import cpu
         from spectui.contract import events as E
+        from spectui.engine import cpu
         from spectui.engine import drafters as D
         from spectui.engine import eventmaker as EM
         from spectui.engine import finisher as F

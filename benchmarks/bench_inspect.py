@@ -28,11 +28,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from spectui.analysis.stats import compute  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.events import DRAFT_STOP_P_MIN, PassEvent, Settings  # noqa: E402
 from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.engine.loop import Engine  # noqa: E402
-from spectui.contract.events import DRAFT_STOP_P_MIN, PassEvent, Settings  # noqa: E402
-from spectui.analysis.stats import compute  # noqa: E402
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -46,8 +46,8 @@ from spectui.analysis import batch_knee as bk  # noqa: E402
 from spectui.analysis import knee_text as kt  # noqa: E402
 from spectui.analysis import step_costs  # noqa: E402
 from spectui.bench.concurrency import predicted, report_lines, sweep  # noqa: E402
-from spectui.bench.server_shape import predict_on_steps, prediction_lines  # noqa: E402
 from spectui.bench.datasets import load_prompts  # noqa: E402
+from spectui.bench.server_shape import predict_on_steps, prediction_lines  # noqa: E402
 
 QWEN_T = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 QWEN_D = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"

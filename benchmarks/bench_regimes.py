@@ -96,10 +96,10 @@ def main() -> int:
             print(f"bench_regimes: unknown prompt {p!r}; choose from {', '.join(PROMPTS)}", file=sys.stderr)
             return 2
 
-    from spectui.contract.control import RunControl
-    from spectui.engine.loop import Engine
-    from spectui.contract.events import RunEnded, Settings
     from spectui.analysis.stats import compute
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import RunEnded, Settings
+    from spectui.engine.loop import Engine
 
     writer = None
     if args.save:

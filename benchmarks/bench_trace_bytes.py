@@ -38,9 +38,9 @@ PROMPT = ("Write a Python function that reads a CSV file and returns the average
 def measure(args, n_top: int, out_dir: str) -> dict:
     """One run with --inspect-top n_top: its trace sizes, per pass."""
     from spectui.contract.control import RunControl
-    from spectui.engine import Engine
     from spectui.contract.event_json import to_dict
     from spectui.contract.events import PassEvent, Settings
+    from spectui.engine import Engine
     from spectui.recording.trace import TraceWriter
 
     engine = Engine(args.target, args.draft, n_ctx=args.ctx_size, threads=args.threads, inspect_top=n_top,

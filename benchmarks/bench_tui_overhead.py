@@ -124,8 +124,8 @@ class UIProfile:
         for cls, name, orig in reversed(self._undo):
             setattr(cls, name, orig)
 def _subclasses(cls) -> list[type]:
-    import spectui.tui.shared.token_stream  # noqa: F401 - the panels define their own _build_strips
     import spectui.tui.shared.pass_ribbon  # noqa: F401
+    import spectui.tui.shared.token_stream  # noqa: F401 - the panels define their own _build_strips
 
     out = []
     for sub in cls.__subclasses__():

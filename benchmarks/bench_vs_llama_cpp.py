@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from spectui.analysis import stats  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.events import Settings  # noqa: E402
 from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.engine import Engine  # noqa: E402
-from spectui.contract.events import Settings  # noqa: E402
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 TARGET = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

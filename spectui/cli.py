@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import importlib
 import sys
+
 import click
 
-from .tui.shared.ascii import ascii_option
-
+from .commands import SUMMARIES
+from .commands.options import json_option, model_options, run_options
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
 from .contract.text import escape_unencodable
-from .commands import SUMMARIES
-from .commands.options import json_option, model_options, run_options
+from .tui.shared.ascii import ascii_option
 
 # A stdout or stderr that cannot encode a character (LC_ALL=C with PYTHONUTF8=0, PYTHONIOENCODING=ascii or
 # latin-1) writes it as an ASCII escape, never a UnicodeEncodeError: every command, --json and the demo too.

@@ -20,7 +20,6 @@ import urllib.request
 import zlib
 
 
-
 def chromium_path() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from spectui.analysis.lossless import UNMEASURED_MARGIN, check
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-from spectui.analysis.lossless import UNMEASURED_MARGIN, check
 from spectui.engine.noise import measure_noise
 
 PROMPT = "the hash map handles collisions"

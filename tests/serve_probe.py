@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import psutil
-
 from browser import free_port
 
 REPO = Path(__file__).resolve().parent.parent

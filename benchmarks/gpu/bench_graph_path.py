@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from spectui.analysis import stats as S  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
-from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 from spectui.contract.events import RunEnded, Settings  # noqa: E402
+from spectui.contract.prompt import DEFAULT_PROMPT  # noqa: E402
 
 SEED = 1
 

@@ -37,10 +37,10 @@ from typing import Callable, Sequence
 
 from ..contract.errors import SpectuiError
 from ..contract.outputs import PROBE_CACHE
-from ..contract.text import model_label
-from .costmodel import break_even_acceptance, leviathan
-from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
 from ..contract.prompt import DEFAULT_PROMPT
+from ..contract.text import model_label
+from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
+from .costmodel import break_even_acceptance, leviathan
 from .machine import cache_key, cache_path, load_average, machine_key, quiet_machine
 
 BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer

@@ -100,8 +100,8 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
-    from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
     from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
     from .machine import load_average  # noqa: PLC0415
 
     load0 = load_average()

@@ -17,7 +17,6 @@ import os
 import platform
 from pathlib import Path
 
-
 PROBE_VERSION = 1  # the probe's cache key's version
 HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
 QUIET_OTHERS_CORES = 0.3  # other processes' busy cores below which the machine counts as quiet

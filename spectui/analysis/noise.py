@@ -31,8 +31,8 @@ from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
 from ..contract.prompt import DEFAULT_PROMPT
 from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
-from .machine import file_identity, load_average, machine_key
 from .cachefile import CachedRecord, loadavg_of
+from .machine import file_identity, load_average, machine_key
 
 NOISE_VERSION = 1
 NOISE_CACHE = Kind("noise cache", lambda head: True, owned_dir=True)

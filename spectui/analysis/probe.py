@@ -44,17 +44,23 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from ..contract.outputs import PROBE_CACHE
 from ..contract.events import MachineProbe, ModelInfo
+from ..contract.outputs import PROBE_CACHE
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
 from .cachefile import CachedRecord, loadavg_of
-from .probe_verdict import ProbeVerdict, analyse
 from .machine import (
-    DEFAULT_MAX_BATCH, PROBE_VERSION, QUIET_LOAD_MARGIN, cache_key, cache_path, load_average,
-    machine_key, quiet_machine,
+    DEFAULT_MAX_BATCH,
+    PROBE_VERSION,
+    QUIET_LOAD_MARGIN,
+    cache_key,
+    cache_path,
+    load_average,
+    machine_key,
+    quiet_machine,
 )
+from .probe_verdict import ProbeVerdict, analyse
 
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
@@ -271,8 +277,8 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
         The ProbeResult (not cached: ``cached_or_measure`` stores it).
     """
     from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
-    from ..engine.cpu import OthersCpu  # noqa: PLC0415
     from ..contract.events import Settings  # noqa: PLC0415
+    from ..engine.cpu import OthersCpu  # noqa: PLC0415
 
     if not 2 <= max_batch <= MAX_BATCH_LIMIT:
         raise SpectuiError(f"--max-batch must be between 2 and {MAX_BATCH_LIMIT}, not {max_batch}")

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
-from .step_costs import StepCosts
 from .costmodel import leviathan
+from .step_costs import StepCosts
 
 N_BATCH = 2048  # llama-server's default --batch-size (common.h n_batch)
 N_UBATCH = 512  # llama-server's default --ubatch-size (common.h n_ubatch)

@@ -15,8 +15,15 @@ from typing import Any, Callable
 
 from ..analysis.attach_stats import AttachStats
 from ..contract.events import (
-    KIND_LLAMA_SERVER, REQ_ERROR, REQ_STOPPED, AttachEnded, AttachStarted, MetricsScraped, RequestEnded,
-    RequestStarted, Target,
+    KIND_LLAMA_SERVER,
+    REQ_ERROR,
+    REQ_STOPPED,
+    AttachEnded,
+    AttachStarted,
+    MetricsScraped,
+    RequestEnded,
+    RequestStarted,
+    Target,
 )
 from .request import stream_completion
 from .scraper import Scraper

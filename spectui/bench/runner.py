@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..contract.control import RunControl
-from ..engine.chat import chat_messages
-from ..contract.events import STOP_ERROR, STOP_USER, PassEvent, RunEnded, Settings
 from ..analysis.lossless import margins_of
 from ..analysis.stats import compute
+from ..contract.control import RunControl
+from ..contract.events import STOP_ERROR, STOP_USER, PassEvent, RunEnded, Settings
+from ..engine.chat import chat_messages
 from .aggregate import BenchRow
 from .datasets import Prompt
 from .plan import Job, Setting

@@ -37,14 +37,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
+from ..analysis.attach_stats import OK, engine_window, sum_windows
+from ..analysis.stats import PositionStat, StatsSnapshot
 from ..attach.metrics import BadCounters
 from ..attach.metrics import parse as parse_metrics
 from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, openai_model, server_float, server_int
 from ..attach.scraper import (
-    USER_AGENT, Deadline, FetchError, abort_all, base_url, check_scheme, describe_error, http_get, open_url,
+    USER_AGENT,
+    Deadline,
+    FetchError,
+    abort_all,
+    base_url,
+    check_scheme,
+    describe_error,
+    http_get,
+    open_url,
 )
-from ..analysis.attach_stats import OK, engine_window, sum_windows
-from ..engine.chat import chat_messages
 from ..contract.errors import SpectuiError
 from ..contract.events import (
     KIND_LLAMA_SERVER,
@@ -55,7 +63,7 @@ from ..contract.events import (
     RequestEnded,
     RequestStarted,
 )
-from ..analysis.stats import PositionStat, StatsSnapshot
+from ..engine.chat import chat_messages
 from .aggregate import BenchRow
 from .datasets import PromptSet
 from .plan import BASELINE, Setting, make_jobs, parse_temps

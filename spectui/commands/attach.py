@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from ..attach.session import AttachSession
-from ..contract.draft_length import parse_k
 from ..attach.urls import check_urls
+from ..contract.draft_length import parse_k
 from ..contract.errors import SpectuiError, echo_error
 from ..contract.exitcodes import FAILED, OK, SignalStop
 from ..contract.params import DURATION, N_PREDICT, SECONDS, whole
@@ -25,6 +25,7 @@ from ..text.attach import HeadlessFace
 from ..tui.shared.ascii import ascii_option
 from . import command
 from .options import deprecated, draft_max_option
+
 
 @command("attach")
 @click.argument("urls", nargs=-1, required=True)

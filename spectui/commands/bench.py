@@ -19,22 +19,22 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
-from ..contract.errors import SpectuiError, fail, echo_error
-from ..contract.exitcodes import signal_name
-from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
-from ..contract.text import json_text, visible, visible_line
-from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
-from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
-from .common import ModelOptions, default_drafters, load_engine, plan_drafting
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
 from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
-from ..text.bench import render_chart, render_table
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
+from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
+from ..contract.errors import SpectuiError, echo_error, fail
+from ..contract.exitcodes import signal_name
+from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
+from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
+from ..contract.text import json_text, visible, visible_line
+from ..text.bench import render_chart, render_table
 from . import command
+from .common import ModelOptions, default_drafters, load_engine, plan_drafting
+from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost

@@ -31,13 +31,13 @@ from typing import Any, Iterable
 
 import click
 
-from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
-from ..contract.text import json_text, visible_line
 from ..contract.errors import SpectuiError, echo_line
-from ..contract.params import SPEED, TERMINAL_CELLS
-from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
+from ..contract.exitcodes import Interrupted, SignalStop
 from ..contract.outputs import CAST, OutputPath, check_output
+from ..contract.params import SPEED, TERMINAL_CELLS
+from ..contract.text import json_text, visible_line
+from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
 from . import command
 
 DEFAULT_COLS, DEFAULT_ROWS = 120, 36
@@ -303,8 +303,7 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
              rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None, force: bool) -> None:
     """Play it with `asciinema play`. With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
     from ..contract.errors import fail
-    from ..recording.player import parse_speed
-    from ..recording.player import load_for_tui
+    from ..recording.player import load_for_tui, parse_speed
 
     try:
         sp = parse_speed(speed)

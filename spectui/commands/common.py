@@ -12,11 +12,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
-from ..contract.text import visible_line
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
 from ..contract.prompt import DEFAULT_PROMPT
-
+from ..contract.text import visible_line
 
 
 def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str | None = None) -> str:
@@ -231,8 +230,8 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         use_draft = drafting.draft_model or drafting.head_is_draft(models)
         head = drafting.head
         head_file = None if drafting.head_is_draft(models) else drafting.head_file
-    from ..engine.preload import check_gguf_file
     from ..engine.hub import resolve_models
+    from ..engine.preload import check_gguf_file
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
     if not target:

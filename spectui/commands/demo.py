@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import resources
-
 from dataclasses import dataclass
+from importlib import resources
 
 import click
 
-from ..tui.shared.ascii import ascii_option
-
-from ..contract.errors import SpectuiError
-from ..contract.params import SPEED, whole
-from ..contract.events import PassEvent, RunStarted
 from ..analysis.stats import RunStats
 from ..analysis.wording import LOSES, TIES, WINS, outcome
-from . import command
+from ..contract.errors import SpectuiError
+from ..contract.events import PassEvent, RunStarted
+from ..contract.params import SPEED, whole
+from ..tui.shared.ascii import ascii_option
 from ..tui.shared.looping import LOOP_HOLD_S, looping
+from . import command
 
 SPEEDUP_TIE = 0.02  # within 2% of the target alone: a tie (run-to-run noise is larger)
 
@@ -211,8 +209,8 @@ def demo_cmd(theme: str | None, speed: str, headless: bool, act: int | None, pat
                     if stop.is_set():
                         break
                     if a.race:
-                        from ..views.race_outcome import outcome
                         from ..text.race import print_outcome
+                        from ..views.race_outcome import outcome
 
                         race = load_race_act(a)
                         print(("\n" if i else "") + race_reason(a, race) + "\n", flush=True)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import click
 
 from ..contract.draft_length import DEFAULT_DRAFT_MAX
-from ..contract.params import (CTX_SIZE, DRAFT_MIN, GPU_LAYERS, INSPECT_TOP, N_PREDICT, PROBABILITY, SEED, TEMPERATURE,
-                              THREADS)
+from ..contract.params import (
+    CTX_SIZE,
+    DRAFT_MIN,
+    GPU_LAYERS,
+    INSPECT_TOP,
+    N_PREDICT,
+    PROBABILITY,
+    SEED,
+    TEMPERATURE,
+    THREADS,
+)
 
 
 def model_options(f):

@@ -9,20 +9,20 @@ headless summary and the TUI read, imports no face: the command loads models thr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 import os
 import signal
 import sys
+from dataclasses import dataclass
 
 import click
 
+from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 from ..contract.draft_length import parse_ks
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
-from .options import drafter_option, json_option, model_options
 from ..contract.params import PROBABILITY, REPEAT, whole
-from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 from . import command
+from .options import drafter_option, json_option, model_options
 
 
 @command("probe")

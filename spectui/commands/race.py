@@ -10,15 +10,14 @@ import sys
 
 import click
 
-from ..tui.shared.ascii import ascii_option
-
-from ..contract.errors import SpectuiError, echo_error
-from ..contract.params import N_PREDICT, SEED, SPEED, TEMPERATURE
-from ..contract.exitcodes import Interrupted, signal_name
-from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
 from ..contract.draft_length import parse_k
-from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
+from ..contract.errors import SpectuiError, echo_error
+from ..contract.exitcodes import Interrupted, signal_name
+from ..contract.params import N_PREDICT, SEED, SPEED, TEMPERATURE
+from ..tui.shared.ascii import ascii_option
 from . import command
+from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
+from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 
 
 @command("race")

@@ -25,14 +25,13 @@ from typing import Callable
 
 import click
 
-from ..tui.shared.ascii import ascii_option
-
 from ..contract.errors import SpectuiError
-from ..contract.params import SPEED
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, PassEvent, RunStarted
+from ..contract.params import SPEED
 from ..recording.player import is_attach_trace, load_for_tui, parse_speed, warn_stderr
 from ..text.replay import replay_headless
+from ..tui.shared.ascii import ascii_option
 from . import command
 from .options import json_option
 

@@ -22,8 +22,19 @@ from ..contract.draft_length import DEFAULT_DRAFT_MAX, k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
-from .common import (Drafting, ModelOptions, cached_machine, detected_drafter, load_engine, loading_stop,
-                     measure_machine, offered_drafters, plan_drafting, resolve_pipeline, resolve_prompt)
+from .common import (
+    Drafting,
+    ModelOptions,
+    cached_machine,
+    detected_drafter,
+    load_engine,
+    loading_stop,
+    measure_machine,
+    offered_drafters,
+    plan_drafting,
+    resolve_pipeline,
+    resolve_prompt,
+)
 
 
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
@@ -211,9 +222,8 @@ def _run_recorder(record, models: ModelOptions, prompt_file, force: bool, anonym
     (a long run's memory stays flat: the screen keeps only its bounded tails)."""
     if not record and not anonymous:
         return None
-    from ..recording.trace import TraceWriter
-
     from ..engine.cpu import default_threads, spare_core
+    from ..recording.trace import TraceWriter
 
     spare = spare_core(models.threads or default_threads().threads)
     if not record:

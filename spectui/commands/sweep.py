@@ -13,22 +13,22 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..contract.text import visible
-from ..contract.errors import SpectuiError, fail, echo_error
+from ..contract.draft_length import parse_ks
+from ..contract.errors import SpectuiError, echo_error, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
-from ..contract.draft_length import parse_ks
 from ..contract.params import N_PREDICT, REPEAT, SEED
-from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
-from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
+from ..contract.text import visible
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
 from ..sweep.plan import SWEEP_DRAFT_MAX, Plan, make_plan, parse_temps
-from ..text.sweep import render_chart, render_table
 from ..sweep.report import report_lines, sweep_prediction
 from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
+from ..text.sweep import render_chart, render_table
 from . import command
+from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
+from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 
 
 @command("sweep")

@@ -17,8 +17,8 @@ import math
 import click
 
 from .control import P_MIN_LIMIT, TEMPERATURE_LIMIT
-from .errors import echo_error
 from .draft_length import DRAFT_MAX_LIMIT
+from .errors import echo_error
 
 
 class OptionError(click.BadParameter):

@@ -33,6 +33,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+
 def _escape_one(ch: str) -> str:
     c = ord(ch)
     if c == 0x0A:

@@ -24,8 +24,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import (TOP_K, DraftStep, HeadContext, CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, PROCESS_ENCODE, ExtBatch,
-                        ext, head_context)
+from .llama_ext import (
+    CONTEXT_TYPE_DEFAULT,
+    PROCESS_DECODE,
+    PROCESS_ENCODE,
+    TOP_K,
+    DraftStep,
+    ExtBatch,
+    HeadContext,
+    ext,
+    head_context,
+)
 from .llama_lib import llama
 
 __all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in llama_ext (both heads draft with them)

@@ -24,9 +24,9 @@ import numpy as np
 
 from ..contract.errors import SpectuiError
 from . import graph_sampling as G
+from .devices import gpu_devices, is_lavapipe
 from .drafters import DraftModelDrafter
 from .eventmaker import TargetProbs
-from .devices import gpu_devices, is_lavapipe
 from .models import LoadedModel
 from .rowmath import RowPool
 from .verify import Verdict

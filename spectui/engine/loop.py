@@ -35,12 +35,12 @@ from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from ..contract.params import INSPECT_TOP_LIMIT
-from .chat import chat_template_of
 from .abort import DecodeAbort
+from .chat import chat_template_of
 from .cpu import OthersCpu, default_threads
-from .devices import gpu_layers
 from .cpu import spare_core as _spare_core
-from .drafters import DraftModelDrafter, Drafter, NgramDrafter, NoDrafter
+from .devices import gpu_layers
+from .drafters import Drafter, DraftModelDrafter, NgramDrafter, NoDrafter
 from .finisher import FinishingThread
 from .graph_path import GraphRun
 from .graph_path import choose as choose_sampling
@@ -49,8 +49,8 @@ from .models import LoadedModel
 from .pair import pair_warning
 from .parts import Drafters, RunParts, RunRequest, TargetCursor
 from .passes import PassLoop
-from .pipelined import PipelinedPassLoop
 from .pipeline import pipeline_setup
+from .pipelined import PipelinedPassLoop
 from .policy import DraftPolicy, DraftPolicyFactory
 from .preload import check_gguf_file, check_pair
 from .rowmath import RowPool

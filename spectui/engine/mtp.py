@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..contract.errors import SpectuiError
-from .llama_ext import HeadContext, CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, ext, head_context
+from .llama_ext import CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, HeadContext, ext, head_context
 from .llama_lib import address, llama
 
 

@@ -25,7 +25,7 @@ from ..contract.draft_length import clamp_draft_length
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, PassEvent, RunEnded, Settings
 from .abort import DecodeAborted
-from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
+from .drafters import Drafter, DraftLimits, DraftModelDrafter, Proposal
 from .eventmaker import PassEventMaker, PassWork, TargetProbs, pass_timing
 from .finisher import Finisher
 from .generation import Generation, RunCounters

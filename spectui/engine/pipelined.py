@@ -20,7 +20,7 @@ import time
 from typing import Iterator
 
 from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_NONE, SPEC_REJECTED, Event, Settings
-from .drafters import DraftLimits, DraftModelDrafter, Drafter, Proposal
+from .drafters import Drafter, DraftLimits, DraftModelDrafter, Proposal
 from .generation import Generation
 from .parts import RunParts, RunRequest
 from .passes import PassLoop, cap_k, limits

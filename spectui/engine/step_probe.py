@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.errors import SpectuiError
-from .llama_lib import llama
 from .batch_probe import DEFAULT_BATCH_REPEATS, BatchContext, prefill_sequences
+from .llama_lib import llama
 
 CHUNKS = (8, 16, 32, 64, 128, 256)  # prompt tokens in one step (bench prompts: 40-200 tokens; n_ubatch 512)
 SAMPLE_ROWS = 8

@@ -14,8 +14,8 @@ rejection are never touched, so a caller can avoid computing them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import threading
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np

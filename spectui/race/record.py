@@ -14,18 +14,17 @@ import os
 import sys
 import tempfile
 import time
-
 from typing import Callable
 
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded, Settings
-from ..contract.text import visible_line
 from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
-from .spec import slug, spec_settings
+from ..contract.text import visible_line
 from ..recording.trace import TraceWriter
 from ..views.race_timeline import LANE_NAMES
+from .spec import slug, spec_settings
 
 WARMUP_TOKENS = 8
 SEQUENTIAL_NOTE = ("recorded one after the other on the same loaded models (never at once: a concurrent race "

@@ -24,9 +24,9 @@ import time
 from typing import Callable, Iterable, Iterator
 
 from ..contract.errors import SpectuiError
+from ..contract.events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
 from ..contract.params import speed_value
 from ..contract.text import visible_line
-from ..contract.events import ATTACH_EVENT_TYPES, AttachStarted, Event, PassEvent, RunStarted, SettingsChanged
 from .trace import iter_trace
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, float("inf"))  # inf = "max"

@@ -9,10 +9,24 @@ import random
 from typing import Iterator
 
 from ..contract.events import (
-    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, DraftToken, Event, ModelInfo, PassEvent, RunEnded,
-    RunStarted, Settings, SettingsChanged, TargetToken, Timing, Token,
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    DraftToken,
+    Event,
+    ModelInfo,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+    SettingsChanged,
+    TargetToken,
+    Timing,
+    Token,
 )
-
 
 WORDS = ["the", " cat", " sat", " on", " a", " mat", ".", "\n", " def", " f", "(x", "):", " ré", "sumé", " 🙂"]
 

@@ -29,7 +29,14 @@ synthetic.py (``synthetic_run``).
 from __future__ import annotations
 
 from .reader import (
-    MAX_BLANK_LINES, MAX_LINE_BYTES, MAX_LINES, MAX_TRACE_BYTES, Trace, TraceLimitError, TraceReader, iter_trace,
+    MAX_BLANK_LINES,
+    MAX_LINE_BYTES,
+    MAX_LINES,
+    MAX_TRACE_BYTES,
+    Trace,
+    TraceLimitError,
+    TraceReader,
+    iter_trace,
     read_trace,
 )
 from .schema import SCHEMA, SUPPORTED_VERSIONS, VERSION, TraceError, TraceWarning, machine_info, make_header

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..analysis.stats import compute
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded, Settings
-from ..analysis.stats import compute
 from ..recording.trace import TraceWriter
 from .aggregate import SweepRun
 from .plan import BASELINE, Plan

@@ -6,14 +6,28 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from ..contract.text import json_text, visible, visible_line
-from ..contract.events import (
-    KIND_LLAMA_SERVER, AttachEnded, AttachStarted, MetricsScraped, RequestChunk, RequestStarted,
-)
-from ..views.numbers import pct, rate, secs
 from ..analysis.attach_stats import (
-    BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, AttachSnapshot, AttachStats, RequestView, Window,
+    BASELINE,
+    ERROR,
+    IDLE,
+    NO_SPEC,
+    OK,
+    RESET,
+    AttachSnapshot,
+    AttachStats,
+    RequestView,
+    Window,
 )
+from ..contract.events import (
+    KIND_LLAMA_SERVER,
+    AttachEnded,
+    AttachStarted,
+    MetricsScraped,
+    RequestChunk,
+    RequestStarted,
+)
+from ..contract.text import json_text, visible, visible_line
+from ..views.numbers import pct, rate, secs
 
 
 def window_line(w: Window) -> str:

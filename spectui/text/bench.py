@@ -7,8 +7,8 @@ from typing import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from ..views.numbers import ms_or_dash
 from ..bench.aggregate import OVERALL, Summary
+from ..views.numbers import ms_or_dash
 
 TABLE_COLUMNS = (
     "category", "setting", "temp", "prompts", "mean acc.\ntokens", "accept", "by\nposition %",

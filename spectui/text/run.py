@@ -13,6 +13,7 @@ import sys
 from typing import IO, Callable, Iterable
 
 from ..analysis.costmodel import predict
+from ..analysis.stats import RunStats, StatsSnapshot
 from ..contract.event_json import to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from ..contract.text import json_text, visible, visible_line
@@ -20,7 +21,6 @@ from ..views.heads import head_file, head_kind, step_cost
 from ..views.pipeline import as_dict as pipeline_dict
 from ..views.pipeline import summary as pipeline_summary
 from ..views.placement import placement, placement_text
-from ..analysis.stats import RunStats, StatsSnapshot
 
 STOP_REASONS = {
     "eog": "end of generation",

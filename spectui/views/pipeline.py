@@ -10,8 +10,8 @@ tokens a pass threw away.
 from __future__ import annotations
 
 from ..analysis.stats import PipelineStats
-from ..contract.text import visible_cells
 from ..contract.events import SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_REJECTED, RunStarted
+from ..contract.text import visible_cells
 
 OVERLAPPED = "⇉"  # this pass's drafts were drafted while the previous pass was verified
 THROWN = "✂"  # the speculative tokens drafted ahead and thrown away

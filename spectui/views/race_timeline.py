@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..contract.errors import SpectuiError
-from ..contract.text import visible_line
 from ..contract.events import AttachStarted, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
+from ..contract.text import visible_line
 from ..recording.player import ReplayPlayer
 from ..recording.trace import iter_trace
 

@@ -8,8 +8,22 @@ target token), setting changes (k, temperature, drafter) and the run's end.
 from __future__ import annotations
 
 from ..contract.events import (
-    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, DraftToken, ModelInfo, PassEvent, RunEnded, RunStarted,
-    Settings, SettingsChanged, TargetToken, Timing, Token,
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    DraftToken,
+    ModelInfo,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+    SettingsChanged,
+    TargetToken,
+    Timing,
+    Token,
 )
 
 WORDS = ("A hash map stores keys in buckets chosen by a hash function. When two keys land in the same "

@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..contract.text import visible_cells
+from ..analysis.stats import RunStats, StatsSnapshot
 from ..contract.events import (
     PLAIN,
     Event,
@@ -22,7 +22,7 @@ from ..contract.events import (
     Settings,
     SettingsChanged,
 )
-from ..analysis.stats import RunStats, StatsSnapshot
+from ..contract.text import visible_cells
 
 # Kinds of committed tokens in the stream.
 K_ACCEPTED = "accepted"  # an accepted draft token

@@ -12,10 +12,10 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
-from .animation import SETTLED
 from ..analysis.costmodel import Prediction, predict
-from ..contract.text import model_label
 from ..contract.events import ModelInfo, RunStarted, Settings
+from ..contract.text import model_label
+from .animation import SETTLED
 from .state import ScreenSnapshot
 
 K_MAX = 16  # draft lengths the prediction covers

@@ -4,19 +4,23 @@ seeded Bernoulli acceptance and fixed timings), so every expectation can be comp
 from __future__ import annotations
 
 import random
-
-import pytest
-
 from dataclasses import replace
 
-from spectui.analysis.draft_policy import (
-    MIN_WEIGHT, PROBE_MAX, WARMUP_K, WARMUP_PASSES, CostPolicy, SchedulePolicy, make_policy,
-)
+import pytest
+from synthetic_events import make_pass, make_prefill, make_start
+
 from spectui.analysis.costmodel import leviathan
+from spectui.analysis.draft_policy import (
+    MIN_WEIGHT,
+    PROBE_MAX,
+    WARMUP_K,
+    WARMUP_PASSES,
+    CostPolicy,
+    SchedulePolicy,
+    make_policy,
+)
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import MachineProbe, Settings, SettingsChanged
-
-from synthetic_events import make_pass, make_prefill, make_start
 
 
 class World:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from synthetic_events import make_end, make_pass, make_pass_with_verdicts, make_prefill, make_start
 
 from spectui.analysis.costmodel import (
     conditional_rates,
@@ -16,10 +17,8 @@ from spectui.analysis.costmodel import (
     predict,
     predict_from,
 )
-from spectui.analysis.verify_time import verify_curve
 from spectui.analysis.stats import PositionStat, StatsSnapshot, compute
-
-from synthetic_events import make_end, make_pass, make_pass_with_verdicts, make_prefill, make_start
+from spectui.analysis.verify_time import verify_curve
 
 
 def _snapshot_with_rate(a: float, positions: int, drafted: int = 100000, **kw) -> StatsSnapshot:

@@ -9,10 +9,12 @@ import random
 from dataclasses import replace
 
 import pytest
+from synthetic_events import make_end, make_pass, make_prefill, make_start
 
-from spectui.analysis.draft_policy import CostPolicy
-from spectui.contract.control import RunControl
 from spectui.analysis.costmodel import conditional_rates, predict, predict_from
+from spectui.analysis.draft_policy import CostPolicy
+from spectui.analysis.stats import ContinueStat, compute
+from spectui.contract.control import RunControl
 from spectui.contract.events import (
     DRAFT_STOP_K,
     DRAFT_STOP_NO_MATCH,
@@ -23,9 +25,6 @@ from spectui.contract.events import (
     SettingsChanged,
     Timing,
 )
-from spectui.analysis.stats import ContinueStat, compute
-
-from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 PMIN = Settings(draft_max=4, draft_p_min=0.5)
 

@@ -10,8 +10,8 @@ import math
 from dataclasses import replace
 
 import pytest
-
 from greedy_checks import emitted_ids
+
 from spectui.analysis import noise as N
 from spectui.analysis.lossless import UNMEASURED_MARGIN, check, first_near_tie, margins_of
 from spectui.analysis.stats import compute

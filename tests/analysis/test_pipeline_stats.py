@@ -12,7 +12,16 @@ from spectui.analysis import stats
 from spectui.analysis.pipeline_cost import choose, hit_chance, pipelined_ms, predict, sequential_ms
 from spectui.contract.event_json import EventFormatError, from_dict, to_dict
 from spectui.contract.events import (
-    SPEC_GUESS, SPEC_REJECTED, DraftToken, PassEvent, PipeInfo, RunStarted, Settings, TargetToken, Timing, Token,
+    SPEC_GUESS,
+    SPEC_REJECTED,
+    DraftToken,
+    PassEvent,
+    PipeInfo,
+    RunStarted,
+    Settings,
+    TargetToken,
+    Timing,
+    Token,
 )
 from spectui.engine.pipeline_probe import SplitCosts
 from spectui.views.pipeline import summary

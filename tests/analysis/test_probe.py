@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
+from synthetic_events import make_start
+
 from spectui.analysis import draft_policy as autok
-from spectui.commands.probe import probe_cmd
 from spectui.analysis.costmodel import break_even_acceptance
-from spectui.contract.events import ModelInfo
 from spectui.analysis.machine import cache_key, cache_path
 from spectui.analysis.probe import (
     ProbeResult,
@@ -29,8 +28,8 @@ from spectui.analysis.probe import (
     measure,
     render,
 )
-
-from synthetic_events import make_start
+from spectui.commands.probe import probe_cmd
+from spectui.contract.events import ModelInfo
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,22 @@
 """Statistics recomputed by hand from a recorded event list (vLLM / llama.cpp definitions)."""
 
 import pytest
-
-from spectui.contract.event_json import from_dict, to_dict
-from spectui.contract.events import (
-    ACCEPTED, BONUS, CORRECTION, DISCARDED, PLAIN, REJECTED, PassEvent, RunEnded, RunStarted, Settings,
-)
-from spectui.analysis.stats import RunStats, compute, percentile, pooled_rates
-
 from synthetic_events import make_pass, make_pass_with_verdicts, make_prefill, make_start
 
+from spectui.analysis.stats import RunStats, compute, percentile, pooled_rates
+from spectui.contract.event_json import from_dict, to_dict
+from spectui.contract.events import (
+    ACCEPTED,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    PLAIN,
+    REJECTED,
+    PassEvent,
+    RunEnded,
+    RunStarted,
+    Settings,
+)
 
 A, R, D = ACCEPTED, REJECTED, DISCARDED
 

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from spectui.analysis.costmodel import SPEEDUP_TIE, Prediction, advice
 from spectui.analysis.stats import StatsSnapshot
+from spectui.analysis.wording import FALL, FLAT, LOSES, RISE, TIES, WINS, moved, outcome, trend
 from spectui.sweep.aggregate import Cell, Spread, SweepRun
 from spectui.sweep.report import acceptance_change, report_lines
-from spectui.analysis.wording import FALL, FLAT, LOSES, RISE, TIES, WINS, moved, outcome, trend
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 rate = st.floats(0.0, 1.0, allow_nan=False)
@@ -210,8 +210,9 @@ def _segment_events(tps_alone: float, tps_lookup: float):
 @SETTINGS
 @given(st.floats(1.0, 100.0), st.floats(1.0, 100.0))
 def test_demo_act_two_says_pays_only_when_it_did(alone, lookup):
-    from spectui.commands.demo import ACTS, SPEEDUP_TIE as TIE, act_reason
     from spectui.analysis.stats import compute
+    from spectui.commands.demo import ACTS, act_reason
+    from spectui.commands.demo import SPEEDUP_TIE as TIE
 
     evs = _segment_events(alone, lookup)
     text = act_reason(ACTS[1], evs)

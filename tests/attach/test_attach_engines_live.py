@@ -18,14 +18,15 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-
 from servers import SKIP_REASON, LlamaServer, llama_server_binary
 from sglang_format import SGLangFormatServer
+from vllm_server import SKIP_REASON as VLLM_SKIP
+from vllm_server import VENV
+
 from spectui.analysis.attach_stats import HIGH, OK
 from spectui.attach.session import AttachSession
 from spectui.text.attach import HeadlessFace
 from spectui.views.attach_positions import FROM_COUNTERS, FROM_REQUESTS, position_columns
-from vllm_server import SKIP_REASON as VLLM_SKIP, VENV
 
 BINARY = llama_server_binary()
 HOST = "127.0.0.1"

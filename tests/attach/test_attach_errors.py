@@ -18,14 +18,14 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from click.testing import CliRunner
-
 from servers import SilentServer, StaticServer, free_port
 from waits import catches, wait_until
-from spectui.contract import event_json
-from spectui.contract import events as aev
-from spectui.commands.attach import attach_cmd
+
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper, base_url
+from spectui.commands.attach import attach_cmd
+from spectui.contract import event_json
+from spectui.contract import events as aev
 from spectui.text.attach import HeadlessFace
 
 LLAMA_LIKE = (

@@ -16,18 +16,9 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram as PHistogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import Histogram as PHistogram
 
-from spectui.attach import metrics
-from spectui.contract.events import (
-    KIND_LLAMA_SERVER,
-    KIND_PROMETHEUS,
-    KIND_SGLANG,
-    KIND_VLLM,
-    Bucket,
-    Histogram,
-    MetricsScraped,
-)
 from spectui.analysis.attach_stats import (
     BASELINE,
     ERROR,
@@ -37,6 +28,16 @@ from spectui.analysis.attach_stats import (
     RESET,
     AttachStats,
     histogram_quantile,
+)
+from spectui.attach import metrics
+from spectui.contract.events import (
+    KIND_LLAMA_SERVER,
+    KIND_PROMETHEUS,
+    KIND_SGLANG,
+    KIND_VLLM,
+    Bucket,
+    Histogram,
+    MetricsScraped,
 )
 
 

@@ -23,17 +23,17 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from click.testing import CliRunner
-
-from servers import SKIP_REASON, LlamaServer, llama_server_binary
 from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
-from spectui.contract import event_json
-from spectui.contract import events as aev
-from spectui.commands.attach import attach_cmd
-from spectui.commands.replay import replay_cmd
+from servers import SKIP_REASON, LlamaServer, llama_server_binary
+
+from spectui.analysis.attach_stats import ERROR, NO_SPEC, OK, RESET, AttachStats
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
+from spectui.commands.attach import attach_cmd
+from spectui.commands.replay import replay_cmd
+from spectui.contract import event_json
+from spectui.contract import events as aev
 from spectui.text.attach import HeadlessFace
-from spectui.analysis.attach_stats import ERROR, NO_SPEC, OK, RESET, AttachStats
 
 BINARY = llama_server_binary()
 pytestmark = [pytest.mark.skipif(BINARY is None, reason=SKIP_REASON), pytest.mark.timeout(300), pytest.mark.slow]

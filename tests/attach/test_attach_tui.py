@@ -16,22 +16,23 @@ pytest.importorskip("prometheus_client")
 from attach_recordings import PROMPT, REQUEST, WATCH, server_args
 from servers import SKIP_REASON, LlamaServer, StaticServer, free_port, llama_server_binary
 from tmux_pane import needs_tmux, spectui_cmd
-from spectui.attach.session import AttachSession
-from spectui.text.attach import HeadlessFace
+
 from spectui.analysis.attach_stats import AttachStats
+from spectui.attach.session import AttachSession
 from spectui.contract.events import AttachEnded, AttachStarted, RequestChunk, RequestEnded
 from spectui.recording.player import load_for_tui
-from spectui.text.replay import replay_headless
 from spectui.recording.trace import TraceWriter, read_trace
+from spectui.text.attach import HeadlessFace
+from spectui.text.replay import replay_headless
 from spectui.tui.attach.acceptance import AttachAcceptance
 from spectui.tui.attach.app import AttachApp
 from spectui.tui.attach.engines import AttachEngines
-from spectui.views.numbers import pct
+from spectui.tui.attach.help_screen import AttachHelpScreen
 from spectui.tui.attach.request import AttachRequest, request_line
 from spectui.tui.attach.status_line import AttachStatusLine
 from spectui.tui.attach.summary import AttachSummary
 from spectui.tui.attach.throughput import AttachThroughput
-from spectui.tui.attach.help_screen import AttachHelpScreen
+from spectui.views.numbers import pct
 
 INF = float("inf")
 

@@ -19,10 +19,11 @@ pytest.importorskip("prometheus_client")
 
 from vllm_server import SKIP_REASON, VENV, metrics, series
 from vllm_server import vllm_server as serve_vllm
-from spectui.contract import events as aev
+
+from spectui.analysis.attach_stats import OK, AttachStats
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Scraper
-from spectui.analysis.attach_stats import OK, AttachStats
+from spectui.contract import events as aev
 
 pytestmark = [
     pytest.mark.skipif(VENV is None, reason=SKIP_REASON),
@@ -117,9 +118,9 @@ def test_vllm_numbers_match_server(vllm_server):
 
     from spectui.tui.attach.app import AttachApp
     from spectui.tui.attach.engines import AttachEngines
-    from spectui.views.numbers import pct, secs
     from spectui.tui.attach.request import AttachRequest
     from spectui.tui.attach.summary import AttachSummary
+    from spectui.views.numbers import pct, secs
 
     async def screen() -> tuple[str, str, str]:
         app = AttachApp(events=seen, request_mode=True, speed=float("inf"))

@@ -16,7 +16,6 @@ import sys
 import time
 
 import pytest
-
 from servers import SKIP_REASON, THREADS, LlamaServer, llama_server_binary, raw_metrics, spec_and_baseline
 
 from spectui.bench.concurrency import parse_concurrency
@@ -210,7 +209,8 @@ def test_sweep_against_llama_server_with_ngram_lookup(servers, tiny_target, tmp_
 # ---------------------------------------------------------------- the CPU vLLM
 
 try:
-    from vllm_server import SKIP_REASON as VLLM_SKIP, VENV, vllm_server
+    from vllm_server import SKIP_REASON as VLLM_SKIP
+    from vllm_server import VENV, vllm_server
 except ImportError:  # pragma: no cover
     VENV, VLLM_SKIP, vllm_server = None, "vLLM helper missing", None
 

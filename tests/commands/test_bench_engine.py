@@ -15,16 +15,16 @@ import sys
 import time
 
 import pytest
-
 from greedy_checks import reference
+
+from spectui.analysis.costmodel import leviathan
+from spectui.analysis.lossless import check, first_near_tie, margins_of
 from spectui.bench.aggregate import OVERALL
 from spectui.bench.plan import BASELINE, Setting, make_jobs, make_settings, parse_drafters
 from spectui.bench.report import break_even_acceptance
 from spectui.contract.control import RunControl
-from spectui.analysis.costmodel import leviathan
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import Settings
-from spectui.analysis.lossless import check, first_near_tie, margins_of
 
 PROMPTS = [
     {"question_id": 1, "category": "lookup", "turns": ["the hash map key value table bucket chain the hash map key",

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from spectui.bench.aggregate import Range, Summary
 from spectui.bench.plan import BASELINE, Setting
-from spectui.text.bench import table_rows
 from spectui.bench.report import category_lines
+from spectui.text.bench import table_rows
 
 
 def summary(setting: Setting, tps: float, base_tps: float, pass_ms: float, tpp: float, acc: float) -> Summary:

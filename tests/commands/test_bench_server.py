@@ -12,7 +12,6 @@ import sys
 import time
 
 import pytest
-
 from servers import SKIP_REASON, THREADS, LlamaServer, llama_server_binary, raw_metrics, spec_and_baseline
 
 BINARY = llama_server_binary()

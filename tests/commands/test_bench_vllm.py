@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-
 from vllm_server import SKIP_REASON, VENV, metrics, series, vllm_server
 
 pytestmark = [

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 import pytest
+from in_process import spectui_in_process
+from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 from spectui.cli import SUBCOMMANDS, main
 from spectui.commands import SUMMARIES
@@ -23,9 +25,6 @@ from spectui.contract.events import DRAFTERS as EVENT_DRAFTERS
 from spectui.contract.events import Settings
 from spectui.race.spec import parse_spec, spec_settings
 from spectui.recording.trace import write_trace
-
-from in_process import spectui_in_process
-from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,12 +12,12 @@ import zipfile
 
 import pytest
 
+from spectui.analysis.stats import compute
 from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app, race_paths
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, SettingsChanged
 from spectui.recording.player import load_for_tui
-from spectui.text.replay import replay_headless
-from spectui.analysis.stats import compute
 from spectui.recording.trace import read_trace
+from spectui.text.replay import replay_headless
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -86,8 +86,8 @@ def test_demo_headless_prints_the_recording_summary():
 
 def _race_act_text(act):
     from spectui.commands.demo import load_race_act, race_reason
-    from spectui.views.race_outcome import outcome
     from spectui.text.race import print_outcome
+    from spectui.views.race_outcome import outcome
 
     race = load_race_act(act)
     out = io.StringIO()

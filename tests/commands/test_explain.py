@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from spectui.cli import main as cli_main
+from spectui.commands.replay import replay_cmd
 from spectui.contract.control import RunControl
 from spectui.contract.event_json import to_dict
 from spectui.contract.events import (
@@ -23,9 +24,8 @@ from spectui.contract.events import (
     Settings,
     Target,
 )
-from spectui.views.inspector_model import NO_DATA, explain, render_pass, render_view, slots
-from spectui.commands.replay import replay_cmd
 from spectui.recording.trace import SCHEMA, TraceWriter, write_trace
+from spectui.views.inspector_model import NO_DATA, explain, render_pass, render_view, slots
 
 EDGES = (0.3, 0.5, 0.7, 0.9)  # the test's own copy of the confidence buckets: <0.3, 0.3-0.5, ..., >=0.9
 

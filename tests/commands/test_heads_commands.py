@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import tinymodels
 from in_process import spectui_in_process
 
-import tinymodels
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
 from spectui.engine.loop import Engine

@@ -16,22 +16,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import spectui_in_process
 
 from spectui.analysis.stats import RunStats, StatsSnapshot
 from spectui.bench.aggregate import BenchRow, summarize
 from spectui.bench.datasets import Prompt
 from spectui.bench.export import row_records, to_markdown
 from spectui.bench.plan import Setting
-from spectui.text.bench import table_rows as bench_table_rows
 from spectui.bench.server import request_stats
 from spectui.contract.events import RequestEnded, RunEnded, RunStarted, Settings
-from spectui.text.run import measured, summary_text
 from spectui.sweep.aggregate import SweepRun, aggregate
 from spectui.sweep.export import to_csv as sweep_csv
+from spectui.text.bench import table_rows as bench_table_rows
+from spectui.text.run import measured, summary_text
 from spectui.text.sweep import table_rows as sweep_table_rows
 from spectui.views.numbers import ms_or_dash
-
-from in_process import spectui_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 UNMEASURED = ("ttft_ms", "tokens_per_second", "itl_ms_p50", "itl_ms_p95", "tokens_per_pass", "acceptance_rate",

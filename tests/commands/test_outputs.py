@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spectui.contract import outputs
 from spectui.cli import main
+from spectui.contract import outputs
 from spectui.contract.outputs import CAST, TRACE, OutputError, atomic_write, check_output, csv_report, json_report
 from spectui.recording.trace import TraceWriter, read_trace, synthetic_run, write_trace
 
@@ -443,9 +443,11 @@ def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
 
 
 async def test_tui_save_never_overwrites_and_goes_through_outputs(tmp_path):
-    from spectui.tui.run.app import run_replay  # noqa: F401 - the app module
-    from spectui.tui.run.app import SpectuiApp
     from spectui.recording.player import ReplayPlayer
+    from spectui.tui.run.app import (
+        SpectuiApp,
+        run_replay,  # noqa: F401 - the app module
+    )
     from spectui.views.sample import sample_events
 
     app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")), save_dir=tmp_path)

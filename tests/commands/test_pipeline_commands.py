@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from in_process import spectui_in_process
 
 from spectui.bench.plan import make_settings, parse_pipelines
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import RunStarted
 from spectui.race.spec import parse_spec, slug, spec_settings
 from spectui.views.race_timeline import setting_text
-
-from in_process import spectui_in_process
 
 
 @pytest.fixture

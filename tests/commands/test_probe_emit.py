@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from in_process import spectui_in_process
-from vllm_server import SKIP_REASON as VLLM_SKIP, VENV
+from vllm_server import SKIP_REASON as VLLM_SKIP
+from vllm_server import VENV
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,11 @@ import statistics
 
 import pytest
 from click.testing import CliRunner
+from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 from spectui.analysis.stats import compute
+from spectui.commands.sweep import sweep_cmd
+from spectui.contract.errors import SpectuiError
 from spectui.sweep import (
     CSV_FIELDS,
     SweepRun,
@@ -23,11 +26,7 @@ from spectui.sweep import (
     sweep_prediction,
     to_csv,
 )
-from spectui.commands.sweep import sweep_cmd
 from spectui.text.sweep import render_chart, table_rows
-from spectui.contract.errors import SpectuiError
-
-from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 pytestmark = pytest.mark.slow  # whole sweeps on the engine
 

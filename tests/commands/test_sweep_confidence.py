@@ -11,9 +11,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from synthetic_events import make_end, make_pass, make_prefill, make_start
 
-from spectui.contract.events import ACCEPTED, DISCARDED, REJECTED, DraftToken
 from spectui.analysis.stats import compute
+from spectui.commands.sweep import sweep_cmd
+from spectui.contract.events import ACCEPTED, DISCARDED, REJECTED, DraftToken
 from spectui.sweep import (
     CONFIDENCE_FIELDS,
     CSV_FIELDS,
@@ -24,9 +26,6 @@ from spectui.sweep import (
     to_csv,
     to_json,
 )
-from spectui.commands.sweep import sweep_cmd
-
-from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 pytestmark = pytest.mark.slow  # whole sweeps on the engine
 

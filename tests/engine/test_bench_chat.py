@@ -13,8 +13,8 @@ import pytest
 
 from spectui.contract import event_json
 from spectui.contract.control import RunControl
-from spectui.engine.chat import ChatTemplate, chat_messages
 from spectui.contract.events import PassEvent, RunStarted, Settings
+from spectui.engine.chat import ChatTemplate, chat_messages
 from spectui.recording.trace import iter_trace
 
 

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-
-from spectui.engine import cpu
-from spectui.contract.events import PassEvent, RunStarted, Settings, SettingsChanged
-from spectui.analysis.stats import CONTENDED_CORES, RunStats
 from synthetic_events import make_plain_pass
+
+from spectui.analysis.stats import CONTENDED_CORES, RunStats
+from spectui.contract.events import PassEvent, RunStarted, Settings, SettingsChanged
+from spectui.engine import cpu
 
 
 def fake_sysfs(root: Path, siblings: dict[int, str], p_cores: str | None = None) -> tuple[str, str]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from greedy_checks import assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 
 from spectui.contract.control import RunControl
-from spectui.engine.drafters import NgramDrafter, NoDrafter
 from spectui.contract.events import PassEvent, Settings, SettingsChanged
-
-from greedy_checks import assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
+from spectui.engine.drafters import NgramDrafter, NoDrafter
 
 RNG = np.random.default_rng(0)
 

@@ -6,11 +6,11 @@ the target logits computed in the pass that emitted it."""
 from __future__ import annotations
 
 import pytest
+from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 
 from spectui.analysis import stats
 from spectui.contract.events import ACCEPTED, BONUS, PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
 
-from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
 
 @pytest.fixture(scope="module")
 def ref(noisy_engine):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 
 import pytest
-
 import tinymodels
-from spectui.engine import preload as P
+
 from spectui.contract.errors import SpectuiError
+from spectui.engine import preload as P
 
 
 def one_line(excinfo) -> str:

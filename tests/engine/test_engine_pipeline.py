@@ -19,20 +19,25 @@ import threading
 from collections import Counter
 
 import numpy as np
-
 import pytest
+from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
+from test_engine_overlap import PROMPT, run
+from test_engine_sampling import chi2_check
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import (
-    SPEC_CHANGED, SPEC_END, SPEC_GUESS, SPEC_REJECTED, PassEvent, RunStarted, Settings, SettingsChanged,
+    SPEC_CHANGED,
+    SPEC_END,
+    SPEC_GUESS,
+    SPEC_REJECTED,
+    PassEvent,
+    RunStarted,
+    Settings,
+    SettingsChanged,
 )
 from spectui.engine.models import LoadedModel
 from spectui.engine.pipeline import PositionDraws, split_threads
 from spectui.engine.verify import softmax
-
-from greedy_checks import N, assert_argmax_of_verify_pass, assert_lossless, emitted_ids, reference, run_with_hook
-from test_engine_overlap import PROMPT, run
-from test_engine_sampling import chi2_check
 
 MEASURED = ("timing", "others_cpu", "t", "wall_s", "run_id", "started_at", "target_decode_ms", "draft_decode_ms",
             "pipeline", "load_s")

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from spectui.contract.control import RunControl
+from spectui.contract.events import PassEvent, Settings
 from spectui.engine.models import LoadedModel
 from spectui.engine.verify import softmax
-from spectui.contract.events import PassEvent, Settings
 
 RUNS = 1500
 

@@ -5,9 +5,9 @@ import threading
 import pytest
 
 from spectui.contract.control import RunControl
-from spectui.engine.thread import EngineThread
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
+from spectui.engine.thread import EngineThread
 
 
 def test_all_llama_calls_on_the_engine_thread_and_same_events(make_engine, tiny_target, tiny_draft_noisy):

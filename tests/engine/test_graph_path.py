@@ -8,8 +8,8 @@ same checks on llama.cpp's Vulkan backend: tests/engine/test_graph_vulkan.py."""
 from __future__ import annotations
 
 import pytest
-
 from graph_checks import check_runs, laws, sampled_runs, two_rates_z
+
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.event_json import from_dict, to_dict

@@ -11,14 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import spectui_in_process
+from test_spec_models import _make
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import HeadInfo, PassEvent, RunStarted, Settings
 from spectui.engine.loop import Engine
 from spectui.views.heads import drafted_by, head_label, pass_heads, step_cost
-
-from in_process import spectui_in_process
-from test_spec_models import _make
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "the hash map"

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import tinymodels
 from hub_cache import hf_env, lay_out
-from spectui.engine import hub
+
 from spectui.contract.errors import SpectuiError
+from spectui.engine import hub
 
 pytestmark = pytest.mark.slow  # subprocesses with a local hub server
 

@@ -26,8 +26,8 @@ from spectui.contract.events import (
     RunStarted,
     Settings,
 )
-from spectui.views.inspector_model import render_pass
 from spectui.recording.trace import TraceWriter, read_trace
+from spectui.views.inspector_model import render_pass
 
 PROMPT = "the hash map handles collisions"
 N_TOP = 5

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
+from spectui.contract.errors import SpectuiError
 from spectui.engine.models import LoadedModel
 from spectui.engine.preload import check_gguf_file
-from spectui.contract.errors import SpectuiError
 
 
 def test_tiny_models_load_and_decode(tiny_target):

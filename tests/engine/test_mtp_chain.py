@@ -14,14 +14,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_engine_sampling import chi2_check, target_law
+from test_spec_models import _compare, _greedy, _make, _server_completion, _spectui_mtp
 
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
 from spectui.engine.loop import Engine
-
-from test_engine_sampling import chi2_check, target_law
-from test_spec_models import _compare, _greedy, _make, _server_completion, _spectui_mtp
 
 PROMPT = "the hash map"
 N_HEADS = 3

@@ -9,9 +9,9 @@ import os
 
 import numpy as np
 import pytest
-
 from greedy_checks import emitted_ids, reference, run_with_hook
 from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
+
 from spectui.analysis import noise as N
 from spectui.analysis.lossless import check
 from spectui.contract.control import RunControl

@@ -14,9 +14,10 @@ import os
 
 import numpy as np
 import pytest
-
 from qwen_pair import NEAR_TIE, PROMPT, qwen_marks
-from qwen_pair import QWEN_DRAFT as DRAFT, QWEN_TARGET as TARGET
+from qwen_pair import QWEN_DRAFT as DRAFT
+from qwen_pair import QWEN_TARGET as TARGET
+
 from spectui.analysis import stats
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunEnded, Settings

@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 import greedy_checks as G
+import pytest
 from padded_gguf import pad_vocabulary
 from qwen_pair import NEAR_TIE, PROMPT, qwen_marks
-from qwen_pair import QWEN_DRAFT as DRAFT, QWEN_TARGET as TARGET
+from qwen_pair import QWEN_DRAFT as DRAFT
+from qwen_pair import QWEN_TARGET as TARGET
+
 from spectui.analysis import stats
 from spectui.contract.events import PassEvent, RunEnded, Settings
 

@@ -5,12 +5,12 @@ model, emits the sequential run's tokens (-t 2) and verifies the same drafts; th
 from __future__ import annotations
 
 import pytest
+from qwen_pair import PROMPT, qwen_marks
+from qwen_pair import QWEN_DRAFT as DRAFT
+from qwen_pair import QWEN_TARGET as TARGET
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-
-from qwen_pair import PROMPT, qwen_marks
-from qwen_pair import QWEN_DRAFT as DRAFT, QWEN_TARGET as TARGET
 
 pytestmark = qwen_marks(900)
 

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import tinymodels
+
+from spectui.analysis.stats import compute
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
-from spectui.analysis.stats import compute
 
 REPO = Path(__file__).resolve().parents[2]
 NV = len(tinymodels.default_vocab())  # the tiny models' vocabulary size

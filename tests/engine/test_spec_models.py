@@ -9,12 +9,12 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from spectui.contract.errors import SpectuiError
 from spectui.engine import llama_ext, spec_kinds

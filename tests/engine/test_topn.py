@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from spectui.contract.control import RunControl
-from spectui.engine.topn import llama_confidence, top_ids, top_two_margin
 from spectui.contract.events import Settings
+from spectui.engine.topn import llama_confidence, top_ids, top_two_margin
 
 
 def test_top_ids_match_a_stable_argsort_ties_included():

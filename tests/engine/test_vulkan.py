@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from greedy_checks import MARGIN, assert_lossless, reference
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,6 @@ import struct
 import time
 
 import aiohttp
-
 from serve_probe import Serve, client, gone, no_traceback, read_for
 
 DEMO = ("demo", "--act", "1")

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_servers import FakeServer
+
 from spectui.bench.datasets import MAX_PROMPT_FILE_BYTES, MAX_PROMPTS, load_prompts
 from spectui.contract.errors import SpectuiError
 from spectui.recording import reader as tr  # the reader reads its limits

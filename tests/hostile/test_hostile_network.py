@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_servers import FakeServer
 from waits import catches, wait_until
+
 from spectui.attach.request import stream_completion
 from spectui.attach.scraper import Deadline, FetchError, Scraper, http_get
 from spectui.contract.events import KIND_VLLM, REQ_ERROR

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fake_servers import FakeServer
+
 from spectui.contract.outputs import CAST, TRACE, OutputError, atomic_write, check_distinct, check_output
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
 

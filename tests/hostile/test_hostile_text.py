@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from spectui.contract import events as ev
 from spectui.contract.text import FORBIDDEN_RE, is_forbidden, json_text, visible, visible_line
-from spectui.text.run import consume
 from spectui.recording.trace import synthetic_run
+from spectui.text.run import consume
 
 # the report's attacks: OSC 0 (title), OSC 52 (clipboard), CSI 2J, CSI 6n (DSR), OSC 8, C1 CSI, BS CR BEL, RLO
 ATTACKS = [
@@ -111,8 +111,8 @@ def test_headless_replay_text_and_json(texts):
 @example(ATTACKS)
 def test_race_text_and_json(tmp_path_factory, texts):
     from spectui.recording.trace import write_trace
-    from spectui.views.race_outcome import outcome
     from spectui.text.race import print_outcome
+    from spectui.views.race_outcome import outcome
     from spectui.views.race_timeline import Race, load_lane
 
     d = tmp_path_factory.mktemp("race")

@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-
 from fake_servers import FakeServer, vllm_metrics
+
 from spectui.attach import metrics
 from spectui.attach.scraper import Scraper
 from spectui.attach.urls import check_url, redact

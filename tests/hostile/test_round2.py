@@ -21,9 +21,9 @@ from pathlib import Path
 
 import click
 import pytest
-
 from fake_servers import FakeServer
 from round2_traces import WIDE_TOKENS, long_texts, text_trace, with_pass_field
+
 from spectui.contract.params import SPEED_MAX, GpuLayers, Speed
 from spectui.contract.text import cells, cut, is_forbidden, json_text, visible, visible_cells, visible_line
 

@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from servers import StaticServer
+
 from spectui.attach.scraper import Scraper
 
 REPO = Path(__file__).resolve().parents[2]

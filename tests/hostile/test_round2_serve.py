@@ -9,10 +9,18 @@ time and peak memory; `benchmarks/serve_hostile.py` prints the same as one table
 from __future__ import annotations
 
 import pytest
-
 from serve_cases import CASES, run
-from spectui.serve.guard import (MAX_COLUMNS, MAX_ROWS, origin_allowed, origin_of, page_origins, page_url,
-                                 terminal_size, token_matches)
+
+from spectui.serve.guard import (
+    MAX_COLUMNS,
+    MAX_ROWS,
+    origin_allowed,
+    origin_of,
+    page_origins,
+    page_url,
+    terminal_size,
+    token_matches,
+)
 
 
 def test_terminal_size_is_capped_and_defaults_on_junk():

@@ -9,11 +9,11 @@ import subprocess
 import sys
 
 import pytest
-
+from commands.test_cast import load_cast, screen_at
 from race_traces import write_run
+
 from spectui.commands.cast import LEAD_IN_S, race_paint_times, render_race_cast
 from spectui.views.race_timeline import load_race
-from commands.test_cast import load_cast, screen_at
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

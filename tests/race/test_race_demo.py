@@ -12,8 +12,8 @@ import sys
 
 from spectui.commands.demo import ACTS, RACE_TRACES, load_race_act, make_race_demo_app, race_paths, race_reason
 from spectui.recording.trace import read_trace
-from spectui.views.race_outcome import outcome
 from spectui.text.race import print_outcome
+from spectui.views.race_outcome import outcome
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACT = ACTS[2]

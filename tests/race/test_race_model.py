@@ -11,13 +11,13 @@ import subprocess
 import sys
 
 import pytest
-
 from race_traces import WORDS, run_events, write_run
+
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunStarted, SettingsChanged
+from spectui.recording.trace import write_trace
 from spectui.views.race_outcome import outcome
 from spectui.views.race_timeline import Race, load_race, make_lane
-from spectui.recording.trace import write_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hub_cache import hf_env, lay_out
+
 from spectui.recording.trace import read_trace
 
 pytestmark = pytest.mark.slow  # the command in subprocesses on the engine

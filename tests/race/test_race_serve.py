@@ -16,10 +16,9 @@ import sys
 
 import psutil
 import pytest
-
 from browser import Chromium, chromium_path, read_png
-from serve_probe import Serve, gone, no_traceback
 from race_traces import write_run
+from serve_probe import Serve, gone, no_traceback
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BANNER = (0xFF, 0xB4, 0x54)  # themes/dark.toml: warning (the race banner's background)

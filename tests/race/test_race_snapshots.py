@@ -6,11 +6,11 @@ with a fixed machine, so the pictures are stable. Update with ``--snapshot-updat
 from __future__ import annotations
 
 import pytest
-
 from race_traces import WORDS, write_run
-from spectui.views.race_timeline import load_race
-from spectui.views.animation import VERDICT
+
 from spectui.tui.race.app import RaceApp
+from spectui.views.animation import VERDICT
+from spectui.views.race_timeline import load_race
 
 
 @pytest.fixture

@@ -9,14 +9,14 @@ import asyncio
 import time
 
 import pytest
-
 from race_traces import write_run
+
 from spectui.contract.events import PassEvent
-from spectui.views.inspector_model import explain
-from spectui.views.race_timeline import load_race
-from spectui.tui.shared.paced_app import FRAME_HZ
 from spectui.tui.race.app import RaceApp
 from spectui.tui.shared.inspector_screen import InspectorScreen
+from spectui.tui.shared.paced_app import FRAME_HZ
+from spectui.views.inspector_model import explain
+from spectui.views.race_timeline import load_race
 
 SLACK_S = 0.25  # one late wake-up of a thread on a loaded 2-core machine (load 10-17 while this was written)
 

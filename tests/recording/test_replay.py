@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from spectui.contract.events import RunStarted
-from spectui.text.run import consume
 from spectui.recording.player import mark_replay, paced
-from spectui.text.replay import replay_headless
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
+from spectui.text.replay import replay_headless
+from spectui.text.run import consume
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVENTS = list(synthetic_run(40, seed=7))
@@ -126,8 +126,23 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from spectui.contract.events import (  # noqa: E402
-    AUTO_MODES, BONUS, CORRECTION, DISCARDED, DRAFTERS, PLAIN, REJECTED, ACCEPTED, DraftToken, ModelInfo, PassEvent,
-    RunEnded, Settings, SettingsChanged, TargetToken, Timing, Token,
+    ACCEPTED,
+    AUTO_MODES,
+    BONUS,
+    CORRECTION,
+    DISCARDED,
+    DRAFTERS,
+    PLAIN,
+    REJECTED,
+    DraftToken,
+    ModelInfo,
+    PassEvent,
+    RunEnded,
+    Settings,
+    SettingsChanged,
+    TargetToken,
+    Timing,
+    Token,
 )
 
 _num = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6)

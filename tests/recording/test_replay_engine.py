@@ -101,8 +101,8 @@ def test_settings_changed_mid_run_are_recorded_and_replayed(
 ):
     from spectui.contract.control import RunControl
     from spectui.contract.events import Settings
-    from spectui.text.replay import replay_headless
     from spectui.recording.trace import TraceWriter
+    from spectui.text.replay import replay_headless
 
     rec = tmp_path / "changes.jsonl"
     engine = make_engine(tiny_target, tiny_draft_noisy)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import waits  # noqa: E402
 from pty_term import PtyProcess  # noqa: E402
 
-from spectui.tui.shared.ascii import KEY_WORDS, _TABLE, ascii_wanted, encoding_is_utf8, key_names, to_ascii  # noqa: E402
+from spectui.tui.shared.ascii import _TABLE, KEY_WORDS, ascii_wanted, encoding_is_utf8, key_names, to_ascii  # noqa: E402
 from spectui.tui.shared.panel import GLYPH  # noqa: E402
 
 

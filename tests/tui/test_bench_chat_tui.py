@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from test_tui_engine import ListRecorder, wait_until
 
+from spectui.commands.run import ChatEngine
 from spectui.contract.control import RunControl
 from spectui.contract.events import RunStarted, Settings
-from spectui.commands.run import ChatEngine
 from spectui.tui.run.app import SpectuiApp
 
 

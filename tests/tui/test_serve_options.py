@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from browser import Chromium, chromium_path, read_png  # noqa: E402
 from serve_probe import Serve, gone, no_traceback  # noqa: E402
 
-from spectui.contract.errors import SpectuiError  # noqa: E402
 from spectui.commands.serve import own_options  # noqa: E402
+from spectui.contract.errors import SpectuiError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent
 needs_chromium = pytest.mark.skipif(chromium_path() is None,

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pty_term import PtyProcess, read_to_close  # noqa: E402
 from waits import catches, wait_until  # noqa: E402
 
-from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
-from spectui.commands.demo import demo_trace_path, race_paths, ACTS  # noqa: E402
-from spectui.tui.shared.terminal import NEEDS_TERMINAL, require_terminal, terminal_problem  # noqa: E402
+from spectui.commands.demo import ACTS, demo_trace_path, race_paths  # noqa: E402
 from spectui.contract.errors import SpectuiError  # noqa: E402
+from spectui.contract.exitcodes import SIGHUP_STATUS, SIGTERM_STATUS, USAGE  # noqa: E402
+from spectui.tui.shared.terminal import NEEDS_TERMINAL, require_terminal, terminal_problem  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEADLINE_S = 3.0 + 5.0  # the stop's deadline (tui.shared.app.STOP_GRACE_S) and a margin on a loaded machine

@@ -11,15 +11,15 @@ import gc
 import weakref
 
 import textual
+from rich.color import Color as RichColor
+from rich.style import Style
+from rich.terminal_theme import MONOKAI
 from textual._styles_cache import StylesCache
 from textual.app import App
 from textual.color import Color
 from textual.containers import Vertical
 from textual.filter import ANSIToTruecolor
 from textual.widgets import Static
-from rich.color import Color as RichColor
-from rich.style import Style
-from rich.terminal_theme import MONOKAI
 
 import spectui.tui.shared.app  # noqa: F401 - importing the faces' base applies the fix
 from spectui.tui.shared.textual_fixes import fix_textual_leaks

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from spectui.analysis.stats import compute
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-from spectui.analysis.stats import compute
 from spectui.tui.run.acceptance_by_confidence import AcceptanceByConfidence
 from spectui.tui.run.acceptance_by_position import AcceptanceByPosition
 from spectui.tui.run.app import SpectuiApp

@@ -7,8 +7,8 @@ import time
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
 from spectui.tui.run.app import SpectuiApp
-from spectui.tui.shared.pass_ribbon import PassRibbon
 from spectui.tui.run.status_line import StatusLine
+from spectui.tui.shared.pass_ribbon import PassRibbon
 
 
 class ListRecorder:

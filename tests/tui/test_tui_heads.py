@@ -7,16 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_tui_engine import ListRecorder, wait_until
+
+from spectui.analysis.stats import RunStats
 from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
+from spectui.text.run import summary_text
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.live_screen import LiveScreen
-from spectui.tui.run.status_line import StatusLine
 from spectui.tui.run.run_metrics import RunMetrics
-from spectui.analysis.stats import RunStats
-from spectui.text.run import summary_text
-
-from test_tui_engine import ListRecorder, wait_until
+from spectui.tui.run.status_line import StatusLine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,6 +60,7 @@ async def test_d_cycles_model_head_ngram_none_when_a_head_drafts_beside_a_draft_
     head's kind while it is the drafter; a run with the model names the draft model's step and, in the summary,
     both the draft model (RunStarted.draft) and the head (RunStarted.head)."""
     import tinymodels
+
     from spectui.engine.loop import Engine
 
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_spec_models.py"), str(tmp_path)],

@@ -4,24 +4,23 @@ and NO_COLOR; the --draft-p-min keys reaching the engine (tiny llama.cpp models,
 
 from __future__ import annotations
 
-
 import pytest
+from synthetic_events import held_source
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import DRAFT_STOP_P_MIN, REJECTED, PassEvent, Settings
-from spectui.views.inspector_model import NO_DATA, explain, render_view, slots
 from spectui.recording.player import ReplayPlayer
 from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.run.app import SpectuiApp
-from spectui.views.inspector import inspector_text, move
-from spectui.tui.shared.pass_ribbon import P_MIN_MARK, PassRibbon
-from spectui.tui.run.prediction_panel import PredictionPanel
-from spectui.views.animation import VERDICT
-from spectui.views.sample import sample_events
-from synthetic_events import held_source
-from spectui.tui.shared.inspector_screen import InspectorScreen
 from spectui.tui.run.live_screen import P_MIN_STEPS, next_p_min
+from spectui.tui.run.prediction_panel import PredictionPanel
 from spectui.tui.run.status_line import StatusLine
+from spectui.tui.shared.inspector_screen import InspectorScreen
+from spectui.tui.shared.pass_ribbon import P_MIN_MARK, PassRibbon
+from spectui.views.animation import VERDICT
+from spectui.views.inspector import inspector_text, move
+from spectui.views.inspector_model import NO_DATA, explain, render_view, slots
+from spectui.views.sample import sample_events
 from spectui.views.view import InspectCursor
 
 pytestmark = pytest.mark.slow  # the inspector driven through the real app, key by key, on the engine

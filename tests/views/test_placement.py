@@ -7,10 +7,9 @@ import dataclasses
 import re
 
 from spectui.analysis.stats import RunStats
-from spectui.contract.events import ModelInfo
-from spectui.text.run import summary_text
 from spectui.contract.control import RunControl
-from spectui.contract.events import Settings
+from spectui.contract.events import ModelInfo, Settings
+from spectui.text.run import summary_text
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.run_metrics import RunMetrics
 from spectui.views.animation import VERDICT

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from spectui.contract.events import ModelInfo
+from spectui.tui.run.status_line import status_text
 from spectui.views.animation import (
     FAST_GAP_S,
     PENDING,
@@ -21,11 +23,9 @@ from spectui.views.animation import (
     phase_at,
     phase_steps,
 )
-from spectui.contract.events import ModelInfo
+from spectui.views.placement import models_where, where
 from spectui.views.sample import sample_events
 from spectui.views.state import ScreenState
-from spectui.tui.run.status_line import status_text
-from spectui.views.placement import models_where, where
 from spectui.views.view import ScreenView, prediction_for
 
 

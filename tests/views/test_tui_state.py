@@ -9,14 +9,14 @@ import time
 
 import pytest
 
+from spectui.analysis.stats import compute
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, SettingsChanged
 from spectui.recording.player import ReplayPlayer, parse_speed
-from spectui.analysis.stats import compute
-from spectui.views.state import K_ACCEPTED, K_BONUS, K_CORRECTION, K_PLAIN, ScreenState, clean_text
-from spectui.views.sample import sample_events
 from spectui.tui.shared.themes import available_themes, check_theme, load_theme_data
+from spectui.views.sample import sample_events
+from spectui.views.state import K_ACCEPTED, K_BONUS, K_CORRECTION, K_PLAIN, ScreenState, clean_text
 
 
 def test_state_numbers_are_the_stats_numbers():

@@ -25,10 +25,10 @@ from ...contract.errors import SpectuiError
 from ...contract.events import AttachStarted
 from ...recording.player import paced
 from ...views.attach_state import AttachState, AttachView
-from .help_screen import AttachHelpScreen
-from .attach_screen import AttachScreen
 from ..shared.app import FACE_BINDINGS, FaceApp, StateChanged
 from ..shared.lifecycle import exit_status
+from .attach_screen import AttachScreen
+from .help_screen import AttachHelpScreen
 
 FRAME_HZ = 10  # at most this many paints a second (chunks of a streamed request arrive faster)
 

@@ -7,16 +7,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
+from ...views.attach_state import AttachView
 from ..shared.screen import FaceScreen
 from .acceptance import AttachAcceptance
-from .engines import AttachEngines
 from .attach_panel import AttachPanel
+from .engines import AttachEngines
 from .request import AttachRequest
-from ...views.attach_state import AttachView
 from .status_line import AttachStatusLine
 from .summary import AttachSummary
 from .throughput import AttachThroughput
-
 
 
 class AttachScreen(FaceScreen):

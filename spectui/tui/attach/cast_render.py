@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...contract.events import AttachStarted
-from .app import FRAME_HZ, AttachApp
 from ..shared.capture import Capture
+from .app import FRAME_HZ, AttachApp
 
 LEAD_IN_S = 0.5
 

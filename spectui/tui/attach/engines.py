@@ -9,8 +9,8 @@ from rich.text import Text
 from ...analysis.attach_stats import BASELINE, ERROR, IDLE, NO_SPEC, OK, RESET, Window
 from ...contract.events import KIND_LLAMA_SERVER
 from ...views.numbers import pct, rate
-from .attach_panel import AttachPanel
 from ..shared.panel import clip
+from .attach_panel import AttachPanel
 
 STATE_STYLE = {OK: "bold", IDLE: "dim", BASELINE: "dim", RESET: "yellow", NO_SPEC: "yellow", ERROR: "red"}
 

@@ -9,7 +9,6 @@ from rich.text import Text
 from ...views.numbers import pct, secs
 from .attach_panel import AttachPanel
 
-
 _CONTROL = {c: "\ufffd" for c in range(32) if chr(c) not in "\n\t"}  # a model's stray control bytes
 
 

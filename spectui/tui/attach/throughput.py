@@ -7,8 +7,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...views.numbers import rate
-from .attach_panel import AttachPanel
 from ..shared.sparkline import BLOCKS
+from .attach_panel import AttachPanel
 
 
 def bars(values: list[float], top: float, width: int, rows: int) -> list[str]:

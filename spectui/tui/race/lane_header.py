@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.panel import Panel, append_lines
 from ...views.race_view import LaneView
+from ..shared.panel import Panel, append_lines
 
 
 class LaneHeader(Panel):

@@ -15,12 +15,12 @@ from textual.containers import Container
 from textual.widgets import Footer, Static
 
 from ...views.inspector import first_cursor
+from ...views.view import InspectCursor
 from ..shared.inspect_mode import INSPECT_BINDINGS, InspectMode
 from ..shared.pass_ribbon import PassRibbon
 from ..shared.replay_keys import ReplayKeys
 from ..shared.screen import FaceScreen
 from ..shared.token_stream import TokenStream
-from ...views.view import InspectCursor
 from .finish_line import FinishLine
 from .lane_header import LaneHeader
 from .race_banner import RaceBanner

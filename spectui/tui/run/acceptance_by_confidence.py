@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.sparkline import bar
 from ..shared.panel import Panel
+from ..shared.sparkline import bar
 
 TITLE = "acceptance by confidence q"
 SHORT_TITLE = "acceptance by q"  # with the p-min note on a narrow panel

@@ -23,23 +23,22 @@ from typing import Callable, Iterable, Iterator
 from textual import work
 from textual.binding import Binding
 
-from ...views.animation import PassClock
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
-from ...contract.text import visible_line
 from ...contract.events import Event, MachineProbe
 from ...contract.prompt import DEFAULT_PROMPT
+from ...contract.text import visible_line
 from ...recording.player import ReplayPlayer
 from ...recording.trace import write_trace
+from ...views.animation import PassClock
+from ...views.state import ScreenSnapshot, ScreenState
+from ...views.view import ScreenView, prediction_for
+from ..shared.app import FACE_BINDINGS
+from ..shared.paced_app import PacedFaceApp, run_face
 from .help_screen import HelpScreen
 from .live_screen import LiveScreen
 from .replay_screen import ReplayScreen
 from .run_screen import RunScreen
-from ...views.state import ScreenSnapshot, ScreenState
-from ..shared.app import FACE_BINDINGS
-from ..shared.paced_app import PacedFaceApp, run_face
-from ...views.view import ScreenView, prediction_for
-
 
 Source = Callable[[RunControl, str], Iterable[Event]]
 

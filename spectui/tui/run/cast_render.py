@@ -7,13 +7,12 @@
 
 from __future__ import annotations
 
-
 from ...contract.control import RunControl
 from ...contract.events import Event
 from ...recording.player import ReplayPlayer
+from ...views.view import InspectCursor
 from ..shared.capture import Capture, Casting
 from .app import SpectuiApp
-from ...views.view import InspectCursor
 
 
 class CastApp(Casting, SpectuiApp):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ..shared.panel import KeepLines
 from ...views.view import ScreenView
+from ..shared.panel import KeepLines
 
 
 class ContentionBar(KeepLines, Widget):

@@ -12,9 +12,9 @@ from textual.binding import Binding
 from ...contract.control import RunControl
 from ...contract.events import Event, RunStarted
 from ...recording.player import ReplayPlayer
+from ...views.view import ReplayPosition, ScreenView
 from ..shared.replay_keys import ReplayKeys
 from .replay_banner import ReplayBanner
-from ...views.view import ReplayPosition, ScreenView
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.panel import Panel, fmt_ms
 from ...views.heads import step_cost
-from ...views.placement import models_where
 from ...views.pipeline import pct as share
+from ...views.placement import models_where
+from ..shared.panel import Panel, fmt_ms
 
 
 class RunMetrics(Panel):

@@ -14,20 +14,21 @@ from textual.widgets import Footer, Static
 
 from ...contract.control import RunControl
 from ...contract.events import Event
+from ...views.view import InspectCursor, ReplayPosition, ScreenView
+from ..shared.inspect_mode import INSPECT_BINDINGS as SHARED_INSPECT_BINDINGS
+from ..shared.inspect_mode import InspectMode
+from ..shared.panel import KeepLines
+from ..shared.pass_ribbon import PassRibbon
+from ..shared.screen import FaceScreen
+from ..shared.token_stream import TokenStream
 from .acceptance_by_confidence import AcceptanceByConfidence
 from .acceptance_by_position import AcceptanceByPosition
 from .contention_bar import ContentionBar
 from .inter_token_latency import InterTokenLatency
-from ..shared.inspect_mode import INSPECT_BINDINGS as SHARED_INSPECT_BINDINGS, InspectMode
-from ..shared.panel import KeepLines
-from ..shared.screen import FaceScreen
-from ..shared.pass_ribbon import PassRibbon
 from .prediction_panel import PredictionPanel
 from .run_metrics import RunMetrics
 from .status_line import StatusLine
-from ..shared.token_stream import TokenStream
 from .tokens_per_second import TokensPerSecond
-from ...views.view import InspectCursor, ReplayPosition, ScreenView
 
 WIDE_WIDTH, WIDE_HEIGHT = 110, 32  # at least this: bordered grid; else the compact 80x24 layout
 

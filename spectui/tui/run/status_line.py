@@ -6,10 +6,10 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...recording.player import speed_label
-from ..shared.panel import KeepLines
-from ..shared.text_line import TextLine
 from ...views.heads import head_short
 from ...views.view import ScreenView
+from ..shared.panel import KeepLines
+from ..shared.text_line import TextLine
 
 
 class StatusLine(KeepLines, TextLine):

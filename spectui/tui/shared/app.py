@@ -20,8 +20,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from .lifecycle import (install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals,
-                        watch_terminal)
+from .lifecycle import install_quit_signals, next_theme, quit_on_signal, register_themes, remove_signals, watch_terminal
 from .terminal import Deadline
 from .textual_fixes import fix_textual_leaks
 from .themes import VARIABLE_DEFAULTS, check_theme

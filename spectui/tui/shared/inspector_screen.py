@@ -14,8 +14,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ...views.inspector_model import InspectorView
 from ...views.inspector import HINT, inspector_text
+from ...views.inspector_model import InspectorView
 from .visible_text import visible_rich
 
 Step = Callable[[int, int], "InspectorView | None"]  # (dx, dy) -> the view at the moved cursor

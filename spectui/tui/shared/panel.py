@@ -14,9 +14,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from ...views.state import ScreenSnapshot
+from ...views.view import ScreenView
 from .themes import VARIABLE_DEFAULTS
 from .visible_text import visible_rich
-from ...views.view import ScreenView
 
 GLYPH = {
     "accepted": "✓",

@@ -20,9 +20,9 @@ from ...contract.events import DRAFT_STOP_P_MIN
 from ...contract.text import token_cell
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
+from ...views.state import PassView
 from .ascii import key_names
 from .panel import GLYPH, Panel, fmt_ms
-from ...views.state import PassView
 
 TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"
 INSPECT_TITLE = "inspect  ←→ token ↑↓ pass  enter open  esc leave"

@@ -7,9 +7,10 @@ widgets read from ``app.theme_variables``.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from ...contract.errors import SpectuiError
 
