@@ -74,7 +74,9 @@ def run_llama(bin_dir: Path, pair, k: int, temp: float, n: int, threads: int, se
            "--spec-type", "draft-simple", "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0",
            "--spec-draft-p-min", "0", "-n", str(n), "--temp", f"{temp:g}", "--seed", str(seed), "-t", str(threads),
            "-c", "4096", "-p", DEFAULT_PROMPT]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
+    # a random model's text is not always UTF-8: read it as far as the figures go
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                       env=dict(os.environ, LD_LIBRARY_PATH=str(bin_dir)))
     dec = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds, speed:\s+([\d.]+) t/s", p.stderr)
     nd, na = re.search(r"n_drafted\s*=\s*(\d+)", p.stderr), re.search(r"n_accept\s*=\s*(\d+)", p.stderr)
     if p.returncode != 0 or not (dec and nd and na):
