@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import FakeServer
+from peak_rss import run_peak
 
 from spectui.bench.datasets import MAX_PROMPT_FILE_BYTES, MAX_PROMPTS, load_prompts
 from spectui.contract.errors import SpectuiError
@@ -22,23 +23,12 @@ from spectui.recording import reader as tr  # the reader reads its limits
 from spectui.recording.trace import TraceError, TraceLimitError, iter_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parents[2]
-PEAK = """
-import resource, subprocess, sys, time
-t0 = time.monotonic()
-p = subprocess.run(sys.argv[1:], capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(p.returncode, ru.ru_maxrss, round(time.monotonic() - t0, 2))
-sys.stderr.write(p.stderr.decode("utf-8", "replace"))
-"""
 
 
 def spectui_peak(*args: str, cwd: Path | None = None) -> tuple[int, float, float, str]:
-    """(exit status, peak RSS in MB, seconds, stderr) of ``python -m spectui ARGS``."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-c", PEAK, sys.executable, "-m", "spectui", *args], capture_output=True,
-                       env=env, cwd=cwd, timeout=180)
-    rc, kb, s = r.stdout.decode().split()
-    return int(rc), int(kb) / 1024, float(s), r.stderr.decode("utf-8", "replace")
+    """(exit status, peak RSS in MB, seconds, stderr) of ``python -m spectui ARGS`` (tests/hostile/peak_rss.py)."""
+    rc, s, mb, _, err = run_peak(*args, timeout=180, cwd=cwd)
+    return rc, mb, s, err.decode("utf-8", "replace")
 
 
 def header_of(tmp_path: Path) -> bytes:

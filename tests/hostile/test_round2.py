@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 import pytest
 from fake_servers import FakeServer
+from peak_rss import run_peak
 from round2_traces import WIDE_TOKENS, long_texts, text_trace, with_pass_field
 
 from spectui.contract.params import SPEED_MAX, GpuLayers, Speed
@@ -39,30 +40,9 @@ def spectui(*args: str, env: dict | None = None, timeout: float = 120, cwd=None)
 
 
 def peak(*args: str, timeout: float = 120) -> tuple[int, float, float, bytes, bytes]:
-    """(exit status, seconds, peak RSS in MB, stdout, stderr) of ``python -m spectui ARGS``: the child's own
-    ``ru_maxrss`` (os.wait4), its output through files (no pipe to fill)."""
-    import tempfile
-
-    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, "-m", "spectui", *map(str, args)], stdin=subprocess.DEVNULL,
-                             stdout=out, stderr=err, env=env)
-        deadline = t0 + timeout
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.kill()
-                pid, status, ru = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.02)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        s = time.monotonic() - t0
-        out.seek(0)
-        err.seek(0)
-        return p.returncode, s, ru.ru_maxrss / 1024, out.read(), err.read()
+    """(exit status, seconds, peak RSS in MB, stdout, stderr) of ``python -m spectui ARGS``, the RSS its own
+    (tests/hostile/peak_rss.py)."""
+    return run_peak(*args, timeout=timeout)
 
 
 def one_line(err: bytes) -> str:
