@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
