@@ -248,6 +248,9 @@ class RunStarted:
     threads_draft: int = 0
     pipeline_threads: tuple[int, ...] = ()
     pipeline_choice: str = ""
+    # OpenMP's wait policy for llama.cpp's threads and who chose it, in one line ("PASSIVE (set by spectui: ...)",
+    # "... (from the environment)"); "" for OpenMP's default, spinning (a quiet machine; traces from before it).
+    wait_policy: str = ""
 
 
 @dataclass(frozen=True)

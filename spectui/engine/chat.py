@@ -40,6 +40,9 @@ class ChatTemplate:
 
     def render(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
         """The prompt text for ``messages`` ([{"role": ..., "content": ...}, ...])."""
+        from .llama_lib import llama  # noqa: PLC0415
+
+        llama()  # llama.cpp loaded the one way (its wait policy chosen first: spectui.engine.omp)
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # noqa: PLC0415 - loads llama.cpp
 
         try:

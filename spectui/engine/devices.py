@@ -31,6 +31,7 @@ def _ggml():
     """The ggml shared library with the device functions declared (ggml-backend.h)."""
     global _ggml_lib
     if _ggml_lib is None:
+        llama()  # llama.cpp loaded the one way (its wait policy chosen first: spectui.engine.omp)
         from llama_cpp import _ggml  # noqa: PLC0415 - the library ships with llama_cpp (no public name)
 
         lib = _ggml.libggml

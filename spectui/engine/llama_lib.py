@@ -30,6 +30,9 @@ def llama():
     """Import llama_cpp once, silence its logging, initialise the backend."""
     global _llama, _log_cb
     if _llama is None:
+        from .omp import choose  # noqa: PLC0415
+
+        choose()  # OpenMP's wait policy for the machine's load, before libgomp loads with llama.cpp
         try:
             import llama_cpp  # noqa: PLC0415
         except ImportError as exc:  # pragma: no cover - depends on the install

@@ -11,13 +11,16 @@ import uuid
 import numpy as np
 
 from ..contract.events import RunStarted, Settings
+from . import omp
 from .abort import DecodeAborted
 from .models import LoadedModel
 from .parts import RunParts, RunRequest
 from .verify import logsumexp, sample, softmax
 
+CALIBRATION_REPEATS = 3  # timed single decodes of each model in a run's start event, after one warm-up
 
-def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = 3) -> float:
+
+def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = CALIBRATION_REPEATS) -> float:
     """Median time of single-token decodes, each rolled back (one warm-up decode first).
 
     Args:
@@ -113,5 +116,5 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
         sampling="graph" if parts.graph is not None else "cpu",
         threads_draft=parts.pipeline.threads[1] if parts.pipeline is not None else 0,
         pipeline_threads=parts.pipeline.split if parts.pipeline is not None else (),
-        pipeline_choice=request.pipeline_choice,
+        pipeline_choice=request.pipeline_choice, wait_policy=omp.chosen(),
     )

@@ -136,6 +136,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "draft_cost_ratio": figures["draft_cost_ratio"],
         "verify_ms_by_k": [{"k": k, "mean_ms": ms, "count": n} for k, ms, n in snap.verify_ms_by_k],
         "stop_reason": snap.stop_reason,
+        "wait_policy": start.wait_policy if start else "",
         "error": end.error if end else "",
         "wall_s": end.wall_s if end else snap.elapsed_s,
         "start": to_dict(start) if start else None,
@@ -389,6 +390,8 @@ def _cost_lines(snap: StatsSnapshot, start, decoded: bool) -> list[str]:
         lines.append(f"pipeline               {pipeline_summary(snap.pipeline, start)}")
         if start is not None and start.pipeline_choice:
             lines.append(f"pipeline choice        {visible_line(start.pipeline_choice)}")
+    if start is not None and start.wait_policy:
+        lines.append(f"openmp wait policy     {visible_line(start.wait_policy)}")
     if snap.contended_passes:
         lines.append(
             f"contention             {snap.contended_passes} of {snap.n_passes} passes ran while other processes "
