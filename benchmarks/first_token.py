@@ -55,11 +55,26 @@ def decoded_passes(trace: Path) -> int:
     return max(0, data.count(b'"type":"pass"') - 1)
 
 
-def pass_ms(trace: Path) -> list[float]:
-    from spectui.contract.events import PassEvent  # noqa: PLC0415
+def pass_ms(trace: Path) -> tuple[list[float], dict[str, float]]:
+    """The decode passes' wall times, and where the time before pass 1 went: the start event's calibration
+    (single decodes of each model, a warm-up and CALIBRATION_REPEATS timed: estimated from their median), the
+    prefill pass and pass 1 itself, in ms."""
+    from spectui.contract.events import PassEvent, RunStarted  # noqa: PLC0415
+    from spectui.engine.prefill import CALIBRATION_REPEATS  # noqa: PLC0415
     from spectui.recording.trace import read_trace  # noqa: PLC0415
 
-    return [e.timing.wall_ms for e in read_trace(str(trace)).events if isinstance(e, PassEvent) and not e.prefill]
+    evs = read_trace(str(trace)).events
+    passes = [e for e in evs if isinstance(e, PassEvent)]
+    start = next((e for e in evs if isinstance(e, RunStarted)), None)
+    parts = {}
+    if start is not None:
+        parts["calibration"] = (CALIBRATION_REPEATS + 1) * (start.target_decode_ms + start.draft_decode_ms)
+    if passes and passes[0].prefill:
+        parts["prefill"] = passes[0].timing.wall_ms
+    decode = [p.timing.wall_ms for p in passes if not p.prefill]
+    if decode:
+        parts["pass 1"] = decode[0]
+    return decode, parts
 
 
 def one_run(args, timeout: float) -> dict[str, float | None]:
@@ -83,9 +98,9 @@ def one_run(args, timeout: float) -> dict[str, float | None]:
             p.send("q")
             p.wait(120)
             q_exit = time.monotonic() - tq
-        passes = pass_ms(trace) if trace.exists() else []
+        passes, parts = pass_ms(trace) if trace.exists() else ([], {})
         probed = list((cache / "spectui" / "probe").glob("*.json"))
-        return {"first screen": screen, "first pass": first, "q to exit": q_exit,
+        return {"first screen": screen, "first pass": first, "q to exit": q_exit, "parts": parts,
                 "pass ms p50": statistics.median(passes) if passes else None, "probe cached": float(bool(probed)),
                 "status": p.proc.returncode}
     finally:
@@ -130,6 +145,9 @@ def main() -> None:
         print(f"run {i} (empty probe cache): first screen {fmt(r['first screen'])}, first decoded pass "
               f"{fmt(r['first pass'])}, q to exit {fmt(r['q to exit'])} (passes' median {fmt(r['pass ms p50'], ' ms')}"
               f"), exit status {r['status']}, probe cached {'yes' if r['probe cached'] else 'no'}")
+        if r["parts"]:
+            shares = ", ".join(f"{k} {v / 1000:.2f} s" for k, v in r["parts"].items())
+            print(f"  up to pass 1's end (from the trace): {shares}")
     if len(results) > 1:
         for key in ("first screen", "first pass", "q to exit"):
             xs = [r[key] for r in results if r[key] is not None]
