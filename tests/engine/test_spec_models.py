@@ -133,6 +133,31 @@ def test_header_reader_is_bounded(spec_dir, tmp_path):
     _one_line(e)
 
 
+def test_a_string_in_the_token_list_claiming_too_much_is_refused(spec_dir, tmp_path):
+    src = (spec_dir / "eagle3-draft.gguf").read_bytes()
+    key = b"tokenizer.ggml.tokens"
+    at = src.index(key) + len(key)  # then: value type, element type (u32 each), count (u64), the first string
+    assert int.from_bytes(src[at:at + 4], "little") == 9 and int.from_bytes(src[at + 4:at + 8], "little") == 8
+    second = at + 16 + 8 + int.from_bytes(src[at + 16:at + 24], "little")  # the second string's length
+    p = tmp_path / "huge-token.gguf"
+    p.write_bytes(src[:second] + (1 << 40).to_bytes(8, "little") + src[second + 8:])
+    with pytest.raises(SpectuiError) as e:
+        spec_kinds.read_header(str(p))
+    assert str(p) in _one_line(e) and "string of 1099511627776 bytes" in _one_line(e)
+
+
+def test_a_header_is_read_again_only_when_its_file_changed(spec_dir, tmp_path):
+    p = tmp_path / "model.gguf"
+    p.write_bytes((spec_dir / "eagle3-draft.gguf").read_bytes())
+    first = spec_kinds.read_header(str(p))
+    assert spec_kinds.read_header(str(p)) is first  # unchanged: the same header, not read again
+    p.write_bytes((spec_dir / "mtp-target.gguf").read_bytes())  # the same path, another model
+    again = spec_kinds.read_header(str(p))
+    assert again is not first and again.tensor_names == spec_kinds.read_header(str(spec_dir / "mtp-target.gguf")
+                                                                                ).tensor_names
+    assert again.tensor_names != first.tensor_names
+
+
 # ---------------------------------------------------------------- llama.cpp through the staging calls
 
 
