@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--drafter", default=None)
     args = ap.parse_args()
 
-    import spectui.engine.models as M
+    import spectui.engine.llama.models as M
     from spectui.commands.bench import bench_main
     from spectui.commands.common import ModelOptions
 

@@ -24,7 +24,7 @@ the tokens/s ratio there is the whole loop's, rule included.
 With ``--paths cpu,graph`` (the default) spectui runs twice per cell in the same rotation: ``spectui`` (today's
 path: q and p softmaxed in numpy, ``--sampling cpu``) and ``spectui-graph`` (``--sampling graph``: the draft's
 sample and q, and the target's p, from llama.cpp backend sampler chains in the models' graphs;
-spectui/engine/graph_path.py), each on its own Engine over the same files, side by side in the table. ``graph-p``
+spectui/engine/run/graph_path.py), each on its own Engine over the same files, side by side in the table. ``graph-p``
 adds the graph path with the target's p from its own temp + dist chain at T > 0 (a device's default; on the
 CPU backend the graph path softmaxes the target's judged rows in numpy: graph_path.target_p_for).
 
@@ -156,11 +156,11 @@ class Profiler:
     def install(self) -> None:
         from spectui.contract import events as E
         from spectui.engine import cpu
-        from spectui.engine import drafters as D
-        from spectui.engine import eventmaker as EM
-        from spectui.engine import finisher as F
-        from spectui.engine import models as M
-        from spectui.engine import passes as P
+        from spectui.engine.drafters import base as D
+        from spectui.engine.llama import models as M
+        from spectui.engine.run import eventmaker as EM
+        from spectui.engine.run import finisher as F
+        from spectui.engine.run import passes as P
 
         m = M.LoadedModel
         for name in ("logits_rows", "logits_last", "logits_row", "logits_rows_view"):

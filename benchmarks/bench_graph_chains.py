@@ -3,7 +3,7 @@ row math it replaces (the question behind ``--sampling auto``'s choice, docs/los
 
 One model (the fast pair's target of benchmarks/fastpair.py: a few-millisecond decode, the real 151,936-token
 vocabulary), several llama_contexts on its weights, each made with one chain in its context parameters
-(spectui.engine.graph_sampling.context_with_sampler) or none. Their decodes run round-robin in one process
+(spectui.engine.llama.graph_sampling.context_with_sampler) or none. Their decodes run round-robin in one process
 (each context a decode in turn, same tokens, KV rolled back), so load changes hit every configuration alike:
 
   none         no chain: the raw rows (the CPU path's decode)
@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from fastpair import build_fast_pair  # noqa: E402
 
-from spectui.engine import graph_sampling as G  # noqa: E402
-from spectui.engine import models as M  # noqa: E402
-from spectui.engine.llama_lib import llama  # noqa: E402
+from spectui.engine.llama import graph_sampling as G  # noqa: E402
+from spectui.engine.llama import models as M  # noqa: E402
+from spectui.engine.llama.llama_lib import llama  # noqa: E402
 from spectui.engine.verify import sample, softmax  # noqa: E402
 
 CHAINS = ("none", "none-0", "greedy", "temp", "temp+dist")

@@ -46,8 +46,8 @@ from spectui.analysis import stats  # noqa: E402
 from spectui.contract.control import RunControl  # noqa: E402
 from spectui.contract.events import PassEvent, Settings  # noqa: E402
 from spectui.engine import Engine  # noqa: E402
-from spectui.engine.llama_lib import cpu_name  # noqa: E402
-from spectui.engine.pipeline_probe import measure_split  # noqa: E402
+from spectui.engine.llama.llama_lib import cpu_name  # noqa: E402
+from spectui.engine.probes.pipeline_probe import measure_split  # noqa: E402
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 QWEN = (MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")

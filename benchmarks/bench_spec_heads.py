@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     import make_spec_models  # noqa: PLC0415
     import tinymodels  # noqa: PLC0415
 
-    from spectui.engine.eagle3 import Eagle3Head  # noqa: PLC0415
-    from spectui.engine.models import LoadedModel  # noqa: PLC0415
-    from spectui.engine.mtp import MtpHead  # noqa: PLC0415
+    from spectui.engine.drafters.eagle3 import Eagle3Head  # noqa: PLC0415
+    from spectui.engine.drafters.mtp import MtpHead  # noqa: PLC0415
+    from spectui.engine.llama.models import LoadedModel  # noqa: PLC0415
 
     tmp = tempfile.TemporaryDirectory(prefix="spec-heads-")
     d = Path(a.dir) if a.dir else make_spec_models.build_all(tmp.name)["eagle3-target"].parent
@@ -151,10 +151,10 @@ def eagle3_pieces(d: Path, k: int, reps: int, th: int) -> list[tuple[str, float,
     top-k 10 choice on the head's row (whole-row partition vs llama_ext.top_of_row)."""
     import numpy as np  # noqa: PLC0415
 
-    from spectui.engine.eagle3 import Eagle3Head  # noqa: PLC0415
-    from spectui.engine.llama_ext import PROCESS_DECODE, top_of_row  # noqa: PLC0415
-    from spectui.engine.llama_lib import llama  # noqa: PLC0415
-    from spectui.engine.models import LoadedModel  # noqa: PLC0415
+    from spectui.engine.drafters.eagle3 import Eagle3Head  # noqa: PLC0415
+    from spectui.engine.llama.llama_ext import PROCESS_DECODE, top_of_row  # noqa: PLC0415
+    from spectui.engine.llama.llama_lib import llama  # noqa: PLC0415
+    from spectui.engine.llama.models import LoadedModel  # noqa: PLC0415
 
     t = LoadedModel(str(d / "eagle3-target.gguf"), "target", 512, th, False)
     h = Eagle3Head(str(d / "eagle3-draft.gguf"), t.model, t.ctx, 512, threads=th)

@@ -60,7 +60,7 @@ def pass_ms(trace: Path) -> tuple[list[float], dict[str, float]]:
     (single decodes of each model, a warm-up and CALIBRATION_REPEATS timed: estimated from their median), the
     prefill pass and pass 1 itself, in ms."""
     from spectui.contract.events import PassEvent, RunStarted  # noqa: PLC0415
-    from spectui.engine.prefill import CALIBRATION_REPEATS  # noqa: PLC0415
+    from spectui.engine.run.prefill import CALIBRATION_REPEATS  # noqa: PLC0415
     from spectui.recording.trace import read_trace  # noqa: PLC0415
 
     evs = read_trace(str(trace)).events

@@ -66,7 +66,7 @@ def main(ctx: click.Context, **kwargs) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from .engine import omp  # noqa: PLC0415
+    from .engine.llama import omp  # noqa: PLC0415
 
     omp.mark_start()  # the machine's load, measured while the run's code and the models' headers load
     from .commands.run import run_main  # the live/headless run (engine + faces)

@@ -4,7 +4,7 @@ tests/engine/test_engine_greedy.py's definition of lossless.
 
 The near-tie rule is the bench's (spectui.analysis.lossless.check): where the speculative tokens part from
 the reference, the reference's margin there must be within the kernels' noise, measured on the same engine,
-prompt and length (spectui.engine.noise: the same tokens decoded one at a time and in verify batches of
+prompt and length (spectui.engine.probes.noise: the same tokens decoded one at a time and in verify batches of
 2..NOISE_MAX_BATCH tokens). ``reference`` returns the margins as :class:`Margins`, a list that carries that
 noise; a plain list of margins is judged against ``MARGIN`` (no noise measured)."""
 
@@ -15,7 +15,7 @@ import numpy as np
 from spectui.analysis.lossless import UNMEASURED_MARGIN, check
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-from spectui.engine.noise import measure_noise
+from spectui.engine.probes.noise import measure_noise
 
 PROMPT = "the hash map handles collisions"
 N = 80

@@ -30,12 +30,13 @@ ALLOWED = {
     ("spectui/serve/session.py", "_exit"): "os._exit: the only exit for a forked child before exec",
     ("spectui/commands/serve.py", "_protected_args"): "click >= 8.2 keeps the subcommand's arguments only in "
                                                       "Context._protected_args (protected_args is deprecated)",
-    ("spectui/engine/devices.py", "_ggml"): "llama_cpp ships libggml's bindings only as the module llama_cpp._ggml "
-                                            "(the device registry functions live there)",
-    ("spectui/engine/llama_lib.py", "_lib"): "llama_cpp.llama_cpp._lib: the bindings' CDLL of libllama, "
+    ("spectui/engine/llama/devices.py", "_ggml"): "llama_cpp ships libggml's bindings only as the module "
+                                                  "llama_cpp._ggml (the device registry functions live there)",
+    ("spectui/engine/llama/llama_lib.py", "_lib"): "llama_cpp.llama_cpp._lib: the bindings' CDLL of libllama, "
                                              "which they expose under no other name",
-    ("spectui/engine/llama_lib.py", "_handle"): "ctypes.CDLL._handle: the loaded library's handle (no public name)",
-    ("spectui/engine/llama_lib.py", "_name"): "ctypes.CDLL._name: the loaded library's path (no public name)",
+    ("spectui/engine/llama/llama_lib.py", "_handle"): "ctypes.CDLL._handle: the loaded library's handle "
+                                                      "(no public name)",
+    ("spectui/engine/llama/llama_lib.py", "_name"): "ctypes.CDLL._name: the loaded library's path (no public name)",
     ("spectui/tui/shared/panel.py", "_cache"): "Textual 8's LRU line cache of a Widget: KeepLines reuses it "
                                                "(pinned by tests/tui/test_textual_internals.py)",
     ("spectui/tui/shared/panel.py", "_dirty_lines"): "Textual 8's dirty-line set of a Widget: KeepLines reads it "

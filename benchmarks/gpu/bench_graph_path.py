@@ -1,6 +1,6 @@
 """Both row-math paths on a GPU, side by side in one run: spectui with ``--sampling cpu`` (the draft's q and the
 target's p softmaxed in numpy on rows copied back from the device) and ``--sampling graph`` (llama.cpp
-backend sampler chains in the models' graphs, on the device: spectui/engine/graph_path.py), both models fully
+backend sampler chains in the models' graphs, on the device: spectui/engine/run/graph_path.py), both models fully
 offloaded, the same pair, prompt, -n, -c, seed.
 
 Per repetition, for every k and temperature, the two paths run back to back in an order that alternates
@@ -37,7 +37,7 @@ SEED = 1
 
 def gpu_or_why() -> str:
     """"" when a GPU device can run the graph path; else why not (one line)."""
-    from spectui.engine import devices as D  # noqa: PLC0415 - loads llama.cpp
+    from spectui.engine.llama import devices as D  # noqa: PLC0415 - loads llama.cpp
 
     if not D.supports_gpu_offload():
         return "this llama.cpp build cannot offload to a GPU"

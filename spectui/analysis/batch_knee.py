@@ -1,6 +1,6 @@
 """Where speculation stops paying as the batch grows: the batched cost curve, the prediction and the knee.
 
-The curve (``spectui.engine.batch_probe``) gives, on this machine and this target, the time of one step of
+The curve (``spectui.engine.probes.batch_probe``) gives, on this machine and this target, the time of one step of
 B sequences:
 
 - ``plain(B)``: B sequences of one token each (plain batched decode, what a server without speculation runs);
@@ -312,8 +312,8 @@ def _acceptance_from_bench(doc, path: str) -> tuple[float, str]:
 
 def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
                   progress: Callable[[str], None] | None = None) -> BatchCurve:
-    from ..engine.batch_probe import measure_batched  # noqa: PLC0415 - the engine only when measuring
     from ..engine.cpu import OthersCpu  # noqa: PLC0415
+    from ..engine.probes.batch_probe import measure_batched  # noqa: PLC0415 - the engine only when measuring
 
     others = OthersCpu()
     others.sample()
@@ -336,7 +336,7 @@ def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
 
 def batched_cache_key(engine, max_seqs: int, ks, repeats: int) -> tuple[dict, str]:
     """The probe's own key (models, threads, placement, machine) plus the batched sizes."""
-    from ..engine.batch_probe import check_ks, fit_max_seqs, seq_sizes  # noqa: PLC0415
+    from ..engine.probes.batch_probe import check_ks, fit_max_seqs, seq_sizes  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     ks = check_ks(ks)

@@ -1,7 +1,7 @@
 """A head's cost per draft step on this machine (``spectui probe`` with ``--drafter eagle3 | mtp``, ``--head FILE``
 or a head as ``--draft``): one EAGLE-3 / MTP draft step, the head reading a verify batch's hidden states, a
 separate draft model's step when one is loaded beside it, and one target decode, measured side by side in one
-run (``spectui.engine.head_probe``) and shown as ratios to the target decode.
+run (``spectui.engine.probes.head_probe``) and shown as ratios to the target decode.
 
 Cached beside the probe's own curve, as the batched curve is: the probe's key (models, threads, placement,
 machine) plus the head's kind, its file and k, in ``<digest>-head-<hash>.json`` (``cachefile.read_entry``:
@@ -101,7 +101,7 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
     from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
-    from ..engine.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
+    from ..engine.probes.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
     from .machine import load_average  # noqa: PLC0415
 
     load0 = load_average()

@@ -58,7 +58,7 @@ def file_identity(path: str) -> dict:
 
 def machine_key() -> dict:
     """The CPU model and the llama.cpp build (version and a hash of its system info)."""
-    from ..engine.llama_lib import cpu_name, llama  # noqa: PLC0415
+    from ..engine.llama.llama_lib import cpu_name, llama  # noqa: PLC0415
 
     L = llama()
     info = L.llama_print_system_info().decode("utf-8", "replace")

@@ -1,5 +1,5 @@
 """The near-tie threshold of the lossless check, measured: the kernels' own noise for a target on this machine
-and backend (``spectui.engine.noise`` measures it), cached like the probe, and what it means.
+and backend (``spectui.engine.probes.noise`` measures it), cached like the probe, and what it means.
 
 A greedy speculative run and the target-only run it is compared with decode the same tokens, the one in
 verify batches of k + 1, the other one token at a time. Where the batch rounds differently, a step whose
@@ -30,7 +30,7 @@ from typing import Callable
 from ..contract.errors import SpectuiError
 from ..contract.outputs import Kind
 from ..contract.prompt import DEFAULT_PROMPT
-from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
+from ..engine.probes.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
 from .cachefile import CachedRecord, loadavg_of
 from .machine import file_identity, load_average, machine_key
 

@@ -271,7 +271,7 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
         max_batch: the largest verify batch measured (2..64; capped to the context and the batch size).
         repeats: measured rounds over every batch size (the median is kept); progress: told how far it is.
         stop: a RunControl whose ``stop()`` ends the measurement mid-decode (the engine's abort: the decode
-            raises ``spectui.engine.abort.DecodeAborted``, and nothing is measured).
+            raises ``spectui.engine.llama.abort.DecodeAborted``, and nothing is measured).
 
     Returns:
         The ProbeResult (not cached: ``cached_or_measure`` stores it).
@@ -309,7 +309,7 @@ def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> Pro
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
     if ctl.stopped:  # stopped during the warm-up run (it ends 'stopped'): nothing to measure
-        from ..engine.abort import DecodeAborted  # noqa: PLC0415
+        from ..engine.llama.abort import DecodeAborted  # noqa: PLC0415
 
         raise DecodeAborted("target")
     context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow

@@ -1,6 +1,6 @@
 """What the replay of llama-server's steps (server_steps.py) prices a step with, measured on this machine:
 ``StepCosts``, the prompt-chunk costs on the target and the draft and one row's sampling
-(``spectui.engine.step_probe``), cached beside the batched curve under the probe's own key; ``table`` for a
+(``spectui.engine.probes.step_probe``), cached beside the batched curve under the probe's own key; ``table`` for a
 terminal.
 
 No Textual imports; the engine only when measuring.
@@ -31,7 +31,7 @@ class StepsCacheError(SpectuiError):
 
 @dataclass(frozen=True)
 class StepCosts(CachedRecord):
-    """Prompt-chunk costs on the target and the draft, and one row's sampling (``spectui.engine.step_probe``)."""
+    """Prompt-chunk costs on the target and the draft, and one row's sampling (``spectui.engine.probes.step_probe``)."""
 
     RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = STEPS_VERSION, StepsCacheError, "server steps", PROBE_CACHE
     RECORD_WHAT = "malformed server-steps costs"
@@ -82,7 +82,7 @@ class StepCosts(CachedRecord):
 
 
 def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | None = None) -> StepCosts:
-    from ..engine.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
+    from ..engine.probes.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
 
     load0 = load_average()
     pts = measure(engine, repeats=repeats, prompt=DEFAULT_PROMPT, progress=progress)
@@ -98,7 +98,7 @@ def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | Non
 
 def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
     """The probe's own key (models, threads, placement, machine) plus the chunk sizes."""
-    from ..engine.step_probe import CHUNKS  # noqa: PLC0415
+    from ..engine.probes.step_probe import CHUNKS  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     key = {"probe": base, "steps": {"version": STEPS_VERSION, "chunks": list(CHUNKS)}}

@@ -36,7 +36,7 @@ from ..analysis import knee_text as kt
 from ..analysis.stats import interpolated_quantile
 from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
-from ..engine.chat import chat_messages
+from ..engine.files.chat import chat_messages
 from .datasets import PromptSet
 from .plan import parse_temps
 from .server import Deployment, chat_request, counters_delta, probe_deployment, scrape_counters

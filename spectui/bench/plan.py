@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
+from ..engine.drafters import names as drafter_names
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_temps
 
-DRAFTER_CHOICES = ("model", "ngram", "eagle3", "mtp")  # a setting's drafter; "none" (the target alone): the baseline
-
 __all__ = [
-    "BASELINE", "DRAFTER_CHOICES", "TARGET_ONLY", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
+    "BASELINE", "TARGET_ONLY", "drafter_choices", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
     "parse_temps",
 ]
 
@@ -59,6 +58,12 @@ class Setting:
         return f"{self.drafter}-k{self.k}-t{self.temperature:g}" + ("-pipe" if self.pipeline else "")
 
 
+def drafter_choices() -> tuple[str, ...]:
+    """A setting's drafters: every drafter (``spectui.engine.drafters``) but "none", the target alone, which is
+    the baseline."""
+    return tuple(n for n in drafter_names() if n != BASELINE)
+
+
 def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
     """"model,ngram,mtp" -> ["model", "ngram", "mtp"]; None -> model with a draft model, else ngram."""
     if value is None:
@@ -70,14 +75,13 @@ def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
             continue
         if d == BASELINE:
             raise SpectuiError("--drafter none: the bench runs the target alone anyway (the baseline of every "
-                               "setting); give model, ngram, eagle3 and/or mtp")
-        if d not in DRAFTER_CHOICES:
-            raise SpectuiError(f"--drafter takes model, ngram, eagle3 and/or mtp (comma-separated), not "
-                               f"{part.strip()!r}")
+                               f"setting); give {_choices_text()}")
+        if d not in drafter_choices():
+            raise SpectuiError(f"--drafter takes {_choices_text()} (comma-separated), not {part.strip()!r}")
         if d not in out:
             out.append(d)
     if not out:
-        raise SpectuiError("--drafter needs model, ngram, eagle3 and/or mtp")
+        raise SpectuiError(f"--drafter needs {_choices_text()}")
     if "model" in out and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
     return out
@@ -130,3 +134,9 @@ def make_jobs(n_prompts: int, settings: Sequence[Setting], repeats: int) -> list
             order = list(settings) if (i + r) % 2 == 0 else list(reversed(settings))
             jobs.extend(Job(i, s, r) for s in order)
     return jobs
+
+
+def _choices_text() -> str:
+    """"model, ngram, eagle3 and/or mtp": the choices in words."""
+    c = drafter_choices()
+    return ", ".join(c[:-1]) + " and/or " + c[-1]

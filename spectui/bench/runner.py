@@ -22,7 +22,7 @@ from ..analysis.lossless import margins_of
 from ..analysis.stats import compute
 from ..contract.control import RunControl
 from ..contract.events import STOP_ERROR, STOP_USER, PassEvent, RunEnded, Settings
-from ..engine.chat import chat_messages
+from ..engine.files.chat import chat_messages
 from .aggregate import BenchRow
 from .datasets import Prompt
 from .plan import Job, Setting

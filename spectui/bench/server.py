@@ -63,7 +63,7 @@ from ..contract.events import (
     RequestEnded,
     RequestStarted,
 )
-from ..engine.chat import chat_messages
+from ..engine.files.chat import chat_messages
 from .aggregate import BenchRow
 from .datasets import PromptSet
 from .plan import BASELINE, Setting, make_jobs, parse_temps

@@ -19,7 +19,7 @@ from ..analysis import step_costs as sc
 from ..attach.scraper import USER_AGENT, Deadline, FetchError, describe_error, http_get, open_url
 from ..contract.errors import SpectuiError
 from ..contract.events import KIND_LLAMA_SERVER
-from ..engine.chat import chat_messages
+from ..engine.files.chat import chat_messages
 
 MAX_TOKENS = 65536  # a prompt's tokens kept for the prefix (a tokenizer's answer is bounded: http_get's limit)
 

@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
+from ..bench.plan import drafter_choices, make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
@@ -34,7 +34,7 @@ from ..contract.text import json_text, visible, visible_line
 from ..text.bench import render_chart, render_table
 from . import command
 from .common import ModelOptions, default_drafters, load_engine, plan_drafting
-from .options import DRAFTER_HELP, deprecated, draft_max_option, model_options, record_dir_option
+from .options import deprecated, draft_max_option, drafter_help, model_options, record_dir_option
 
 EXIT_FAILED = 1
 INSPECT_TOP = 1  # the margin of each verified row (the lossless check), at the least cost
@@ -70,7 +70,7 @@ class _Signals:
     is only noted (``pending``) and ``raise_if_stopped`` raises it once the load has returned."""
 
     def __init__(self) -> None:
-        from ..engine.llama_lib import CALLBACK_CODES  # noqa: PLC0415
+        from ..engine.llama.llama_lib import CALLBACK_CODES  # noqa: PLC0415
 
         self.signum = signal.SIGINT
         self.old = {}
@@ -127,8 +127,8 @@ class _Signals:
                   "--knee-probe prediction reads its curve at)")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
-@click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
-              help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
+@click.option("--drafter", type=str, default=None, metavar="|".join(drafter_choices()) + "[,...]",
+              help=drafter_help() + "; comma-separated for several (none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @click.option("--pipeline", "pipeline", type=str, default="off", show_default=True, metavar="off|on|off,on",
               help="the draft model's settings sequential, pipelined (drafting the next block on its own thread "

@@ -63,7 +63,7 @@ class ModelOptions:
     threads: int | None = None
     threads_draft: int | None = None  # -td (llama.cpp's --threads-draft)
     no_repack: bool = False
-    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/graph_path.py)
+    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/run/graph_path.py)
     head: str | None = None  # --head FILE: an EAGLE-3 head beside the separate draft model (--draft)
 
     @classmethod
@@ -79,7 +79,7 @@ class ModelOptions:
     def check_local_files(self) -> None:
         """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
         (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
-        from ..engine.preload import check_gguf_file
+        from ..engine.llama.preload import check_gguf_file
 
         if self.target:
             check_gguf_file(self.target, "target")
@@ -91,11 +91,11 @@ class ModelOptions:
 
 def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
     """--drafter as given, or, when it is not and a local draft file is, the kind its metadata says (as llama.cpp
-    picks --spec-type: spectui.engine.spec_kinds.detect_drafter): eagle3, mtp or model. None stays None (the
+    picks --spec-type: spectui.engine.files.spec_kinds.detect_drafter): eagle3, mtp or model. None stays None (the
     command's own default). One line, exit 2, for a kind spectui cannot draft with (dflash, dspark)."""
     if drafter is not None or not models.draft or not models.target or not Path(models.draft).is_file():
         return drafter
-    from ..engine import spec_kinds
+    from ..engine.files import spec_kinds
 
     kind = spec_kinds.detect_drafter(models.target, models.draft)
     if kind in (spec_kinds.KIND_DFLASH, spec_kinds.KIND_DSPARK):
@@ -105,7 +105,7 @@ def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
 
 
 def draft_kind(models: ModelOptions) -> str | None:
-    """What --draft is, from its header (spectui.engine.spec_kinds: eagle3, mtp or model; None without one;
+    """What --draft is, from its header (spectui.engine.files.spec_kinds: eagle3, mtp or model; None without one;
     model for a Hugging Face draft, which is resolved later). dflash/dspark: one line, exit 2."""
     if not models.draft or not models.target or not Path(models.draft).is_file():
         return "model" if models.has_draft else None
@@ -150,8 +150,9 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     Returns:
         The Drafting: whether the draft model loads, and which head, from which file.
     """
-    from ..contract.events import HEAD_DRAFTERS
+    from ..engine.drafters import head_names
 
+    HEAD_DRAFTERS = head_names()
     names = [drafters] if isinstance(drafters, str) else list(drafters)
     kind = draft_kind(models)
     heads = [d for d in dict.fromkeys(names) if d in HEAD_DRAFTERS]
@@ -187,8 +188,9 @@ def offered_drafters(drafter: str | None, models: ModelOptions) -> list[str]:
     """The drafters an engine loads for a command that starts with ``drafter`` and may switch (a run's TUI, d),
     or measures them (probe): the one asked for, plus what the files given draft with: the separate draft model
     (beside a head too), the --head, a head given as --draft."""
-    from ..contract.events import HEAD_DRAFTERS
+    from ..engine.drafters import head_names
 
+    HEAD_DRAFTERS = head_names()
     kind = draft_kind(models)
     out = [drafter] if drafter not in (None, "ngram", "none") else []
     if kind == "model" and not (drafter == "eagle3" and not models.head):  # else --draft is the head (-md)
@@ -207,7 +209,7 @@ def loading_stop(on_stop=None) -> SignalStop:
     the signal is only noted: call ``raise_if_stopped()`` after loading. Give it the run's clean stop
     (``.on_stop = ...``) when the run starts, so no signal meets the default disposition in between.
     ``on_stop`` given here: the signal is noted only (the TUI, whose models load on the engine thread)."""
-    from ..engine.llama_lib import CALLBACK_CODES
+    from ..engine.llama.llama_lib import CALLBACK_CODES
 
     return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
 
@@ -230,8 +232,8 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         use_draft = drafting.draft_model or drafting.head_is_draft(models)
         head = drafting.head
         head_file = None if drafting.head_is_draft(models) else drafting.head_file
-    from ..engine.hub import resolve_models
-    from ..engine.preload import check_gguf_file
+    from ..engine.files.hub import resolve_models
+    from ..engine.llama.preload import check_gguf_file
 
     target, draft = resolve_models(models, use_draft=use_draft, quiet=quiet)
     if not target:
@@ -291,7 +293,7 @@ def resolve_pipeline(engine, mode: str, settings, say=None):
     if mode == "on":
         return dataclasses.replace(settings, pipeline=True)
     from ..analysis.pipeline_cost import choose
-    from ..engine.pipeline_probe import measure_split
+    from ..engine.probes.pipeline_probe import measure_split
 
     costs = engine.call(lambda: measure_split(inner)) if hasattr(engine, "call") else measure_split(inner)
     choice = choose(costs)
@@ -329,7 +331,7 @@ def measure_machine(engine, say=None, progress=None, stop=None) -> MachineProbe 
     measurement mid-decode (q, a signal, a restart): None then, nothing cached. ``say`` / ``progress``
     take its messages."""
     from ..analysis.probe import cached_or_measure
-    from ..engine.abort import DecodeAborted
+    from ..engine.llama.abort import DecodeAborted
 
     say = say or _say_stderr
     inner = getattr(engine, "engine", engine)

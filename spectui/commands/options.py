@@ -94,10 +94,16 @@ def run_options(f):
 
 # One convention per flag, the same in every command (docs/conventions.md).
 
-DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")  # spectui.contract.events.DRAFTERS: --drafter everywhere
-DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (an EAGLE-3 "
-                "head: --head FILE, or --draft FILE alone) or mtp (the target's own MTP layers); default: what the "
-                "files given draft with (--draft by its header: model, eagle3 or mtp; --head: eagle3), else ngram")
+DRAFTER_DEFAULT_HELP = ("default: what the files given draft with (--draft by its header: model, eagle3 or mtp; "
+                        "--head: eagle3), else ngram")
+
+
+def drafter_help() -> str:
+    """--drafter's help, from the drafters themselves (``spectui.engine.drafters.specs()``): each one's name and
+    summary, then the default."""
+    from ..engine.drafters import specs
+
+    return "; ".join(f"{s.name}: {s.summary}" for s in specs()) + "; " + DRAFTER_DEFAULT_HELP
 
 
 PIPELINE_HELP = ("on: the draft model drafts the next block on its own thread and cores while the target verifies "
@@ -113,8 +119,10 @@ def pipeline_option():
 
 def drafter_option(note: str = ""):
     """``--drafter`` with the same choices in every command; ``note`` says what this command does with them."""
-    return click.option("--drafter", type=click.Choice(DRAFTERS), default=None,
-                        help=DRAFTER_HELP + (f"; {note}" if note else ""))
+    from ..engine.drafters import names
+
+    return click.option("--drafter", type=click.Choice(names()), default=None,
+                        help=drafter_help() + (f"; {note}" if note else ""))
 
 
 def draft_max_option(help: str, default: str | None = str(DEFAULT_DRAFT_MAX), hidden: bool = False):

@@ -203,8 +203,8 @@ def _write_emitted(emit, pred, models, emit_to, out) -> None:
 
 
 def head_cost_k() -> int:
-    """The draft length a head's step is measured at (spectui.engine.head_probe.DEFAULT_HEAD_K)."""
-    from ..engine.head_probe import DEFAULT_HEAD_K  # noqa: PLC0415
+    """The draft length a head's step is measured at (spectui.engine.probes.head_probe.DEFAULT_HEAD_K)."""
+    from ..engine.probes.head_probe import DEFAULT_HEAD_K  # noqa: PLC0415
 
     return DEFAULT_HEAD_K
 
@@ -212,10 +212,10 @@ def head_cost_k() -> int:
 def _drafting(drafter: str | None, models):
     """What the probe loads: the --draft model (its decode beside the target's), and the head it measures:
     --drafter eagle3 / mtp, --head FILE, or a head given as --draft (its header says so)."""
-    from ..contract.events import HEAD_DRAFTERS  # noqa: PLC0415
+    from ..engine.drafters import head_names  # noqa: PLC0415
     from .common import offered_drafters, plan_drafting  # noqa: PLC0415
 
-    wanted = offered_drafters(drafter if drafter in HEAD_DRAFTERS else None, models)
+    wanted = offered_drafters(drafter if drafter in head_names() else None, models)
     return plan_drafting("probe", wanted, models)
 
 
@@ -230,7 +230,7 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "
                            "(model or ngram)")
     from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
-    from ..engine.batch_probe import MAX_K, check_ks  # noqa: PLC0415
+    from ..engine.probes.batch_probe import MAX_K, check_ks  # noqa: PLC0415
 
     k_list = check_ks(parse_ks(ks, "--batch-ks", modes=False, low=1, high=MAX_K))  # the one k parser
     if seqs < 1:

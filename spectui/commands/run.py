@@ -4,7 +4,7 @@ Models load before any full-screen UI starts (llama.cpp may write to the termina
 starts as soon as they are loaded: nothing is measured before its first token (its cost model and auto k
 start from its own passes, and from this machine's probe when ``spectui probe`` cached one); the TUI
 measures the probe in idle time, once a run has ended while the screen is up. A stop (q, SIGINT, SIGTERM,
-SIGHUP) ends the llama_decode in progress (spectui.engine.abort), so the run ends within a second even
+SIGHUP) ends the llama_decode in progress (spectui.engine.llama.abort), so the run ends within a second even
 mid-pass, with its summary and a trace complete up to the last whole pass; in headless mode a second Ctrl+C
 interrupts at once. Before the run starts (the models loading) a signal ends the command at once with
 128 + N and nothing written. Once the TUI's app has ended the process ends within 2 s (ExitGuard).
@@ -69,7 +69,7 @@ class ChatEngine:
         self.system = system
 
     def prompt_text(self, text: str) -> str:
-        from ..engine.chat import chat_messages
+        from ..engine.files.chat import chat_messages
 
         return self.template.render(chat_messages([text], system=self.system))
 
@@ -236,7 +236,7 @@ def _run_headless(runner, plan: RunPlan, control: RunControl, machine, recorder,
                   engine) -> int:
     """The headless face of a started run (``signals`` stops it cleanly, and a stop signal ends the decode in
     progress at once: ``engine.abort``): its exit status."""
-    from ..engine.abort import aborting_on_signals
+    from ..engine.llama.abort import aborting_on_signals
     from ..text.run import consume
 
     stats = None

@@ -10,7 +10,7 @@ import dataclasses
 import threading
 
 from .draft_length import DRAFT_MAX_LIMIT, clamp_draft_length
-from .events import AUTO_MODES, DRAFTERS, Settings
+from .events import AUTO_MODES, Settings, is_drafter_name
 
 __all__ = ["DRAFT_MAX_LIMIT", "P_MIN_LIMIT", "TEMPERATURE_LIMIT", "RunControl", "clamp_settings"]
 TEMPERATURE_LIMIT = 2.0
@@ -18,11 +18,11 @@ P_MIN_LIMIT = 1.0
 
 
 def clamp_settings(s: Settings) -> Settings:
-    """Bring settings into their documented ranges (k 0..32, temperature 0..2, known drafter, p-min 0..1,
+    """Bring settings into their documented ranges (k 0..32, temperature 0..2, a drafter's name, p-min 0..1,
     draft-min 0..32, pipeline a bool)."""
     k = clamp_draft_length(s.draft_max)
     t = round(max(0.0, min(TEMPERATURE_LIMIT, float(s.temperature))), 3)
-    drafter = s.drafter if s.drafter in DRAFTERS else "model"
+    drafter = s.drafter if is_drafter_name(s.drafter) else "model"
     auto = s.auto if s.auto in AUTO_MODES else None
     p_min = round(max(0.0, min(P_MIN_LIMIT, float(s.draft_p_min))), 3)
     n_min = clamp_draft_length(s.draft_min)
@@ -62,7 +62,7 @@ class RunControl:
 
     def on_stop(self, fn) -> None:
         """Call ``fn()`` when the run is stopped (at once if it is already): the engine ends the llama_decode
-        in progress then (spectui.engine.abort), so a stop takes effect mid-pass."""
+        in progress then (spectui.engine.llama.abort), so a stop takes effect mid-pass."""
         if fn not in self._on_stop:
             self._on_stop.append(fn)
         if self._stop.is_set():

@@ -23,9 +23,7 @@ from .events import (
     CORRECTION,
     DISCARDED,
     DRAFT_STOPS,
-    DRAFTERS,
     EVENT_TYPES,
-    HEAD_DRAFTERS,
     KINDS,
     PLAIN,
     REJECTED,
@@ -48,6 +46,7 @@ from .events import (
     TargetToken,
     Timing,
     Token,
+    is_drafter_name,
 )
 
 __all__ = ["EventFormatError", "NonFinite", "NumberTooLong", "from_dict", "loads_line", "to_dict"]
@@ -204,6 +203,15 @@ def _list_of(kind: int, py: type) -> Any:
 
 _floats = _list_of(_FLOAT, float)
 _ints = _list_of(_INT, int)
+
+
+def _drafter_name(empty: bool) -> Any:
+    def c(v: Any) -> str:
+        if (empty and v == "") or is_drafter_name(v):
+            return v
+        raise EventFormatError(f"expected a drafter's name, got {v!r}"[:200])
+
+    return c
 
 
 def _one_of(values: tuple[str, ...]) -> Any:
@@ -380,8 +388,8 @@ _ENUMS.update(
     {
         ("DraftToken", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
-        ("Settings", "drafter"): _one_of(DRAFTERS),
-        ("HeadInfo", "kind"): _one_of(HEAD_DRAFTERS + ("",)),
+        ("Settings", "drafter"): _drafter_name(empty=False),
+        ("HeadInfo", "kind"): _drafter_name(empty=True),
         ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
         ("PipeInfo", "thrown_why"): _one_of(SPEC_WHYS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),

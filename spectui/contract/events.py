@@ -14,6 +14,7 @@ finally ``RunEnded``. One attach session (``spectui attach``: a serving engine w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
@@ -36,8 +37,14 @@ STOP_CTX_FULL = "ctx_full"  # the context window is full
 STOP_USER = "stopped"  # stopped by the user (q, Ctrl+C, SIGTERM/SIGHUP, restart)
 STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 
-DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")
-HEAD_DRAFTERS = ("eagle3", "mtp")  # an EAGLE-3 head (the draft file) / the target's own MTP layers
+# A drafter's name (spectui.engine.drafters: each drafter names itself; a trace may carry any name that reads as
+# one, so a trace of a newer drafter still replays): lower-case letters, digits, "-" and "_", at most 32.
+DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+
+
+def is_drafter_name(value: object) -> bool:
+    """``value`` reads as a drafter's name (``DRAFTER_NAME``)."""
+    return type(value) is str and DRAFTER_NAME.fullmatch(value) is not None
 AUTO_MODES = ("cost", "schedule")  # running cost model / HF-style +2 / -1 schedule
 
 
@@ -47,7 +54,7 @@ class Settings:
 
     draft_max: int = DEFAULT_DRAFT_MAX  # k: how many tokens to draft per pass (0 = speculation off)
     temperature: float = 0.0
-    drafter: str = "model"  # one of DRAFTERS
+    drafter: str = "model"  # a drafter's name (spectui.engine.drafters.names())
     seed: int = 0
     auto: str | None = None  # None (fixed k) or one of AUTO_MODES
     # llama.cpp's --draft-p-min: stop drafting in a pass once the draft model's confidence (the top
@@ -56,7 +63,7 @@ class Settings:
     draft_p_min: float = 0.0
     draft_min: int = 0
     # --pipeline: the draft model drafts the next block on its own thread and cores while the target verifies
-    # this one (engine/pipeline.py, docs/pipeline.md); passes with another drafter, or k = 0, run as before
+    # this one (engine/run/pipeline.py, docs/pipeline.md); passes with another drafter, or k = 0, run as before
     pipeline: bool = False
 
 
@@ -83,7 +90,7 @@ class HeadInfo:
     """What drafts when the drafter is an EAGLE-3 head or the target's own MTP layers (``RunStarted.head``;
     None for a separate draft model, ngram, or a trace from before this field)."""
 
-    kind: str = ""  # one of HEAD_DRAFTERS
+    kind: str = ""  # the head drafter's name (spectui.engine.drafters.head_names())
     path: str = ""  # the head's file: the EAGLE-3 draft GGUF, or the target that carries the MTP layers
     n_heads: int = 1  # MTP: the NextN blocks in the file; EAGLE-3: 1
     chained: bool = False  # MTP: one NextN block per draft position (n_heads > 1); else one head repeats
@@ -239,7 +246,7 @@ class RunStarted:
     # prompt is raw text (--no-chat, a model without a template, traces from before this field).
     chat_template: str = ""
     head: HeadInfo | None = None  # the EAGLE-3 head / MTP layers the run was loaded with (None: no head)
-    # Where the row math ran (--sampling): "graph" (llama.cpp backend sampler chains: engine/graph_path.py) or
+    # Where the row math ran (--sampling): "graph" (llama.cpp backend sampler chains: engine/run/graph_path.py) or
     # "cpu" (numpy on the loop's path; traces from before this field).
     sampling: str = "cpu"
     # The draft model's threads in sequential passes (-td; 0: as ``threads``, traces from before the field) and

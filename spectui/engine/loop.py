@@ -35,26 +35,27 @@ from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
 from ..contract.params import INSPECT_TOP_LIMIT
-from .abort import DecodeAbort
-from .chat import chat_template_of
 from .cpu import OthersCpu, default_threads
 from .cpu import spare_core as _spare_core
-from .devices import gpu_layers
-from .drafters import Drafter, DraftModelDrafter, NgramDrafter, NoDrafter
-from .finisher import FinishingThread
-from .graph_path import GraphRun
-from .graph_path import choose as choose_sampling
-from .llama_lib import llama, system_has_amx
-from .models import LoadedModel
-from .pair import pair_warning
-from .parts import Drafters, RunParts, RunRequest, TargetCursor
-from .passes import PassLoop
-from .pipeline import pipeline_setup
-from .pipelined import PipelinedPassLoop
-from .policy import DraftPolicy, DraftPolicyFactory
-from .preload import check_gguf_file, check_pair
+from .drafters import specs as drafter_specs
+from .drafters.base import Drafter, DrafterResources
+from .drafters.spec_heads import check_head, make_head_drafter
+from .files.chat import chat_template_of
+from .files.pair import pair_warning
+from .llama.abort import DecodeAbort
+from .llama.devices import gpu_layers
+from .llama.llama_lib import llama, system_has_amx
+from .llama.models import LoadedModel
+from .llama.preload import check_gguf_file, check_pair
 from .rowmath import RowPool
-from .spec_heads import check_head, make_head_drafter
+from .run.finisher import FinishingThread
+from .run.graph_path import GraphRun
+from .run.graph_path import choose as choose_sampling
+from .run.parts import Drafters, RunParts, RunRequest, TargetCursor
+from .run.passes import PassLoop
+from .run.pipeline import pipeline_setup
+from .run.pipelined import PipelinedPassLoop
+from .run.policy import DraftPolicy, DraftPolicyFactory
 
 __all__ = ["DraftPolicy", "Engine", "INSPECT_TOP_DEFAULT", "INSPECT_TOP_LIMIT", "check_inspect_top"]
 
@@ -155,18 +156,18 @@ class Engine:
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
     def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
-        """Every drafter this engine can switch to mid-run: none, ngram, the draft model, the head."""
-        drafters: dict[str, Drafter] = {"none": NoDrafter(), "ngram": NgramDrafter()}
-        if self.draft is not None:
-            drafters["model"] = DraftModelDrafter(self.draft)
+        """Every drafter this engine can switch to mid-run: each of the package's drafters whose needs this
+        engine's models meet (drafters.specs(): none and the model-free ones always; the draft model's with a
+        draft; the head's with that head)."""
         if head is not None:
             try:
                 self._head = make_head_drafter(head, self.target, head_path, self.n_ctx, self.threads)
             except BaseException:
                 self.close()
                 raise
-            drafters[head] = self._head
-        return drafters
+        res = DrafterResources(target=self.target, draft=self.draft, head=self._head)
+        made = ((s.name, s.make(res)) for s in drafter_specs())
+        return {name: d for name, d in made if d is not None}
 
     def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
               n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,

@@ -13,7 +13,8 @@ import re
 from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
-from ..contract.events import DRAFTERS, Settings
+from ..contract.events import Settings
+from ..engine.drafters import names as drafter_names
 
 KEYS = {
     "k": "k", "draft-max": "k", "draft_max": "k",
@@ -29,7 +30,7 @@ USE_KEYS = "k, temp, drafter, seed, p-min, draft-min, pipeline"  # what an unkno
 # refuses in its own words), "k=4,temp=0.8" two pairs.
 ITEM_SEPARATOR = re.compile(r"\s+|,(?=[\s,]*[A-Za-z][\w-]*=)")
 RACE_DRAFT_MAX = 4  # B's k when neither -k nor --b gives one: a race shows speculation plainly on
-__all__ = ["DRAFTERS", "KEYS", "RACE_DRAFT_MAX", "parse_spec", "slug", "spec_settings"]
+__all__ = ["KEYS", "RACE_DRAFT_MAX", "parse_spec", "slug", "spec_settings"]
 
 
 def parse_spec(text: str, name: str = "--b") -> dict:
@@ -79,13 +80,13 @@ def parse_spec(text: str, name: str = "--b") -> dict:
                 if out[field] < 0 or (field == "draft_min" and out[field] > DRAFT_MAX_LIMIT):
                     raise ValueError
             else:
-                if value.lower() not in DRAFTERS:
+                if value.lower() not in drafter_names():
                     raise ValueError
                 out[field] = value.lower()
         except (ValueError, KeyError):
             ranges = {"temp": f"0..{TEMPERATURE_LIMIT:g}",
                       "p_min": "0..1", "seed": "an integer >= 0", "draft_min": f"0..{DRAFT_MAX_LIMIT}",
-                      "drafter": ", ".join(DRAFTERS), "pipeline": "on or off"}
+                      "drafter": ", ".join(drafter_names()), "pipeline": "on or off"}
             raise SpectuiError(f"{name} {text!r}: bad {key} {value!r} (use {ranges[field]})") from None
     if not out:
         raise SpectuiError(f"{name} is empty; give e.g. \"k=0\" or \"k=4 temp=0.8\"")

@@ -387,10 +387,10 @@ def test_without_a_probe_the_verify_costs_come_from_the_runs_own_passes():
 
 
 def test_the_policy_the_engine_is_handed_is_a_draft_policy():
-    """engine/policy.py's protocol is what analysis' PolicyByMode offers (observe, choose), and the engine's
+    """engine/run/policy.py's protocol is what analysis' PolicyByMode offers (observe, choose), and the engine's
     factory type names it: the engine never imports a policy."""
     from spectui.analysis.draft_policy import PolicyByMode
-    from spectui.engine.policy import DraftPolicy
+    from spectui.engine.run.policy import DraftPolicy
 
     policy = PolicyByMode()
     assert isinstance(policy, DraftPolicy)

@@ -21,7 +21,7 @@ from spectui.bench.plan import BASELINE, Setting
 from spectui.bench.report import report_lines
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-from spectui.engine.noise import BatchNoise
+from spectui.engine.probes.noise import BatchNoise
 
 PROMPT = "the hash map handles collisions"
 

@@ -23,7 +23,7 @@ from spectui.contract.events import (
     Timing,
     Token,
 )
-from spectui.engine.pipeline_probe import SplitCosts
+from spectui.engine.probes.pipeline_probe import SplitCosts
 from spectui.views.pipeline import summary
 
 

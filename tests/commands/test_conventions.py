@@ -18,11 +18,11 @@ from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 from spectui.cli import SUBCOMMANDS, main
 from spectui.commands import SUMMARIES
-from spectui.commands.options import DRAFTERS
 from spectui.contract.draft_length import DEFAULT_DRAFT_MAX, k_setting, parse_k, parse_ks
 from spectui.contract.errors import SpectuiError
-from spectui.contract.events import DRAFTERS as EVENT_DRAFTERS
 from spectui.contract.events import Settings
+from spectui.engine.drafters import names as drafter_names
+from spectui.engine.drafters import specs as drafter_specs
 from spectui.race.spec import parse_spec, spec_settings
 from spectui.recording.trace import write_trace
 
@@ -282,17 +282,19 @@ def test_record_dir_that_is_a_file_is_the_same_one_line_error(cli, tmp_path, cmd
 # ------------------------------------------------------------------ --drafter: the same choices
 
 
-def test_drafter_has_the_same_choices_everywhere():
-    assert DRAFTERS == EVENT_DRAFTERS == ("model", "ngram", "none", "eagle3", "mtp")
+def test_drafter_has_the_same_choices_everywhere_and_they_are_the_drafters_own():
+    assert set(drafter_names()) >= {"model", "ngram", "none", "eagle3", "mtp"}
     found = {name: option(cmd, "--drafter") for name, cmd in commands().items()}
     found = {name: o for name, o in found.items() if o is not None}
     assert sorted(found) == ["bench", "probe", "race", "run", "sweep"]
     for name, o in found.items():
-        if name == "bench":  # a comma-separated list of them
-            assert o.metavar == "model|ngram|eagle3|mtp[,...]"
+        if name == "bench":  # a comma-separated list of them, the baseline (none) left out
+            assert o.metavar == "|".join(n for n in drafter_names() if n != "none") + "[,...]"
         else:
-            assert tuple(o.type.choices) == DRAFTERS, name
-        assert o.help.startswith("model (the draft model), ngram (prompt lookup) or none (the target alone)"), name
+            assert tuple(o.type.choices) == drafter_names(), name
+        for s in drafter_specs():  # the help is the drafters' own words, in their order
+            assert f"{s.name}: {s.summary}" in o.help, (name, s.name)
+        assert o.help.startswith(f"{drafter_specs()[0].name}: {drafter_specs()[0].summary}"), name
 
 
 @pytest.mark.parametrize("cmd, says", [

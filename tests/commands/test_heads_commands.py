@@ -224,7 +224,7 @@ def test_a_run_without_the_head_pays_nothing_for_it_where_it_cannot_switch(spec_
     """head_in_every_run False (bench, sweep, race, probe): a run that does not draft with the head leaves the
     head's cache empty (it read none of the target's decodes); True (spectui run, whose TUI may switch to the
     head mid-run): the head has read every target decode, the prompt's and each pass's."""
-    from spectui.engine.llama_lib import llama
+    from spectui.engine.llama.llama_lib import llama
 
     target = str(spec_dir / f"{kind}-agree-target.gguf")
     head = str(spec_dir / "eagle3-agree-draft.gguf") if kind == "eagle3" else None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from waits import settled
 
-from spectui.engine.pair import same_file_warning, size_warning
+from spectui.engine.files.pair import same_file_warning, size_warning
 from spectui.recording.trace import TraceError, read_trace, synthetic_run, write_trace
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from spectui.analysis import batch_knee as bk
 from spectui.analysis.machine import cache_key, cache_path
 from spectui.analysis.probe import cached_or_measure as probe_cached
 from spectui.commands.probe import probe_cmd
-from spectui.engine.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
+from spectui.engine.probes.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
 
 MODELS = Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui" / "models"))
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "models"

@@ -1,6 +1,7 @@
-"""Chat templates (spectui.engine.chat), as llama-cli / llama-server apply them: the GGUF's tokenizer.chat_template
-rendered with the bindings' Jinja formatter, generation prompt on, no system message unless asked, BOS not
-doubled; the live run's --chat / --no-chat (default: on when the model has a template), recorded in the trace.
+"""Chat templates (spectui.engine.files.chat), as llama-cli / llama-server apply them: the GGUF's
+tokenizer.chat_template rendered with the bindings' Jinja formatter, generation prompt on, no system message
+unless asked, BOS not doubled; the live run's --chat / --no-chat (default: on when the model has a template),
+recorded in the trace.
 Real llama.cpp on a tiny GGUF written with a template (tests/tinymodels.py CHAT_TEMPLATE)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from spectui.contract import event_json
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunStarted, Settings
-from spectui.engine.chat import ChatTemplate, chat_messages
+from spectui.engine.files.chat import ChatTemplate, chat_messages
 from spectui.recording.trace import iter_trace
 
 

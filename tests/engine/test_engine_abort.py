@@ -1,4 +1,4 @@
-"""The decode abort (spectui.engine.abort) on the real llama.cpp: a tripped abort makes llama_decode return 2 at
+"""The decode abort (spectui.engine.llama.abort) on the real llama.cpp: a tripped abort makes llama_decode return 2 at
 its first graph node, which the models raise as DecodeAborted; it is scoped to a RunControl (its stop trips it,
 the scope's end resets it); the KV cells an aborted decode wrote never reach a later run (it runs exactly as a
 fresh one); a stop signal trips it from a thread while the main thread would be inside llama.cpp. The abort
@@ -17,7 +17,7 @@ from waits import wait_until  # noqa: E402
 
 from spectui.contract.control import RunControl  # noqa: E402
 from spectui.contract.events import PassEvent, RunEnded, Settings  # noqa: E402
-from spectui.engine.abort import DecodeAbort, DecodeAborted, aborting_on_signals  # noqa: E402
+from spectui.engine.llama.abort import DecodeAbort, DecodeAborted, aborting_on_signals  # noqa: E402
 
 
 def _text(engine, n: int = 24) -> tuple[list[int], RunEnded]:

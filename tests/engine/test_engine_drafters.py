@@ -7,7 +7,8 @@ from greedy_checks import assert_argmax_of_verify_pass, assert_lossless, emitted
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings, SettingsChanged
-from spectui.engine.drafters import NgramDrafter, NoDrafter
+from spectui.engine.drafters.none import NoDrafter
+from spectui.engine.drafters.prompt_lookup import NgramDrafter
 
 RNG = np.random.default_rng(0)
 

@@ -8,7 +8,7 @@ import pytest
 import tinymodels
 
 from spectui.contract.errors import SpectuiError
-from spectui.engine import preload as P
+from spectui.engine.llama import preload as P
 
 
 def one_line(excinfo) -> str:

@@ -13,7 +13,7 @@ import pytest
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings, SettingsChanged
 from spectui.engine.cpu import spare_core
-from spectui.engine.eventmaker import PassEventMaker
+from spectui.engine.run.eventmaker import PassEventMaker
 
 PROMPT = "the hash map handles collisions by chaining entries"
 LOOKUP_PROMPT = "a b c d a b c d a b c d a b c"
@@ -88,7 +88,7 @@ GREEDY_CASES = [c for c in CASES if CASES[c][0].temperature == 0]
 @pytest.fixture(scope="module")
 def graph_engine(make_engine, tiny_target, tiny_draft_noisy):
     """The same pair with --sampling graph: the draft's token and the target's argmax from llama.cpp backend
-    sampler chains (engine/graph_path.py)."""
+    sampler chains (engine/run/graph_path.py)."""
     return make_engine(tiny_target, tiny_draft_noisy, spare_core=True, sampling="graph")
 
 

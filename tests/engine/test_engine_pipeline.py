@@ -1,4 +1,4 @@
-"""--pipeline (spectui/engine/pipeline.py): the draft model drafts the next block on its own thread while the
+"""--pipeline (spectui/engine/run/pipeline.py): the draft model drafts the next block on its own thread while the
 target verifies this one. On the real llama.cpp with the tiny models:
 
 - at T = 0 a pipelined run records what the sequential run records, every field (times, other processes' CPU
@@ -35,8 +35,8 @@ from spectui.contract.events import (
     Settings,
     SettingsChanged,
 )
-from spectui.engine.models import LoadedModel
-from spectui.engine.pipeline import PositionDraws, split_threads
+from spectui.engine.llama.models import LoadedModel
+from spectui.engine.run.pipeline import PositionDraws, split_threads
 from spectui.engine.verify import softmax
 
 MEASURED = ("timing", "others_cpu", "t", "wall_s", "run_id", "started_at", "target_decode_ms", "draft_decode_ms",

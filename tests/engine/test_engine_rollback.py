@@ -8,7 +8,7 @@ import pytest
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-from spectui.engine.models import LoadedModel
+from spectui.engine.llama.models import LoadedModel
 
 PROMPT = "the hash map handles collisions"
 TOL = 1e-2  # kernel tolerance: f16 KV cache and batched vs one-by-one kernels (logits are O(1..10))

@@ -18,7 +18,7 @@ import pytest
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
-from spectui.engine.models import LoadedModel
+from spectui.engine.llama.models import LoadedModel
 from spectui.engine.verify import softmax
 
 RUNS = 1500

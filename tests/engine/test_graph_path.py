@@ -1,4 +1,4 @@
-"""The graph sampling path (``--sampling graph``, spectui/engine/graph_path.py) against the CPU path on the real
+"""The graph sampling path (``--sampling graph``, spectui/engine/run/graph_path.py) against the CPU path on the real
 llama.cpp with the tiny models: which path a run takes and records; at T > 0, for both paths, the emitted
 tokens follow the target's law (a chi-square over many seeded runs), the recorded q(d) and p(d) are the
 models' temperature softmax, the first draft is accepted at sum min(p, q), and the two paths' acceptance is
@@ -14,8 +14,8 @@ from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.event_json import from_dict, to_dict
 from spectui.contract.events import RunStarted, Settings
-from spectui.engine import graph_path as GP
-from spectui.engine import models as M
+from spectui.engine.llama import models as M
+from spectui.engine.run import graph_path as GP
 
 TEMP = 0.9
 N_RUNS = 1500

@@ -1,4 +1,4 @@
-"""Backend ("graph") sampling through llama-cpp-python 0.3.36's library (spectui.engine.graph_sampling) on the
+"""Backend ("graph") sampling through llama-cpp-python 0.3.36's library (spectui.engine.llama.graph_sampling) on the
 CPU backend with the tiny models: the library exports the API; a greedy chain set on a context after it was made
 samples the argmax of the very row a context without it computes, one output row per decode (llama.cpp's default
 n_outputs_max_per_seq = 1 refuses more); a chain given in the context's parameters with room for every row samples
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spectui.engine import graph_sampling as G
-from spectui.engine import models as M
+from spectui.engine.llama import graph_sampling as G
+from spectui.engine.llama import models as M
 
 PROMPT = "the hash map handles collisions"
 

@@ -30,7 +30,8 @@ import tinymodels as T
 import graph_checks as C
 from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
-from spectui.engine import Engine, devices as D, models as M
+from spectui.engine import Engine
+from spectui.engine.llama import devices as D, models as M
 
 folder, n_runs, temp = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 out = {"offload": D.supports_gpu_offload() and bool(D.gpu_devices())}

@@ -13,7 +13,7 @@ import tinymodels
 from hub_cache import hf_env, lay_out
 
 from spectui.contract.errors import SpectuiError
-from spectui.engine import hub
+from spectui.engine.files import hub
 
 pytestmark = pytest.mark.slow  # subprocesses with a local hub server
 
@@ -123,7 +123,7 @@ def test_hub_unreachable_falls_back_to_cache(hub_cache):
 
 def test_split_model_fetches_every_part(hub_cache):
     env = hf_env(hub_cache)
-    code = "from spectui.engine import hub; print(hub.resolve('tiny/split-GGUF'))"
+    code = "from spectui.engine.files import hub; print(hub.resolve('tiny/split-GGUF'))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
     assert r.stdout.strip().endswith("big-Q4_K_M-00001-of-00002.gguf")
 

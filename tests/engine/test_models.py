@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from spectui.contract.errors import SpectuiError
-from spectui.engine.models import LoadedModel
-from spectui.engine.preload import check_gguf_file
+from spectui.engine.llama.models import LoadedModel
+from spectui.engine.llama.preload import check_gguf_file
 
 
 def test_tiny_models_load_and_decode(tiny_target):

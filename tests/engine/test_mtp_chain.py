@@ -47,7 +47,7 @@ def _server(tmp_path, target: Path, k: int, n_predict: int = N_PREDICT, p_min: f
 
 
 def test_maker_writes_chained_heads(chain_dir):
-    from spectui.engine.spec_kinds import spec_info
+    from spectui.engine.files.spec_kinds import spec_info
 
     for name in ("mtp-chain-target.gguf", "mtp-chain-agree-target.gguf"):
         info = spec_info(str(chain_dir / name))
@@ -171,7 +171,7 @@ def test_shared_kv_head_is_refused_in_one_line(chain_dir, tmp_path):
     import subprocess
     import sys
 
-    from spectui.engine.spec_kinds import detect_drafter, spec_info
+    from spectui.engine.files.spec_kinds import detect_drafter, spec_info
 
     head = _gemma4_assistant_header(tmp_path / "gemma4-assistant.gguf")
     target = str(chain_dir / "mtp-target.gguf")

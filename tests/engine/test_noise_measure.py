@@ -1,4 +1,4 @@
-"""The kernels' noise (spectui.engine.noise) on the real llama.cpp: the tiny models (float32 weights) and, marked
+"""The kernels' noise (spectui.engine.probes.noise) on the real llama.cpp: the tiny models (float32 weights) and, marked
 qwen, the Qwen2.5-Coder pair (Q4_K_M): the one-token rows are the target-only run's own, the comparison's figures
 mean what they say, the engine runs on afterwards, and a greedy speculative run parts from the target-only run
 only at a step within the noise measured at its k."""
@@ -18,7 +18,7 @@ from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, Settings
 from spectui.contract.prompt import DEFAULT_PROMPT
-from spectui.engine.noise import compare, measure_noise, one_token_rows
+from spectui.engine.probes.noise import compare, measure_noise, one_token_rows
 
 
 def test_compare_reads_the_largest_difference_and_gap_change():

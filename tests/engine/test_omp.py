@@ -1,4 +1,4 @@
-"""OpenMP's wait policy chosen for the machine's load before llama.cpp loads (spectui.engine.omp): PASSIVE when
+"""OpenMP's wait policy chosen for the machine's load before llama.cpp loads (spectui.engine.llama.omp): PASSIVE when
 other processes keep the cores busy at launch and the user set no policy, the user's own value otherwise, and
 the choice said in the run's start event, its summary, its JSON and its trace. The rule on given loads; then a
 real process under real busy processes (started and ended here by process id) and a real run's JSON."""
@@ -15,7 +15,7 @@ import pytest
 
 from spectui.contract.event_json import from_dict, to_dict
 from spectui.contract.events import RunStarted
-from spectui.engine import omp
+from spectui.engine.llama import omp
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,8 +71,9 @@ def _env_without_policy() -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.timing
 def test_a_busy_machine_gets_passive_in_a_real_process_and_its_run_says_so(tiny_target):
-    script = ("from spectui.engine import omp; omp.mark_start(); from spectui.engine.llama_lib import llama; "
-              "llama(); import os; print(os.environ.get('OMP_WAIT_POLICY', '-'), '|', omp.chosen())")
+    script = ("from spectui.engine.llama import omp; omp.mark_start(); "
+              "from spectui.engine.llama.llama_lib import llama; llama(); "
+              "import os; print(os.environ.get('OMP_WAIT_POLICY', '-'), '|', omp.chosen())")
     hogs = _hogs(3)  # three busy processes on this machine's cores (the benchmark's --load 3)
     try:
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120,

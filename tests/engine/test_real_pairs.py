@@ -128,7 +128,7 @@ def test_sampling_over_shared_ids_is_exact(make_engine, tiny_target, tiny_draft_
 
 
 def test_cpu_build_places_every_layer_on_the_cpu(make_engine, tiny_target, tiny_draft_same):
-    from spectui.engine.devices import supports_gpu_offload
+    from spectui.engine.llama.devices import supports_gpu_offload
 
     assert not supports_gpu_offload()  # this machine's build: the tests below rely on it
     warnings = []

@@ -1,6 +1,6 @@
 """EAGLE-3 and MTP models: the tiny GGUFs benchmarks/make_spec_models.py writes, what spectui reads from their
-headers (spectui.engine.spec_kinds, as llama.cpp's common_speculative_types_from_gguf), what the real llama.cpp
-reports through the staging calls (spectui.engine.llama_ext), and that llama.cpp's own drivers accept them
+headers (spectui.engine.files.spec_kinds, as llama.cpp's common_speculative_types_from_gguf), what the real llama.cpp
+reports through the staging calls (spectui.engine.llama.llama_ext), and that llama.cpp's own drivers accept them
 (llama-server --spec-type draft-eagle3 / draft-mtp, when built)."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 import tomllib
 
 from spectui.contract.errors import SpectuiError
-from spectui.engine import llama_ext, spec_kinds
-from spectui.engine.llama_lib import llama
+from spectui.engine.files import spec_kinds
+from spectui.engine.llama import llama_ext
+from spectui.engine.llama.llama_lib import llama
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKER = ROOT / "benchmarks" / "make_spec_models.py"
@@ -416,8 +417,8 @@ def _spectui_loop(t, h, draft, prompt: str, n_predict: int, k: int, p_min: float
 
 
 def _spectui_eagle3(target: Path, head_path: Path, prompt: str, n_predict: int, k: int, p_min: float = 0.0):
-    from spectui.engine.eagle3 import Eagle3Head
-    from spectui.engine.models import LoadedModel
+    from spectui.engine.drafters.eagle3 import Eagle3Head
+    from spectui.engine.llama.models import LoadedModel
 
     t = LoadedModel(str(target), "target", 512, 1, False)
     h = Eagle3Head(str(head_path), t.model, t.ctx, 512)
@@ -429,8 +430,8 @@ def _spectui_eagle3(target: Path, head_path: Path, prompt: str, n_predict: int, 
 
 
 def _spectui_mtp(target: Path, prompt: str, n_predict: int, k: int):
-    from spectui.engine.models import LoadedModel
-    from spectui.engine.mtp import MtpHead
+    from spectui.engine.drafters.mtp import MtpHead
+    from spectui.engine.llama.models import LoadedModel
 
     t = LoadedModel(str(target), "target", 512, 1, False, load_mtp=True)
     h = MtpHead(t.model, t.ctx, 512, path=str(target))
@@ -501,7 +502,7 @@ def test_mtp_head_drafts_what_llama_cpp_drafts(spec_dir, tmp_path):
 
 def _greedy(target: Path, prompt: str, n_predict: int) -> list[int]:
     """Target-only greedy decoding (the output speculation must not change)."""
-    from spectui.engine.models import LoadedModel
+    from spectui.engine.llama.models import LoadedModel
 
     t = LoadedModel(str(target), "target", 512, 1, False)
     try:
@@ -571,9 +572,9 @@ def test_eagle3_head_accepts_what_llama_cpp_accepts(tmp_path, noise):
 
 def test_heads_refuse_what_they_cannot_draft_with(spec_dir, tmp_path):
     """The drafter classes refuse in one line (exit 2) what llama.cpp would abort on or refuse."""
-    from spectui.engine.eagle3 import Eagle3Head
-    from spectui.engine.models import LoadedModel
-    from spectui.engine.mtp import MtpHead
+    from spectui.engine.drafters.eagle3 import Eagle3Head
+    from spectui.engine.drafters.mtp import MtpHead
+    from spectui.engine.llama.models import LoadedModel
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import make_spec_models

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spectui.engine.llama_ext import TOP_K, top_of_row
+from spectui.engine.llama.llama_ext import TOP_K, top_of_row
 
 
 def whole_row(row: np.ndarray, k: int = TOP_K) -> tuple[int, float]:

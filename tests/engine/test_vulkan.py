@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 _DEVICES = """
 import json, dataclasses
-from spectui.engine import devices as D
+from spectui.engine.llama import devices as D
 print(json.dumps({"offload": D.supports_gpu_offload(), "devices": [dataclasses.asdict(d) for d in D.gpu_devices()]}))
 """
 
@@ -143,7 +143,7 @@ def test_memory_check_reads_the_devices_free_memory(devices, tiny_target):
     """The placement check compares the offloaded share with the free memory the Vulkan device reports."""
     code = """
 import json
-from spectui.engine import devices as D, preload as P
+from spectui.engine.llama import devices as D, preload as P
 devs = D.gpu_devices()
 free = sum(d.free_bytes for d in devs)
 warned = []
@@ -180,7 +180,7 @@ def test_probe_runs_on_the_device(devices, tiny_target, tiny_draft_noisy, tmp_pa
 _SEQUENCES = """
 import json, sys
 import numpy as np
-from spectui.engine import models as M
+from spectui.engine.llama import models as M
 m = M.LoadedModel(sys.argv[1], "target", 256, 1, False, n_gpu_layers=-1)
 seqs = [[("d", 1, "last"), ("d", 4, "last")],
         [("d", 2, "none"), ("c",), ("d", 4, "last")],

@@ -131,7 +131,6 @@ from spectui.contract.events import (  # noqa: E402
     BONUS,
     CORRECTION,
     DISCARDED,
-    DRAFTERS,
     PLAIN,
     REJECTED,
     DraftToken,
@@ -144,11 +143,12 @@ from spectui.contract.events import (  # noqa: E402
     Timing,
     Token,
 )
+from spectui.engine.drafters import names as drafter_names  # noqa: E402
 
 _num = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6)
 _int = st.integers(-5, 10**6)
-_settings = st.builds(Settings, draft_max=st.integers(-2, 40), temperature=_num, drafter=st.sampled_from(DRAFTERS),
-                      seed=_int, auto=st.none() | st.sampled_from(AUTO_MODES))
+_settings = st.builds(Settings, draft_max=st.integers(-2, 40), temperature=_num,
+                      drafter=st.sampled_from(drafter_names()), seed=_int, auto=st.none() | st.sampled_from(AUTO_MODES))
 _tok = st.builds(Token, id=_int, text=st.text(max_size=4), prob=_num)
 _draft = st.builds(DraftToken, id=_int, text=st.text(max_size=4), prob=_num,
                    verdict=st.sampled_from([ACCEPTED, REJECTED, DISCARDED]), target_prob=_num)

@@ -1,7 +1,7 @@
 """A stop ends a live run mid-pass, and no process outlives its terminal or its app.
 
 q, SIGINT, SIGTERM and SIGHUP end a run within a second even in the middle of a slow pass (the engine's
-abort ends the llama_decode in progress: spectui.engine.abort), with the exit status of the table, and the
+abort ends the llama_decode in progress: spectui.engine.llama.abort), with the exit status of the table, and the
 trace holds every pass up to the last complete one and the end (the aborted pass is never recorded). The
 process is gone within 2 s of a killed terminal during the run, during the idle-time probe and during the
 app's shutdown (Textual's SIGCONT handler once restarted its input thread on a dead terminal after the app

@@ -44,7 +44,7 @@ async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
             assert "drafter mtp" in app.query_one(StatusLine).text.plain
             screen = app.screen
             assert isinstance(screen, LiveScreen)
-            assert screen.drafter_choices() == ("ngram", "none", "mtp")
+            assert screen.drafter_choices() == ("mtp", "ngram", "none")  # the drafters' own order
             for want in ("ngram", "none", "mtp"):
                 await pilot.press("d")
                 assert control.settings.drafter == want

@@ -9,7 +9,8 @@ from typing import Callable, Iterable, Iterator
 from textual.binding import Binding
 
 from ...contract.control import RunControl
-from ...contract.events import DRAFTERS, HEAD_DRAFTERS, Event
+from ...contract.events import Event
+from ...engine.drafters import head_names, specs
 from .prompt_screen import PromptScreen
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
@@ -74,15 +75,18 @@ class LiveScreen(RunScreen):
         self._update(temperature=round(self.app.control.settings.temperature - 0.1, 1))
 
     def drafter_choices(self) -> tuple[str, ...]:
-        """What ``d`` cycles through, in the order model, the head, ngram, none (from ngram on): the draft model
-        when the run has one, the head (eagle3 / mtp) the engine was loaded with, beside a draft model too."""
+        """What ``d`` cycles through, in the drafters' own order (``spectui.engine.drafters.specs()``): those that
+        need nothing, the draft model's when the run has one, and the head (eagle3 / mtp) the engine was loaded
+        with, beside a draft model too."""
         snap = self.app.snap
         start = snap.start if snap else None
+        heads = head_names()
         if start is None:
-            return tuple(d for d in DRAFTERS if d not in HEAD_DRAFTERS)
-        head = start.head.kind if start.head is not None and start.head.kind in HEAD_DRAFTERS else (
-            start.settings.drafter if start.settings.drafter in HEAD_DRAFTERS else None)  # a trace without .head
-        return ("ngram", "none") + (("model",) if start.draft is not None else ()) + ((head,) if head else ())
+            return tuple(s.name for s in specs() if not s.head)
+        head = start.head.kind if start.head is not None and start.head.kind in heads else (
+            start.settings.drafter if start.settings.drafter in heads else None)  # a trace without .head
+        have = {"nothing": True, "draft model": start.draft is not None}
+        return tuple(s.name for s in specs() if ((s.name == head) if s.head else have.get(s.needs, False)))
 
     def action_drafter(self) -> None:
         choices = self.drafter_choices()

@@ -1,0 +1,52 @@
+"""Who proposes the next tokens: one module per drafter, each with its ``SPEC`` (``base.DrafterSpec``).
+
+``specs()`` finds every module of this package that defines ``SPEC``, so adding a drafter is adding its module:
+the command line's choices, --help, the ``d`` key's cycle, the names a trace may carry and the docs' list are all
+read from here. ``base.py`` is the interface; ``head.py`` puts an EAGLE-3 head (``eagle3.py``) or the target's MTP
+layers (``mtp.py``) behind it; ``spec_heads.py`` loads a head. No UI imports, and llama.cpp is imported only when a
+model is (``--help`` reads this package without it).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+
+from .base import DrafterSpec
+
+__all__ = ["DrafterSpec", "by_name", "head_names", "names", "specs"]
+
+
+@functools.lru_cache(maxsize=1)
+def specs() -> tuple[DrafterSpec, ...]:
+    """Every drafter of this package, in ``order``.
+
+    Returns:
+        Their specs, each module's ``SPEC``.
+    """
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        spec = getattr(module, "SPEC", None)
+        if isinstance(spec, DrafterSpec):
+            found.append(spec)
+    return tuple(sorted(found, key=lambda s: (s.order, s.name)))
+
+
+def names() -> tuple[str, ...]:
+    """spectui's drafter names (``--drafter``), in order."""
+    return tuple(s.name for s in specs())
+
+
+def head_names() -> tuple[str, ...]:
+    """The drafters that need the engine loaded with their head (``Engine(head=name)``)."""
+    return tuple(s.name for s in specs() if s.head)
+
+
+def by_name(name: str) -> DrafterSpec | None:
+    """The drafter named ``name`` (spectui's name, or llama.cpp's ``--spec-type`` name), or None."""
+    for s in specs():
+        if name and name in (s.name, s.spec_type):
+            return s
+    return None

@@ -1,0 +1,176 @@
+"""An EAGLE-3 head drafting from the target's hidden states, step for step as llama.cpp's reference driver.
+
+common/speculative.cpp, ``common_speculative_impl_draft_eagle3``, is the reference; this class keeps its state
+and calls in the same order, through spectui.engine.llama.llama_ext:
+
+- the head reads the target's hidden states at the three layers ``llama_model_target_layer_ids`` names
+  (inputs of those blocks; id n_layer would be the last block's output, llama_set_embeddings_nextn), so the
+  target context must be set to extract them before it decodes (``Eagle3Head`` does that when made);
+- ``process(tokens, pos0)``, after every target decode of ``tokens`` at ``pos0..``: the head's encoder fuses
+  the three feature rows of each token into g (``fc``); its decoder then writes KV for the pairs
+  (token[P+1], g[P]) at position P. The last position's pair needs the token the target has not sampled yet:
+  it is deferred (``pending_pos`` / ``pending_g``);
+- ``draft(id_last, n_max, p_min)``: completes the deferred pair with the target's freshest token, then
+  drafts greedily, feeding each step's pre-norm state back as the next g; stops at n_max tokens or when
+  the top candidate's probability (softmax over the 10 best logits, as the reference's top-k 10 sampler)
+  falls below p_min; then drops the draft steps' KV past the deferred position (the server's step);
+- ``accept(n_accepted)``: rebases the deferred pair to the first position not accepted.
+
+One sequence (seq 0). No UI imports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...contract.errors import SpectuiError
+from ..llama.llama_ext import (
+    CONTEXT_TYPE_DEFAULT,
+    PROCESS_DECODE,
+    PROCESS_ENCODE,
+    TOP_K,
+    DraftStep,
+    ExtBatch,
+    HeadContext,
+    ext,
+    head_context,
+)
+from ..llama.llama_lib import llama
+from .base import DrafterResources, DrafterSpec
+
+__all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in llama_ext (both heads draft with them)
+
+
+class Eagle3Head(HeadContext):
+    """An ``eagle3`` draft model and its context, drafting for one target context."""
+
+    def __init__(self, path: str, model_tgt, ctx_tgt, n_ctx: int, threads: int = 1, n_ubatch: int = 512) -> None:
+        L = llama()
+        self.x = x = ext()
+        mp = L.llama_model_default_params()
+        self.model = L.llama_model_load_from_file(str(path).encode(), mp)
+        if not self.model:
+            raise SpectuiError(f"llama.cpp could not load the EAGLE-3 head {path} (unsupported or corrupt GGUF)")
+        self.ctx = None
+        self.batch = None
+        try:
+            self.layer_ids = x.target_layer_ids(self.model)
+            if len(self.layer_ids) != 3:
+                raise SpectuiError(f"draft model is not eagle3 (expected 3 extract layers, got {len(self.layer_ids)})"
+                                   f": {path}")
+            self.n_embd_tgt = int(L.llama_model_n_embd(model_tgt))
+            self.n_embd_dec = int(L.llama_model_n_embd(self.model))
+            self.n_embd_enc = len(self.layer_ids) * self.n_embd_tgt
+            self.n_layer_tgt = int(L.llama_model_n_layer(model_tgt))
+            bad = [i for i in self.layer_ids if not 0 <= i <= self.n_layer_tgt]
+            if bad:
+                raise SpectuiError(f"the EAGLE-3 head {path} reads target layers {self.layer_ids}, but the target has "
+                                   f"{self.n_layer_tgt} (ids 0..{self.n_layer_tgt})")
+            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
+            if not self.ctx:
+                raise SpectuiError(f"llama.cpp could not create a context for the EAGLE-3 head {path}")
+        except BaseException:
+            self.close()
+            raise
+        self.ctx_tgt = ctx_tgt
+        self.n_ubatch = int(L.llama_n_ubatch(self.ctx))
+        self.n_vocab = int(L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model)))
+        self.mem = L.llama_get_memory(self.ctx)
+        # the target extracts the three layers for every token it decodes; the head its pre-norm state
+        for lid in self.layer_ids:
+            if lid < self.n_layer_tgt:
+                x.set_embeddings_layer_inp(ctx_tgt, lid, True)
+            else:
+                x.set_embeddings_nextn(ctx_tgt, True, False)
+        x.set_embeddings_nextn(self.ctx, True, True)
+        self.batch = ExtBatch(self.ctx, self.n_embd_dec, "EAGLE-3 head")
+        self.pending_g = np.zeros(self.n_embd_dec, dtype=np.float32)
+        self.pending_pos = -1
+        self.verify_g = np.zeros((0, self.n_embd_dec), dtype=np.float32)
+        self.verify_pos_first = -1
+
+    # ---- the reference's three calls
+    def features(self, n_tokens: int) -> np.ndarray:
+        """The (n_tokens, 3 x n_embd_tgt) features of the target's last decode, in target_layer_ids order."""
+        x = self.x
+        cols = []
+        for lid in self.layer_ids:
+            addr = x.get_embeddings_layer_inp(self.ctx_tgt, lid) if lid < self.n_layer_tgt \
+                else x.get_embeddings_nextn(self.ctx_tgt)
+            cols.append(x.rows(addr, n_tokens, self.n_embd_tgt))
+        return np.concatenate(cols, axis=1)
+
+    def encode(self, feats: np.ndarray) -> np.ndarray:
+        """g for each feature row (the head's fc), in chunks of n_ubatch as the reference."""
+        L = llama()
+        out = np.empty((len(feats), self.n_embd_dec), dtype=np.float32)
+        feats = np.ascontiguousarray(feats, dtype=np.float32)
+        for i in range(0, len(feats), self.n_ubatch):
+            chunk = feats[i:i + self.n_ubatch]
+            b = self.batch
+            b.clear()
+            pos = int(L.llama_memory_seq_pos_max(self.mem, 0)) + 1  # placeholders (the encoder ignores them)
+            for j in range(len(chunk)):
+                b.add_embd(chunk[j], pos + j, self.n_embd_enc)
+            b.run(PROCESS_ENCODE)
+            out[i:i + len(chunk)] = self.x.rows(self.x.get_embeddings_nextn(self.ctx), len(chunk), self.n_embd_dec)
+        return out
+
+    def process(self, tokens, pos0: int) -> None:
+        """After the target decoded ``tokens`` at positions pos0.. (every row's features extracted)."""
+        L = llama()
+        n = len(tokens)
+        if n == 0:
+            return
+        g = self.encode(self.features(n))
+        b = self.batch
+        b.clear()
+        if self.pending_pos >= 0 and self.pending_pos + 1 == pos0 \
+                and self.pending_pos > int(L.llama_memory_seq_pos_max(self.mem, 0)):
+            b.add(tokens[0], self.pending_pos, self.pending_g, False)  # the cross-ubatch bridge
+        for k in range(n - 1):
+            b.add(tokens[k + 1], pos0 + k, g[k], False)
+        self.verify_pos_first = pos0
+        self.pending_pos = pos0 + n - 1
+        self.verify_g = g
+        self.pending_g = g[n - 1].copy()
+        if b.n:
+            b.run(PROCESS_DECODE)
+
+    def draft(self, id_last: int, n_max: int, p_min: float = 0.0, pick=None) -> list[DraftStep]:
+        """``pick(ctx, i)`` (the engine's drafter): choose each step's (token, confidence) from the head's output
+        row i instead of the reference's top-k 10 choice (sampling at T > 0, --draft-min)."""
+        L = llama()
+        if self.pending_pos < 0 or n_max <= 0:
+            return []
+        L.llama_memory_seq_rm(self.mem, 0, self.pending_pos, -1)
+        b = self.batch
+        b.clear()
+        b.add(id_last, self.pending_pos, self.pending_g, True)
+
+        def step(tok: int, prenorm: np.ndarray, n: int) -> None:  # the step's pre-norm state is the next g
+            b.add(tok, self.pending_pos + n, prenorm, True)
+
+        out = self.draft_loop(n_max, p_min, pick, self.n_embd_dec, step)
+        # the caller's step in the reference (tools/server/server-context.cpp: after drafting, the draft context
+        # drops every position past the target's last one, so that process() can write the verify batch's pairs)
+        L.llama_memory_seq_rm(self.mem, 0, self.pending_pos + 1, -1)
+        return out
+
+    def accept(self, n_accepted: int) -> None:
+        rows = len(self.verify_g)
+        if rows <= 0:
+            return
+        i_g = min(int(n_accepted), rows - 1)
+        self.pending_pos = self.verify_pos_first + i_g
+        self.pending_g = self.verify_g[i_g].copy()
+
+
+def _the_head(res: DrafterResources):
+    """The engine's head when it was loaded as an EAGLE-3 head, else None."""
+    return res.head if res.head is not None and res.head.name == "eagle3" else None
+
+
+SPEC = DrafterSpec(name="eagle3", spec_type="draft-eagle3", needs="EAGLE-3 head", shape="chain", order=11, head=True,
+                   summary="an EAGLE-3 head (--draft) drafts from the target's hidden states",
+                   make=_the_head)

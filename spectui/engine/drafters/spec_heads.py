@@ -1,0 +1,47 @@
+"""EAGLE-3 heads and MTP layers as engine drafters: the one-line checks at load and the drafter made for an
+``Engine(head=...)`` (``drafters.HeadDrafter`` around ``eagle3.Eagle3Head`` / ``mtp.MtpHead``). No UI imports."""
+
+from __future__ import annotations
+
+import os
+
+from ...contract.errors import SpectuiError
+from ...contract.events import HeadInfo
+from ..files import spec_kinds
+from .eagle3 import Eagle3Head
+from .head import HeadDrafter
+from .mtp import MtpHead
+
+HEAD_KINDS = (spec_kinds.KIND_EAGLE3, spec_kinds.KIND_MTP)
+
+
+def check_head(kind: str, target: str, draft: str | None) -> str | None:
+    """Refuse, in one line (exit 2), what the head ``kind`` cannot draft with; returns the head's file (the
+    draft for eagle3, None for mtp: the target's own layers)."""
+    if kind == spec_kinds.KIND_EAGLE3:
+        if not draft:
+            raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head as --draft PATH")
+        spec_kinds.check_eagle3_draft(draft, spec_kinds.spec_info(target))
+        return draft
+    if kind == spec_kinds.KIND_MTP:
+        spec_kinds.check_mtp_target(target)
+        if draft:
+            spec_kinds.check_not_shared_kv(spec_kinds.spec_info(draft))
+        if draft and not os.path.samefile(draft, target):  # the target given as its own draft: llama.cpp's way
+            raise SpectuiError("--drafter mtp drafts with the target's own MTP layers; spectui does not take an MTP "
+                               f"sidecar file yet (drop --draft {draft})")
+        return None
+    raise SpectuiError(f"unknown head kind {kind!r} (one of {', '.join(HEAD_KINDS)})")
+
+
+def make_head_drafter(kind: str, target, head_path: str | None, n_ctx: int, threads: int):
+    """The drafter for ``kind`` on the loaded target (``models.LoadedModel``; for mtp loaded with load_mtp)."""
+    if kind == spec_kinds.KIND_EAGLE3:
+        head = Eagle3Head(str(head_path), target.model, target.ctx, n_ctx, threads=threads)
+        info = HeadInfo(kind=kind, path=str(head_path), target_layers=tuple(int(i) for i in head.layer_ids))
+    else:
+        head = MtpHead(target.model, target.ctx, n_ctx, threads=threads, path=target.path)
+        info = HeadInfo(kind=kind, path=str(target.path), n_heads=int(head.n_mtp_layers), chained=bool(head.chain))
+    drafter = HeadDrafter(kind, head)
+    drafter.info = info  # RunStarted.head: what the screen and the trace say drafted
+    return drafter

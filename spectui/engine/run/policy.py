@@ -1,0 +1,40 @@
+"""What the pass loop asks of a draft-length policy: the ``DraftPolicy`` protocol.
+
+The engine never imports a policy: it is handed a factory (``Engine(draft_policy=...)``, in spectui
+``analysis.draft_policy.PolicyByMode``), makes one policy per run and lets it see every event of that run;
+before each decode pass under automatic k (``Settings.auto``) the loop asks it for the pass's draft length and
+caps the answer like any other (context, batch, n_predict).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+from ...contract.events import Event, Settings
+
+
+@runtime_checkable
+class DraftPolicy(Protocol):
+    """A draft-length policy: it learns from the run's events and chooses the next pass's k."""
+
+    def observe(self, event: Event) -> None:
+        """See one event of the run (every event, in order, ``RunStarted`` first).
+
+        Args:
+            event: the event the run just yielded.
+        """
+
+    def choose(self, settings: Settings) -> int:
+        """The draft length for the next decode pass (the loop caps it to what the pass can use).
+
+        Args:
+            settings: the settings the pass runs with (``settings.auto`` is set).
+
+        Returns:
+            k, a number of draft tokens (0: the pass drafts nothing).
+        """
+
+
+DraftPolicyFactory = Callable[[], DraftPolicy]  # what Engine(draft_policy=...) is handed: a fresh policy per run
+
+__all__ = ["DraftPolicy", "DraftPolicyFactory"]
