@@ -1,5 +1,5 @@
 """EAGLE-3 heads and MTP layers as engine drafters: the one-line checks at load and the drafter made for an
-``Engine(head=...)`` (``drafters.HeadDrafter`` around ``eagle3.Eagle3Head`` / ``mtp.MtpHead``). No UI imports."""
+``Engine(head=...)`` (``head.HeadDrafter`` around ``eagle3.Eagle3Head`` / ``mtp.MtpHead``). No UI imports."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def decode_prompt(tgt: LoadedModel, head, prompt_tokens: list[int]) -> tuple[flo
 
     Args:
         tgt: the target model (its KV cache empty).
-        head: the head drafter that reads the target's decodes (``drafters.HeadDrafter``), or None.
+        head: the head drafter that reads the target's decodes (``drafters.head.HeadDrafter``), or None.
         prompt_tokens: the prompt.
 
     Returns:
