@@ -3,7 +3,8 @@
 A page that holds ``<!-- options: NAME -->`` gets NAME's table in its place (``spectui`` for the live run's
 options on the group, else a subcommand's name); ``<!-- options: all -->`` gets every command's table under
 its own heading (``spectui replay`` ...), so a command or an option added to the code is in the docs at the
-next build, and none can be listed that the code does not have. tests/test_docs.py builds the site.
+next build, and none can be listed that the code does not have. ``<!-- drafters -->`` gets the table of every
+drafter, from the drafters' own specs. tests/test_docs.py builds the site.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import click
 
 MARKER = re.compile(r"<!--\s*options:\s*([\w-]+)\s*-->")
+DRAFTERS_MARKER = re.compile(r"<!--\s*drafters\s*-->")
 
 
 def _group() -> click.Group:
@@ -107,5 +109,19 @@ def render(name: str) -> str:
     return table(name, cmds[name])
 
 
+def drafters_table() -> str:
+    """Every drafter, as it describes itself (``spectui.engine.drafters.specs()``): the table that stands for
+    ``<!-- drafters -->``."""
+    from spectui.engine.drafters import specs  # noqa: PLC0415
+
+    rows = ["| --drafter | llama.cpp --spec-type | drafts from | proposes | what it does |",
+            "|---|---|---|---|---|"]
+    for s in specs():
+        rows.append(f"| `{s.name}` | {f'`{s.spec_type}`' if s.spec_type else '(none)'} | {_cell(s.needs)} | "
+                    f"{s.shape} | {_cell(s.summary)} |")
+    return "\n".join(rows)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' hook signature)
+    markdown = DRAFTERS_MARKER.sub(lambda m: drafters_table(), markdown)
     return MARKER.sub(lambda m: render(m.group(1)), markdown)

@@ -265,3 +265,22 @@ def test_docs_site_builds_strictly_with_every_option(tmp_path):
         assert f'id="{head.replace(" ", "-")}"' in page, f"no table for {head}"
         for opt in hooks.option_names(cmd):
             assert f"<code>{opt}</code>" in page, f"{head}: {opt} is not in the generated table"
+
+
+def test_the_drafters_table_is_the_drafters_own_specs():
+    """``<!-- drafters -->`` (docs/running.md) becomes one row per drafter module, from its SPEC."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import docs_hooks
+    finally:
+        sys.path.pop(0)
+    from spectui.engine.drafters import specs
+
+    page = docs_hooks.on_page_markdown("before\n<!-- drafters -->\nafter", None, None, None)
+    rows = [r for r in page.split("\n") if r.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == [s.name for s in specs()]
+    for r, s in zip(rows, specs()):
+        assert s.summary in r and s.shape in r and (s.spec_type in r if s.spec_type else "(none)" in r)
+    assert "<!-- drafters -->" in (ROOT / "docs" / "running.md").read_text()
