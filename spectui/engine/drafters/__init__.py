@@ -15,7 +15,7 @@ import pkgutil
 
 from .base import DrafterSpec
 
-__all__ = ["DrafterSpec", "by_name", "head_names", "names", "specs"]
+__all__ = ["DrafterSpec", "by_name", "canonical", "head_names", "names", "specs"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,3 +50,33 @@ def by_name(name: str) -> DrafterSpec | None:
         if name and name in (s.name, s.spec_type):
             return s
     return None
+
+
+def canonical(value: str) -> str:
+    """A drafter or a chain as the user wrote it (spectui's names or llama.cpp's ``--spec-type`` names,
+    comma-separated) -> spectui's names in the chain's priority order: "draft-simple,ngram" -> "ngram,model".
+
+    Args:
+        value: one name, or several separated by commas.
+
+    Returns:
+        The one name, or the chain's names joined by commas (duplicates dropped).
+
+    Raises:
+        ValueError: a name no drafter has, or "none" inside a chain; the message lists the names.
+    """
+    from .chain import CHAIN_SEPARATOR, chain_names  # noqa: PLC0415
+
+    found: list[DrafterSpec] = []
+    for part in chain_names(value):
+        spec = by_name(part.lower())
+        if spec is None:
+            raise ValueError(f"no drafter is named {part!r} (one of {', '.join(names())}, or llama.cpp's "
+                             f"{', '.join(s.spec_type for s in specs() if s.spec_type)})")
+        if spec not in found:
+            found.append(spec)
+    if not found:
+        raise ValueError("no drafter named")
+    if len(found) > 1 and any(s.name == "none" for s in found):
+        raise ValueError("none drafts nothing: it cannot be part of a chain")
+    return CHAIN_SEPARATOR.join(s.name for s in sorted(found, key=lambda s: s.priority))

@@ -61,6 +61,8 @@ class DrafterSpec:
         make: the drafter on an engine's loaded resources, or None where they lack what it needs.
         order: its place in lists and in the ``d`` key's cycle (lower first).
         head: drafted by a head the engine must be loaded with (``Engine(head=name)``).
+        priority: its place in a chain (lower drafts first): llama.cpp's order (common_speculative_init: the
+            n-gram types, then the model-based ones).
     """
 
     name: str
@@ -71,6 +73,7 @@ class DrafterSpec:
     make: Callable[[DrafterResources], "Drafter | None"]
     order: int = 100
     head: bool = False
+    priority: int = 100
 
     def __post_init__(self) -> None:
         if self.needs not in NEEDS or self.shape not in SHAPES:
@@ -93,6 +96,7 @@ class Proposal:
     pool: RowPool | None = None  # where complete() returns the row copies and release() the q rows
     own_rows: bool = False  # the pending rows are pool copies nobody else keeps (not debugging copies)
     heads: list[int] = field(default_factory=list)  # an EAGLE-3 / MTP head: which head drafted each id (0-based)
+    drafter: str = ""  # in a chain (chain.ChainDrafter): the member that proposed this pass's drafts
 
     def release(self) -> None:
         """The q rows and row copies are read no more (the pass is finished): back to the drafter's pool."""

@@ -141,6 +141,7 @@ class DraftModelDrafter(Drafter):
         self._decoded_drafts = 0
 
 
-SPEC = DrafterSpec(name="model", spec_type="draft-simple", needs="draft model", shape="chain", order=10,
+SPEC = DrafterSpec(name="model", spec_type="draft-simple", needs="draft model", shape="chain",
+                   order=10, priority=10,
                    summary="a small draft model (--draft) proposes k tokens, one decode each",
                    make=lambda res: DraftModelDrafter(res.draft) if res.draft is not None else None)

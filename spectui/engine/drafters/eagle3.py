@@ -171,6 +171,7 @@ def _the_head(res: DrafterResources):
     return res.head if res.head is not None and res.head.name == "eagle3" else None
 
 
-SPEC = DrafterSpec(name="eagle3", spec_type="draft-eagle3", needs="EAGLE-3 head", shape="chain", order=11, head=True,
+SPEC = DrafterSpec(name="eagle3", spec_type="draft-eagle3", needs="EAGLE-3 head", shape="chain",
+                   order=11, priority=11, head=True,
                    summary="an EAGLE-3 head (--draft) drafts from the target's hidden states",
                    make=_the_head)

@@ -140,6 +140,7 @@ def _the_head(res: DrafterResources):
     return res.head if res.head is not None and res.head.name == "mtp" else None
 
 
-SPEC = DrafterSpec(name="mtp", spec_type="draft-mtp", needs="target's MTP layers", shape="chain", order=12, head=True,
+SPEC = DrafterSpec(name="mtp", spec_type="draft-mtp", needs="target's MTP layers", shape="chain",
+                   order=12, priority=12, head=True,
                    summary="the target's own MTP (NextN) layers draft, no second file",
                    make=_the_head)

@@ -13,6 +13,6 @@ class NoDrafter(Drafter):
         return Proposal()
 
 
-SPEC = DrafterSpec(name="none", spec_type="none", needs="nothing", shape="chain", order=30,
+SPEC = DrafterSpec(name="none", spec_type="none", needs="nothing", shape="chain", order=30, priority=99,
                    summary="no drafts: the target alone, one token a pass (the baseline)",
                    make=lambda res: NoDrafter())

@@ -53,6 +53,6 @@ class NgramDrafter(Drafter):
         return Proposal(stop=DRAFT_STOP_NO_MATCH)
 
 
-SPEC = DrafterSpec(name="ngram", spec_type="", needs="nothing", shape="chain", order=20,
+SPEC = DrafterSpec(name="ngram", spec_type="", needs="nothing", shape="chain", order=20, priority=6,
                    summary="prompt lookup: what followed the longest earlier match (n = 3, 2, 1) of the text's end",
                    make=lambda res: NgramDrafter())

@@ -24,6 +24,7 @@ from ...contract.events import MachineProbe, ModelInfo
 from ..cpu import OthersCpu
 from ..drafters import head_names
 from ..drafters.base import Drafter
+from ..drafters.chain import CHAIN_SEPARATOR, ChainDrafter, chain_names
 from ..drafters.head import HeadDrafter
 from ..llama.abort import DecodeAbort
 from ..llama.models import LoadedModel
@@ -61,6 +62,7 @@ class Drafters:
         self.head = head
         self.warn = warn
         self.warned_no_draft = False
+        self._chains: dict[str, Drafter] = {}  # chains made so far, by Settings.drafter
 
     def pick(self, name: str) -> Drafter:
         """The drafter for ``Settings.drafter`` = ``name``.
@@ -74,6 +76,8 @@ class Drafters:
         Raises:
             SpectuiError: a head's name on an engine loaded without that head.
         """
+        if CHAIN_SEPARATOR in name:
+            return self._chain(name)
         d = self.by_name.get(name)
         if d is None and name in head_names():
             raise SpectuiError(f"--drafter {name} needs the engine loaded with its head (Engine(head={name!r}))")
@@ -83,6 +87,20 @@ class Drafters:
                 self.warn("warning: no draft model loaded; the 'model' drafter falls back to n-gram lookup")
             d = self.by_name["ngram"]
         return d
+
+    def _chain(self, name: str) -> Drafter:
+        """The chain ``name`` ("ngram-mod,model": spectui's names in priority order), made once per engine; a member
+        this engine cannot draft with (a draft model's without one, a head it was not loaded with) is left out
+        with one warning, as llama.cpp leaves out a type whose model is missing."""
+        chain = self._chains.get(name)
+        if chain is None:
+            members = [(n, self.by_name[n]) for n in chain_names(name) if n in self.by_name]
+            missing = [n for n in chain_names(name) if n not in self.by_name]
+            if missing:
+                self.warn(f"warning: the chain {name} drafts without {', '.join(missing)} (not loaded)")
+            chain = self._chains[name] = ChainDrafter(members) if len(members) > 1 else (
+                members[0][1] if members else self.by_name["none"])
+        return chain
 
     def get(self, name: str) -> Drafter | None:
         """The drafter loaded under ``name``, or None (no fallback, no warning)."""

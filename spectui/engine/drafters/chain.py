@@ -1,0 +1,60 @@
+"""Several drafters as one, as llama.cpp chains its spec types (``--spec-type ngram-mod,draft-simple``;
+common/speculative.cpp, ``common_speculative_draft`` / ``common_speculative_accept``).
+
+The members are tried in priority order (``DrafterSpec.priority``: llama.cpp's, whatever order the user wrote);
+the first whose proposal is not empty drafts the pass, and the rest are not asked. After the verdict the member
+that drafted keeps what was accepted; the others are told that nothing of theirs was (a draft model's KV then
+catches up with the accepted text at its next proposal, as llama.cpp's draft-simple does). The proposal names its
+member (``Proposal.drafter``), so every pass says which drafter proposed it.
+"""
+
+from __future__ import annotations
+
+from ...contract.events import DRAFT_STOP_NO_MATCH
+from .base import Drafter, Proposal
+
+CHAIN_SEPARATOR = ","
+
+
+class ChainDrafter(Drafter):
+    """Drafters in priority order; the first that proposes anything drafts the pass.
+
+    Args:
+        members: (name, drafter) pairs, highest priority first.
+    """
+
+    def __init__(self, members: list[tuple[str, Drafter]]) -> None:
+        self.members = list(members)
+        self.name = CHAIN_SEPARATOR.join(n for n, _ in self.members)
+        self.keep_rows = any(d.keep_rows for _, d in self.members)
+        self._last: Drafter | None = None
+
+    def start(self) -> None:
+        self._last = None
+        for _, d in self.members:
+            d.start()
+
+    def prefill(self, prompt: list[int]) -> None:
+        for _, d in self.members:
+            d.prefill(prompt)
+
+    def propose(self, tokens, k, temperature, rng) -> Proposal:
+        self._last = None
+        prop = Proposal(stop=DRAFT_STOP_NO_MATCH)
+        for name, d in self.members:
+            prop = d.propose(tokens, k, temperature, rng)
+            if prop.ids:
+                prop.drafter = name
+                self._last = d
+                return prop
+        return prop
+
+    def accept(self, n_accepted: int) -> None:
+        for _, d in self.members:
+            d.accept(n_accepted if d is self._last else 0)
+        self._last = None
+
+
+def chain_names(value: str) -> list[str]:
+    """A chain's member names as written: "ngram-mod,model" -> ["ngram-mod", "model"] (blanks dropped)."""
+    return [p.strip() for p in str(value).split(CHAIN_SEPARATOR) if p.strip()]
