@@ -309,6 +309,9 @@ def test_chain_order_is_llama_priority_not_the_users():
         chain_order(["ngram-foo"])
     with pytest.raises(SpectuiError, match="not one of llama.cpp's n-gram types"):
         make_drafter("draft-simple")
+    with pytest.raises(SpectuiError, match="key_only=True"):
+        make_drafter("ngram-map-k", NgramMapParams(key_only=False))
+    assert isinstance(make_drafter("ngram-map-k4v"), NgramMap)
 
 
 def test_chain_takes_the_first_draft_and_accept_reaches_the_last_drafter():

@@ -43,12 +43,16 @@ def make_drafter(spec_type: str, params: object = None, pool: NgramModPool | Non
         The drafter.
 
     Raises:
-        SpectuiError: a name that is not an n-gram type.
+        SpectuiError: a name that is not an n-gram type, or map params of the other map type.
     """
     if spec_type == "ngram-simple":
         return NgramSimple(params or NgramSimpleParams())  # type: ignore[arg-type]
     if spec_type in ("ngram-map-k", "ngram-map-k4v"):
-        return NgramMap(params or NgramMapParams(key_only=spec_type == "ngram-map-k"))  # type: ignore[arg-type]
+        key_only = spec_type == "ngram-map-k"
+        params = params or NgramMapParams(key_only=key_only)
+        if getattr(params, "key_only", None) != key_only:
+            raise SpectuiError(f"{spec_type} takes NgramMapParams with key_only={key_only}")
+        return NgramMap(params)  # type: ignore[arg-type]
     if spec_type == "ngram-mod":
         return NgramMod(params or NgramModParams(), pool)  # type: ignore[arg-type]
     if spec_type == "ngram-cache":

@@ -5,8 +5,9 @@ before ``n_min`` tokens drops the draft. The pool is shared (across the runs of 
 sequences of a server), so it lives in ``NgramModPool``; each drafter keeps its own sequence's position.
 
 Reset rules: ``begin`` adds the prompt's n-grams and empties the pool when more than a quarter of its slots are
-used; five accepts in a row that keep less than a quarter of a draft empty it too (and the next draft adds the
-whole context again). New context n-grams are added in chunks, once more than 32 tokens are new.
+used; five accepts in a row that keep less than a quarter of a draft empty it too (and the context is pooled
+again from its start once more than 32 of its tokens are unpooled). New context n-grams are added in chunks,
+once more than 32 tokens are new.
 
 Follows common/ngram-mod.cpp (``common_ngram_mod::idx``, ``add``, ``get``, ``reset``) and common/speculative.cpp
 ``common_speculative_impl_ngram_mod`` (``begin``, ``draft_one``, ``accept``) of the llama.cpp vendored in
