@@ -20,17 +20,18 @@ __all__ = ["DrafterSpec", "by_name", "canonical", "head_names", "names", "specs"
 
 @functools.lru_cache(maxsize=1)
 def specs() -> tuple[DrafterSpec, ...]:
-    """Every drafter of this package, in ``order``.
+    """Every drafter of this package (each module's ``SPEC``, or its ``SPECS`` where one module holds a family,
+    as ``ngram_map`` holds llama.cpp's map-k and map-k4v), in ``order``.
 
     Returns:
-        Their specs, each module's ``SPEC``.
+        Their specs.
     """
     found = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        spec = getattr(module, "SPEC", None)
-        if isinstance(spec, DrafterSpec):
-            found.append(spec)
+        for spec in (getattr(module, "SPEC", None), *getattr(module, "SPECS", ())):
+            if isinstance(spec, DrafterSpec):
+                found.append(spec)
     return tuple(sorted(found, key=lambda s: (s.order, s.name)))
 
 

@@ -40,11 +40,14 @@ class DrafterResources:
         target: the target model (``llama.models.LoadedModel``).
         draft: the draft model, or None.
         head: the head drafter the engine loaded (``Engine(head=...)``), or None.
+        params: per llama.cpp spec type, the options the user gave it (``--spec-ngram-*``: the type's params
+            dataclass); a type not in it takes llama.cpp's defaults.
     """
 
     target: object
     draft: object | None = None
     head: object | None = None
+    params: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@ common/speculative.cpp, ``common_speculative_draft`` / ``common_speculative_acce
 
 The members are tried in priority order (``DrafterSpec.priority``: llama.cpp's, whatever order the user wrote);
 the first whose proposal is not empty drafts the pass, and the rest are not asked. After the verdict the member
-that drafted keeps what was accepted; the others are told that nothing of theirs was (a draft model's KV then
-catches up with the accepted text at its next proposal, as llama.cpp's draft-simple does). The proposal names its
-member (``Proposal.drafter``), so every pass says which drafter proposed it.
+that drafted last (this pass, or an earlier one when no member drafted: llama.cpp's ``impl_last``) is told how
+many were accepted; the others are not told (llama.cpp's ``is_other`` accept, a no-op for every type spectui
+chains; a draft model's KV catches up with the accepted text at its next proposal, as draft-simple's does). The
+proposal names its member (``Proposal.drafter``), so every pass says which drafter proposed it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ class ChainDrafter(Drafter):
         self.members = list(members)
         self.name = CHAIN_SEPARATOR.join(n for n, _ in self.members)
         self.keep_rows = any(d.keep_rows for _, d in self.members)
-        self._last: Drafter | None = None
+        self._last: Drafter | None = None  # the member that drafted last (llama.cpp's impl_last)
 
     def start(self) -> None:
-        self._last = None
         for _, d in self.members:
             d.start()
 
@@ -39,7 +39,6 @@ class ChainDrafter(Drafter):
             d.prefill(prompt)
 
     def propose(self, tokens, k, temperature, rng) -> Proposal:
-        self._last = None
         prop = Proposal(stop=DRAFT_STOP_NO_MATCH)
         for name, d in self.members:
             prop = d.propose(tokens, k, temperature, rng)
@@ -50,9 +49,8 @@ class ChainDrafter(Drafter):
         return prop
 
     def accept(self, n_accepted: int) -> None:
-        for _, d in self.members:
-            d.accept(n_accepted if d is self._last else 0)
-        self._last = None
+        if self._last is not None:
+            self._last.accept(n_accepted)
 
 
 def chain_names(value: str) -> list[str]:

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...contract.errors import SpectuiError
+from .base import DrafterSpec
 from .libstdcxx_map import IntCounts
 from .llama_spec import NGRAM_CACHE_N_DRAFT, cap
+from .point_mass import PointMassDrafter
 
 NGRAM_MIN, NGRAM_MAX, NGRAM_STATIC = 1, 4, 2  # LLAMA_NGRAM_MIN, LLAMA_NGRAM_MAX, LLAMA_NGRAM_STATIC
 TOKEN_NULL = -1  # LLAMA_TOKEN_NULL
@@ -268,3 +270,8 @@ class NgramCache:
 
     def accept(self, n_accepted: int) -> None:
         """The target accepted ``n_accepted`` of the last draft: nothing to record (a no-op in llama.cpp)."""
+
+
+SPEC = DrafterSpec(name="ngram-cache", spec_type="ngram-cache", needs="nothing", shape="chain", order=25, priority=5,
+                   summary="llama.cpp's ngram-cache: n-gram counts of the context (and a static cache file), 8 drafts",
+                   make=lambda res: PointMassDrafter("ngram-cache", lambda: NgramCache(res.params.get("ngram-cache"))))

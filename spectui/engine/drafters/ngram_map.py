@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .base import DrafterSpec
 from .llama_spec import cap, check_options
+from .point_mass import PointMassDrafter
 
 MAX_VALUES = 4  # COMMON_NGRAM_MAX_VALUES
 HASH_MAP_SIZE = 262144  # COMMON_NGRAM_HASH_MAP_SIZE
@@ -258,3 +260,19 @@ class NgramMap:
             return
         value = self.keys[self.last_draft_key_idx].values[self.last_draft_value_idx]
         value.n_accepted = n_accepted
+
+
+def _map(name: str, key_only: bool):
+    """make() for ngram-map-k / ngram-map-k4v."""
+    return lambda res: PointMassDrafter(
+        name, lambda: NgramMap(res.params.get(name) or NgramMapParams(key_only=key_only)))
+
+
+SPECS = (
+    DrafterSpec(name="ngram-map-k", spec_type="ngram-map-k", needs="nothing", shape="chain", order=22, priority=2,
+                summary="llama.cpp's ngram-map-k: an index of size-n keys, what followed the latest match",
+                make=_map("ngram-map-k", True)),
+    DrafterSpec(name="ngram-map-k4v", spec_type="ngram-map-k4v", needs="nothing", shape="chain", order=23, priority=3,
+                summary="llama.cpp's ngram-map-k4v: keys with up to four counted values, drafted past min-hits",
+                make=_map("ngram-map-k4v", False)),
+)

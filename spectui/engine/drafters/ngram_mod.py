@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .base import DrafterSpec
 from .llama_spec import NGRAM_MOD_POOL_SIZE, cap, check_options
+from .point_mass import PointMassDrafter
 
 EMPTY = -1  # common_ngram_mod::EMPTY
 LCG_MULT = 6364136223846793005
@@ -180,3 +182,8 @@ class NgramMod:
                 self.i_last = 0
         else:
             self.n_low = 0
+
+
+SPEC = DrafterSpec(name="ngram-mod", spec_type="ngram-mod", needs="nothing", shape="chain", order=24, priority=4,
+                   summary="llama.cpp's ngram-mod: a hash pool of n-grams shared by the session's runs, n-min..n-max",
+                   make=lambda res: PointMassDrafter("ngram-mod", lambda: NgramMod(res.params.get("ngram-mod"))))

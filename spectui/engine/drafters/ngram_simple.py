@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .base import DrafterSpec
 from .llama_spec import cap, check_options
+from .point_mass import PointMassDrafter
 
 
 @dataclass(frozen=True)
@@ -90,3 +92,9 @@ class NgramSimple:
 
     def accept(self, n_accepted: int) -> None:
         """The target accepted ``n_accepted`` of the last draft: nothing to record (a no-op in llama.cpp)."""
+
+
+SPEC = DrafterSpec(name="ngram-simple", spec_type="ngram-simple", needs="nothing", shape="chain", order=21, priority=1,
+                   summary="llama.cpp's ngram-simple: what followed the latest earlier match of the last size-n tokens",
+                   make=lambda res: PointMassDrafter("ngram-simple",
+                                                     lambda: NgramSimple(res.params.get("ngram-simple"))))
