@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,30 +44,16 @@ from typing import Callable
 
 from ..contract.errors import SpectuiError
 from ..contract.events import MachineProbe, ModelInfo
-from ..contract.outputs import PROBE_CACHE
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
-from .cachefile import CachedRecord, loadavg_of
-from .machine import (
-    DEFAULT_MAX_BATCH,
-    PROBE_VERSION,
-    QUIET_LOAD_MARGIN,
-    cache_key,
-    cache_path,
-    load_average,
-    machine_key,
-    quiet_machine,
-)
+from .cachefile import CachedRecord, Measurement, loadavg_of
+from .machine import DEFAULT_MAX_BATCH, PROBE_VERSION, cache_key, load_average, machine_key, quiet_machine
 from .probe_verdict import ProbeVerdict, analyse
 
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
 CHART_WIDTH = 48
-
-
-class ProbeCacheError(SpectuiError):
-    """A cache file that cannot be read back (reported in one line, then measured again)."""
 
 
 # ---------------------------------------------------------------- the result
@@ -94,7 +79,7 @@ def _model_from(d: dict) -> ModelInfo:
 
 @dataclass(frozen=True)
 class ProbeResult(CachedRecord):
-    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = PROBE_VERSION, ProbeCacheError, "probe", PROBE_CACHE
+    RECORD_VERSION, CACHE_NAME = PROBE_VERSION, "probe"
     target: ModelInfo  # PROBE_MODEL_FIELDS only
     draft: ModelInfo | None
     threads: int
@@ -350,12 +335,8 @@ def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> Pro
 
 
 load_cached = ProbeResult.load_cached  # (path, key): the cached result, None when absent or another key's
-
-
-def _with(r: ProbeResult, **kw) -> ProbeResult:
-    from dataclasses import replace  # noqa: PLC0415
-
-    return replace(r, **kw)
+PROBE = Measurement(ProbeResult, key=lambda e, p: cache_key(e, p["max_batch"]), measure=lambda e, p: measure(e, **p),
+                    busy="the cached probe was")
 
 
 def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
@@ -379,30 +360,8 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     Returns:
         The ProbeResult, ``cached`` when it came from the cache.
     """
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, digest = cache_key(engine, max_batch)
-    path = cache_path(digest, directory)
-    res = None
-    if not refresh:
-        res, again = _cached(path, key, warn, now_quiet)
-        if again and res is not None:
-            warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
-            res = None
-    if res is None:
-        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress, stop=stop)
-        models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
-        res = _with(res, key=digest).store(key, path, models)  # never a model file; atomic
-    return res
-
-
-def _cached(path: Path, key: dict, warn, now_quiet) -> tuple[ProbeResult | None, bool]:
-    """(the cached result or None, whether to measure: none cached, or it was measured busy and the machine
-    is quiet now)."""
-    now_quiet = now_quiet or (lambda threads: load_average()[0] <= threads + QUIET_LOAD_MARGIN)
-    res = ProbeResult.load_or_warn(path, key, warn)
-    if res is None:
-        return None, True
-    return res, (not res.quiet and now_quiet(res.threads))
+    params = {"max_batch": max_batch, "repeats": repeats, "progress": progress, "stop": stop}
+    return PROBE.get(engine, params, refresh=refresh, directory=directory, warn=warn, now_quiet=now_quiet)
 
 
 def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path | None = None,
@@ -411,9 +370,7 @@ def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path |
     """What a run starts from, measuring nothing (a run never waits for the probe: docs/probe-and-sweep.md):
     the cached result for this engine on this machine, or None, and whether it is worth measuring (when
     idle: after the run) because there is none or it was measured busy and the machine is quiet now."""
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, digest = cache_key(engine, max_batch)
-    return _cached(cache_path(digest, directory), key, warn, now_quiet)
+    return PROBE.cached(engine, {"max_batch": max_batch}, directory=directory, warn=warn, now_quiet=now_quiet)
 
 
 # ---------------------------------------------------------------- text
