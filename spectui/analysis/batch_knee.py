@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 from ..contract.errors import SpectuiError
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label
-from .cachefile import MAX_CACHE_BYTES, CachedRecord, CacheError, Measurement, loadavg_of
+from .cachefile import MAX_CACHE_BYTES, CachedRecord, CacheError, Measurement
 from .costmodel import break_even_acceptance, leviathan
 from .machine import cache_key, load_average, machine_key, quiet_machine
 
@@ -57,17 +57,11 @@ class BatchCurve(CachedRecord):
     draft_ms: tuple[float, ...] = ()  # by seqs: the draft's B sequences of 1 token (empty: no draft model)
     target: str = ""
     draft: str = ""
-    threads: int = 0
     machine: dict = field(default_factory=dict)
     context_tokens: int = 0
     repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     others_cpu: float = -1.0
-    measured_at: float = 0.0
-    wall_s: float = 0.0
     spread: dict[int, tuple[float, ...]] = field(default_factory=dict)  # n tokens -> by seqs
-    cached: bool = False
-    cache_file: str = ""
     version: int = BATCH_VERSION
 
     def __post_init__(self) -> None:
@@ -115,18 +109,16 @@ class BatchCurve(CachedRecord):
 
     @classmethod
     def _from_checked(cls, d: dict) -> "BatchCurve":
-        la = loadavg_of(d)
         return cls(
             seqs=tuple(int(x) for x in d["seqs"]), ks=tuple(int(x) for x in d["ks"]),
             plain_ms=tuple(float(x) for x in d["plain_ms"]),
             verify_ms={int(k): tuple(float(x) for x in v) for k, v in dict(d["verify_ms"]).items()},
             draft_ms=tuple(float(x) for x in d.get("draft_ms") or ()),
-            target=str(d.get("target", "")), draft=str(d.get("draft", "")), threads=int(d.get("threads", 0)),
+            target=str(d.get("target", "")), draft=str(d.get("draft", "")),
             machine=dict(d.get("machine") or {}), context_tokens=int(d.get("context_tokens", 0)),
-            repeats=int(d.get("repeats", 0)), loadavg=la,
-            others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0.0)),
-            wall_s=float(d.get("wall_s", 0.0)),
+            repeats=int(d.get("repeats", 0)), others_cpu=float(d.get("others_cpu", -1.0)),
             spread={int(n): tuple(float(x) for x in v) for n, v in dict(d.get("spread") or {}).items()},
+            **cls.shared(d),
         )
 
 

@@ -95,15 +95,30 @@ def loadavg_of(d: dict) -> tuple[float, float, float]:
     return la  # type: ignore[return-value]
 
 
+@dataclass(frozen=True, kw_only=True)
 class CachedRecord:
-    """What the cached results share: each is a frozen dataclass with ``cached`` and ``cache_file`` fields, a
-    ``to_dict`` and a ``_from_checked(d)`` that reads its figures from a JSON object (raising KeyError /
-    TypeError / ValueError on anything malformed). Here: the checked opening (``from_dict``), the cached entry
-    at a path (``load_cached``, ``load_or_warn``) and the atomic write (``store``)."""
+    """What every cached result shares: the fields below (how its measurement ran, where it is cached), a
+    ``to_dict`` and a ``_from_checked(d)`` that reads its own figures from a JSON object (``shared(d)`` reads
+    these; KeyError / TypeError / ValueError on anything malformed). Here: the checked opening (``from_dict``),
+    the cached entry at a path (``load_cached``, ``load_or_warn``) and the atomic write (``store``)."""
 
     RECORD_VERSION: ClassVar[int]
     RECORD_WHAT: ClassVar[str] = ""  # names the record in the error line ("": the line is "Kind: detail")
     CACHE_NAME: ClassVar[str]  # in the warnings: "the {CACHE_NAME} cache file ... is corrupt"
+    threads: int = 0
+    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the busier of before and after measuring
+    measured_at: float = 0.0  # unix time
+    wall_s: float = 0.0
+    key: str = ""  # the cache file's name
+    cached: bool = False  # read back from the cache rather than measured now
+    cache_file: str = ""
+
+    @staticmethod
+    def shared(d: dict) -> dict:
+        """The fields every record has, read from its JSON object (``cached`` and ``cache_file`` are the
+        reader's to say)."""
+        return {"threads": int(d["threads"]), "loadavg": loadavg_of(d), "measured_at": float(d.get("measured_at", 0.0)),
+                "wall_s": float(d.get("wall_s", 0.0)), "key": str(d.get("key", ""))}
 
     @classmethod
     def _from_checked(cls: type[R], d: dict) -> R:
@@ -206,7 +221,4 @@ class Measurement:
             return res
         if res is not None:
             warn(f"{self.busy} measured while the machine was busy; it is quiet now: measuring again")
-        res = self.measure(engine, params)
-        if hasattr(res, "key"):
-            res = replace(res, key=name)
-        return res.store(key, path, model_files(engine))
+        return replace(self.measure(engine, params), key=name).store(key, path, model_files(engine))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.text import visible
-from .cachefile import CachedRecord, Measurement, loadavg_of
+from .cachefile import CachedRecord, Measurement
 
 HEAD_COST_VERSION = 1
 KIND_WORDS = {"eagle3": "EAGLE-3 head", "mtp": "MTP head"}
@@ -37,14 +37,8 @@ class HeadCost(CachedRecord):
     head_file: str = ""
     target: str = ""
     draft: str = ""
-    threads: int = 0
     context_tokens: int = 0
     repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    cached: bool = False
-    cache_file: str = ""
     version: int = HEAD_COST_VERSION
 
     @property
@@ -72,9 +66,7 @@ class HeadCost(CachedRecord):
             head_read_ms=float(d["head_read_ms"]), target_ms=float(d["target_ms"]),
             draft_step_ms=None if d.get("draft_step_ms") is None else float(d["draft_step_ms"]),
             head_file=str(d.get("head_file", "")), target=str(d.get("target", "")), draft=str(d.get("draft", "")),
-            threads=int(d.get("threads", 0)), context_tokens=int(d.get("context_tokens", 0)),
-            repeats=int(d.get("repeats", 0)), loadavg=loadavg_of(d), measured_at=float(d.get("measured_at", 0.0)),
-            wall_s=float(d.get("wall_s", 0.0)),
+            context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)), **cls.shared(d),
         )
 
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 from ..contract.prompt import DEFAULT_PROMPT
 from ..engine.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
-from .cachefile import CachedRecord, Measurement, loadavg_of
+from .cachefile import CachedRecord, Measurement
 from .machine import file_identity, load_average, machine_key
 
 NOISE_VERSION = 1
@@ -41,18 +41,11 @@ class NoiseResult(CachedRecord):
     target_name: str
     backend: str
     n_gpu_layers: int
-    threads: int
     machine: dict
     batches: tuple[BatchNoise, ...]  # ascending batch sizes, from 2
     n_tokens: int
     prompt_tokens: int
     min_margin: float
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    key: str = ""
-    cached: bool = False
-    cache_file: str = ""
     version: int = NOISE_VERSION
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -132,17 +125,12 @@ class NoiseResult(CachedRecord):
             raise ValueError("batch figures must be non-negative, batches from 2 tokens")
         if [b.batch for b in batches] != sorted({b.batch for b in batches}):
             raise ValueError("batch sizes must ascend")
-        la = loadavg_of(d)
         return cls(
             target_path=str(d["target_path"]), target_name=str(d.get("target_name", "")),
             backend=str(d.get("backend", "CPU")), n_gpu_layers=int(d.get("n_gpu_layers", 0)),
-            threads=int(d["threads"]), machine=dict(d.get("machine") or {}), batches=batches,
-            n_tokens=int(d["n_tokens"]), prompt_tokens=int(d.get("prompt_tokens", 0)),
-            min_margin=float(d.get("min_margin", 0.0)), loadavg=la,
-            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
-            key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
-            cache_file=str(d.get("cache_file", "")), version=NOISE_VERSION,
-            notes=tuple(str(x) for x in d.get("notes", ())),
+            machine=dict(d.get("machine") or {}), batches=batches, n_tokens=int(d["n_tokens"]),
+            prompt_tokens=int(d.get("prompt_tokens", 0)), min_margin=float(d.get("min_margin", 0.0)),
+            notes=tuple(str(x) for x in d.get("notes", ())), **cls.shared(d),
         )
 
 

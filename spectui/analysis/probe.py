@@ -47,7 +47,7 @@ from ..contract.events import MachineProbe, ModelInfo
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
-from .cachefile import CachedRecord, Measurement, loadavg_of
+from .cachefile import CachedRecord, Measurement
 from .machine import DEFAULT_MAX_BATCH, PROBE_VERSION, cache_key, load_average, machine_key, quiet_machine
 from .probe_verdict import ProbeVerdict, analyse
 
@@ -82,21 +82,14 @@ class ProbeResult(CachedRecord):
     RECORD_VERSION, CACHE_NAME = PROBE_VERSION, "probe"
     target: ModelInfo  # PROBE_MODEL_FIELDS only
     draft: ModelInfo | None
-    threads: int
     machine: dict
     decode_ms: float  # target, one token (= verify of a batch of 1)
     verify_ms_by_batch: tuple[float, ...]  # index b - 1: a verify batch of b tokens
     draft_decode_ms: float = 0.0  # draft, one token (0: no draft)
     repeats: int = DEFAULT_REPEATS
     context_tokens: int = 0  # tokens in the KV cache while measuring
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     others_cpu: float = -1.0  # cores other processes kept busy while measuring (-1: unknown)
-    measured_at: float = 0.0  # unix time
-    wall_s: float = 0.0
     spread_by_batch: tuple[float, ...] = ()  # (max - min) / median of each size's samples
-    key: str = ""
-    cached: bool = False  # read back from the cache rather than measured now
-    cache_file: str = ""
     version: int = PROBE_VERSION
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -214,17 +207,13 @@ class ProbeResult(CachedRecord):
         decode = float(d["decode_ms"])
         if not decode > 0:
             raise ValueError("decode time must be positive")
-        la = loadavg_of(d)
         return cls(
-            target=target, draft=draft, threads=int(d["threads"]), machine=dict(d.get("machine") or {}),
-            decode_ms=decode, verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
+            target=target, draft=draft, machine=dict(d.get("machine") or {}), decode_ms=decode,
+            verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
             repeats=int(d.get("repeats", 0)), context_tokens=int(d.get("context_tokens", 0)),
-            loadavg=la, others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0)),
-            wall_s=float(d.get("wall_s", 0.0)),
+            others_cpu=float(d.get("others_cpu", -1.0)),
             spread_by_batch=tuple(float(x) for x in d.get("spread_by_batch", ())),
-            key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
-            cache_file=str(d.get("cache_file", "")), version=PROBE_VERSION,
-            notes=tuple(str(x) for x in d.get("notes", ())),
+            notes=tuple(str(x) for x in d.get("notes", ())), **cls.shared(d),
         )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..contract.prompt import DEFAULT_PROMPT
-from .cachefile import CachedRecord, Measurement, loadavg_of
+from .cachefile import CachedRecord, Measurement
 from .machine import cache_key, load_average
 
 STEPS_VERSION = 1
@@ -32,14 +32,8 @@ class StepCosts(CachedRecord):
     target_chunk_ms: tuple[float, ...]
     draft_chunk_ms: tuple[float, ...] = ()  # empty: no draft model
     sample_ms: float = 0.0
-    threads: int = 0
     context_tokens: int = 0
     repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    cached: bool = False
-    cache_file: str = ""
     version: int = STEPS_VERSION
 
     def __post_init__(self) -> None:
@@ -68,9 +62,8 @@ class StepCosts(CachedRecord):
         return cls(
             chunks=tuple(int(x) for x in d["chunks"]), target_chunk_ms=tuple(float(x) for x in d["target_chunk_ms"]),
             draft_chunk_ms=tuple(float(x) for x in d.get("draft_chunk_ms") or ()),
-            sample_ms=float(d.get("sample_ms", 0.0)), threads=int(d.get("threads", 0)),
-            context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)), loadavg=loadavg_of(d),
-            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
+            sample_ms=float(d.get("sample_ms", 0.0)), context_tokens=int(d.get("context_tokens", 0)),
+            repeats=int(d.get("repeats", 0)), **cls.shared(d),
         )
 
 
