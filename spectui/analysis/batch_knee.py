@@ -29,32 +29,26 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..contract.errors import SpectuiError
-from ..contract.outputs import PROBE_CACHE
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label
-from .cachefile import MAX_CACHE_BYTES, CachedRecord, loadavg_of
+from .cachefile import MAX_CACHE_BYTES, CachedRecord, CacheError, Measurement
 from .costmodel import break_even_acceptance, leviathan
-from .machine import cache_key, cache_path, load_average, machine_key, quiet_machine
+from .machine import cache_key, load_average, machine_key, quiet_machine
 
 BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer
 DRAFTER_MODEL = "model"
 DRAFTER_LOOKUP = "ngram"  # prompt lookup (docs/conventions.md: --drafter model, ngram)
 
 
-class BatchCacheError(SpectuiError):
-    """A batched cache file that cannot be read back (reported in one line, then measured again)."""
-
-
 @dataclass(frozen=True)
 class BatchCurve(CachedRecord):
-    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = BATCH_VERSION, BatchCacheError, "batched probe", PROBE_CACHE
+    RECORD_VERSION, CACHE_NAME = BATCH_VERSION, "batched probe"
     RECORD_WHAT = "malformed batched curve"
     seqs: tuple[int, ...]  # B measured: 1, 2, 4, ...
     ks: tuple[int, ...]  # draft lengths measured
@@ -63,17 +57,11 @@ class BatchCurve(CachedRecord):
     draft_ms: tuple[float, ...] = ()  # by seqs: the draft's B sequences of 1 token (empty: no draft model)
     target: str = ""
     draft: str = ""
-    threads: int = 0
     machine: dict = field(default_factory=dict)
     context_tokens: int = 0
     repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     others_cpu: float = -1.0
-    measured_at: float = 0.0
-    wall_s: float = 0.0
     spread: dict[int, tuple[float, ...]] = field(default_factory=dict)  # n tokens -> by seqs
-    cached: bool = False
-    cache_file: str = ""
     version: int = BATCH_VERSION
 
     def __post_init__(self) -> None:
@@ -121,18 +109,16 @@ class BatchCurve(CachedRecord):
 
     @classmethod
     def _from_checked(cls, d: dict) -> "BatchCurve":
-        la = loadavg_of(d)
         return cls(
             seqs=tuple(int(x) for x in d["seqs"]), ks=tuple(int(x) for x in d["ks"]),
             plain_ms=tuple(float(x) for x in d["plain_ms"]),
             verify_ms={int(k): tuple(float(x) for x in v) for k, v in dict(d["verify_ms"]).items()},
             draft_ms=tuple(float(x) for x in d.get("draft_ms") or ()),
-            target=str(d.get("target", "")), draft=str(d.get("draft", "")), threads=int(d.get("threads", 0)),
+            target=str(d.get("target", "")), draft=str(d.get("draft", "")),
             machine=dict(d.get("machine") or {}), context_tokens=int(d.get("context_tokens", 0)),
-            repeats=int(d.get("repeats", 0)), loadavg=la,
-            others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0.0)),
-            wall_s=float(d.get("wall_s", 0.0)),
+            repeats=int(d.get("repeats", 0)), others_cpu=float(d.get("others_cpu", -1.0)),
             spread={int(n): tuple(float(x) for x in v) for n, v in dict(d.get("spread") or {}).items()},
+            **cls.shared(d),
         )
 
 
@@ -358,8 +344,12 @@ def sibling_curve(probe_cache_file: str, probe_key: str) -> dict | None:
             return None
         data = json.loads(found[-1].read_text(encoding="utf-8"))
         return BatchCurve.from_dict(data["result"]).to_dict()
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, BatchCacheError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, CacheError):
         return None
+
+
+BATCHED = Measurement(BatchCurve, key=lambda e, p: batched_cache_key(e, p["max_seqs"], p["ks"], p["repeats"]),
+                      measure=lambda e, p: measure_curve(e, **p), busy="the cached batched curve was")
 
 
 def cached_or_measure(engine, *, max_seqs: int, ks, repeats: int, refresh: bool = False,
@@ -367,27 +357,9 @@ def cached_or_measure(engine, *, max_seqs: int, ks, repeats: int, refresh: bool 
                       progress: Callable[[str], None] | None = None,
                       now_quiet: Callable[[int], bool] | None = None) -> BatchCurve:
     """The batched curve from the cache, or measured now (and stored); a curve cached while the machine was busy
-    is measured again once it is quiet (``now_quiet(threads)``, default ``quiet_now``), as the probe's is."""
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, name = batched_cache_key(engine, max_seqs, ks, repeats)
-    path = cache_path(name, directory)
-    res = None if refresh else BatchCurve.load_or_warn(path, key, warn)
-    if res is not None and not res.quiet and (now_quiet or quiet_now)(res.threads):
-        warn("the cached batched curve was measured while the machine was busy; it is quiet now: measuring again")
-        res = None
-    if res is None:
-        res = measure_curve(engine, max_seqs=max_seqs, ks=ks, repeats=repeats, progress=progress)
-        models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
-        res = res.store(key, path, models)
-    return res
-
-
-def quiet_now(threads: int) -> bool:
-    """Whether the machine is quiet at this moment: the probe's rule (the 1-min load average at most threads +
-    QUIET_LOAD_MARGIN)."""
-    from .machine import QUIET_LOAD_MARGIN  # noqa: PLC0415
-
-    return load_average()[0] <= threads + QUIET_LOAD_MARGIN
+    is measured again once it is quiet (``now_quiet(threads)``, default ``machine.quiet_now``), as the probe's is."""
+    params = {"max_seqs": max_seqs, "ks": ks, "repeats": repeats, "progress": progress}
+    return BATCHED.get(engine, params, refresh=refresh, directory=directory, warn=warn, now_quiet=now_quiet)
 
 
 def _label(info) -> str:

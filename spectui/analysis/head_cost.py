@@ -4,7 +4,7 @@ separate draft model's step when one is loaded beside it, and one target decode,
 run (``spectui.engine.probes.head_probe``) and shown as ratios to the target decode.
 
 Cached beside the probe's own curve, as the batched curve is: the probe's key (models, threads, placement,
-machine) plus the head's kind, its file and k, in ``<digest>-head-<hash>.json`` (``cachefile.read_entry``:
+machine) plus the head's kind, its file and k, in ``<digest>-head-<hash>.json`` (``cachefile.Measurement``:
 size-limited, one line for a corrupt file, which is then measured again). No Textual imports.
 """
 
@@ -13,26 +13,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..contract.errors import SpectuiError
-from ..contract.text import visible, visible_line
-from .cachefile import read_entry, write_entry
+from ..contract.text import visible
+from .cachefile import CachedRecord, Measurement
 
 HEAD_COST_VERSION = 1
 KIND_WORDS = {"eagle3": "EAGLE-3 head", "mtp": "MTP head"}
 
 
-class HeadCacheError(SpectuiError):
-    """A head-cost cache file that cannot be read back (reported in one line, then measured again)."""
-
-
 @dataclass(frozen=True)
-class HeadCost:
+class HeadCost(CachedRecord):
+    RECORD_VERSION, CACHE_NAME = HEAD_COST_VERSION, "head cost"
     kind: str  # eagle3 | mtp
     k: int
     head_step_ms: float  # one draft step of the head
@@ -42,14 +37,8 @@ class HeadCost:
     head_file: str = ""
     target: str = ""
     draft: str = ""
-    threads: int = 0
     context_tokens: int = 0
     repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    cached: bool = False
-    cache_file: str = ""
     version: int = HEAD_COST_VERSION
 
     @property
@@ -71,21 +60,14 @@ class HeadCost:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "HeadCost":
-        try:
-            return cls(
-                kind=str(d["kind"]), k=int(d["k"]), head_step_ms=float(d["head_step_ms"]),
-                head_read_ms=float(d["head_read_ms"]), target_ms=float(d["target_ms"]),
-                draft_step_ms=None if d.get("draft_step_ms") is None else float(d["draft_step_ms"]),
-                head_file=str(d.get("head_file", "")), target=str(d.get("target", "")),
-                draft=str(d.get("draft", "")), threads=int(d.get("threads", 0)),
-                context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)),
-                loadavg=tuple(float(x) for x in d.get("loadavg", (0.0, 0.0, 0.0)))[:3],  # type: ignore[arg-type]
-                measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
-                version=int(d.get("version", HEAD_COST_VERSION)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise HeadCacheError(f"a field is missing or has the wrong type ({exc})") from None
+    def _from_checked(cls, d: dict) -> "HeadCost":
+        return cls(
+            kind=str(d["kind"]), k=int(d["k"]), head_step_ms=float(d["head_step_ms"]),
+            head_read_ms=float(d["head_read_ms"]), target_ms=float(d["target_ms"]),
+            draft_step_ms=None if d.get("draft_step_ms") is None else float(d["draft_step_ms"]),
+            head_file=str(d.get("head_file", "")), target=str(d.get("target", "")), draft=str(d.get("draft", "")),
+            context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)), **cls.shared(d),
+        )
 
 
 def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
@@ -117,21 +99,8 @@ def measure(engine, k: int, repeats: int) -> HeadCost:
     )
 
 
-def load_cached(path: Path, key: dict) -> HeadCost | None:
-    result = read_entry(path, key, HeadCacheError)
-    if result is None:
-        return None
-    if not isinstance(result, dict):
-        raise HeadCacheError("'result' is not an object")
-    return replace(HeadCost.from_dict(result), cached=True, cache_file=str(path))
-
-
-def store(cost: HeadCost, key: dict, path: Path, models=()) -> HeadCost:
-    from ..contract.outputs import PROBE_CACHE  # noqa: PLC0415
-
-    d = replace(cost, cache_file=str(path)).to_dict()
-    d["cached"] = False
-    return replace(cost, cache_file=write_entry(path, key, d, PROBE_CACHE, models, "head-cost"))
+HEAD = Measurement(HeadCost, key=lambda e, p: head_cache_key(e, p["k"], p["repeats"]),
+                   measure=lambda e, p: measure(e, **p))
 
 
 def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, directory: Path | None = None,
@@ -147,23 +116,7 @@ def cached_or_measure(engine, *, k: int, repeats: int, refresh: bool = False, di
     Returns:
         The HeadCost: each drafter's step beside one target decode.
     """
-    from .machine import cache_path  # noqa: PLC0415
-
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, name = head_cache_key(engine, k, repeats)
-    path = cache_path(name, directory)
-    res = None
-    if not refresh:
-        try:
-            res = load_cached(path, key)
-        except HeadCacheError as exc:
-            warn(f"the head-cost cache file {visible_line(str(path))} is corrupt ({exc}); measuring again")
-    if res is None:
-        res = measure(engine, k, repeats)
-        models = [engine.target_info.path, engine.head_file] + (
-            [engine.draft_info.path] if engine.draft_info is not None else [])
-        res = store(res, key, path, models)
-    return res
+    return HEAD.get(engine, {"k": k, "repeats": repeats}, refresh=refresh, directory=directory, warn=warn)
 
 
 def render(c: HeadCost) -> str:

@@ -2,7 +2,8 @@
 
 The probe (probe.py) keys its cache on the model files' identity, the threads, where the layers run and the
 machine (:func:`cache_key`); the batched curve (batch_knee.py), a head's cost (head_cost.py) and the noise
-measurement (noise.py) extend that key or its parts and cache their results beside it (:func:`cache_path`).
+measurement (noise.py) extend that key or its parts and cache their results beside it (:func:`cache_path`,
+under :func:`cache_dir`).
 A measurement says whether the machine was quiet by one rule (:func:`quiet_machine`) over the cores other
 processes kept busy or, without /proc/stat, the load average (:func:`load_average`). Every measurement starts
 from the same short prompt in the KV cache (``contract.prompt.DEFAULT_PROMPT``). No Textual imports; the
@@ -16,6 +17,9 @@ import json
 import os
 import platform
 from pathlib import Path
+from typing import Callable
+
+from ..contract.text import visible_line
 
 PROBE_VERSION = 1  # the probe's cache key's version
 HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
@@ -40,10 +44,21 @@ def load_average() -> tuple[float, float, float]:
         return (0.0, 0.0, 0.0)
 
 
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/spectui/probe`` (``~/.cache/spectui/probe``): where the probe's results are cached."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "spectui" / "probe"
+def quiet_now(threads: int) -> bool:
+    """Whether the machine is quiet at this moment: the 1-min load average at most threads + QUIET_LOAD_MARGIN."""
+    return load_average()[0] <= threads + QUIET_LOAD_MARGIN
+
+
+def cache_dir(folder: str = "probe", warn: Callable[[str], None] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/spectui/<folder>``, or ``~/.cache/spectui/<folder>`` where that is unset, empty or
+    relative (the XDG base-directory specification ignores a relative path: ``warn`` is told so)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and not os.path.isabs(xdg):
+        if warn is not None:
+            warn(f"warning: XDG_CACHE_HOME ({visible_line(xdg)}) is not an absolute path: ignored, as the XDG "
+                 "base-directory specification says; caching under ~/.cache")
+        xdg = ""
+    return Path(xdg or os.path.join(os.path.expanduser("~"), ".cache")) / "spectui" / folder
 
 
 def file_identity(path: str) -> dict:
@@ -97,5 +112,5 @@ def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH) -> tuple[dict, str]:
 
 
 def cache_path(digest: str, directory: Path | None = None) -> Path:
-    """The cache file named ``digest`` in ``directory`` (default :func:`cache_dir`)."""
+    """The cache file named ``digest`` in ``directory`` (default: the probe's :func:`cache_dir`)."""
     return (directory or cache_dir()) / f"{digest}.json"

@@ -21,46 +21,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..contract.errors import SpectuiError
-from ..contract.outputs import Kind
 from ..contract.prompt import DEFAULT_PROMPT
 from ..engine.probes.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
-from .cachefile import CachedRecord, loadavg_of
+from .cachefile import CachedRecord, Measurement
 from .machine import file_identity, load_average, machine_key
 
 NOISE_VERSION = 1
-NOISE_CACHE = Kind("noise cache", lambda head: True, owned_dir=True)
-
-
-class NoiseCacheError(SpectuiError):
-    """A cache file that cannot be read back (reported in one line, then measured again)."""
 
 
 @dataclass(frozen=True)
 class NoiseResult(CachedRecord):
-    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = NOISE_VERSION, NoiseCacheError, "noise", NOISE_CACHE
+    RECORD_VERSION, CACHE_NAME = NOISE_VERSION, "noise"
     target_path: str
     target_name: str
     backend: str
     n_gpu_layers: int
-    threads: int
     machine: dict
     batches: tuple[BatchNoise, ...]  # ascending batch sizes, from 2
     n_tokens: int
     prompt_tokens: int
     min_margin: float
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    key: str = ""
-    cached: bool = False
-    cache_file: str = ""
     version: int = NOISE_VERSION
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -140,17 +125,12 @@ class NoiseResult(CachedRecord):
             raise ValueError("batch figures must be non-negative, batches from 2 tokens")
         if [b.batch for b in batches] != sorted({b.batch for b in batches}):
             raise ValueError("batch sizes must ascend")
-        la = loadavg_of(d)
         return cls(
             target_path=str(d["target_path"]), target_name=str(d.get("target_name", "")),
             backend=str(d.get("backend", "CPU")), n_gpu_layers=int(d.get("n_gpu_layers", 0)),
-            threads=int(d["threads"]), machine=dict(d.get("machine") or {}), batches=batches,
-            n_tokens=int(d["n_tokens"]), prompt_tokens=int(d.get("prompt_tokens", 0)),
-            min_margin=float(d.get("min_margin", 0.0)), loadavg=la,
-            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
-            key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
-            cache_file=str(d.get("cache_file", "")), version=NOISE_VERSION,
-            notes=tuple(str(x) for x in d.get("notes", ())),
+            machine=dict(d.get("machine") or {}), batches=batches, n_tokens=int(d["n_tokens"]),
+            prompt_tokens=int(d.get("prompt_tokens", 0)), min_margin=float(d.get("min_margin", 0.0)),
+            notes=tuple(str(x) for x in d.get("notes", ())), **cls.shared(d),
         )
 
 
@@ -192,11 +172,6 @@ def fitting_tokens(engine, n_tokens: int = DEFAULT_TOKENS) -> int:
 # ---------------------------------------------------------------- the cache
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "spectui" / "noise"
-
-
 def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_TOKENS) -> tuple[dict, str]:
     """(key object, its hash): the target file, where it runs, threads, repacking, what is measured, machine."""
     info = engine.target_info
@@ -214,6 +189,10 @@ def cache_key(engine, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAUL
     return key, hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
+NOISE = Measurement(NoiseResult, key=lambda e, p: cache_key(e, p["max_batch"], p["n_tokens"]),
+                    measure=lambda e, p: measure(e, **p), folder="noise")
+
+
 def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: int = DEFAULT_TOKENS,
                       refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
@@ -229,12 +208,5 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, n_tokens: i
     Returns:
         The NoiseResult; ``threshold(k)`` is the near-tie threshold of a verify batch of k + 1.
     """
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    n_tokens = fitting_tokens(engine, n_tokens)
-    key, digest = cache_key(engine, max_batch, n_tokens)
-    path = (directory or cache_dir()) / f"{digest}.json"
-    res = None if refresh else NoiseResult.load_or_warn(path, key, warn)
-    if res is None:
-        res = measure(engine, max_batch, n_tokens, progress)
-        res = replace(res, key=digest).store(key, path, [key["target"]["path"]])
-    return res
+    params = {"max_batch": max_batch, "n_tokens": fitting_tokens(engine, n_tokens), "progress": progress}
+    return NOISE.get(engine, params, refresh=refresh, directory=directory, warn=warn)

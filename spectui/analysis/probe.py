@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,30 +44,16 @@ from typing import Callable
 
 from ..contract.errors import SpectuiError
 from ..contract.events import MachineProbe, ModelInfo
-from ..contract.outputs import PROBE_CACHE
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
-from .cachefile import CachedRecord, loadavg_of
-from .machine import (
-    DEFAULT_MAX_BATCH,
-    PROBE_VERSION,
-    QUIET_LOAD_MARGIN,
-    cache_key,
-    cache_path,
-    load_average,
-    machine_key,
-    quiet_machine,
-)
+from .cachefile import CachedRecord, Measurement
+from .machine import DEFAULT_MAX_BATCH, PROBE_VERSION, cache_key, load_average, machine_key, quiet_machine
 from .probe_verdict import ProbeVerdict, analyse
 
 DEFAULT_REPEATS = 5
 MAX_BATCH_LIMIT = 64
 CHART_WIDTH = 48
-
-
-class ProbeCacheError(SpectuiError):
-    """A cache file that cannot be read back (reported in one line, then measured again)."""
 
 
 # ---------------------------------------------------------------- the result
@@ -94,24 +79,17 @@ def _model_from(d: dict) -> ModelInfo:
 
 @dataclass(frozen=True)
 class ProbeResult(CachedRecord):
-    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = PROBE_VERSION, ProbeCacheError, "probe", PROBE_CACHE
+    RECORD_VERSION, CACHE_NAME = PROBE_VERSION, "probe"
     target: ModelInfo  # PROBE_MODEL_FIELDS only
     draft: ModelInfo | None
-    threads: int
     machine: dict
     decode_ms: float  # target, one token (= verify of a batch of 1)
     verify_ms_by_batch: tuple[float, ...]  # index b - 1: a verify batch of b tokens
     draft_decode_ms: float = 0.0  # draft, one token (0: no draft)
     repeats: int = DEFAULT_REPEATS
     context_tokens: int = 0  # tokens in the KV cache while measuring
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     others_cpu: float = -1.0  # cores other processes kept busy while measuring (-1: unknown)
-    measured_at: float = 0.0  # unix time
-    wall_s: float = 0.0
     spread_by_batch: tuple[float, ...] = ()  # (max - min) / median of each size's samples
-    key: str = ""
-    cached: bool = False  # read back from the cache rather than measured now
-    cache_file: str = ""
     version: int = PROBE_VERSION
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -229,17 +207,13 @@ class ProbeResult(CachedRecord):
         decode = float(d["decode_ms"])
         if not decode > 0:
             raise ValueError("decode time must be positive")
-        la = loadavg_of(d)
         return cls(
-            target=target, draft=draft, threads=int(d["threads"]), machine=dict(d.get("machine") or {}),
-            decode_ms=decode, verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
+            target=target, draft=draft, machine=dict(d.get("machine") or {}), decode_ms=decode,
+            verify_ms_by_batch=verify, draft_decode_ms=float(d.get("draft_decode_ms", 0.0)),
             repeats=int(d.get("repeats", 0)), context_tokens=int(d.get("context_tokens", 0)),
-            loadavg=la, others_cpu=float(d.get("others_cpu", -1.0)), measured_at=float(d.get("measured_at", 0)),
-            wall_s=float(d.get("wall_s", 0.0)),
+            others_cpu=float(d.get("others_cpu", -1.0)),
             spread_by_batch=tuple(float(x) for x in d.get("spread_by_batch", ())),
-            key=str(d.get("key", "")), cached=bool(d.get("cached", False)),
-            cache_file=str(d.get("cache_file", "")), version=PROBE_VERSION,
-            notes=tuple(str(x) for x in d.get("notes", ())),
+            notes=tuple(str(x) for x in d.get("notes", ())), **cls.shared(d),
         )
 
 
@@ -350,12 +324,8 @@ def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> Pro
 
 
 load_cached = ProbeResult.load_cached  # (path, key): the cached result, None when absent or another key's
-
-
-def _with(r: ProbeResult, **kw) -> ProbeResult:
-    from dataclasses import replace  # noqa: PLC0415
-
-    return replace(r, **kw)
+PROBE = Measurement(ProbeResult, key=lambda e, p: cache_key(e, p["max_batch"]), measure=lambda e, p: measure(e, **p),
+                    busy="the cached probe was")
 
 
 def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
@@ -379,30 +349,8 @@ def cached_or_measure(engine, *, max_batch: int = DEFAULT_MAX_BATCH, repeats: in
     Returns:
         The ProbeResult, ``cached`` when it came from the cache.
     """
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, digest = cache_key(engine, max_batch)
-    path = cache_path(digest, directory)
-    res = None
-    if not refresh:
-        res, again = _cached(path, key, warn, now_quiet)
-        if again and res is not None:
-            warn("the cached probe was measured while the machine was busy; it is quiet now: measuring again")
-            res = None
-    if res is None:
-        res = measure(engine, max_batch=max_batch, repeats=repeats, progress=progress, stop=stop)
-        models = [m.get("path") for m in (key.get("target") or {}, key.get("draft") or {})]
-        res = _with(res, key=digest).store(key, path, models)  # never a model file; atomic
-    return res
-
-
-def _cached(path: Path, key: dict, warn, now_quiet) -> tuple[ProbeResult | None, bool]:
-    """(the cached result or None, whether to measure: none cached, or it was measured busy and the machine
-    is quiet now)."""
-    now_quiet = now_quiet or (lambda threads: load_average()[0] <= threads + QUIET_LOAD_MARGIN)
-    res = ProbeResult.load_or_warn(path, key, warn)
-    if res is None:
-        return None, True
-    return res, (not res.quiet and now_quiet(res.threads))
+    params = {"max_batch": max_batch, "repeats": repeats, "progress": progress, "stop": stop}
+    return PROBE.get(engine, params, refresh=refresh, directory=directory, warn=warn, now_quiet=now_quiet)
 
 
 def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path | None = None,
@@ -411,9 +359,7 @@ def cached_only(engine, *, max_batch: int = DEFAULT_MAX_BATCH, directory: Path |
     """What a run starts from, measuring nothing (a run never waits for the probe: docs/probe-and-sweep.md):
     the cached result for this engine on this machine, or None, and whether it is worth measuring (when
     idle: after the run) because there is none or it was measured busy and the machine is quiet now."""
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, digest = cache_key(engine, max_batch)
-    return _cached(cache_path(digest, directory), key, warn, now_quiet)
+    return PROBE.cached(engine, {"max_batch": max_batch}, directory=directory, warn=warn, now_quiet=now_quiet)
 
 
 # ---------------------------------------------------------------- text

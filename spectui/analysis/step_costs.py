@@ -10,43 +10,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..contract.errors import SpectuiError
-from ..contract.outputs import PROBE_CACHE
 from ..contract.prompt import DEFAULT_PROMPT
-from .cachefile import CachedRecord, loadavg_of
-from .machine import cache_key, cache_path, load_average
+from .cachefile import CachedRecord, Measurement
+from .machine import cache_key, load_average
 
 STEPS_VERSION = 1
-
-
-class StepsCacheError(SpectuiError):
-    """A server-steps cache file that cannot be read back (reported in one line, then measured again)."""
 
 
 @dataclass(frozen=True)
 class StepCosts(CachedRecord):
     """Prompt-chunk costs on the target and the draft, and one row's sampling (``spectui.engine.probes.step_probe``)."""
 
-    RECORD_VERSION, RECORD_ERROR, CACHE_NAME, CACHE_KIND = STEPS_VERSION, StepsCacheError, "server steps", PROBE_CACHE
+    RECORD_VERSION, CACHE_NAME = STEPS_VERSION, "server steps"
     RECORD_WHAT = "malformed server-steps costs"
     chunks: tuple[int, ...]
     target_chunk_ms: tuple[float, ...]
     draft_chunk_ms: tuple[float, ...] = ()  # empty: no draft model
     sample_ms: float = 0.0
-    threads: int = 0
     context_tokens: int = 0
     repeats: int = 0
-    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    measured_at: float = 0.0
-    wall_s: float = 0.0
-    cached: bool = False
-    cache_file: str = ""
     version: int = STEPS_VERSION
 
     def __post_init__(self) -> None:
@@ -75,9 +62,8 @@ class StepCosts(CachedRecord):
         return cls(
             chunks=tuple(int(x) for x in d["chunks"]), target_chunk_ms=tuple(float(x) for x in d["target_chunk_ms"]),
             draft_chunk_ms=tuple(float(x) for x in d.get("draft_chunk_ms") or ()),
-            sample_ms=float(d.get("sample_ms", 0.0)), threads=int(d.get("threads", 0)),
-            context_tokens=int(d.get("context_tokens", 0)), repeats=int(d.get("repeats", 0)), loadavg=loadavg_of(d),
-            measured_at=float(d.get("measured_at", 0.0)), wall_s=float(d.get("wall_s", 0.0)),
+            sample_ms=float(d.get("sample_ms", 0.0)), context_tokens=int(d.get("context_tokens", 0)),
+            repeats=int(d.get("repeats", 0)), **cls.shared(d),
         )
 
 
@@ -106,26 +92,18 @@ def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
     return key, f"{digest}-steps-{h}"
 
 
+STEPS = Measurement(StepCosts, key=lambda e, p: steps_cache_key(e, p["repeats"]),
+                    measure=lambda e, p: measure_steps(e, **p), busy="the cached step costs were")
+
+
 def cached_or_measure(engine, *, repeats: int, refresh: bool = False, directory: Path | None = None,
                       warn: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
                       now_quiet: Callable[[int], bool] | None = None) -> StepCosts:
     """The step costs from the cache, or measured now (and stored); measured again once the machine is quiet
     when they were cached busy (as the batched curve)."""
-    from .batch_knee import quiet_now  # noqa: PLC0415 - the probe's rule, once
-
-    warn = warn or (lambda m: print(f"spectui: {m}", file=sys.stderr))
-    key, name = steps_cache_key(engine, repeats)
-    path = cache_path(name, directory)
-    res = None if refresh else StepCosts.load_or_warn(path, key, warn)
-    if res is not None and not res.quiet and (now_quiet or quiet_now)(res.threads):
-        warn("the cached step costs were measured while the machine was busy; it is quiet now: measuring again")
-        res = None
-    if res is None:
-        res = measure_steps(engine, repeats=repeats, progress=progress)
-        models = [engine.target_info.path] + ([engine.draft_info.path] if engine.draft_info is not None else [])
-        res = res.store(key, path, models)
-    return res
+    params = {"repeats": repeats, "progress": progress}
+    return STEPS.get(engine, params, refresh=refresh, directory=directory, warn=warn, now_quiet=now_quiet)
 
 
 def table(steps: StepCosts) -> list[str]:

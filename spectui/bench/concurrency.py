@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..analysis import batch_knee as bk
 from ..analysis import knee_text as kt
+from ..analysis.cachefile import CacheError
 from ..analysis.stats import interpolated_quantile
 from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
@@ -217,7 +218,7 @@ def load_knee_probe(path: str) -> tuple[bk.BatchCurve, str | None]:
         doc = json.loads(raw.decode("utf-8").strip().splitlines()[-1])
         b = doc["batched"]
         curve = bk.BatchCurve.from_dict(b["curve"])
-    except (UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, TypeError, bk.BatchCacheError):
+    except (UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, TypeError, CacheError):
         raise SpectuiError(f"--knee-probe: {path} is not `spectui probe --batched --json` output") from None
     pred = b.get("prediction") or {}
     return curve, pred.get("drafter")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..analysis import batch_knee as bk
 from ..analysis import server_steps as ss
 from ..analysis import step_costs as sc
+from ..analysis.cachefile import CacheError
 from ..attach.scraper import USER_AGENT, Deadline, FetchError, describe_error, http_get, open_url
 from ..contract.errors import SpectuiError
 from ..contract.events import KIND_LLAMA_SERVER
@@ -99,7 +100,7 @@ def load_steps(path: str) -> sc.StepCosts | None:
             doc = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8").strip().splitlines()[-1])
         steps = (doc.get("batched") or {}).get("steps")
         return sc.StepCosts.from_dict(steps) if steps else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, IndexError, AttributeError, sc.StepsCacheError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, IndexError, AttributeError, CacheError):
         raise SpectuiError(f"--knee-probe: {path} has unreadable step costs") from None
 
 

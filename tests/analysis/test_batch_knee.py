@@ -10,6 +10,7 @@ import pytest
 
 from spectui.analysis import batch_knee as bk
 from spectui.analysis import knee_text as kt
+from spectui.analysis.cachefile import CacheError
 from spectui.analysis.costmodel import leviathan
 from spectui.contract.errors import SpectuiError
 
@@ -176,11 +177,11 @@ def test_json_round_trip_and_malformed_input():
     d = json.loads(json.dumps(c.to_dict()))
     assert bk.BatchCurve.from_dict(d) == c
     bad = dict(d, plain_ms=[10, -1, 12, 20])
-    with pytest.raises(bk.BatchCacheError):
+    with pytest.raises(CacheError):
         bk.BatchCurve.from_dict(bad)
-    with pytest.raises(bk.BatchCacheError):
+    with pytest.raises(CacheError):
         bk.BatchCurve.from_dict(dict(d, version=99))
-    with pytest.raises(bk.BatchCacheError):
+    with pytest.raises(CacheError):
         bk.BatchCurve.from_dict([])
     p = bk.predict(c, 0.5)
     pd = json.loads(json.dumps(p.to_dict()))

@@ -13,6 +13,7 @@ import pytest
 from greedy_checks import emitted_ids
 
 from spectui.analysis import noise as N
+from spectui.analysis.cachefile import CacheError
 from spectui.analysis.lossless import UNMEASURED_MARGIN, check, first_near_tie, margins_of
 from spectui.analysis.stats import compute
 from spectui.bench.aggregate import OVERALL, BenchRow, aggregate
@@ -62,7 +63,7 @@ def test_round_trip_and_malformed_cache_records():
     for bad in ({}, {**r.to_dict(), "version": 99}, {**r.to_dict(), "batches": []},
                 {**r.to_dict(), "batches": [{**r.to_dict()["batches"][0], "max_gap": -1}]},
                 {**r.to_dict(), "batches": list(reversed(r.to_dict()["batches"]))}):
-        with pytest.raises(N.NoiseCacheError):
+        with pytest.raises(CacheError):
             N.NoiseResult.from_dict(bad)
 
 

@@ -9,6 +9,8 @@ import pytest
 from spectui.analysis import batch_knee as bk
 from spectui.analysis import server_steps as ss
 from spectui.analysis import step_costs as sc
+from spectui.analysis.cachefile import CacheError
+from spectui.analysis.machine import cache_path
 
 
 def costs(draft=True, sample_ms=0.0):
@@ -141,9 +143,9 @@ def test_speculation_of_a_measured_level():
 def test_step_costs_round_trip_and_refuse_bad_figures():
     s = sc.StepCosts(chunks=(8, 16), target_chunk_ms=(1.0, 2.0), sample_ms=0.1)
     assert sc.StepCosts.from_dict(s.to_dict()) == s
-    with pytest.raises(sc.StepsCacheError):
+    with pytest.raises(CacheError):
         sc.StepCosts.from_dict(dict(s.to_dict(), target_chunk_ms=[1.0, -2.0]))
-    with pytest.raises(sc.StepsCacheError):
+    with pytest.raises(CacheError):
         sc.StepCosts.from_dict(dict(s.to_dict(), version=99))
 
 
@@ -158,7 +160,7 @@ def test_costs_cached_busy_are_measured_again_once_quiet(make_engine, tiny_targe
     first = sc.cached_or_measure(eng, repeats=1, directory=tmp_path)
     busy = sc.StepCosts.from_dict(dict(first.to_dict(), loadavg=[99.0, 99.0, 99.0]))
     key, name = sc.steps_cache_key(eng, 1)
-    busy.store(key, sc.cache_path(name, tmp_path), [])
+    busy.store(key, cache_path(name, tmp_path), [])
     warned = []
     kept = sc.cached_or_measure(eng, repeats=1, directory=tmp_path, now_quiet=lambda t: False)
     assert kept.cached and not kept.quiet  # busy, and still busy: read back
