@@ -60,7 +60,7 @@ def main() -> int:
     temps = [float(x) for x in args.temps.split(",") if x.strip()]
     prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
 
-    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.analysis.cost.draft_policy import PolicyByMode
     from spectui.analysis.stats import compute
     from spectui.contract.control import RunControl
     from spectui.contract.events import PassEvent, Settings
@@ -80,7 +80,7 @@ def main() -> int:
     try:
         list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
         if args.probe:
-            from spectui.analysis.probe import cached_or_measure
+            from spectui.analysis.measured.probe import cached_or_measure
 
             pr = cached_or_measure(engine, refresh=args.probe_refresh)
             machine = pr.machine_probe()

@@ -62,7 +62,7 @@ def main() -> int:
                   file=sys.stderr)
             return 2
 
-    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.analysis.cost.draft_policy import PolicyByMode
     from spectui.analysis.stats import compute
     from spectui.contract.control import RunControl
     from spectui.contract.events import Settings
@@ -121,7 +121,7 @@ def load(path):
 
 
 def report(verify, snaps, args) -> int:
-    from spectui.analysis.costmodel import predict
+    from spectui.analysis.cost.costmodel import predict
 
     src_k = args.source_k if args.source_k is not None else max(snaps)
     args.k_max = max(snaps)
@@ -154,7 +154,7 @@ def report(verify, snaps, args) -> int:
     # own measured times (verify ms at k, draft ms/token, other ms/pass, k = 0 decode from the k = 0 run)
     # and the source run's acceptance; load-independent, so it separates the acceptance model's error
     # from the error of carrying times measured at one moment of a shared machine to another
-    from spectui.analysis.costmodel import conditional_rates, predict_from
+    from spectui.analysis.cost.costmodel import conditional_rates, predict_from
 
     rates, weights = conditional_rates([(p.drafted, p.accepted) for p in snaps[src_k].acceptance_by_position])
     worst = 0.0

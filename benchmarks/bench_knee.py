@@ -4,8 +4,9 @@ in one run.
 
 For each case (pair x drafter):
 
-1. the batched curve on the pair (``spectui.analysis.batch_knee.cached_or_measure``: B = 1, 2, 4, ... 16 sequences
-   of k + 1 tokens, and of 1 token) and the step costs (``spectui.analysis.step_costs``: prompt chunks on
+1. the batched curve on the pair (``spectui.analysis.measured.batch_knee.cached_or_measure``: B = 1, 2, 4, ...
+   16 sequences
+   of k + 1 tokens, and of 1 token) and the step costs (``spectui.analysis.measured.step_costs``: prompt chunks on
    both models, one row's sampling) with the models loaded by spectui, then released;
 2. llama-server with ``-np <max concurrency>`` twice: the target alone (the baseline) and with speculation
    (``-md DRAFT --spec-type draft-simple`` or ``--spec-type ngram-simple`` for prompt lookup), each ``-c``
@@ -42,9 +43,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from spectui.analysis import batch_knee as bk  # noqa: E402
-from spectui.analysis import knee_text as kt  # noqa: E402
-from spectui.analysis import step_costs  # noqa: E402
+from spectui.analysis.knee import knee_text as kt  # noqa: E402
+from spectui.analysis.measured import batch_knee as bk  # noqa: E402
+from spectui.analysis.measured import step_costs  # noqa: E402
 from spectui.bench.concurrency import predicted, report_lines, sweep  # noqa: E402
 from spectui.bench.datasets import load_prompts  # noqa: E402
 from spectui.bench.server_shape import predict_on_steps, prediction_lines  # noqa: E402

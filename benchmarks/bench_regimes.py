@@ -128,7 +128,7 @@ def main() -> int:
         try:
             list(engine.run("warm up", RunControl(Settings(draft_max=0, drafter="none")), 4))
             if args.probe:
-                from spectui.analysis.probe import cached_or_measure
+                from spectui.analysis.measured.probe import cached_or_measure
 
                 pr = cached_or_measure(engine)
                 probe_lines.append(f"threads {t}: {pr.summary_line()}; {pr.verdict().sentence}")

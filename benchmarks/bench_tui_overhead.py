@@ -191,7 +191,7 @@ def run_tui(engine, settings: Settings, n: int, size=(120, 40), screenshot: str 
 
 def child_tui(args) -> None:
     """One TUI run in this process, built exactly as `spectui --target T --draft D` builds it."""
-    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.analysis.cost.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
     from spectui.engine.thread import EngineThread
 
@@ -259,7 +259,7 @@ def paced_tui(path: str, speed: float, size=(120, 40)) -> None:
 
 def child_headless(args) -> None:
     """One headless run in this process: main thread, as `spectui --headless` runs it."""
-    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.analysis.cost.draft_policy import PolicyByMode
     from spectui.engine.loop import Engine
 
     engine = Engine(args.target, args.draft, n_ctx=2048, threads=args.threads, draft_policy=PolicyByMode)

@@ -97,7 +97,7 @@ def _silent(message: str) -> None:
 
 @pytest.fixture(scope="module")
 def make_engine():
-    from spectui.analysis.draft_policy import PolicyByMode  # noqa: PLC0415
+    from spectui.analysis.cost.draft_policy import PolicyByMode  # noqa: PLC0415
     from spectui.engine import Engine  # noqa: PLC0415 - loads llama.cpp: only for tests that need an engine
 
     made = []

@@ -5,7 +5,7 @@ A greedy speculative run verifies its drafts in batches of k + 1 tokens, the tar
 token at a time, and llama.cpp's kernels round the two differently. A step is a near tie when its top-two
 logit margin (the target-only run's, at the row that chose the token) is at most the kernels' noise: the
 largest change a verify batch made to a logit's gap to the top token, measured for this target, machine and
-backend (``spectui.analysis.noise``, ``NoiseResult.threshold(k)``). There the batch may legitimately choose
+backend (``spectui.analysis.measured.noise``, ``NoiseResult.threshold(k)``). There the batch may legitimately choose
 the other token, and the texts part from that step on.
 
 ``check`` finds where two token sequences part (the first differing step) and judges it: equal when they do

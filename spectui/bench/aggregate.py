@@ -14,7 +14,7 @@ Definitions (Spec-Bench's and vLLM's; every per-run number comes from :func:`spe
   baseline run of the same prompt, turn, temperature and repeat.
 - equal outputs (temperature 0 only): a speculative run's tokens equal its baseline's, or part from them at a
   near tie: a step whose baseline top-two margin is within the kernels' noise measured for this target and
-  machine at the run's k (:mod:`spectui.analysis.lossless` and :mod:`spectui.analysis.noise`, the rule the
+  machine at the run's k (:mod:`spectui.analysis.lossless` and :mod:`spectui.analysis.measured.noise`, the rule the
   tests use); a parting above the noise is a real inequality (``Summary.unequal``).
 - contended: other processes took this run's cores (``StatsSnapshot.contended_passes`` > 0).
 """

@@ -31,9 +31,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from ..analysis import batch_knee as bk
-from ..analysis import knee_text as kt
-from ..analysis.cachefile import CacheError
+from ..analysis.knee import knee_text as kt
+from ..analysis.measured import batch_knee as bk
+from ..analysis.measured.cachefile import CacheError
 from ..analysis.stats import interpolated_quantile
 from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded

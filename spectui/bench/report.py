@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..analysis.costmodel import break_even_acceptance
+from ..analysis.cost.costmodel import break_even_acceptance
 from ..analysis.lossless import UNMEASURED_MARGIN
 from .aggregate import OVERALL, Summary
 from .plan import TARGET_ONLY

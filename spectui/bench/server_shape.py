@@ -1,5 +1,5 @@
 """What ``spectui bench --concurrency`` needs to predict a level on the server's own steps
-(``spectui.analysis.server_steps``): the server's slots and each prompt's tokens as the server sees them (the
+(``spectui.analysis.knee.server_steps``): the server's slots and each prompt's tokens as the server sees them (the
 slot it picks for a request depends on the prompt it shares most with a free slot), and the prediction itself.
 
 For llama-server: ``/props`` (``total_slots``), ``/apply-template`` (the chat template on the bench's messages)
@@ -13,10 +13,10 @@ import json
 import urllib.request
 from dataclasses import dataclass
 
-from ..analysis import batch_knee as bk
-from ..analysis import server_steps as ss
-from ..analysis import step_costs as sc
-from ..analysis.cachefile import CacheError
+from ..analysis.knee import server_steps as ss
+from ..analysis.measured import batch_knee as bk
+from ..analysis.measured import step_costs as sc
+from ..analysis.measured.cachefile import CacheError
 from ..attach.scraper import USER_AGENT, Deadline, FetchError, describe_error, http_get, open_url
 from ..contract.errors import SpectuiError
 from ..contract.events import KIND_LLAMA_SERVER

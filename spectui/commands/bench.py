@@ -347,7 +347,7 @@ def _noise(engine, settings):
     if not ks:
         return None
     from ..analysis.lossless import UNMEASURED_MARGIN  # noqa: PLC0415
-    from ..analysis.noise import cached_or_measure  # noqa: PLC0415
+    from ..analysis.measured.noise import cached_or_measure  # noqa: PLC0415
 
     max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
 

@@ -258,7 +258,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
               file=sys.stderr)
 
     def build():
-        from ..analysis.draft_policy import PolicyByMode
+        from ..analysis.cost.draft_policy import PolicyByMode
         from ..engine.loop import Engine
 
         return Engine(
@@ -292,7 +292,7 @@ def resolve_pipeline(engine, mode: str, settings, say=None):
         return settings
     if mode == "on":
         return dataclasses.replace(settings, pipeline=True)
-    from ..analysis.pipeline_cost import choose
+    from ..analysis.cost.pipeline_cost import choose
     from ..engine.probes.pipeline_probe import measure_split
 
     costs = engine.call(lambda: measure_split(inner)) if hasattr(engine, "call") else measure_split(inner)
@@ -310,7 +310,7 @@ def cached_machine(engine, quiet: bool = False, say=None) -> tuple[MachineProbe 
     it is worth it once the machine is idle: none cached, or it was measured busy and the machine is quiet
     now). Read on the engine's own thread when it has one. ``say`` takes the one-line messages (a corrupt
     cache file, a probe measured under load; default: stderr)."""
-    from ..analysis.probe import cached_only
+    from ..analysis.measured.probe import cached_only
 
     say = say or _say_stderr
     inner = getattr(engine, "engine", engine)
@@ -330,7 +330,7 @@ def measure_machine(engine, say=None, progress=None, stop=None) -> MachineProbe 
     Runs on the engine's own thread when it has one. ``stop`` (a RunControl): its ``stop()`` ends the
     measurement mid-decode (q, a signal, a restart): None then, nothing cached. ``say`` / ``progress``
     take its messages."""
-    from ..analysis.probe import cached_or_measure
+    from ..analysis.measured.probe import cached_or_measure
     from ..engine.llama.abort import DecodeAborted
 
     say = say or _say_stderr

@@ -26,8 +26,8 @@ from importlib import resources
 
 import click
 
+from ..analysis.cost.wording import LOSES, TIES, WINS, outcome
 from ..analysis.stats import RunStats
-from ..analysis.wording import LOSES, TIES, WINS, outcome
 from ..contract.errors import SpectuiError
 from ..contract.events import PassEvent, RunStarted
 from ..contract.params import SPEED, whole

@@ -1,4 +1,4 @@
-"""`spectui probe`: the command around spectui.analysis.probe (kept apart so that the probe itself, which the
+"""`spectui probe`: the command around spectui.analysis.measured.probe (kept apart so that the probe itself, which the
 headless summary and the TUI read, imports no face: the command loads models through spectui.commands.common).
 
     spectui probe --target T [--draft D] [--json] [--max-batch 16] [--repeats 5] [--refresh]
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import click
 
-from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
+from ..analysis.measured.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
 from ..contract.draft_length import parse_ks
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
@@ -122,8 +122,8 @@ def _measured(engine, knee, drafting, max_batch: int, repeats: int, refresh: boo
                                     progress=(lambda m: print(f"spectui: probe: {m}", file=sys.stderr)) if tty
                                     else None))
     if knee is not None:
-        from ..analysis import batch_knee as bk  # noqa: PLC0415
-        from ..analysis import step_costs  # noqa: PLC0415
+        from ..analysis.measured import batch_knee as bk  # noqa: PLC0415
+        from ..analysis.measured import step_costs  # noqa: PLC0415
 
         found.curve = bk.cached_or_measure(engine, max_seqs=knee["seqs"], ks=knee["ks"], repeats=repeats,
                                            refresh=refresh)
@@ -131,7 +131,7 @@ def _measured(engine, knee, drafting, max_batch: int, repeats: int, refresh: boo
         if knee["a"] is not None:
             found.pred = bk.predict(found.curve, knee["a"], knee["drafter"], knee["src"])
     if drafting.head is not None:  # the head's cost per draft step, beside the draft model's and a decode
-        from ..analysis import head_cost  # noqa: PLC0415
+        from ..analysis.measured import head_cost  # noqa: PLC0415
 
         found.head = head_cost.cached_or_measure(engine, k=head_cost_k(), repeats=repeats, refresh=refresh)
     return found
@@ -151,13 +151,13 @@ def _print_found(found: _Found, as_json: bool, out) -> None:
     else:
         out.write(render(res) + "\n")
         if found.curve is not None:
-            from ..analysis import knee_text as kt  # noqa: PLC0415
-            from ..analysis import step_costs  # noqa: PLC0415
+            from ..analysis.knee import knee_text as kt  # noqa: PLC0415
+            from ..analysis.measured import step_costs  # noqa: PLC0415
 
             out.write("\n" + kt.render(found.curve, found.pred) + "\n")
             out.write("\n" + "\n".join(step_costs.table(found.steps)) + "\n")
         if found.head is not None:
-            from ..analysis import head_cost  # noqa: PLC0415
+            from ..analysis.measured import head_cost  # noqa: PLC0415
 
             out.write("\n" + head_cost.render(found.head) + "\n")
     w = res.warning()
@@ -179,7 +179,7 @@ def _emit_args(emit, output, force, knee, models, acceptance_from, as_json):
         if as_json:
             raise SpectuiError(f"--emit {emit} without -o writes the config on stdout: give -o FILE with --json")
         return None
-    from ..analysis.engine_configs import LLAMA_KIND, TRTLLM_KIND, VLLM_KIND  # noqa: PLC0415
+    from ..analysis.knee.engine_configs import LLAMA_KIND, TRTLLM_KIND, VLLM_KIND  # noqa: PLC0415
     from ..contract.outputs import check_output  # noqa: PLC0415
 
     kind = {"vllm": VLLM_KIND, "trtllm": TRTLLM_KIND, "llama-server": LLAMA_KIND}[emit]
@@ -187,7 +187,7 @@ def _emit_args(emit, output, force, knee, models, acceptance_from, as_json):
 
 
 def _write_emitted(emit, pred, models, emit_to, out) -> None:
-    from ..analysis.engine_configs import emit as make  # noqa: PLC0415
+    from ..analysis.knee.engine_configs import emit as make  # noqa: PLC0415
     from ..contract.text import visible_line  # noqa: PLC0415
 
     made = make(emit, pred, os.path.abspath(models.draft) if models.draft else "")
@@ -229,7 +229,7 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
     if drafter not in (None, "model", "ngram"):
         raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "
                            "(model or ngram)")
-    from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
+    from ..analysis.measured.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
     from ..engine.probes.batch_probe import MAX_K, check_ks  # noqa: PLC0415
 
     k_list = check_ks(parse_ks(ks, "--batch-ks", modes=False, low=1, high=MAX_K))  # the one k parser

@@ -8,8 +8,8 @@ import math
 import statistics
 from typing import Sequence
 
-from ..analysis.costmodel import predict
-from ..analysis.wording import FALL, moved, trend
+from ..analysis.cost.costmodel import predict
+from ..analysis.cost.wording import FALL, moved, trend
 from .aggregate import Cell, Spread, SweepRun
 from .plan import TARGET_ONLY
 

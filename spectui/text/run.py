@@ -12,7 +12,7 @@ import os
 import sys
 from typing import IO, Callable, Iterable
 
-from ..analysis.costmodel import predict
+from ..analysis.cost.costmodel import predict
 from ..analysis.stats import RunStats, StatsSnapshot
 from ..contract.event_json import to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
-from ..analysis.costmodel import Prediction, predict
+from ..analysis.cost.costmodel import Prediction, predict
 from ..contract.events import ModelInfo, RunStarted, Settings
 from ..contract.text import model_label
 from .animation import SETTLED

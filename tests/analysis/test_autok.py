@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from synthetic_events import make_pass, make_prefill, make_start
 
-from spectui.analysis.costmodel import leviathan
-from spectui.analysis.draft_policy import (
+from spectui.analysis.cost.costmodel import leviathan
+from spectui.analysis.cost.draft_policy import (
     MIN_WEIGHT,
     PROBE_MAX,
     WARMUP_K,
@@ -340,7 +340,7 @@ def test_policy_by_mode_memory_is_flat_and_a_mode_switched_on_mid_run_knows_the_
     the passes; and a mode switched on mid-run has learned from every pass before it."""
     import pickle
 
-    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.analysis.cost.draft_policy import PolicyByMode
 
     def run(n_passes, switch_at=None):
         pol = PolicyByMode()
@@ -389,7 +389,7 @@ def test_without_a_probe_the_verify_costs_come_from_the_runs_own_passes():
 def test_the_policy_the_engine_is_handed_is_a_draft_policy():
     """engine/run/policy.py's protocol is what analysis' PolicyByMode offers (observe, choose), and the engine's
     factory type names it: the engine never imports a policy."""
-    from spectui.analysis.draft_policy import PolicyByMode
+    from spectui.analysis.cost.draft_policy import PolicyByMode
     from spectui.engine.run.policy import DraftPolicy
 
     policy = PolicyByMode()

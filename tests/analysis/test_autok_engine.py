@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.analysis.draft_policy import WARMUP_K, WARMUP_PASSES, make_policy
+from spectui.analysis.cost.draft_policy import WARMUP_K, WARMUP_PASSES, make_policy
 from spectui.contract.control import RunControl
 from spectui.contract.events import MachineProbe, PassEvent, RunEnded, Settings
 
@@ -75,7 +75,7 @@ def _replay_with_curve(events, n_predict, curve):
 
 
 def test_probe_curve_reaches_the_loop(noisy_engine, tmp_path):
-    from spectui.analysis.probe import cached_or_measure
+    from spectui.analysis.measured.probe import cached_or_measure
 
     res = cached_or_measure(noisy_engine, repeats=1, directory=tmp_path)  # measured, cached
     n = 48
@@ -105,7 +105,7 @@ def test_the_loop_hands_events_to_the_policy_and_keeps_none(make_engine, tiny_ta
     used to keep every PassEvent (inspector data included) to replay into a policy created mid-run."""
     import pickle
 
-    from spectui.analysis.draft_policy import K_LIMIT, PolicyByMode
+    from spectui.analysis.cost.draft_policy import K_LIMIT, PolicyByMode
 
     made = []
 

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from spectui.analysis import batch_knee as bk
-from spectui.analysis import knee_text as kt
-from spectui.analysis.cachefile import CacheError
-from spectui.analysis.costmodel import leviathan
+from spectui.analysis.cost.costmodel import leviathan
+from spectui.analysis.knee import knee_text as kt
+from spectui.analysis.measured import batch_knee as bk
+from spectui.analysis.measured.cachefile import CacheError
 from spectui.contract.errors import SpectuiError
 
 

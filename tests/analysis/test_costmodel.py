@@ -10,15 +10,15 @@ import sys
 import pytest
 from synthetic_events import make_end, make_pass, make_pass_with_verdicts, make_prefill, make_start
 
-from spectui.analysis.costmodel import (
+from spectui.analysis.cost.costmodel import (
     conditional_rates,
     expected_tokens_per_pass,
     leviathan,
     predict,
     predict_from,
 )
+from spectui.analysis.cost.verify_time import verify_curve
 from spectui.analysis.stats import PositionStat, StatsSnapshot, compute
-from spectui.analysis.verify_time import verify_curve
 
 
 def _snapshot_with_rate(a: float, positions: int, drafted: int = 100000, **kw) -> StatsSnapshot:
@@ -156,7 +156,8 @@ def test_numbers_are_finite_and_consistent():
 
 
 def test_core_modules_do_not_import_textual():
-    code = "import sys, spectui.analysis.costmodel, spectui.analysis.draft_policy; print('textual' in sys.modules)"
+    code = ("import sys, spectui.analysis.cost.costmodel, spectui.analysis.cost.draft_policy; "
+            "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -186,7 +187,7 @@ def test_draft_cost_has_a_fixed_part_per_pass():
 
 
 def test_curve_replaces_the_straight_line_exact_arithmetic():
-    from spectui.analysis.verify_time import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
+    from spectui.analysis.cost.verify_time import SRC_CURVE, SRC_EXTRAPOLATED, SRC_RUN, verify_sources
 
     curve = {0: 10.0, 1: 12.0, 2: 14.0, 3: 16.0}  # 2 ms per extra token
     # the run measured k = 0 at 20 ms: the curve's shape at twice its level

@@ -1,7 +1,7 @@
 """Cost model and auto k with drafting that stops early (--draft-p-min, short n-gram matches): a pass asked
 for k drafts L <= k tokens, L distributed by the continuation rates c_i; the prediction weighs drafting and
-verify time by that distribution (see spectui/analysis/costmodel.py's definitions). Synthetic events, then one run of
-the real engine on the tiny models."""
+verify time by that distribution (see spectui/analysis/cost/costmodel.py's definitions). Synthetic events, then one run
+of the real engine on the tiny models."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 from synthetic_events import make_end, make_pass, make_prefill, make_start
 
-from spectui.analysis.costmodel import conditional_rates, predict, predict_from
-from spectui.analysis.draft_policy import CostPolicy
+from spectui.analysis.cost.costmodel import conditional_rates, predict, predict_from
+from spectui.analysis.cost.draft_policy import CostPolicy
 from spectui.analysis.stats import ContinueStat, compute
 from spectui.contract.control import RunControl
 from spectui.contract.events import (

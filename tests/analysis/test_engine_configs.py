@@ -1,4 +1,4 @@
-"""The knee as each engine's config (spectui.analysis.engine_configs), from a prediction made of hand-checkable
+"""The knee as each engine's config (spectui.analysis.knee.engine_configs), from a prediction made of hand-checkable
 numbers: the worked example of docs/batch-knee.md (plain 10, 10, 12, 20 ms; verify k = 2 10, 15, 30, 60 ms; B = 1,
 2, 4, 8; a = 0.5; prompt lookup): 1.75x, 1.17x, 0.70x, 0.58x, so k = 2 up to B = 2 and off from B = 4."""
 
@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from spectui.analysis import batch_knee as bk
-from spectui.analysis.engine_configs import (
+from spectui.analysis.knee.engine_configs import (
     LLAMA_KIND,
     TRTLLM_KIND,
     VLLM_KIND,
@@ -17,6 +16,7 @@ from spectui.analysis.engine_configs import (
     trtllm_schedule,
     vllm_table,
 )
+from spectui.analysis.measured import batch_knee as bk
 from spectui.contract.errors import SpectuiError
 
 

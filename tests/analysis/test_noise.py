@@ -1,4 +1,4 @@
-"""The near-tie threshold as measured noise (spectui.analysis.noise) and the rule that judges against it
+"""The near-tie threshold as measured noise (spectui.analysis.measured.noise) and the rule that judges against it
 (spectui.analysis.lossless.check, the bench's equal outputs): thresholds by k, the cache, and where outputs
 part and at what margin, in the report's words. A parting with a margin above the measured noise is reported
 unequal, one within it a near tie."""
@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 from greedy_checks import emitted_ids
 
-from spectui.analysis import noise as N
-from spectui.analysis.cachefile import CacheError
 from spectui.analysis.lossless import UNMEASURED_MARGIN, check, first_near_tie, margins_of
+from spectui.analysis.measured import noise as N
+from spectui.analysis.measured.cachefile import CacheError
 from spectui.analysis.stats import compute
 from spectui.bench.aggregate import OVERALL, BenchRow, aggregate
 from spectui.bench.datasets import Prompt

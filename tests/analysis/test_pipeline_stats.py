@@ -9,7 +9,7 @@ import json
 import pytest
 
 from spectui.analysis import stats
-from spectui.analysis.pipeline_cost import choose, hit_chance, pipelined_ms, predict, sequential_ms
+from spectui.analysis.cost.pipeline_cost import choose, hit_chance, pipelined_ms, predict, sequential_ms
 from spectui.contract.event_json import EventFormatError, from_dict, to_dict
 from spectui.contract.events import (
     SPEC_GUESS,

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
 from synthetic_events import make_start
 
-from spectui.analysis import draft_policy as autok
-from spectui.analysis.costmodel import break_even_acceptance
-from spectui.analysis.machine import cache_key, cache_path
-from spectui.analysis.probe import (
+from spectui.analysis.cost import draft_policy as autok
+from spectui.analysis.cost.costmodel import break_even_acceptance
+from spectui.analysis.measured.machine import cache_key, cache_path
+from spectui.analysis.measured.probe import (
     ProbeResult,
     analyse,
     cached_or_measure,
@@ -286,7 +286,8 @@ def test_probe_module_does_not_import_textual():
     import subprocess
     import sys
 
-    code = ("import sys, spectui.analysis.probe, spectui.analysis.draft_policy, spectui.analysis.costmodel; "
+    code = ("import sys, spectui.analysis.measured.probe, spectui.analysis.cost.draft_policy, "
+            "spectui.analysis.cost.costmodel; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])

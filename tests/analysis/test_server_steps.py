@@ -1,4 +1,4 @@
-"""The replay of llama-server's steps (spectui.analysis.server_steps) on hand-checkable costs: its micro-batches
+"""The replay of llama-server's steps (spectui.analysis.knee.server_steps) on hand-checkable costs: its micro-batches
 (llama.cpp's split_equal, sequential), its slot choice, continuous batching of prompts, the draft's evaluation of
 every batch, and a level's wall time worked out by hand."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.analysis import batch_knee as bk
-from spectui.analysis import server_steps as ss
-from spectui.analysis import step_costs as sc
-from spectui.analysis.cachefile import CacheError
-from spectui.analysis.machine import cache_path
+from spectui.analysis.knee import server_steps as ss
+from spectui.analysis.measured import batch_knee as bk
+from spectui.analysis.measured import step_costs as sc
+from spectui.analysis.measured.cachefile import CacheError
+from spectui.analysis.measured.machine import cache_path
 
 
 def costs(draft=True, sample_ms=0.0):

@@ -1,5 +1,6 @@
 """Every sentence spectui prints from data is computed from that data: random statistics through every
-sentence builder (the sweep report, the cost model's advice, the demo's act reasons, spectui.analysis.wording itself),
+sentence builder (the sweep report, the cost model's advice, the demo's act reasons, spectui.analysis.cost.wording
+itself),
 and each claim checked against the numbers the sentence cites."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spectui.analysis.costmodel import SPEEDUP_TIE, Prediction, advice
+from spectui.analysis.cost.costmodel import SPEEDUP_TIE, Prediction, advice
+from spectui.analysis.cost.wording import FALL, FLAT, LOSES, RISE, TIES, WINS, moved, outcome, trend
 from spectui.analysis.stats import StatsSnapshot
-from spectui.analysis.wording import FALL, FLAT, LOSES, RISE, TIES, WINS, moved, outcome, trend
 from spectui.sweep.aggregate import Cell, Spread, SweepRun
 from spectui.sweep.report import acceptance_change, report_lines
 
@@ -231,7 +232,7 @@ def test_demo_act_two_says_pays_only_when_it_did(alone, lookup):
 
 @st.composite
 def probe_results(draw):
-    from spectui.analysis.probe import ProbeResult
+    from spectui.analysis.measured.probe import ProbeResult
     from spectui.contract.events import ModelInfo
 
     n = draw(st.integers(2, 16))
@@ -247,8 +248,8 @@ def probe_results(draw):
 @SETTINGS
 @given(probe_results())
 def test_probe_verdict_claims_match_its_figures(r):
-    from spectui.analysis.draft_policy import PLAUSIBLE_RATE
-    from spectui.analysis.probe_verdict import FLAT_MARGINAL, analyse
+    from spectui.analysis.cost.draft_policy import PLAUSIBLE_RATE
+    from spectui.analysis.measured.probe_verdict import FLAT_MARGINAL, analyse
 
     v = analyse(r)
     s = v.sentence

@@ -17,7 +17,7 @@ import time
 import pytest
 from greedy_checks import reference
 
-from spectui.analysis.costmodel import leviathan
+from spectui.analysis.cost.costmodel import leviathan
 from spectui.analysis.lossless import check, first_near_tie, margins_of
 from spectui.bench.aggregate import OVERALL
 from spectui.bench.plan import BASELINE, Setting, make_jobs, make_settings, parse_drafters

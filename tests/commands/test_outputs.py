@@ -414,7 +414,7 @@ def test_attach_record_foreign_refused_own_replaced(tmp_path):
 
 def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
     """A cache entry that is a link to the model file: the probe warns and leaves the model alone."""
-    from spectui.analysis import machine, probe
+    from spectui.analysis.measured import machine, probe
 
     engine = make_engine(inputs["target"])
     key, digest = machine.cache_key(engine, max_batch=2)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spectui.analysis import batch_knee as bk
-from spectui.analysis.machine import cache_key, cache_path
-from spectui.analysis.probe import cached_or_measure as probe_cached
+from spectui.analysis.measured import batch_knee as bk
+from spectui.analysis.measured.machine import cache_key, cache_path
+from spectui.analysis.measured.probe import cached_or_measure as probe_cached
 from spectui.commands.probe import probe_cmd
 from spectui.engine.probes.batch_probe import MAX_BATCH_TOKENS, fit_max_seqs, measure_batched, seq_sizes
 

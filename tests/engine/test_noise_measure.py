@@ -12,8 +12,8 @@ import pytest
 from greedy_checks import emitted_ids, reference, run_with_hook
 from qwen_pair import QWEN_DRAFT, QWEN_TARGET, needs_qwen
 
-from spectui.analysis import noise as N
 from spectui.analysis.lossless import check
+from spectui.analysis.measured import noise as N
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, Settings

@@ -100,8 +100,8 @@ def test_F_cache_rel_a_relative_xdg_cache_home_is_ignored(tiny_target, tmp_path)
 
 
 def test_in_process_a_runs_start_reads_nothing_and_a_measurement_warns_once(make_engine, tiny_target, tmp_path):
-    from spectui.analysis import noise
-    from spectui.analysis import probe as pr
+    from spectui.analysis.measured import noise
+    from spectui.analysis.measured import probe as pr
 
     blocker = a_file(tmp_path / "cachefile")
     engine = make_engine(tiny_target)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from spectui.analysis import probe
-from spectui.analysis.costmodel import predict
+from spectui.analysis.cost.costmodel import predict
+from spectui.analysis.measured import probe
 from spectui.contract.control import RunControl
 from spectui.contract.events import ModelInfo, Settings
 from spectui.tui.run.app import SpectuiApp

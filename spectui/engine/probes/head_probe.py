@@ -1,6 +1,6 @@
 """What one draft step costs on a loaded engine with an EAGLE-3 head or MTP layers (``Engine(head=...)``), beside a
 separate draft model's step when the engine holds one too, and one target decode: ``spectui probe`` shows them
-side by side (``spectui.analysis.head_cost``: the result, its cache and its text).
+side by side (``spectui.analysis.measured.head_cost``: the result, its cache and its text).
 
 Each draft step is measured as spectui's own loop drafts: the drafter's ``propose`` of ``k`` tokens at
 temperature 0 after the prompt, divided by the drafts made (the head's seed step plus k - 1 steps; the draft

@@ -3,7 +3,7 @@
 llama-server's step at concurrency B is not only B decodes or verifies (docs/batch-knee.md, "the server's own
 batch shapes"): new requests' prompts join the same ``llama_decode`` in chunks (continuous batching), the draft
 model evaluates every batch the target does (``common_speculative_process``), and every row with logits is
-sampled on the CPU. This module measures, on the loaded models, what ``spectui.analysis.server_steps`` needs
+sampled on the CPU. This module measures, on the loaded models, what ``spectui.analysis.knee.server_steps`` needs
 for those:
 
 - ``chunk_ms[T]``: one sequence of T prompt tokens in one ``llama_decode``, the last row's logits only (a

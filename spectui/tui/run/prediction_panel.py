@@ -1,4 +1,4 @@
-"""PredictionPanel: predicted tokens/s by draft length (``spectui.analysis.costmodel.Prediction``, computed once
+"""PredictionPanel: predicted tokens/s by draft length (``spectui.analysis.cost.costmodel.Prediction``, computed once
 per statistics refresh and handed over in the view, along this machine's probed verify curve when one
 was measured), the advisor line and, where there is room, this machine's own figures (``spectui probe``).
 When drafting stops early (--draft-p-min), the title says how many drafts a pass at the current k makes."""
@@ -63,8 +63,8 @@ class PredictionPanel(Panel):
 def _knee_lines(view) -> list[str]:
     """Where speculation stops paying as the batch grows, for the run on screen: the probed batched curve recorded
     with the run (``spectui probe --batched`` cached) and the run's own acceptance at its k."""
-    from ...analysis.batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415
-    from ...analysis.knee_text import panel_lines  # noqa: PLC0415
+    from ...analysis.knee.knee_text import panel_lines  # noqa: PLC0415
+    from ...analysis.measured.batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415
 
     snap = view.snap
     probe = snap.start.probe if snap is not None and snap.start is not None else None

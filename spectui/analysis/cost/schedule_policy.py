@@ -5,7 +5,7 @@ Hugging Face transformers' "heuristic" schedule for assistant models
 otherwise, kept within 1..32. It starts at ``settings.draft_max`` when that is >= 1, else at 5 (HF
 starts at 20, far too long for a CPU where verifying is not free). It never chooses 0: this is the
 comparison baseline, not an advisor. The engine's loop drives it as it drives the cost policy
-(spectui/analysis/draft_policy.py): ``observe(event)`` for every event, ``choose(settings)`` before each pass.
+(spectui/analysis/cost/draft_policy.py): ``observe(event)`` for every event, ``choose(settings)`` before each pass.
 
 Imports nothing of the UI.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract.draft_length import DRAFT_MAX_LIMIT
-from ..contract.events import Event, PassEvent, RunStarted, Settings
+from ...contract.draft_length import DRAFT_MAX_LIMIT
+from ...contract.events import Event, PassEvent, RunStarted, Settings
 from .costmodel import Prediction
 
 

@@ -42,10 +42,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..contract.errors import SpectuiError
-from ..contract.events import MachineProbe, ModelInfo
-from ..contract.prompt import DEFAULT_PROMPT
-from ..contract.text import model_label, visible_line
+from ...contract.errors import SpectuiError
+from ...contract.events import MachineProbe, ModelInfo
+from ...contract.prompt import DEFAULT_PROMPT
+from ...contract.text import model_label, visible_line
 from .batch_knee import sibling_curve
 from .cachefile import CachedRecord, Measurement
 from .machine import DEFAULT_MAX_BATCH, PROBE_VERSION, cache_key, load_average, machine_key, quiet_machine
@@ -250,9 +250,9 @@ def measure(engine, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_R
     Returns:
         The ProbeResult (not cached: ``cached_or_measure`` stores it).
     """
-    from ..contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
-    from ..contract.events import Settings  # noqa: PLC0415
-    from ..engine.cpu import OthersCpu  # noqa: PLC0415
+    from ...contract.control import RunControl  # noqa: PLC0415 - the engine's side, only when measuring
+    from ...contract.events import Settings  # noqa: PLC0415
+    from ...engine.cpu import OthersCpu  # noqa: PLC0415
 
     if not 2 <= max_batch <= MAX_BATCH_LIMIT:
         raise SpectuiError(f"--max-batch must be between 2 and {MAX_BATCH_LIMIT}, not {max_batch}")
@@ -283,7 +283,7 @@ def _measured(engine, ctl, max_batch: int, repeats: int, progress, began) -> Pro
         if getattr(ev, "type", "") == "end" and ev.error:
             raise SpectuiError(f"probe: the warm-up run failed: {ev.error}")
     if ctl.stopped:  # stopped during the warm-up run (it ends 'stopped'): nothing to measure
-        from ..engine.llama.abort import DecodeAborted  # noqa: PLC0415
+        from ...engine.llama.abort import DecodeAborted  # noqa: PLC0415
 
         raise DecodeAborted("target")
     context_tokens = len(engine.tokenize(DEFAULT_PROMPT))  # the prompt's KV cells the measurements follow

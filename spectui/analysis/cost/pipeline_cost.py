@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.probes.pipeline_probe import SplitCosts
+from ...engine.probes.pipeline_probe import SplitCosts
 from .costmodel import leviathan
 
 ASSUMED_ACCEPTANCE = 0.7  # --pipeline auto before a run has measured any (a same-family pair, temperature 0)

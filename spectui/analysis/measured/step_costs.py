@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..contract.prompt import DEFAULT_PROMPT
+from ...contract.prompt import DEFAULT_PROMPT
 from .cachefile import CachedRecord, Measurement
 from .machine import cache_key, load_average
 
@@ -68,7 +68,7 @@ class StepCosts(CachedRecord):
 
 
 def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | None = None) -> StepCosts:
-    from ..engine.probes.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
+    from ...engine.probes.step_probe import measure_steps as measure  # noqa: PLC0415 - the engine only when measuring
 
     load0 = load_average()
     pts = measure(engine, repeats=repeats, prompt=DEFAULT_PROMPT, progress=progress)
@@ -84,7 +84,7 @@ def measure_steps(engine, *, repeats: int, progress: Callable[[str], None] | Non
 
 def steps_cache_key(engine, repeats: int) -> tuple[dict, str]:
     """The probe's own key (models, threads, placement, machine) plus the chunk sizes."""
-    from ..engine.probes.step_probe import CHUNKS  # noqa: PLC0415
+    from ...engine.probes.step_probe import CHUNKS  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     key = {"probe": base, "steps": {"version": STEPS_VERSION, "chunks": list(CHUNKS)}}

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import math
 
-from ..contract.errors import SpectuiError
-from ..contract.text import visible_line
-from .batch_knee import DRAFTER_MODEL, BatchCurve, KneePrediction, predict
-from .costmodel import leviathan
+from ...contract.errors import SpectuiError
+from ...contract.text import visible_line
+from ..cost.costmodel import leviathan
+from ..measured.batch_knee import DRAFTER_MODEL, BatchCurve, KneePrediction, predict
 
 CHART_HEIGHT = 12
 CHART_COL = 6  # characters per measured B

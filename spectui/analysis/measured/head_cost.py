@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..contract.text import visible
+from ...contract.text import visible
 from .cachefile import CachedRecord, Measurement
 
 HEAD_COST_VERSION = 1
@@ -82,8 +82,8 @@ def head_cache_key(engine, k: int, repeats: int) -> tuple[dict, str]:
 
 
 def measure(engine, k: int, repeats: int) -> HeadCost:
-    from ..contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
-    from ..engine.probes.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
+    from ...contract.prompt import DEFAULT_PROMPT  # noqa: PLC0415
+    from ...engine.probes.head_probe import measure_head  # noqa: PLC0415 - the engine only when measuring
     from .machine import load_average  # noqa: PLC0415
 
     load0 = load_average()

@@ -47,9 +47,9 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..contract.errors import SpectuiError
-from .costmodel import leviathan
-from .step_costs import StepCosts
+from ...contract.errors import SpectuiError
+from ..cost.costmodel import leviathan
+from ..measured.step_costs import StepCosts
 
 N_BATCH = 2048  # llama-server's default --batch-size (common.h n_batch)
 N_UBATCH = 512  # llama-server's default --ubatch-size (common.h n_ubatch)
@@ -420,7 +420,7 @@ def speculation_of_level(k: int, drafted: int, accepted: int, drafts: int, outpu
     """The speculation a level measured: a pass drafting ``drafted / drafts`` tokens in ``drafts`` of its
     passes (every pass with a draft model), each at the rate whose expectation is its tokens a drafted pass.
     ``drafts`` < 1 (not published): every drafted pass a full k."""
-    from .batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415 - the one inverse
+    from ..measured.batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415 - the one inverse
 
     if drafted <= 0 or k < 1:
         return None

@@ -19,7 +19,7 @@ import platform
 from pathlib import Path
 from typing import Callable
 
-from ..contract.text import visible_line
+from ...contract.text import visible_line
 
 PROBE_VERSION = 1  # the probe's cache key's version
 HEADER_BYTES = 65536  # hashed from the start of each GGUF file (metadata and tensor index)
@@ -73,7 +73,7 @@ def file_identity(path: str) -> dict:
 
 def machine_key() -> dict:
     """The CPU model and the llama.cpp build (version and a hash of its system info)."""
-    from ..engine.llama.llama_lib import cpu_name, llama  # noqa: PLC0415
+    from ...engine.llama.llama_lib import cpu_name, llama  # noqa: PLC0415
 
     L = llama()
     info = L.llama_print_system_info().decode("utf-8", "replace")

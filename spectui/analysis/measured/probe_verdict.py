@@ -1,4 +1,4 @@
-"""What ``spectui probe``'s figures mean for speculation (spectui/analysis/probe.py measures them): the
+"""What ``spectui probe``'s figures mean for speculation (spectui/analysis/measured/probe.py measures them): the
 break-even acceptance by k, the best case with every draft accepted, and what makes verification cost
 (memory-bound decoding gives a flat curve; small-batch kernels; no idle compute), in one sentence.
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .costmodel import break_even_acceptance
+from ..cost.costmodel import break_even_acceptance
 
 
 class ProbeFigures(Protocol):
@@ -62,7 +62,7 @@ def analyse(r: ProbeFigures) -> ProbeVerdict:
     Returns:
         The ProbeVerdict, with the one sentence ``spectui probe`` prints.
     """
-    from .draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
+    from ..cost.draft_policy import PLAUSIBLE_RATE  # noqa: PLC0415
 
     c = r.cost_ratio if r.cost_ratio is not None else 0.0  # no draft model: prompt lookup (drafts ~free)
     kmax = r.max_batch - 1

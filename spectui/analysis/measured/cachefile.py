@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
 
-from ..contract.errors import SpectuiError
-from ..contract.outputs import PROBE_CACHE, OutputError, atomic_write
-from ..contract.text import visible_line
+from ...contract.errors import SpectuiError
+from ...contract.outputs import PROBE_CACHE, OutputError, atomic_write
+from ...contract.text import visible_line
 from .machine import cache_dir, cache_path, quiet_now
 
 MAX_CACHE_BYTES = 4 * 1024 * 1024  # a cache file is a few KB: anything this large is not one of ours

@@ -8,7 +8,7 @@ B sequences:
 - ``draft(B)``: the draft model's step of B sequences of one token (a drafting step; 0 for prompt lookup).
 
 With a per-draft acceptance a, a speculating request gains ``leviathan(a, k)`` tokens a pass
-(``spectui.analysis.costmodel.leviathan``: the one place the expectation is written), so
+(``spectui.analysis.cost.costmodel.leviathan``: the one place the expectation is written), so
 
     speedup(B, k) = leviathan(a, k) * plain(B) / (verify(B, k) + k * draft(B))
 
@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..contract.errors import SpectuiError
-from ..contract.prompt import DEFAULT_PROMPT
-from ..contract.text import model_label
+from ...contract.errors import SpectuiError
+from ...contract.prompt import DEFAULT_PROMPT
+from ...contract.text import model_label
+from ..cost.costmodel import break_even_acceptance, leviathan
 from .cachefile import MAX_CACHE_BYTES, CachedRecord, CacheError, Measurement
-from .costmodel import break_even_acceptance, leviathan
 from .machine import cache_key, load_average, machine_key, quiet_machine
 
 BATCH_VERSION = 2  # 2: measured with a KV stream a sequence (llama-server's -np N), not one unified buffer
@@ -238,7 +238,7 @@ def acceptance_from_tokens_per_pass(tokens_per_pass: float, k: int) -> float:
 def acceptance_from_events(events, label: str) -> tuple[float, str]:
     """(per-draft acceptance, where it came from) from a run's events (a live run or a trace read by the caller):
     the constant rate whose Leviathan expectation at the run's k is the run's mean tokens a drafted pass."""
-    from .stats import compute  # noqa: PLC0415
+    from ..stats import compute  # noqa: PLC0415
 
     events = list(events)
     snap = compute(events)
@@ -298,8 +298,8 @@ def _acceptance_from_bench(doc, path: str) -> tuple[float, str]:
 
 def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
                   progress: Callable[[str], None] | None = None) -> BatchCurve:
-    from ..engine.cpu import OthersCpu  # noqa: PLC0415
-    from ..engine.probes.batch_probe import measure_batched  # noqa: PLC0415 - the engine only when measuring
+    from ...engine.cpu import OthersCpu  # noqa: PLC0415
+    from ...engine.probes.batch_probe import measure_batched  # noqa: PLC0415 - the engine only when measuring
 
     others = OthersCpu()
     others.sample()
@@ -322,7 +322,7 @@ def measure_curve(engine, *, max_seqs: int, ks, repeats: int,
 
 def batched_cache_key(engine, max_seqs: int, ks, repeats: int) -> tuple[dict, str]:
     """The probe's own key (models, threads, placement, machine) plus the batched sizes."""
-    from ..engine.probes.batch_probe import check_ks, fit_max_seqs, seq_sizes  # noqa: PLC0415
+    from ...engine.probes.batch_probe import check_ks, fit_max_seqs, seq_sizes  # noqa: PLC0415
 
     base, digest = cache_key(engine)
     ks = check_ks(ks)

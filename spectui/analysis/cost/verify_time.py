@@ -1,5 +1,5 @@
 """The target's verify time by draft length k (a batch of k + 1 tokens), for the cost model
-(spectui/analysis/costmodel.py, whose docstring says how): the times measured in a run, gaps interpolated,
+(spectui/analysis/cost/costmodel.py, whose docstring says how): the times measured in a run, gaps interpolated,
 the rest extrapolated along a least-squares line; or the hardware's measured curve (``spectui probe``),
 scaled to the run's level. Each time says where it came from (``SRC_*``).
 

@@ -4,7 +4,7 @@ The engine's loop, when ``settings.auto`` is set, calls ``policy.observe(event)`
 emits and ``policy.choose(settings)`` before each pass; ``choose`` returns the k for that pass (0..32).
 
 ``cost`` (``CostPolicy``): keeps a running cost model built from the events it has seen and picks the k
-that maximises predicted tokens/s (see :mod:`spectui.analysis.costmodel`), k = 0 included when speculation loses.
+that maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0 included when speculation loses.
 
 - acceptance: the conditional acceptance of each draft position (accepted / reached with every earlier
   draft accepted), exponentially weighted per observation of that position (``ACC_DECAY``), so it
@@ -55,7 +55,7 @@ that maximises predicted tokens/s (see :mod:`spectui.analysis.costmodel`), k = 0
   (``spectui probe``; the run records it in ``RunStarted.probe``, or ``make_policy(mode, curve)`` is
   handed one), the model uses it from the first
   pass for every batch size the run has not measured (scaled to the run's level: see
-  :mod:`spectui.analysis.costmodel`). When the curve says that even a per-draft acceptance of ``PLAUSIBLE_RATE``
+  :mod:`spectui.analysis.cost.costmodel`). When the curve says that even a per-draft acceptance of ``PLAUSIBLE_RATE``
   at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no
   re-probing (on the Qwen pair on 2 cores only k = 15 with 98.5% acceptance would break even);
   otherwise it proceeds as above, without needing passes to learn verify costs.
@@ -73,7 +73,7 @@ EWMAs per batch size, counters), bounded by ``K_LIMIT`` positions, so memory sta
 A mode switched back on resumes where it left off (the cost model has kept learning meanwhile); the
 schedule starts again from ``settings.draft_max``, as a fresh HF schedule does.
 
-``schedule``: ``SchedulePolicy`` (spectui/analysis/schedule_policy.py), Hugging Face's heuristic schedule.
+``schedule``: ``SchedulePolicy`` (spectui/analysis/cost/schedule_policy.py), Hugging Face's heuristic schedule.
 
 Imports nothing of the UI.
 """
@@ -84,9 +84,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..contract.draft_length import DRAFT_MAX_LIMIT, clamp_draft_length
-from ..contract.errors import SpectuiError
-from ..contract.events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
+from ...contract.draft_length import DRAFT_MAX_LIMIT, clamp_draft_length
+from ...contract.errors import SpectuiError
+from ...contract.events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
 from .costmodel import K_MAX, Prediction, predict_from
 from .schedule_policy import SchedulePolicy
 

@@ -64,7 +64,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from .stats import StatsSnapshot
+from ..stats import StatsSnapshot
 from .verify_time import SRC_CURVE, SRC_RUN, verify_sources
 from .wording import LOSES, WINS, outcome
 

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..contract.prompt import DEFAULT_PROMPT
-from ..engine.probes.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
+from ...contract.prompt import DEFAULT_PROMPT
+from ...engine.probes.noise import DEFAULT_MAX_BATCH, DEFAULT_TOKENS, BatchNoise, measure_noise
 from .cachefile import CachedRecord, Measurement
 from .machine import file_identity, load_average, machine_key
 

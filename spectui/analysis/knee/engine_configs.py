@@ -26,9 +26,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..contract.errors import SpectuiError
-from ..contract.outputs import Kind
-from .batch_knee import DRAFTER_LOOKUP, DRAFTER_MODEL, KneePrediction
+from ...contract.errors import SpectuiError
+from ...contract.outputs import Kind
+from ..measured.batch_knee import DRAFTER_LOOKUP, DRAFTER_MODEL, KneePrediction
 
 FORMATS = ("vllm", "trtllm", "llama-server")
 VLLM_MAX_BS = 512  # the table's last range runs to here (vLLM carries the last K on anyway)
