@@ -118,7 +118,7 @@ def load_prompts(spec: str = BUILTIN) -> PromptSet:
         raise SpectuiError(f"--prompts: {spec} is a directory, not a prompt file")
     data = _read_bounded(path, spec)
     if data[:4] == PARQUET_MAGIC:
-        prompts = _check_count(_read_parquet(path), spec)
+        prompts = _check_count(_read_parquet(path, spec), spec)
         fmt = FORMAT_PARQUET
     else:
         if path.suffix.lower() == ".parquet":
@@ -180,26 +180,23 @@ def _read_jsonl(text: str, where: str) -> tuple[Prompt, ...]:
                 f"--prompts: {where} line {n} is not JSON ({exc.msg}): neither Spec-Bench JSONL, "
                 "SPEED-Bench Parquet nor a text file"
             ) from None
+        except RecursionError:  # [[[[...]]]] 100,000 deep fits in a line; Python's parser stops near 1,000
+            raise SpectuiError(
+                f"--prompts: {where} line {n} nests its JSON deeper than Python's parser reads: not a Spec-Bench "
+                "record (question_id, category, turns)"
+            ) from None
         out.append(_record(obj, f"{where} line {n}"))
     return tuple(out)
 
 
-def _read_parquet(path: Path) -> tuple[Prompt, ...]:
-    import pyarrow.parquet as pq  # noqa: PLC0415 - only for Parquet files
+def _read_parquet(path: Path, spec: str) -> tuple[Prompt, ...]:
+    """Its rows, read within the JSONL limits: the prompt count from the footer, one row's text and all of it
+    checked before each row group is decoded (spectui.bench.parquet)."""
+    from .parquet import ParquetLimits, read_rows  # noqa: PLC0415 - pyarrow only for Parquet files
 
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a broken file
-        raise SpectuiError(f"--prompts: {path} is not a readable Parquet file: {str(exc).splitlines()[0]}") from None
-    missing = [k for k in REQUIRED if k not in table.column_names]
-    if missing:
-        raise SpectuiError(
-            f"--prompts: {path} lacks the column(s) {', '.join(missing)}: not SPEED-Bench "
-            "(question_id, category, sub_category, turns)"
-        )
-    cols = ["question_id", "category", "turns"] + (["sub_category"] if "sub_category" in table.column_names else [])
-    rows = table.select(cols).to_pylist()
-    return tuple(_record(r, f"{path} row {i + 1}") for i, r in enumerate(rows))
+    limits = ParquetLimits(rows=MAX_PROMPTS, row_bytes=MAX_PROMPT_LINE_BYTES, total_bytes=MAX_PROMPT_FILE_BYTES)
+    rows = read_rows(path, spec, ("question_id", "category", "turns"), ("sub_category",), limits)
+    return tuple(_record(r, f"{spec} row {i + 1}") for i, r in enumerate(rows))
 
 
 def _read_text(text: str, path: Path) -> tuple[Prompt, ...]:
