@@ -24,9 +24,8 @@ import pytest
 from peak_rss import run_peak
 from waits import Started, wait_until
 
-from spectui.engine.chat import RENDER_MEMORY, RENDER_OUTPUT, RENDER_SECONDS
-
 REPO = Path(__file__).resolve().parents[2]
+# the render budget docs/untrusted-input.md promises (3 s, 256 MiB, 4 MiB of text) is asserted as written there
 RUN = ("--drafter", "ngram", "--headless", "-p", "the hash map", "-n", "4", "-t", "1", "-c", "256")
 
 TEMPLATES = {
@@ -70,25 +69,25 @@ def _bounded_case(model, name: str, limit_words: str) -> tuple[float, float]:
 
 
 def test_J_tmpl_100mb_one_line_bounded_memory(model):
-    secs, mb = _bounded_case(model, "tmpl_100mb", f"more than {RENDER_MEMORY >> 20} MiB of memory")
+    secs, mb = _bounded_case(model, "tmpl_100mb", "more than 256 MiB of memory")
     assert mb < 450, mb  # was 3.9 GB and still running at 60 s
     assert secs < 30, secs
 
 
 def test_J_tmpl_1gb_one_line_no_abort(model):
-    secs, mb = _bounded_case(model, "tmpl_1gb", f"more than {RENDER_MEMORY >> 20} MiB of memory")
+    secs, mb = _bounded_case(model, "tmpl_1gb", "more than 256 MiB of memory")
     assert mb < 450, mb  # was 20 GB, then std::bad_alloc in llama.cpp's tokenizer and SIGABRT
     assert secs < 30, secs
 
 
 def test_J_tmpl_loop2_time_limit(model):
-    secs, mb = _bounded_case(model, "tmpl_loop2", f"ran longer than {RENDER_SECONDS:g} s")
-    assert RENDER_SECONDS <= secs < RENDER_SECONDS + 25, secs  # was forever
+    secs, mb = _bounded_case(model, "tmpl_loop2", "ran longer than 3 s")
+    assert 3 <= secs < 30, secs  # was forever
     assert mb < 200, mb
 
 
 def test_template_output_limit(model):
-    _bounded_case(model, "tmpl_5mb", f"wrote more than {RENDER_OUTPUT >> 20} MiB of text")
+    _bounded_case(model, "tmpl_5mb", "wrote more than 4 MiB of text")
 
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
