@@ -80,10 +80,19 @@ def call_bounded(work: Callable[[], bytes], budget: Budget) -> bytes:
         status, payload = _outcome(work, budget)
         return _answer(status + payload, budget)
     r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
+    # the stop signals are blocked across the fork: the child must never run this process's handlers (they
+    # would raise into the command's own code there); it takes the default ones before it unblocks them
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        pid = os.fork()
+    except OSError as exc:
         os.close(r)
-        _child(work, budget, w)
+        os.close(w)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise WorkFailed(f"cannot start a process to run it: {exc.strerror or exc}") from None
+    if pid == 0:  # the child: never returns
+        _child(work, budget, r, w, mask)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(w)
     try:
         return _answer(_collect(r, budget), budget)
@@ -155,14 +164,17 @@ def _outcome(work: Callable[[], bytes], budget: Budget) -> tuple[bytes, bytes]:
     return _OK, bytes(out)
 
 
-def _child(work: Callable[[], bytes], budget: Budget, fd: int) -> None:  # pragma: no cover - runs in the child
-    """The forked child: limits, the work, its answer on ``fd``, ``os._exit``."""
+def _child(work: Callable[[], bytes], budget: Budget, r: int, fd: int,  # pragma: no cover - runs in the child
+           mask) -> None:
+    """The forked child: the default stop signals, limits, the work, its answer on ``fd``, ``os._exit``."""
     code = 70
     try:
+        os.close(r)
         gc.disable()
         for s in STOP_SIGNALS:
             signal.signal(s, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)  # this process's wake-up pipe belongs to the parent's signal watcher
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _limit(budget)
         status, payload = _outcome(work, budget)
         view = memoryview(status + payload)
