@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -133,3 +134,27 @@ def test_sandbox_escapes_still_fail_safely(model, name, tmp_path):
     assert f"the chat template of {path} failed to render: " in line, line
     assert "SecurityError" in line or "UndefinedError" in line, line
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_noted_stop_ends_a_bounded_call_at_once():
+    """Where the command's SignalStop only notes a signal (the TUI's, while its models load and the template
+    renders), the wait sees it within 50 ms: the child is killed and reaped, and Interrupted says which."""
+    from spectui.contract.bounded import Budget, call_bounded
+    from spectui.contract.exitcodes import Interrupted, SignalStop
+
+    def forever() -> bytes:
+        while True:
+            pass
+
+    before = {c.pid for c in psutil.Process().children()}
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    with SignalStop(lambda: None):
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(Interrupted) as stopped:
+            call_bounded(forever, Budget(30, 64 << 20, 100))
+        took = time.monotonic() - t0
+    timer.join()
+    assert stopped.value.status == 143
+    assert took < 1.5, took  # the signal came at 0.5 s
+    assert {c.pid for c in psutil.Process().children()} <= before  # the render's child is gone, not a zombie
