@@ -17,7 +17,6 @@ Everything past a limit is one line (SpectuiError) that names the limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..contract.errors import SpectuiError
 
@@ -34,13 +33,14 @@ class ParquetLimits:
     total_bytes: int
 
 
-def read_rows(path: Path, spec: str, columns: tuple[str, ...], optional: tuple[str, ...],
+def read_rows(data: bytes, spec: str, columns: tuple[str, ...], optional: tuple[str, ...],
               limits: ParquetLimits) -> list[dict]:
     """The rows of a Parquet file as dicts of ``columns`` (and those of ``optional`` it has), read within
     ``limits`` (see the module docstring).
 
     Args:
-        path: the file; spec: its name as given (what the messages say).
+        data: the file's bytes (read once, within the file-size limit); spec: its name as given (what the
+            messages say).
         columns: the columns it must have; optional: those read when present.
         limits: the rows, the bytes of one row's text and of all of it.
 
@@ -51,10 +51,11 @@ def read_rows(path: Path, spec: str, columns: tuple[str, ...], optional: tuple[s
         SpectuiError: not a readable Parquet file, a column missing or of a type that holds no prompt text, or
             a limit passed (before the row group that passes it is decoded).
     """
-    import pyarrow.parquet as pq  # noqa: PLC0415 - only for Parquet files
+    import pyarrow as pa  # noqa: PLC0415 - only for Parquet files
+    import pyarrow.parquet as pq  # noqa: PLC0415
 
     try:
-        meta = pq.ParquetFile(path).metadata
+        meta = pq.ParquetFile(pa.BufferReader(data)).metadata
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a broken file
         raise SpectuiError(f"--prompts: {spec} is not a readable Parquet file: {_first_line(exc)}") from None
     if meta.num_rows > limits.rows:
@@ -70,7 +71,7 @@ def read_rows(path: Path, spec: str, columns: tuple[str, ...], optional: tuple[s
     _check_footer(meta, leaves, spec, limits)
     text_leaves = [meta.schema.column(i).path for i in leaves if meta.schema.column(i).physical_type == "BYTE_ARRAY"]
     try:
-        pf = pq.ParquetFile(path, read_dictionary=text_leaves)
+        pf = pq.ParquetFile(pa.BufferReader(data), read_dictionary=text_leaves)
     except Exception as exc:  # noqa: BLE001
         raise SpectuiError(f"--prompts: {spec} is not a readable Parquet file: {_first_line(exc)}") from None
     _check_types(pf.schema_arrow, wanted, spec)

@@ -3,7 +3,8 @@
 A model's chat template is code (Jinja) that came with the model. The sandbox stops it reaching Python's
 internals, but not from running forever (nested loops) or building gigabytes (``'A' * 10**9``, a string
 doubled in a loop), and no check inside the interpreter can bound every way of doing that (``*``, ``~``,
-``|center``, ``|replace``, ``format``, ...). :func:`call_bounded` therefore runs the work in a forked child:
+``|center``, ``|replace``, ``format``, ...). A Parquet file's footer may lie about what its pages decode to.
+:func:`call_bounded` therefore runs such work in a forked child:
 
 - memory: the child's address space may grow by ``Budget.memory_bytes`` past what it inherited
   (``RLIMIT_AS``); an allocation past that fails there (MemoryError), never in this process;
@@ -18,7 +19,7 @@ doubled in a loop), and no check inside the interpreter can bound every way of d
 The child runs Python only (no llama.cpp call), takes no lock another thread could hold (no print, no
 logging), never collects garbage (a finalizer of this process's objects must not run there) and leaves by
 ``os._exit``. Where ``os.fork`` does not exist the work runs in this process, bounded in output only.
-Standard library and exitcodes only.
+Standard library, errors and exitcodes only.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from .errors import SpectuiError
 from .exitcodes import STOP_SIGNALS, Interrupted, stop_asked
 
 _POLL_S = 0.05  # a stop signal or the deadline is seen within this
 _MAX_ERROR = 2000  # characters of the work's own error message sent back
-_OK, _ERROR, _MEMORY, _OUTPUT = b"O", b"E", b"M", b"X"
+_OK, _ERROR, _USER, _MEMORY, _OUTPUT = b"O", b"E", b"U", b"M", b"X"
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ def call_bounded(work: Callable[[], bytes], budget: Budget) -> bytes:
     Raises:
         BudgetExceeded: past a limit (``kind``: "time", "memory" or "output").
         WorkFailed: ``work`` raised.
+        SpectuiError: ``work`` raised one (its message comes back as it was: a reader's limit, say).
         Interrupted: a stop signal came while it ran (the child is killed first).
     """
     if not hasattr(os, "fork"):  # pragma: no cover - Windows: no child to bound; the output is still checked
@@ -109,6 +112,8 @@ def _answer(data: bytes, budget: Budget) -> bytes:
         return payload
     if status == _ERROR:
         raise WorkFailed(payload.decode("utf-8", "replace"))
+    if status == _USER:
+        raise SpectuiError(payload.decode("utf-8", "replace"))
     if status == _OUTPUT:
         raise BudgetExceeded("output")
     raise BudgetExceeded("memory")  # _MEMORY, or the child died without a word (an allocation that aborted)
@@ -156,6 +161,8 @@ def _outcome(work: Callable[[], bytes], budget: Budget) -> tuple[bytes, bytes]:
         out = work()
     except MemoryError:
         return _MEMORY, b""
+    except SpectuiError as exc:  # the work's own one-line verdict (already one visible line)
+        return _USER, str(exc)[:_MAX_ERROR].encode("utf-8", "replace")
     except Exception as exc:  # noqa: BLE001 - the work is a stranger's code: any failure is its message
         text = f"{type(exc).__name__}: {exc}"
         return _ERROR, text[:_MAX_ERROR].encode("utf-8", "replace")

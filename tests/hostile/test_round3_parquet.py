@@ -16,6 +16,7 @@ import pytest
 from peak_rss import run_peak
 
 from spectui.bench.datasets import MAX_PROMPT_FILE_BYTES, MAX_PROMPT_LINE_BYTES, MAX_PROMPTS, load_prompts
+from spectui.contract.errors import SpectuiError
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -106,14 +107,14 @@ def test_whole_set_limit_while_decoding(tmp_path):
     pq.write_table(pa.table({"question_id": np.arange(n), "category": same(n, "c"),
                              "turns": turns_of(same(n, "C" * (MB // 2)), n)}), path, row_group_size=10,
                    dictionary_pagesize_limit=2 * MB)
-    with pytest.raises(Exception, match=rf"more than {MAX_PROMPT_FILE_BYTES >> 20} MiB of prompt text \(row 70"):
+    with pytest.raises(SpectuiError, match=rf"more than {MAX_PROMPT_FILE_BYTES >> 20} MiB of prompt text \(row 70"):
         load_prompts(str(path))
 
 
 def test_a_column_of_another_type_is_one_line(tmp_path):
     path = tmp_path / "struct.parquet"
     pq.write_table(pa.table({"question_id": [1], "category": ["c"], "turns": [{"a": "x"}]}), path)
-    with pytest.raises(Exception, match="the column turns is struct"):
+    with pytest.raises(SpectuiError, match="the column turns is struct"):
         load_prompts(str(path))
 
 
