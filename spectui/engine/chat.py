@@ -7,6 +7,10 @@ Transformers' ``tojson``). No system message unless one is given (``--system``),
 ``-sys``. As llama.cpp does (``common_chat_templates_apply``), a BOS text the template writes at the start is
 dropped when the tokenizer adds BOS itself, so the prompt never starts with two BOS tokens.
 
+The template is the model's code: it renders in a child process under ``RENDER_BUDGET`` (3 s, 256 MiB, 4 MiB
+of text: ``contract.bounded``), before any model decodes; one past it, one that fails and one that drops
+the messages are each one line that names the model's file.
+
 ``ChatTemplate.label`` ("tokenizer.chat_template sha256:0123456789ab") is what ``RunStarted.chat_template``
 records; "" means the prompt was used as raw text.
 """
