@@ -28,6 +28,8 @@ ALLOWED = {
     ("spectui/commands/serve.py", "_exit"): "os._exit: serve ends without the interpreter's teardown of the modules "
                                             "it loaded once everything it started has ended",
     ("spectui/serve/session.py", "_exit"): "os._exit: the only exit for a forked child before exec",
+    ("spectui/contract/bounded.py", "_exit"): "os._exit: the only exit for a forked child (a chat template's "
+                                                 "render): no atexit, no flush of the parent's buffers",
     ("spectui/commands/serve.py", "_protected_args"): "click >= 8.2 keeps the subcommand's arguments only in "
                                                       "Context._protected_args (protected_args is deprecated)",
     ("spectui/engine/llama/devices.py", "_ggml"): "llama_cpp ships libggml's bindings only as the module "

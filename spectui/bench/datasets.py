@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ..contract.bounded import Budget, BudgetExceeded, WorkFailed, call_bounded
 from ..contract.errors import SpectuiError
 from ..contract.outputs import missing
 from ..contract.text import visible_line
@@ -72,6 +73,16 @@ class PromptSet:
 MAX_PROMPT_FILE_BYTES = 32 << 20  # Spec-Bench's question.jsonl is about 0.5 MB
 MAX_PROMPT_LINE_BYTES = 1 << 20  # one JSON record or one text prompt
 MAX_PROMPTS = 100_000
+# A Parquet file is read by a child process under this budget (docs/untrusted-input.md): within the limits above
+# a set takes a second or two and tens of MB; the prompts come back as JSON (32 MiB of text, escapes included).
+PARQUET_BUDGET = Budget(seconds=60.0, memory_bytes=1 << 30, output_bytes=4 * MAX_PROMPT_FILE_BYTES)
+_PAST = {
+    "time": f"took longer than {PARQUET_BUDGET.seconds:g} s (the limit on reading a Parquet prompt set)",
+    "memory": f"needed more than {PARQUET_BUDGET.memory_bytes >> 30} GiB of memory (the limit on reading a Parquet "
+              "prompt set)",
+    "output": f"gave more than {PARQUET_BUDGET.output_bytes >> 20} MiB of prompts (the limit on reading a Parquet "
+              "prompt set)",
+}
 
 
 def _read_bounded(path: Path, spec: str) -> bytes:
@@ -118,7 +129,7 @@ def load_prompts(spec: str = BUILTIN) -> PromptSet:
         raise SpectuiError(f"--prompts: {spec} is a directory, not a prompt file")
     data = _read_bounded(path, spec)
     if data[:4] == PARQUET_MAGIC:
-        prompts = _check_count(_read_parquet(path), spec)
+        prompts = _check_count(_read_parquet(data, spec), spec)
         fmt = FORMAT_PARQUET
     else:
         if path.suffix.lower() == ".parquet":
@@ -180,26 +191,37 @@ def _read_jsonl(text: str, where: str) -> tuple[Prompt, ...]:
                 f"--prompts: {where} line {n} is not JSON ({exc.msg}): neither Spec-Bench JSONL, "
                 "SPEED-Bench Parquet nor a text file"
             ) from None
+        except RecursionError:  # [[[[...]]]] 100,000 deep fits in a line; Python's parser stops near 1,000
+            raise SpectuiError(
+                f"--prompts: {where} line {n} nests its JSON deeper than Python's parser reads: not a Spec-Bench "
+                "record (question_id, category, turns)"
+            ) from None
         out.append(_record(obj, f"{where} line {n}"))
     return tuple(out)
 
 
-def _read_parquet(path: Path) -> tuple[Prompt, ...]:
-    import pyarrow.parquet as pq  # noqa: PLC0415 - only for Parquet files
+def _read_parquet(data: bytes, spec: str) -> tuple[Prompt, ...]:
+    """Its prompts, read within the JSONL limits (the prompt count from the footer, one row's text and all of
+    it checked before each row group is decoded: spectui.bench.parquet), by a child process under
+    PARQUET_BUDGET (spectui.contract.bounded), so a footer that lies about the sizes, or a decoder that meets
+    one, costs at most that; the prompts come back as JSON."""
+
+    def work() -> bytes:
+        from .parquet import ParquetLimits, read_rows  # noqa: PLC0415 - pyarrow only in the reading child
+
+        limits = ParquetLimits(rows=MAX_PROMPTS, row_bytes=MAX_PROMPT_LINE_BYTES, total_bytes=MAX_PROMPT_FILE_BYTES)
+        rows = read_rows(data, spec, ("question_id", "category", "turns"), ("sub_category",), limits)
+        prompts = [_record(r, f"{spec} row {i + 1}") for i, r in enumerate(rows)]
+        out = [[p.question_id, p.category, list(p.turns), p.sub_category] for p in prompts]
+        return json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
     try:
-        table = pq.read_table(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a broken file
-        raise SpectuiError(f"--prompts: {path} is not a readable Parquet file: {str(exc).splitlines()[0]}") from None
-    missing = [k for k in REQUIRED if k not in table.column_names]
-    if missing:
-        raise SpectuiError(
-            f"--prompts: {path} lacks the column(s) {', '.join(missing)}: not SPEED-Bench "
-            "(question_id, category, sub_category, turns)"
-        )
-    cols = ["question_id", "category", "turns"] + (["sub_category"] if "sub_category" in table.column_names else [])
-    rows = table.select(cols).to_pylist()
-    return tuple(_record(r, f"{path} row {i + 1}") for i, r in enumerate(rows))
+        answer = call_bounded(work, PARQUET_BUDGET)
+    except BudgetExceeded as exc:
+        raise SpectuiError(f"--prompts: reading {spec} {_PAST[exc.kind]} (limits: docs/untrusted-input.md)") from None
+    except WorkFailed as exc:  # pyarrow raises several types for a broken file
+        raise SpectuiError(f"--prompts: {spec} is not a readable Parquet file: {exc}") from None
+    return tuple(Prompt(q, c, tuple(t), sub) for q, c, t, sub in json.loads(answer.decode("utf-8", "surrogatepass")))
 
 
 def _read_text(text: str, path: Path) -> tuple[Prompt, ...]:

@@ -55,6 +55,9 @@ class Templater:
     def __init__(self, engine, chat: bool, system: str | None = None) -> None:
         self.template = engine.chat_template if chat else None
         self.system = system
+        # first turns rendered: every setting asks the same one, and each render is a child process (bounded:
+        # spectui.engine.chat); as large as the prompt set, whose turns are held anyway
+        self._first: dict[tuple[str, ...], str] = {}
 
     @property
     def label(self) -> str:
@@ -63,7 +66,12 @@ class Templater:
     def __call__(self, turns: Sequence[str], answers: Sequence[str]) -> str:
         if self.template is None:
             return raw_prompt(turns, answers)
-        return self.template.render(chat_messages(turns, answers, self.system))
+        if answers:
+            return self.template.render(chat_messages(turns, answers, self.system))
+        key = tuple(turns)
+        if key not in self._first:
+            self._first[key] = self.template.render(chat_messages(turns, answers, self.system))
+        return self._first[key]
 
 
 def fits(n_prompt: int, n_predict: int, n_ctx: int) -> str:

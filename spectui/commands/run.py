@@ -67,11 +67,16 @@ class ChatEngine:
         self.engine = engine
         self.template = template
         self.system = system
+        self._rendered: tuple[str, str] | None = None  # (the user's text, its prompt): the last one rendered
 
     def prompt_text(self, text: str) -> str:
+        """The prompt for the user's ``text``: the template rendered over it (bounded: ``engine.chat``), the
+        last one kept, so the render a command does before the run starts is the one the run uses."""
         from ..engine.files.chat import chat_messages
 
-        return self.template.render(chat_messages([text], system=self.system))
+        if self._rendered is None or self._rendered[0] != text:
+            self._rendered = (text, self.template.render(chat_messages([text], system=self.system)))
+        return self._rendered[1]
 
     def run(self, prompt, control=None, n_predict: int = 128, probe=None, overlap: bool = False):
         return self.engine.run(self.prompt_text(prompt), control, n_predict, probe, self.template.label,
@@ -168,6 +173,8 @@ def run_main(
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
             runner = chat_engine(engine, chat, system)
+            if isinstance(runner, ChatEngine):  # before any decode: a hostile template is one line, exit 2, and a
+                runner.prompt_text(plan.text)  # signal meanwhile ends the command as while loading
             # --pipeline auto: both ways measured on the loaded pair, the faster taken (and recorded)
             settings = resolve_pipeline(engine, pipeline, plan.settings, None if plan.as_json else _say)
             control.update(pipeline=settings.pipeline)
