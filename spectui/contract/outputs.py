@@ -50,6 +50,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 from .errors import SpectuiError
 from .exitcodes import signal_name, stop_asked
+from .streams import closed_stream_named
 
 HEAD_BYTES = 64 * 1024  # how much of an existing file is read to recognise it
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -334,6 +335,9 @@ def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.
     p = os.fspath(path)
     if not p or not p.strip():
         raise OutputError(f"the {kind.name} path is empty", "empty path")
+    closed = closed_stream_named(p)  # -o /dev/stdout with stdout closed (>&-): refused before any work
+    if closed:
+        raise _refuse(kind, p, closed)
     if os.path.islink(p) and (kind.owned_dir or own_name):
         if own_name:
             reason = (f"it is a symbolic link (to {os.readlink(p)}); spectui names this file itself and never "

@@ -12,6 +12,7 @@ import tempfile
 import threading
 from typing import IO, Any, Callable, Iterable, Iterator
 
+from ..contract.claim import ClaimRefused, claim
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, Event, RunStarted
 from ..contract.outputs import TRACE, OutputError, check_output
@@ -39,7 +40,8 @@ class TraceWriter:
             raised by the next call. Worth it where a spare core exists.
 
     Raises:
-        TraceError: ``path`` is an input, or an existing file that is not a trace (without ``force``).
+        TraceError: ``path`` is an input, or an existing file that is not a trace (without ``force``), or
+            another command is writing it now (``spectui.contract.claim``: held from here until :meth:`close`).
     """
 
     def __init__(
@@ -65,6 +67,10 @@ class TraceWriter:
         try:
             self._output = check_output(self.path, TRACE, inputs, force) if self.path is not None else None
         except OutputError as exc:
+            raise TraceError(str(exc)) from None
+        try:  # one writer per trace file: a second run recording it now is refused before its models load
+            self._claim = claim(self._output.real, self.path) if self._output and not self._output.stream else None
+        except ClaimRefused as exc:
             raise TraceError(str(exc)) from None
         self._raw: IO[bytes] | None = None
         self._out: IO[bytes] | None = None
@@ -273,7 +279,19 @@ class TraceWriter:
 
     def close(self, keep_empty: bool = False) -> None:
         """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
-        alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to)."""
+        alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to).
+
+        Raises:
+            TraceError: the trace could not be written, or the file written is no longer at its path (deleted
+                with its folder, moved away, or another file put there while the run wrote it).
+        """
+        try:
+            self._close(keep_empty)
+        finally:
+            if self._claim is not None:
+                self._claim.release()
+
+    def _close(self, keep_empty: bool) -> None:
         if self._thread is not None and self._thread.is_alive():
             self._hurry.set()
             with self._idle:
@@ -306,6 +324,7 @@ class TraceWriter:
                 if self._commit is not None:
                     commit, self._commit = self._commit, None
                     commit()
+                gone = self._gone()
                 self._raw.close()
             except OSError as exc:
                 try:
@@ -315,6 +334,31 @@ class TraceWriter:
                 if not self._failed:  # already reported by write()
                     where = self.path or "(temporary)"
                     raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
+                return
+            if gone:
+                raise TraceError(f"cannot write trace {self.path}: {gone}")
+
+    def _gone(self) -> str:
+        """Why the file written is no longer the trace at its path, in words ("" when it is): deleted (its
+        folder too), moved away, or another file put at the path while the run wrote it."""
+        if self._output is None or self._output.stream:
+            return ""
+        try:
+            mine = os.fstat(self._raw.fileno())
+        except OSError:
+            return ""
+        real = self._output.real
+        if mine.st_nlink == 0:
+            folder = os.path.dirname(os.path.abspath(real))
+            how = f"it was deleted, with its folder {folder}," if not os.path.isdir(folder) else "it was deleted"
+            return f"{how} while the run wrote it: the {self.n_events} events recorded are lost"
+        try:
+            now = os.stat(real)
+        except OSError:
+            return "it was moved away from this path while the run wrote it (the trace is where it was moved to)"
+        if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+            return "another file took its path while the run wrote it (this run's trace is not there)"
+        return ""
 
 
 _STOP = object()  # the background writer's end-of-queue marker
