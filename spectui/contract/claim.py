@@ -17,6 +17,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import weakref
 
 from .errors import SpectuiError
 
@@ -47,22 +48,26 @@ def _claims_folder() -> str | None:
     return folder
 
 
+def _let_go(fd: int, lock_path: str) -> None:
+    try:
+        os.unlink(lock_path)  # while it is held: nobody can have taken it since
+    except OSError:
+        pass
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 class Claim:
-    """A held claim on a destination: :meth:`release` (idempotent) drops it and removes its lock file."""
+    """A held claim on a destination: :meth:`release` (idempotent) drops it and removes its lock file; a
+    claim nobody released is let go when it is garbage (a writer dropped without ``close``)."""
 
     def __init__(self, fd: int, lock_path: str) -> None:
-        self._fd: int | None = fd
-        self._lock_path = lock_path
+        self._release = weakref.finalize(self, _let_go, fd, lock_path)
 
     def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            os.unlink(self._lock_path)  # while it is held: nobody can have taken it since
-        except OSError:
-            pass
-        os.close(fd)
+        self._release()
 
 
 def _holder(fd: int) -> str:

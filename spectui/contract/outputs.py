@@ -281,6 +281,27 @@ class OutputPath:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
             raise
 
+    def gone(self, fh: IO[bytes]) -> str:
+        """Why ``fh`` (from :meth:`open_trace`, committed) is no longer the file at the path, in words ("" when
+        it is, and for a device or a pipe): deleted (with its folder), moved away, or another file put there."""
+        if self.stream:
+            return ""
+        try:
+            mine = os.fstat(fh.fileno())
+        except (OSError, ValueError):
+            return ""
+        if mine.st_nlink == 0:
+            folder = os.path.dirname(os.path.abspath(self.real))
+            how = f"it was deleted, with its folder {folder}," if not os.path.isdir(folder) else "it was deleted"
+            return f"{how} while it was written: what it held is lost"
+        try:
+            now = os.stat(self.real)
+        except OSError:
+            return "it was moved away from this path while it was written (it is where it was moved to)"
+        if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+            return "another file took its path while it was written (what was written is not there)"
+        return ""
+
     def open_trace(self) -> tuple[IO[bytes], Callable[[], None]]:
         """(binary file, commit) for a trace written as it happens: the file is a temporary file in the
         path's directory; ``commit()`` (call it after the first flush) renames it onto the path. Writes

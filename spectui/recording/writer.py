@@ -250,32 +250,13 @@ class TraceWriter:
             try:
                 with out.atomic_write("wb") as fh:  # OutputError (a failed write) says the path itself
                     target: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) if dest.endswith(".gz") else fh
-                    for block in self._recorded_blocks():
+                    for block in _recorded_blocks(self.path, self._raw, self._gz):
                         target.write(block)
                     if target is not fh:
                         target.close()
             except OSError as exc:
                 raise TraceError(f"cannot save trace to {dest}: {exc.strerror or exc}") from None
             return n
-
-    def _recorded_blocks(self) -> Iterator[bytes]:
-        """The (decompressed) bytes written so far, in blocks, without moving the writer's file offset."""
-        if self.path is None:  # our anonymous temporary file: positional reads leave its offset alone
-            fd, pos = self._raw.fileno(), 0
-            while True:
-                block = os.pread(fd, 1 << 20, pos)
-                if not block:
-                    return
-                pos += len(block)
-                yield block
-        elif self._gz:
-            for line in gzip_lines(open(self.path, "rb")):
-                if isinstance(line, Damage):  # the open stream has no end marker yet: expected
-                    return
-                yield line
-        else:
-            with open(self.path, "rb") as fh:
-                yield from iter(lambda: fh.read(1 << 20), b"")
 
     def close(self, keep_empty: bool = False) -> None:
         """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
@@ -324,7 +305,7 @@ class TraceWriter:
                 if self._commit is not None:
                     commit, self._commit = self._commit, None
                     commit()
-                gone = self._gone()
+                gone = self._output.gone(self._raw) if self._output is not None else ""
                 self._raw.close()
             except OSError as exc:
                 try:
@@ -335,30 +316,29 @@ class TraceWriter:
                     where = self.path or "(temporary)"
                     raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
                 return
-            if gone:
-                raise TraceError(f"cannot write trace {self.path}: {gone}")
+            if gone:  # deleted with its folder, moved away, replaced: the trace is not at its path
+                raise TraceError(f"cannot write trace {self.path}: {gone} ({self.n_events} events recorded)")
 
-    def _gone(self) -> str:
-        """Why the file written is no longer the trace at its path, in words ("" when it is): deleted (its
-        folder too), moved away, or another file put at the path while the run wrote it."""
-        if self._output is None or self._output.stream:
-            return ""
-        try:
-            mine = os.fstat(self._raw.fileno())
-        except OSError:
-            return ""
-        real = self._output.real
-        if mine.st_nlink == 0:
-            folder = os.path.dirname(os.path.abspath(real))
-            how = f"it was deleted, with its folder {folder}," if not os.path.isdir(folder) else "it was deleted"
-            return f"{how} while the run wrote it: the {self.n_events} events recorded are lost"
-        try:
-            now = os.stat(real)
-        except OSError:
-            return "it was moved away from this path while the run wrote it (the trace is where it was moved to)"
-        if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
-            return "another file took its path while the run wrote it (this run's trace is not there)"
-        return ""
+
+def _recorded_blocks(path: str | None, raw: IO[bytes], gz: bool) -> Iterator[bytes]:
+    """The (decompressed) bytes a writer wrote so far, in blocks, without moving its file offset: from its
+    anonymous temporary file ``raw`` (``path`` None) by positional reads, else from ``path``."""
+    if path is None:
+        fd, pos = raw.fileno(), 0
+        while True:
+            block = os.pread(fd, 1 << 20, pos)
+            if not block:
+                return
+            pos += len(block)
+            yield block
+    elif gz:
+        for line in gzip_lines(open(path, "rb")):
+            if isinstance(line, Damage):  # the open stream has no end marker yet: expected
+                return
+            yield line
+    else:
+        with open(path, "rb") as fh:
+            yield from iter(lambda: fh.read(1 << 20), b"")
 
 
 _STOP = object()  # the background writer's end-of-queue marker

@@ -48,7 +48,8 @@ def test_hfc_symloop_a_model_file_that_is_a_loop_of_links(tmp_path, tiny_target)
     os.symlink("m-Q4_K_M.gguf", snap / "m-b.gguf")
     r = run_hf(tmp_path / "hf")
     assert r.returncode == 2 and one_line(r.stderr) == (
-        f"spectui: error: Hugging Face repository user/repo in the local cache: snapshots/{COMMIT}/m-Q4_K_M.gguf {LOOP}")
+        "spectui: error: Hugging Face repository user/repo in the local cache: "
+        f"snapshots/{COMMIT}/m-Q4_K_M.gguf {LOOP}")
 
 
 def test_hfc_dirloop_a_snapshot_folder_that_links_to_itself(tmp_path, tiny_target):

@@ -161,5 +161,26 @@ def test_g_parent_deleted_a_trace_whose_folder_went_is_an_error(tiny_target, tin
     assert p.returncode == 2, err
     last = [ln for ln in err.splitlines() if ln.strip()][-1]
     assert last.startswith(f"spectui: error: cannot write trace {trace}: it was deleted, with its folder {gone}, "
-                           "while the run wrote it: the ") and last.endswith(" events recorded are lost"), err
+                           "while it was written: what it held is lost (") and last.endswith(" events recorded)"), err
     assert "Traceback" not in err and not gone.exists()
+
+
+def test_a_trace_deleted_or_replaced_under_its_writer_is_an_error_at_close(tmp_path):
+    """The same check without a folder going: the file alone deleted, or another file renamed onto its path."""
+    from spectui.contract import events as ev
+    from spectui.recording.schema import TraceError
+    from spectui.recording.writer import TraceWriter
+
+    for what, then in (("it was deleted while", lambda p: p.unlink()),
+                       ("another file took its path", lambda p: (tmp_path / "other").replace(p))):
+        path = tmp_path / "t.jsonl"
+        (tmp_path / "other").write_text("")
+        writer = TraceWriter(path)
+        writer.write(ev.RunEnded())
+        then(path)
+        with pytest.raises(TraceError, match=what):
+            writer.close()
+    writer = TraceWriter(tmp_path / "kept.jsonl")  # left alone: no error, and the claim is let go
+    writer.write(ev.RunEnded())
+    writer.close()
+    TraceWriter(tmp_path / "kept.jsonl").close()
