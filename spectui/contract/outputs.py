@@ -290,17 +290,20 @@ class OutputPath:
             mine = os.fstat(fh.fileno())
         except (OSError, ValueError):
             return ""
+        try:
+            now = os.stat(self.real)
+        except OSError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return ""
+        if mine.st_nlink == 0 and now is not None:
+            return "another file took its path while it was written: what it held is lost"
         if mine.st_nlink == 0:
             folder = os.path.dirname(os.path.abspath(self.real))
             how = f"it was deleted, with its folder {folder}," if not os.path.isdir(folder) else "it was deleted"
             return f"{how} while it was written: what it held is lost"
-        try:
-            now = os.stat(self.real)
-        except OSError:
-            return "it was moved away from this path while it was written (it is where it was moved to)"
-        if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
-            return "another file took its path while it was written (what was written is not there)"
-        return ""
+        where = "another file took its path" if now is not None else "it was moved away from this path"
+        return f"{where} while it was written (what it held is where it was moved to)"
 
     def open_trace(self) -> tuple[IO[bytes], Callable[[], None]]:
         """(binary file, commit) for a trace written as it happens: the file is a temporary file in the
