@@ -34,18 +34,20 @@ class ClaimRefused(SpectuiError):
 
 
 def _claims_folder() -> str | None:
-    """The user's own folder for lock files (made 0700), or None when there is none safe to use (a folder of
-    that name that is another user's, or a link)."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = os.path.join(base, f"spectui-claims-{os.getuid()}")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    return folder
+    """The user's own folder for lock files (made 0700): in ``$XDG_RUNTIME_DIR``, else the temporary folder;
+    None when neither is safe to use (a folder of that name that is another user's, or a link)."""
+    for base in (os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir()):
+        if not base:
+            continue
+        folder = os.path.join(base, f"spectui-claims-{os.getuid()}")
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return folder
+    return None
 
 
 def _let_go(fd: int, lock_path: str) -> None:
