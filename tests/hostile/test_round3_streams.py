@@ -121,22 +121,22 @@ def test_f_two_recorders2_the_second_run_is_refused_and_the_first_trace_kept(tin
     same = tmp_path / "same.jsonl"
     run = ["-m", tiny_target, "-md", tiny_draft_noisy, "--headless", "-p", "the hash map", "-t", "1",
            "--record", same]
-    first = spectui(*run, "-n", "1500", "-s", "1")
+    first = spectui(*run, "-c", "4096", "-n", "4000", "-s", "1")  # runs until this test stops it
     try:
         wait_until(same.exists, 60, "the first run's trace")  # its models loaded, its run under way
         second = spectui(*run, "-n", "400", "-s", "2")
         out2, err2 = second.communicate(timeout=60)
         assert first.poll() is None  # refused while the first still records
+        first.send_signal(signal.SIGINT)  # a clean stop: the first trace complete
         out1, err1 = first.communicate(timeout=120)
     finally:
-        for p in (first,):
-            if p.poll() is None:
-                p.send_signal(signal.SIGKILL)
-                p.wait()
+        if first.poll() is None:
+            first.kill()
+            first.wait()
     assert second.returncode == 2 and out2 == ""
     assert one_line(err2) == (f"spectui: error: refusing to write the trace {same}: another spectui (pid "
                               f"{first.pid}) is writing this trace now: two commands never write one file")
-    assert first.returncode == 0, err1
+    assert first.returncode == 130, err1
     assert start_seed(same) == 1 and json.loads(same.read_text().splitlines()[-1])["type"] == "end"
     third = spectui(*run, "-n", "4", "-s", "3")  # the claim ends with the run that held it
     _, err3 = third.communicate(timeout=120)
