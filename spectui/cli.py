@@ -15,18 +15,31 @@ from .commands import SUMMARIES
 from .commands.options import json_option, model_options, run_options
 from .contract.errors import SpectuiError, fail
 from .contract.exitcodes import Interrupted, signal_name
+from .contract.streams import CLOSED_STDOUT, StdoutClosed, guard_standard_streams, stdout_closed
 from .contract.text import escape_unencodable
 from .tui.shared.ascii import ascii_option
 
+# A standard stream closed at start (`>&-`): its descriptor is opened on /dev/null (no file spectui opens
+# takes its number), a write to a closed stdout is one line and exit status 2, a closed stderr says nothing.
+guard_standard_streams()
 # A stdout or stderr that cannot encode a character (LC_ALL=C with PYTHONUTF8=0, PYTHONIOENCODING=ascii or
 # latin-1) writes it as an ASCII escape, never a UnicodeEncodeError: every command, --json and the demo too.
 escape_unencodable(sys.__stdout__, sys.__stderr__)
 
 # name -> "module:attribute" of a click.Command; each one's summary is written once, in SUMMARIES
 SUBCOMMANDS = {name: f"spectui.commands.{name}:{name}_cmd" for name in SUMMARIES}
+# the subcommands whose work writes nothing on standard output (a file, a server's log on stderr): they run
+# with it closed; every other one is refused then, before any work (its output would go nowhere)
+WITHOUT_STDOUT = frozenset({"cast", "serve"})
 
 
 class LazyGroup(click.Group):
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, **kwargs)
+        except StdoutClosed as exc:  # a write to a closed stdout outside a command's own errors (--help)
+            fail(str(exc))
+
     def list_commands(self, ctx):
         return sorted(SUBCOMMANDS)
 
@@ -64,6 +77,8 @@ def main(ctx: click.Context, **kwargs) -> None:
     spectui --target T --draft D --headless -p "..." -n 128
     spectui demo | replay FILE | cast FILE -o OUT.cast | sweep ...
     """
+    if stdout_closed() and ctx.invoked_subcommand not in WITHOUT_STDOUT:
+        fail(CLOSED_STDOUT)  # before any work: what it would print goes nowhere (cat: "write error")
     if ctx.invoked_subcommand is not None:
         return
     from .engine.llama import omp  # noqa: PLC0415

@@ -39,7 +39,7 @@ from .stats import interpolated_quantile
 OK = "ok"  # drafts happened in the window
 IDLE = "idle"  # speculation on, nothing drafted in the window (no finished request, for llama-server)
 BASELINE = "baseline"  # first scrape of this engine: nothing to compare yet
-RESET = "reset"  # a counter went backwards / the server restarted: new baseline
+RESET = "reset"  # a counter went backwards, the server restarted, another engine answers: new baseline
 NO_SPEC = "no speculation"  # the server publishes no speculative decoding counters / says it is off
 ERROR = "error"  # the scrape failed (Window.error says why)
 
@@ -254,6 +254,7 @@ class _EngineState:
     prev: EngineCounters
     prev_t: float
     resets: int = 0
+    kind: str = ""  # the engine that answered (another at the same URL: its counters are not these; reset)
 
 
 @dataclass(frozen=True)
@@ -410,13 +411,13 @@ class AttachStats:
             self._key(key)
             st = self.engines.get(key)
             if st is None:
-                self.engines[key] = _EngineState(c, ev.t, c, ev.t)
+                self.engines[key] = _EngineState(c, ev.t, c, ev.t, kind=ev.kind)
                 self.interval[key] = engine_window(url, ev.kind, c, None, 0.0, ev.speculation)
                 self.session[key] = self.interval[key]
                 continue
-            if restarted or _counters_back(c, st.prev):
+            if restarted or st.kind != ev.kind or _counters_back(c, st.prev):
                 st.resets += 1
-                st.base, st.base_t, st.prev, st.prev_t = c, ev.t, c, ev.t
+                st.base, st.base_t, st.prev, st.prev_t, st.kind = c, ev.t, c, ev.t, ev.kind
                 w = engine_window(url, ev.kind, c, None, 0.0, ev.speculation)
                 self.interval[key] = Window(url, c.engine, ev.kind, RESET if w.status != NO_SPEC else NO_SPEC)
                 self.session[key] = self.interval[key]

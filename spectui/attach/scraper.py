@@ -24,6 +24,7 @@ import weakref
 from typing import Callable
 
 from ..contract.events import KIND_LLAMA_SERVER, KIND_UNKNOWN, MetricsScraped
+from .body import BodyError, check_lengths, decode, read_body
 from .metrics import NotPrometheus, parse
 from .urls import base_url, redact  # base_url: scraper's own name too (request, bench)
 
@@ -236,8 +237,9 @@ def http_get(url: str, timeout: float) -> tuple[str, str, dict[str, str]]:
     with Deadline(timeout) as deadline:  # describe_error reads an error's body: inside the deadline too
         try:
             with open_url(req, deadline) as resp:
-                body = resp.read(MAX_BYTES + 1)
+                check_lengths(resp.headers.get_all("content-length"))  # two that differ: malformed, not read
                 headers = {k.lower(): v for k, v in resp.headers.items()}
+                body = read_body(resp.read, MAX_BYTES, bool(getattr(resp, "chunked", False)))
                 short = getattr(resp, "length", None)  # bytes of the Content-Length still unread
                 if short and len(body) <= MAX_BYTES and not deadline.fired:  # the server closed it early
                     raise FetchError(f"the body ended after {len(body)} of its {len(body) + short} bytes "
@@ -248,10 +250,16 @@ def http_get(url: str, timeout: float) -> tuple[str, str, dict[str, str]]:
             if deadline.fired:
                 raise FetchError(deadline.message()) from None
             raise FetchError(f"bad HTTP response: {type(exc).__name__}: {str(exc)[:120]}") from None
+        except BodyError as exc:
+            raise FetchError(deadline.message() if deadline.fired else str(exc)) from None
         if deadline.fired:  # the body was cut by the deadline
             raise FetchError(deadline.message())
     if len(body) > MAX_BYTES:
         raise FetchError(f"response larger than {MAX_BYTES // 2**20} MiB: not a /metrics page")
+    try:  # Content-Encoding: gzip (a proxy's), each layer within the same limit: a bomb is refused
+        body = decode(body, headers.get("content-encoding", ""), MAX_BYTES)
+    except BodyError as exc:
+        raise FetchError(str(exc)) from None
     return body.decode("utf-8", "replace"), headers.get("content-type", ""), headers
 
 

@@ -53,7 +53,7 @@ from ..attach.scraper import (
     http_get,
     open_url,
 )
-from ..contract.errors import SpectuiError
+from ..contract.errors import NeverAnswered, SpectuiError
 from ..contract.events import (
     KIND_LLAMA_SERVER,
     REQ_ERROR,
@@ -68,6 +68,7 @@ from .aggregate import BenchRow
 from .datasets import PromptSet
 from .plan import BASELINE, Setting, make_jobs, parse_temps
 from .runner import BenchResult
+from .timings import timing_problems, timings_note
 
 SETTLE_S = 5.0  # how long to wait for llama-server to count a finished request in /metrics
 
@@ -80,10 +81,13 @@ class Deployment:
     model: str
     metrics: bool  # /metrics answers with Prometheus text
     problems: list = field(default_factory=list)  # impossible counters seen (named in the report's notes)
+    timing_problems: list = field(default_factory=list)  # per request: what its timings had impossible
 
 
 def probe_deployment(url: str, timeout: float) -> Deployment:
-    """What answers at ``url``: its /metrics kind (if any) and model id; SpectuiError when nothing answers."""
+    """What answers at ``url``: its /metrics kind (if any) and model id. A bad URL is SpectuiError (exit 2); a
+    server that does not answer (down, a certificate not trusted, an HTTP error) is NeverAnswered (exit 1, the
+    line attach says)."""
     from ..attach.urls import check_url  # noqa: PLC0415
 
     try:
@@ -108,7 +112,7 @@ def probe_deployment(url: str, timeout: float) -> Deployment:
     try:
         _, models_type, _ = http_get(root + "/v1/models", min(timeout, 10.0))
     except FetchError as exc:
-        raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models ({exc})") from None
+        raise NeverAnswered(f"{url} never answered: {exc}") from None
     if "html" in models_type.lower():
         raise SpectuiError(f"--url {url}: no OpenAI API at {root}/v1/models (got an HTML page: a web UI?)")
     return Deployment(url, root, kind, openai_model(root, min(timeout, 10.0)), metrics, problems)
@@ -131,7 +135,7 @@ def scrape_counters(dep: Deployment, timeout: float):
 
 def counters_delta(dep: Deployment, before, after):
     """The summed window from ``before`` to ``after`` (attach.window), None when either is missing."""
-    if before is None or after is None:
+    if before is None or after is None or before.kind != after.kind:  # another engine answers: not a delta
         return None
     prev = {e.engine: e for e in before.engines}
     wins = [engine_window(dep.url, after.kind, e, prev.get(e.engine), 1.0) for e in after.engines]
@@ -163,7 +167,7 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
     req = urllib.request.Request(  # noqa: S310 - http(s) checked in probe_deployment
         dep.root + "/v1/chat/completions", data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": USER_AGENT})
-    reply = _Reply(t0)
+    reply = _Reply(t0, dep.timing_problems)
     deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
     why = functools.partial(deadline.why, where=f"{dep.url}: ")
     deadline.__enter__()
@@ -194,15 +198,19 @@ class _Reply:
     """What one streamed chat reply has said so far: its last timings and usage, its content chunks, how it
     finished."""
 
-    def __init__(self, t0: float) -> None:
+    def __init__(self, t0: float, problems: list | None = None) -> None:
         self.t0 = t0
+        self.problems = problems if problems is not None else []  # each request's impossible timings
         self.last: dict = {}
         self.n_chunks = 0
         self.finish = ""
 
     def ended(self, reason: str, error: str = "") -> RequestEnded:
-        timings = self.last.get("timings") or {}
-        usage = self.last.get("usage") or {}
+        timings = self.last.get("timings")
+        impossible = timing_problems(timings)
+        self.problems.append(impossible)
+        timings = {} if impossible else timings or {}  # an impossible figure: none of its timings believed
+        usage = self.last.get("usage") if isinstance(self.last.get("usage"), dict) else {}
         n = usage.get("completion_tokens", timings.get("predicted_n", self.n_chunks))
         return RequestEnded(
             t=time.monotonic() - self.t0, reason=reason, error=error,
@@ -392,6 +400,8 @@ def _server_notes(deps: dict, base_dep: Deployment | None, concurrency: int) -> 
     for dep in [*deps.values(), *([base_dep] if base_dep is not None else [])]:
         for problem in dep.problems:
             notes.append(f"{dep.url}: /metrics: {problem}: the server-side speculative figures are left out")
+        if timings_note(dep.url, dep.timing_problems):
+            notes.append(timings_note(dep.url, dep.timing_problems))
     return notes
 
 

@@ -26,7 +26,7 @@ from ..bench.plan import drafter_choices, make_jobs, make_settings, parse_drafte
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
-from ..contract.errors import SpectuiError, echo_error, fail
+from ..contract.errors import NeverAnswered, SpectuiError, echo_error, fail
 from ..contract.exitcodes import signal_name
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
@@ -159,6 +159,9 @@ def bench_cmd(**kwargs):
         _exports_to_files(kwargs)
         with sig:
             code = bench_main(ModelOptions.pop_from(kwargs), signals=sig, **kwargs)
+    except NeverAnswered as exc:  # a server down or not trusted: failed as attach says it (1), not bad usage
+        echo_error(exc, topic="bench")
+        sys.exit(exc.exit_code)
     except SpectuiError as exc:
         fail(str(exc))
     except KeyboardInterrupt:  # before any run started (loading): nothing measured, nothing written

@@ -21,6 +21,13 @@ class SpectuiError(Exception):
         return visible_line(super().__str__())
 
 
+class NeverAnswered(SpectuiError):
+    """A server that did not answer (refused, timed out, a certificate not trusted, an HTTP error): the run
+    failed, it was not bad usage (exit status 1; the line names the URL, as ``spectui attach`` says it)."""
+
+    exit_code = 1
+
+
 def echo_error(message: object, topic: str = "error") -> None:
     """Print ``spectui: <topic>: <message>`` on stderr, the message made one visible line.
 

@@ -2,9 +2,12 @@
 
     0    done as asked (also: the context filled up mid-run, the end-of-generation token, q in the TUI)
     1    the run failed: the prompt does not fit the context, an empty prompt, the model failed mid-run,
-         attach's -p request failed, a watched URL never answered (or was down when --count/--duration ended)
+         attach's -p request failed, a watched URL never answered (or was down when --count/--duration ended),
+         a bench --url server never answered (contract.errors.NeverAnswered: down, a certificate not trusted)
     2    bad usage or input: click's usage errors and SpectuiError (missing/non-GGUF model, bad option,
-         unreadable trace, an output that would destroy a file, a bad URL, an unknown theme)
+         unreadable trace, an output that would destroy a file, a bad URL, an unknown theme), standard output
+         closed (contract.streams: ``>&-``, before any work; with stderr closed too, silently), a trace another
+         command is writing now (contract.claim), a trace deleted or replaced while it was written
     128+N  stopped by signal N, after a clean stop (the trace flushed and replayable, partial summaries
          printed): 130 SIGINT / Ctrl+C, 143 SIGTERM, 129 SIGHUP
 

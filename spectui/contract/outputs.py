@@ -50,6 +50,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 from .errors import SpectuiError
 from .exitcodes import signal_name, stop_asked
+from .streams import closed_stream_named
 
 HEAD_BYTES = 64 * 1024  # how much of an existing file is read to recognise it
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -280,6 +281,30 @@ class OutputPath:
                 raise _refuse(self.kind, self.path, str(exc.strerror or exc)) from None
             raise
 
+    def gone(self, fh: IO[bytes]) -> str:
+        """Why ``fh`` (from :meth:`open_trace`, committed) is no longer the file at the path, in words ("" when
+        it is, and for a device or a pipe): deleted (with its folder), moved away, or another file put there."""
+        if self.stream:
+            return ""
+        try:
+            mine = os.fstat(fh.fileno())
+        except (OSError, ValueError):
+            return ""
+        try:
+            now = os.stat(self.real)
+        except OSError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return ""
+        if mine.st_nlink == 0 and now is not None:
+            return "another file took its path while it was written: what it held is lost"
+        if mine.st_nlink == 0:
+            folder = os.path.dirname(os.path.abspath(self.real))
+            how = f"it was deleted, with its folder {folder}," if not os.path.isdir(folder) else "it was deleted"
+            return f"{how} while it was written: what it held is lost"
+        where = "another file took its path" if now is not None else "it was moved away from this path"
+        return f"{where} while it was written (what it held is where it was moved to)"
+
     def open_trace(self) -> tuple[IO[bytes], Callable[[], None]]:
         """(binary file, commit) for a trace written as it happens: the file is a temporary file in the
         path's directory; ``commit()`` (call it after the first flush) renames it onto the path. Writes
@@ -334,6 +359,9 @@ def check_output(path: str | os.PathLike, kind: Kind, inputs: Iterable[str | os.
     p = os.fspath(path)
     if not p or not p.strip():
         raise OutputError(f"the {kind.name} path is empty", "empty path")
+    closed = closed_stream_named(p)  # -o /dev/stdout with stdout closed (>&-): refused before any work
+    if closed:
+        raise _refuse(kind, p, closed)
     if os.path.islink(p) and (kind.owned_dir or own_name):
         if own_name:
             reason = (f"it is a symbolic link (to {os.readlink(p)}); spectui names this file itself and never "

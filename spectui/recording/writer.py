@@ -12,6 +12,7 @@ import tempfile
 import threading
 from typing import IO, Any, Callable, Iterable, Iterator
 
+from ..contract.claim import ClaimRefused, claim
 from ..contract.event_json import to_dict
 from ..contract.events import AttachStarted, Event, RunStarted
 from ..contract.outputs import TRACE, OutputError, check_output
@@ -39,7 +40,8 @@ class TraceWriter:
             raised by the next call. Worth it where a spare core exists.
 
     Raises:
-        TraceError: ``path`` is an input, or an existing file that is not a trace (without ``force``).
+        TraceError: ``path`` is an input, or an existing file that is not a trace (without ``force``), or
+            another command is writing it now (``spectui.contract.claim``: held from here until :meth:`close`).
     """
 
     def __init__(
@@ -65,6 +67,10 @@ class TraceWriter:
         try:
             self._output = check_output(self.path, TRACE, inputs, force) if self.path is not None else None
         except OutputError as exc:
+            raise TraceError(str(exc)) from None
+        try:  # one writer per trace file: a second run recording it now is refused before its models load
+            self._claim = claim(self._output.real, self.path) if self._output and not self._output.stream else None
+        except ClaimRefused as exc:
             raise TraceError(str(exc)) from None
         self._raw: IO[bytes] | None = None
         self._out: IO[bytes] | None = None
@@ -244,7 +250,7 @@ class TraceWriter:
             try:
                 with out.atomic_write("wb") as fh:  # OutputError (a failed write) says the path itself
                     target: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) if dest.endswith(".gz") else fh
-                    for block in self._recorded_blocks():
+                    for block in _recorded_blocks(self.path, self._raw, self._gz):
                         target.write(block)
                     if target is not fh:
                         target.close()
@@ -252,28 +258,21 @@ class TraceWriter:
                 raise TraceError(f"cannot save trace to {dest}: {exc.strerror or exc}") from None
             return n
 
-    def _recorded_blocks(self) -> Iterator[bytes]:
-        """The (decompressed) bytes written so far, in blocks, without moving the writer's file offset."""
-        if self.path is None:  # our anonymous temporary file: positional reads leave its offset alone
-            fd, pos = self._raw.fileno(), 0
-            while True:
-                block = os.pread(fd, 1 << 20, pos)
-                if not block:
-                    return
-                pos += len(block)
-                yield block
-        elif self._gz:
-            for line in gzip_lines(open(self.path, "rb")):
-                if isinstance(line, Damage):  # the open stream has no end marker yet: expected
-                    return
-                yield line
-        else:
-            with open(self.path, "rb") as fh:
-                yield from iter(lambda: fh.read(1 << 20), b"")
-
     def close(self, keep_empty: bool = False) -> None:
         """Close the file. A recording that saw no event leaves no file, unless ``keep_empty`` (a header
-        alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to)."""
+        alone, a valid empty trace: what write_trace of an empty list writes, since it was asked to).
+
+        Raises:
+            TraceError: the trace could not be written, or the file written is no longer at its path (deleted
+                with its folder, moved away, or another file put there while the run wrote it).
+        """
+        try:
+            self._close(keep_empty)
+        finally:
+            if self._claim is not None:
+                self._claim.release()
+
+    def _close(self, keep_empty: bool) -> None:
         if self._thread is not None and self._thread.is_alive():
             self._hurry.set()
             with self._idle:
@@ -306,6 +305,7 @@ class TraceWriter:
                 if self._commit is not None:
                     commit, self._commit = self._commit, None
                     commit()
+                gone = self._output.gone(self._raw) if self._output is not None else ""
                 self._raw.close()
             except OSError as exc:
                 try:
@@ -315,6 +315,30 @@ class TraceWriter:
                 if not self._failed:  # already reported by write()
                     where = self.path or "(temporary)"
                     raise TraceError(f"cannot write trace {where}: {exc.strerror or exc}") from None
+                return
+            if gone:  # deleted with its folder, moved away, replaced: the trace is not at its path
+                raise TraceError(f"cannot write trace {self.path}: {gone} ({self.n_events} events recorded)")
+
+
+def _recorded_blocks(path: str | None, raw: IO[bytes], gz: bool) -> Iterator[bytes]:
+    """The (decompressed) bytes a writer wrote so far, in blocks, without moving its file offset: from its
+    anonymous temporary file ``raw`` (``path`` None) by positional reads, else from ``path``."""
+    if path is None:
+        fd, pos = raw.fileno(), 0
+        while True:
+            block = os.pread(fd, 1 << 20, pos)
+            if not block:
+                return
+            pos += len(block)
+            yield block
+    elif gz:
+        for line in gzip_lines(open(path, "rb")):
+            if isinstance(line, Damage):  # the open stream has no end marker yet: expected
+                return
+            yield line
+    else:
+        with open(path, "rb") as fh:
+            yield from iter(lambda: fh.read(1 << 20), b"")
 
 
 _STOP = object()  # the background writer's end-of-queue marker

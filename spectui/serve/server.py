@@ -82,6 +82,18 @@ class OneLineLog(logging.Handler):
         return handler
 
 
+@web.middleware
+async def _static_names(request: web.Request, handler) -> web.StreamResponse:
+    """A /static/ path that names no file the file system can even look up (3,000 segments: ENAMETOOLONG, a
+    segment over 255 bytes) is 404, as any missing file: not a 500 whose log line names the install path."""
+    try:
+        return await handler(request)
+    except OSError:
+        if not request.path.startswith("/static/"):
+            raise
+        raise web.HTTPNotFound() from None
+
+
 class PageServer(Server):
     """``PageServer(argv, shown, host=..., port=..., token=...)``: serves ``argv`` (``python -m spectui ...``)
     to browsers that have the token. ``say``: where its one-line notes go (serve's stderr)."""
@@ -117,7 +129,7 @@ class PageServer(Server):
         return f"{scheme}:{base.split(':', 1)[1]}/ws/{self.token}"
 
     async def _make_app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024)
+        app = web.Application(client_max_size=64 * 1024, middlewares=[_static_names])
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
         app.add_routes([
             web.get("/", self.handle_index, name="index"),

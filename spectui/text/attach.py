@@ -39,7 +39,7 @@ def window_line(w: Window) -> str:
     if w.status in (BASELINE, RESET):
         what = "baseline (first scrape)"
         if w.status == RESET:
-            what = "reset: counters went back (server restarted?); new baseline"
+            what = "reset: counters went back (server restarted?) or another engine answers; new baseline"
         extra = f" accept len {w.accept_length:.2f} (gauge)" if w.accept_length is not None else ""
         return f"{who}{kind}: {what}{extra}"
     lat = ""

@@ -25,11 +25,13 @@ import sys
 from dataclasses import dataclass
 
 from ...contract.errors import SpectuiError
+from ...contract.outputs import missing
 from ...contract.text import visible_line
 
 DEFAULT_QUANTS = ("Q4_K_M", "Q8_0")
 _NOT_MODEL = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")
 _SPLIT = re.compile(r"^(.+)-([0-9]{5})-of-([0-9]{5})$", re.IGNORECASE)
+_MOST_LOOKED_AT = 10_000  # entries of a repository's cached snapshots looked at for a loop of links
 
 
 @dataclass(frozen=True)
@@ -125,13 +127,38 @@ def cached_files(repo: str) -> list[str]:
         info = scan_cache_dir()
     except CacheNotFound:
         return []
+    except (OSError, RuntimeError) as exc:  # pathlib's "Symlink loop", a snapshot folder that is a loop of links
+        _refuse_loops(repo)
+        raise SpectuiError(f"cannot read the Hugging Face cache for {repo}: {getattr(exc, 'strerror', '') or exc}"
+                           ) from None
     for r in info.repos:
         if r.repo_id == repo and r.repo_type == "model":
             revs = sorted(r.revisions, key=lambda rev: ("main" not in rev.refs, -rev.last_modified))
             if revs:
                 root = str(revs[0].snapshot_path)
                 return sorted(os.path.relpath(str(f.file_path), root).replace(os.sep, "/") for f in revs[0].files)
+    _refuse_loops(repo)  # the scan leaves out a repository it cannot read: say why, when it is a loop of links
     return []
+
+
+def _refuse_loops(repo: str) -> None:
+    """A one-line SpectuiError when a file or a folder of ``repo``'s cached snapshots is a loop of symbolic links
+    (``a -> b -> a``, a folder linking to itself or to a folder above it), as for any input."""
+    from huggingface_hub import constants  # noqa: PLC0415
+
+    snapshots = os.path.join(constants.HF_HUB_CACHE, "models--" + repo.replace("/", "--"), "snapshots")
+    looked = 0
+    for folder, dirs, files in os.walk(snapshots):  # links to folders are not followed
+        for name in sorted((*dirs, *files)):
+            looked += 1
+            path = os.path.join(folder, name)
+            if looked > _MOST_LOOKED_AT or not os.path.islink(path):
+                continue
+            real = os.path.realpath(path)
+            if missing(path).startswith("a loop") or os.path.join(folder, "").startswith(os.path.join(real, "")):
+                where = os.path.relpath(path, snapshots)
+                raise SpectuiError(f"Hugging Face repository {repo} in the local cache: snapshots/{where} is a loop "
+                                   "of symbolic links (it never names a file)")
 
 
 def repo_files(repo: str, token: str | None = None) -> tuple[list[str], str]:

@@ -21,7 +21,7 @@ def state_words(w: Window) -> str:
     if w.status == BASELINE:
         return "baseline (first scrape)"
     if w.status == RESET:
-        return "reset: counters went back (restarted?)"
+        return "reset: counters went back (restarted?) or another engine answers"
     gen = f"  gen {w.generated_tps:.1f} tok/s" if w.generated_tps is not None else ""
     if w.status == NO_SPEC:
         return "no speculation" + gen
