@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..contract.errors import SpectuiError
+from ..contract.events import DRAFTERS
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_temps
 
-DRAFTER_CHOICES = ("model", "ngram", "eagle3", "mtp")  # a setting's drafter; "none" (the target alone): the baseline
+# a setting's drafter: any of contract.events.DRAFTERS but "none" (the target alone: the baseline)
+DRAFTER_CHOICES = tuple(d for d in DRAFTERS if d != BASELINE)
+DRAFTER_LIST = ", ".join(DRAFTER_CHOICES[:-1]) + " and/or " + DRAFTER_CHOICES[-1]  # "model, ngram, eagle3 and/or mtp"
 
 __all__ = [
     "BASELINE", "DRAFTER_CHOICES", "TARGET_ONLY", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
@@ -70,14 +73,13 @@ def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
             continue
         if d == BASELINE:
             raise SpectuiError("--drafter none: the bench runs the target alone anyway (the baseline of every "
-                               "setting); give model, ngram, eagle3 and/or mtp")
+                               f"setting); give {DRAFTER_LIST}")
         if d not in DRAFTER_CHOICES:
-            raise SpectuiError(f"--drafter takes model, ngram, eagle3 and/or mtp (comma-separated), not "
-                               f"{part.strip()!r}")
+            raise SpectuiError(f"--drafter takes {DRAFTER_LIST} (comma-separated), not {part.strip()!r}")
         if d not in out:
             out.append(d)
     if not out:
-        raise SpectuiError("--drafter needs model, ngram, eagle3 and/or mtp")
+        raise SpectuiError(f"--drafter needs {DRAFTER_LIST}")
     if "model" in out and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
     return out

@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from ..bench.plan import make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
+from ..bench.plan import DRAFTER_CHOICES, make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
@@ -127,7 +127,7 @@ class _Signals:
                   "--knee-probe prediction reads its curve at)")
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
-@click.option("--drafter", type=str, default=None, metavar="model|ngram|eagle3|mtp[,...]",
+@click.option("--drafter", type=str, default=None, metavar="|".join(DRAFTER_CHOICES) + "[,...]",
               help=DRAFTER_HELP + "; comma-separated for several (none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @click.option("--pipeline", "pipeline", type=str, default="off", show_default=True, metavar="off|on|off,on",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..contract.draft_length import DEFAULT_DRAFT_MAX
+from ..contract.events import DRAFTERS
 from ..contract.params import (
     CTX_SIZE,
     DRAFT_MIN,
@@ -94,7 +95,6 @@ def run_options(f):
 
 # One convention per flag, the same in every command (docs/conventions.md).
 
-DRAFTERS = ("model", "ngram", "none", "eagle3", "mtp")  # spectui.contract.events.DRAFTERS: --drafter everywhere
 DRAFTER_HELP = ("model (the draft model), ngram (prompt lookup) or none (the target alone); eagle3 (an EAGLE-3 "
                 "head: --head FILE, or --draft FILE alone) or mtp (the target's own MTP layers); default: what the "
                 "files given draft with (--draft by its header: model, eagle3 or mtp; --head: eagle3), else ngram")
@@ -112,7 +112,8 @@ def pipeline_option():
 
 
 def drafter_option(note: str = ""):
-    """``--drafter`` with the same choices in every command; ``note`` says what this command does with them."""
+    """``--drafter`` with the same choices in every command (``contract.events.DRAFTERS``, what a trace's
+    settings may say); ``note`` says what this command does with them."""
     return click.option("--drafter", type=click.Choice(DRAFTERS), default=None,
                         help=DRAFTER_HELP + (f"; {note}" if note else ""))
 

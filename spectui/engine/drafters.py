@@ -1,14 +1,18 @@
-"""Drafters: who proposes the next k tokens. One interface, three kinds.
+"""Drafters: who proposes the next k tokens. One interface, four kinds (``Drafter.name`` is the
+``--drafter`` value, one of ``contract.events.DRAFTERS``).
 
-- ``DraftModelDrafter``: a small model with its own llama.cpp context, greedy at temperature 0 and
+- ``DraftModelDrafter`` ("model"): a small model with its own llama.cpp context, greedy at temperature 0 and
   sampled from q at the same temperature otherwise. Its KV cache is kept exactly in sync with the
   accepted text: before drafting it decodes, as one batch, every accepted token it has not decoded yet
   (the last emitted token, plus d_k when all k drafts were accepted: d_k is proposed, never decoded);
   after verification ``accept()`` removes its rejected positions with llama_memory_seq_rm.
-- ``NgramDrafter``: prompt lookup - the longest recent n-gram (n = 3, 2, 1) that ends the context and
-  occurred earlier proposes what followed it. A point mass: q(x) = 1.
-- ``NoDrafter``: proposes nothing; the loop then runs the target alone (the baseline) through the
+- ``NgramDrafter`` ("ngram"): prompt lookup - the longest recent n-gram (n = 3, 2, 1) that ends the context
+  and occurred earlier proposes what followed it. A point mass: q(x) = 1.
+- ``NoDrafter`` ("none"): proposes nothing; the loop then runs the target alone (the baseline) through the
   same passes and events.
+- ``HeadDrafter`` ("eagle3" or "mtp"): an EAGLE-3 head or the target's own MTP layers (made by
+  ``spec_heads.make_head_drafter``), drafting from the target's hidden states; it also hears of every target
+  decode (``target_decoded``).
 
 Interface: ``start()`` at the beginning of a run (caches cleared), ``prefill(prompt)`` inside pass 0,
 ``propose(tokens, k, temperature, rng) -> Proposal`` and ``accept(n_accepted)`` after verification.

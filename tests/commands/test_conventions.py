@@ -18,11 +18,9 @@ from synthetic_events import make_end, make_pass, make_prefill, make_start
 
 from spectui.cli import SUBCOMMANDS, main
 from spectui.commands import SUMMARIES
-from spectui.commands.options import DRAFTERS
 from spectui.contract.draft_length import DEFAULT_DRAFT_MAX, k_setting, parse_k, parse_ks
 from spectui.contract.errors import SpectuiError
-from spectui.contract.events import DRAFTERS as EVENT_DRAFTERS
-from spectui.contract.events import Settings
+from spectui.contract.events import DRAFTERS, Settings
 from spectui.race.spec import parse_spec, spec_settings
 from spectui.recording.trace import write_trace
 
@@ -283,13 +281,16 @@ def test_record_dir_that_is_a_file_is_the_same_one_line_error(cli, tmp_path, cmd
 
 
 def test_drafter_has_the_same_choices_everywhere():
-    assert DRAFTERS == EVENT_DRAFTERS == ("model", "ngram", "none", "eagle3", "mtp")
+    """Every command's --drafter offers the one list, contract.events.DRAFTERS (what a trace may say)."""
+    from spectui.commands import options
+
+    assert DRAFTERS == ("model", "ngram", "none", "eagle3", "mtp") and options.DRAFTERS is DRAFTERS  # no copy
     found = {name: option(cmd, "--drafter") for name, cmd in commands().items()}
     found = {name: o for name, o in found.items() if o is not None}
     assert sorted(found) == ["bench", "probe", "race", "run", "sweep"]
     for name, o in found.items():
         if name == "bench":  # a comma-separated list of them
-            assert o.metavar == "model|ngram|eagle3|mtp[,...]"
+            assert o.metavar == "model|ngram|eagle3|mtp[,...]"  # the list but none (the bench's baseline)
         else:
             assert tuple(o.type.choices) == DRAFTERS, name
         assert o.help.startswith("model (the draft model), ngram (prompt lookup) or none (the target alone)"), name
