@@ -3,7 +3,7 @@
 
 A run is a ``Script``'s: its start, the settings changes before its passes, its tokens and what each pass
 costs. Two scripts: ``sample_events`` (the fixed sample run: every token state in a cycle, setting changes at
-passes 12, 26 and 30; snapshots, the tmux test, docs) and ``synthetic_run`` (random verdicts from a seed, one
+passes 12, 26 and 30; the TUI's snapshots and tests) and ``synthetic_run`` (random verdicts from a seed, one
 settings change half-way; the replay benchmark, the reader's tests). The loop counts ``RunEnded`` as the
 engine does (spectui.engine's ``RunCounters``): ``n_passes`` the decode passes (pass 0, the prefill, is not
 one), ``n_emitted`` every emitted token (the prefill's included), ``n_drafted`` and ``n_accepted`` the decode
@@ -46,20 +46,9 @@ def verdicts(k: int, n_accepted: int) -> tuple[str, ...]:
 
 def decided_pass(index: int, settings: Settings, drafts: tuple[DraftToken, ...], target: Token, timing: Timing,
                  n_ctx_used: int = 0) -> PassEvent:
-    """A decode pass as the engine reports it, from its drafts (with their verdicts) and the target's token.
-
-    Args:
-        index: the pass's index (1 and up: pass 0 is the prefill).
-        settings: the settings in force; ``k`` is the number of drafts.
-        drafts: the drafts, their verdicts leading accepted ones (``verdicts``).
-        target: the target's token; its kind follows from the drafts: plain (none), bonus (all accepted)
-            or correction.
-        timing: the pass's times.
-        n_ctx_used: the context's cells in use after the pass.
-
-    Returns:
-        The PassEvent: the accepted drafts' tokens, then the target's, emitted.
-    """
+    """Decode pass ``index`` as the engine reports it, from its drafts (accepted ones first: ``verdicts``) and
+    the target's token: k the drafts, the target token a plain one (no drafts), a bonus (all accepted) or a
+    correction; the accepted drafts' tokens and the target's emitted."""
     n_acc = sum(1 for d in drafts if d.verdict == ACCEPTED)
     kind = PLAIN if not drafts else (BONUS if n_acc == len(drafts) else CORRECTION)
     emitted = tuple(Token(id=d.id, text=d.text, prob=d.prob) for d in drafts[:n_acc]) + (target,)
@@ -87,23 +76,13 @@ class Costs:
 
 
 class Script:
-    """What a made-up run says; ``made_up_run`` walks it. A script answers its start, the settings change
-    before a pass (None: none), the prefill's token and each decode pass's drafts and target token."""
+    """What a made-up run says, walked by ``made_up_run``: ``start()`` (RunStarted), ``change(index, settings)``
+    (the settings from pass ``index`` on, or None), ``first()`` (the prefill's token), ``decode(index, k)`` (a
+    decode pass's drafts and the target's token) and ``costs``; ``digits``: times rounded to so many decimals
+    (None: as summed)."""
 
     costs: Costs
-    digits: int | None = None  # times rounded to this many decimals (None: as summed)
-
-    def start(self) -> RunStarted:
-        raise NotImplementedError
-
-    def change(self, index: int, settings: Settings) -> Settings | None:
-        raise NotImplementedError
-
-    def first(self) -> Token:
-        raise NotImplementedError
-
-    def decode(self, index: int, k: int) -> tuple[tuple[DraftToken, ...], Token]:
-        raise NotImplementedError
+    digits: int | None = None
 
 
 def made_up_run(n_passes: int, script: Script, ended: bool = True) -> Iterator[Event]:
