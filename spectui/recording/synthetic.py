@@ -13,7 +13,7 @@ passes' drafts and accepted drafts; the statistics of its passes (``analysis.sta
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..contract.events import (
@@ -69,10 +69,10 @@ class Costs:
     verify_per_draft: float
     other: float
 
-    def timing(self, k: int) -> Timing:
-        """A decode pass's times at draft length ``k`` (its ``t_end`` is the run's to set)."""
+    def pass_ms(self, k: int) -> tuple[float, float, float, float]:
+        """A decode pass's (draft, verify, other, wall) ms at draft length ``k``."""
         dm, vm = self.draft * k, self.verify + self.verify_per_draft * k
-        return Timing(draft_ms=dm, verify_ms=vm, other_ms=self.other, wall_ms=dm + vm + self.other)
+        return dm, vm, self.other, dm + vm + self.other
 
 
 class Script:
@@ -116,10 +116,10 @@ def made_up_run(n_passes: int, script: Script, ended: bool = True) -> Iterator[E
             yield SettingsChanged(before_pass=i, old=settings, new=new, t=t)
             settings = new
         drafts, target = script.decode(i, settings.draft_max)
-        timing = costs.timing(len(drafts))
-        t += timing.wall_ms / 1000.0
-        ctx += 1 + sum(1 for d in drafts if d.verdict == ACCEPTED)
-        ev = decided_pass(i, settings, drafts, target, replace(timing, t_end=_rounded(t, digits)), ctx)
+        dm, vm, om, wall = costs.pass_ms(len(drafts))
+        t += wall / 1000.0
+        ctx += 1 + sum(d.verdict == ACCEPTED for d in drafts)  # the pass's tokens, emitted into the context
+        ev = decided_pass(i, settings, drafts, target, Timing(dm, vm, om, wall, _rounded(t, digits)), ctx)
         n_emitted += len(ev.emitted)
         n_drafted += len(ev.drafts)
         n_accepted += ev.n_accepted
