@@ -1,5 +1,6 @@
 """Record the knee act: ``spectui probe --batched`` on a pair (the draft model, then prompt lookup), its table, chart
-and the reason in words computed from the numbers, as an asciicast v2 file (``spectui.cast.write_asciicast``).
+and the reason in words computed from the numbers, as an asciicast v2 file
+(``spectui.commands.cast.write_asciicast``).
 
     .venv/bin/python demos/record_knee.py -o demos/knee.cast                       # the Qwen pair, -t 2
     .venv/bin/python demos/record_knee.py --target T.gguf --draft D.gguf --acceptance 0.6 -o knee.cast

@@ -54,7 +54,10 @@ def run_events(words=WORDS[:41], per_pass: int = 1, pass_ms: float = 50.0, ttft_
         i += len(chunk)
         n += 1
     if end:
-        evs.append(RunEnded(reason="n_predict", n_passes=n, n_emitted=len(words), wall_s=t))
+        passes = [e for e in evs if isinstance(e, PassEvent) and not e.prefill]  # counted as the engine counts
+        evs.append(RunEnded(reason="n_predict", n_passes=len(passes), n_emitted=len(words),
+                            n_drafted=sum(len(e.drafts) for e in passes), n_accepted=sum(e.n_accepted for e in passes),
+                            wall_s=t))
     return evs
 
 

@@ -1,10 +1,12 @@
 """Hand-built events for the unit tests of statistics, the cost model, auto k and the sweep (no engine
-involved; no tests here). Streams long enough for replay tests come from ``spectui.recording.trace.synthetic_run``.
+involved; no tests here). Whole runs come from the one generator, ``spectui.recording.synthetic``
+(``synthetic_run``: random, any length; ``sample_events``: the fixed sample).
 
-``make_pass`` builds one PassEvent exactly as the engine would describe it: drafts 1..n_acc accepted,
-the next one rejected, the rest discarded; the target token is a correction (or a bonus when every draft
-was accepted); timings are given in ms. ``make_pass_with_verdicts`` takes the verdicts one by one.
-``held_source`` turns a recorded event list into a TUI source that behaves like a live run.
+``make_pass`` builds one PassEvent exactly as the engine would describe it (``synthetic.decided_pass``): drafts
+1..n_acc accepted, the next one rejected, the rest discarded; the target token is a correction (or a bonus
+when every draft was accepted); timings are given in ms. ``make_pass_with_verdicts`` takes the verdicts one
+by one and the target token's kind as given. ``held_source`` turns a recorded event list into a TUI source
+that behaves like a live run.
 """
 
 from __future__ import annotations
@@ -13,11 +15,7 @@ import time
 
 from spectui.contract.events import (
     ACCEPTED,
-    BONUS,
-    CORRECTION,
-    DISCARDED,
     PLAIN,
-    REJECTED,
     DraftToken,
     ModelInfo,
     PassEvent,
@@ -28,25 +26,18 @@ from spectui.contract.events import (
     Timing,
     Token,
 )
+from spectui.recording.synthetic import decided_pass, verdicts
 
 
 def make_pass(index: int, k: int, n_acc: int, *, draft_ms_per_token: float = 0.0, verify_ms: float = 0.0,
               other_ms: float = 0.0, t_end: float = 0.0, settings: Settings | None = None) -> PassEvent:
     assert 0 <= n_acc <= k
-    drafts = []
-    for i in range(k):
-        verdict = ACCEPTED if i < n_acc else (REJECTED if i == n_acc else DISCARDED)
-        drafts.append(DraftToken(id=10 + i, text=f"d{i}", prob=0.5, verdict=verdict, target_prob=0.5))
-    kind = PLAIN if k == 0 else (BONUS if n_acc == k else CORRECTION)
-    target = TargetToken(id=99, text="t", prob=0.9, kind=kind)
-    emitted = tuple(Token(id=d.id, text=d.text, prob=d.prob) for d in drafts[:n_acc]) + (
-        Token(id=99, text="t", prob=0.9),
-    )
+    drafts = tuple(DraftToken(id=10 + i, text=f"d{i}", prob=0.5, verdict=v, target_prob=0.5)
+                   for i, v in enumerate(verdicts(k, n_acc)))
     draft_ms = draft_ms_per_token * k
     timing = Timing(draft_ms=draft_ms, verify_ms=verify_ms, other_ms=other_ms,
                     wall_ms=draft_ms + verify_ms + other_ms, t_end=t_end)
-    return PassEvent(index=index, prefill=False, settings=settings or Settings(draft_max=k), k=k,
-                     drafts=tuple(drafts), target=target, n_accepted=n_acc, emitted=emitted, timing=timing)
+    return decided_pass(index, settings or Settings(draft_max=k), drafts, Token(id=99, text="t", prob=0.9), timing)
 
 
 def make_start(target_decode_ms: float = 0.0, draft_decode_ms: float = 0.0, settings: Settings | None = None,

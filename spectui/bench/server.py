@@ -10,9 +10,9 @@ becomes one row from what the server says:
   ``predicted_ms``, ``predicted_per_second``: the tokens/s it reports), and the request's ``/metrics`` delta
   (``llamacpp:spec_decode_num_drafts_total`` etc., scraped before and after the request, once the server has
   counted it) for the verify steps and the acceptance by position.
-- vLLM: the ``/metrics`` delta of ``vllm:spec_decode_*`` per request (``attach.metrics`` / ``attach.window``), the
-  tokens from ``usage``; tokens/s measured on the client (tokens after the first / time from the first to the
-  last chunk).
+- vLLM: the ``/metrics`` delta of ``vllm:spec_decode_*`` per request (``attach.metrics`` /
+  ``analysis.attach_stats.engine_window``), the tokens from ``usage``; tokens/s measured on the client (tokens
+  after the first / time from the first to the last chunk).
 
 The numbers of a row, as a ``StatsSnapshot`` (the same fields the engine's rows have): drafted and accepted
 tokens, verify steps with a draft (``passes_drafted``, the /metrics ``num_drafts`` delta), acceptance by
@@ -134,8 +134,9 @@ def scrape_counters(dep: Deployment, timeout: float):
 
 
 def counters_delta(dep: Deployment, before, after):
-    """The summed window from ``before`` to ``after`` (attach.window), None when either is missing."""
-    if before is None or after is None or before.kind != after.kind:  # another engine answers: not a delta
+    """The summed window from ``before`` to ``after`` (analysis.attach_stats.engine_window), None when either is
+    missing or another engine answers (not a delta)."""
+    if before is None or after is None or before.kind != after.kind:
         return None
     prev = {e.engine: e for e in before.engines}
     wins = [engine_window(dep.url, after.kind, e, prev.get(e.engine), 1.0) for e in after.engines]

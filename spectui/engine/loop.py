@@ -8,7 +8,7 @@ and running; ``RunRequest``: what the run was asked for), passes.py (``PassLoop`
 eventmaker.py (``PassEventMaker``: a decided pass made into its event), finisher.py (``Finisher``: passes finished
 in order, inline or overlapped with the next pass on the ``FinishingThread``).
 
-Choices where the brief left room (documented here and in the report):
+Choices at the run's edges (what its events say there):
 
 - End of generation: the EOG token counts as an emitted token (as llama.cpp counts it in n_predict), is
   in ``PassEvent.emitted`` with text "" (special tokens render as empty text), and ends the run with

@@ -1,8 +1,8 @@
 """``python -m spectui.tui [TRACE.jsonl] [--theme NAME] [--speed S]``: replay events in the TUI.
 
-Without a file it replays the built-in sample run (spectui.views.sample). A small entry point for
-trying the TUI (``textual run --dev spectui.tui.__main__:main`` reloads spectui.tcss while editing)
-and for the tmux test; ``spectui replay`` is the user-facing command.
+Without a file it replays the built-in sample run (``spectui.recording.synthetic.sample_events``). A small
+entry point for trying the TUI (``textual run --dev spectui.tui.__main__:main`` reloads spectui.tcss while
+editing) and for the tmux test; ``spectui replay`` is the user-facing command.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import click
 
 from ..contract.errors import SpectuiError, fail
 from ..recording.player import load_for_tui
-from ..views.sample import sample_events
+from ..recording.synthetic import sample_events
 
 
 @click.command()

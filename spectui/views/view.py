@@ -1,10 +1,12 @@
 """ScreenView: what one frame shows, computed once and handed to every widget. No Textual here.
 
 The app builds a view from the latest ScreenSnapshot, the animation phase, the settings the UI asked
-for (RunControl), the run state, the replay position and the theme. The cost model's prediction is
-computed here, once per statistics refresh, never inside a paint; widgets draw only what their view
-holds and never reach into the app. Also the text helpers the replay banner, the metrics panel and
-``spectui cast`` share: model names and where each model runs.
+for (RunControl), the run state, the replay position and the theme. The cost model's prediction
+(``prediction_for``) is computed by the paint that refreshes the statistics (at most every
+``STATS_INTERVAL_S``; at once at the run's end or a full repaint: spectui.tui.shared.paced_app), not by every
+paint: the others carry the last one over. Widgets draw only what their view holds and never reach into the
+app. Also the text helpers the replay banner, the metrics panel and ``spectui cast`` share: model names and
+where each model runs.
 """
 
 from __future__ import annotations

@@ -169,9 +169,9 @@ def test_ms_or_dash():
 
 async def test_the_tui_metrics_show_a_dash_without_a_first_token():
     from spectui.contract.control import RunControl
+    from spectui.recording.synthetic import sample_events
     from spectui.tui.run.app import SpectuiApp
     from spectui.tui.run.run_metrics import RunMetrics
-    from spectui.views.sample import sample_events
 
     events = [sample_events()[0], RunEnded(reason="error", error="the prompt is empty")]
     app = SpectuiApp(lambda c, p: iter(events), RunControl(Settings(draft_max=2)))

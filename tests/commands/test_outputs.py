@@ -444,11 +444,11 @@ def test_probe_cache_never_written_over_a_model(tmp_path, make_engine, inputs):
 
 async def test_tui_save_never_overwrites_and_goes_through_outputs(tmp_path):
     from spectui.recording.player import ReplayPlayer
+    from spectui.recording.synthetic import sample_events
     from spectui.tui.run.app import (
         SpectuiApp,
         run_replay,  # noqa: F401 - the app module
     )
-    from spectui.views.sample import sample_events
 
     app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")), save_dir=tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -243,9 +243,9 @@ async def test_the_tui_takes_the_signals_over_and_acts_on_one_noted_while_it_sta
     the signal's status, for a signal noted in between."""
     from spectui.contract.control import RunControl
     from spectui.contract.events import Settings
+    from spectui.recording.synthetic import sample_events
     from spectui.tui.run.app import SpectuiApp
     from spectui.tui.shared.lifecycle import exit_status
-    from spectui.views.sample import sample_events
 
     events = sample_events()
     with SignalStop(lambda: None, hand_over=True) as stop:
@@ -263,8 +263,8 @@ async def test_a_command_that_keeps_the_signals_is_left_with_them():
     """spectui cast renders an app under its own SignalStop (no hand_over): the app installs nothing over it."""
     from spectui.contract.control import RunControl
     from spectui.contract.events import Settings
+    from spectui.recording.synthetic import sample_events
     from spectui.tui.run.app import SpectuiApp
-    from spectui.views.sample import sample_events
 
     events = sample_events()
     with SignalStop(lambda: None) as stop:

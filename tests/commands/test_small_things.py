@@ -105,9 +105,9 @@ async def test_help_at_80x24_scrolls_to_its_end_and_gives_the_keys_back():
     from textual.containers import VerticalScroll
 
     from spectui.recording.player import ReplayPlayer
+    from spectui.recording.synthetic import sample_events
     from spectui.tui.run.app import SpectuiApp
     from spectui.tui.run.help_screen import HelpScreen
-    from spectui.views.sample import sample_events
 
     app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -151,8 +151,8 @@ def test_help_at_80x24_shows_its_scroll_position(tmp_path):
     import asyncio
 
     from spectui.recording.player import ReplayPlayer
+    from spectui.recording.synthetic import sample_events
     from spectui.tui.run.app import SpectuiApp
-    from spectui.views.sample import sample_events
 
     async def go():
         app = SpectuiApp(None, replay=ReplayPlayer(sample_events(), speed=float("inf")))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tmux_pane import needs_tmux, spectui_cmd
 
-from spectui.views.sample import sample_events
+from spectui.recording.synthetic import sample_events
 
 pytestmark = needs_tmux
 

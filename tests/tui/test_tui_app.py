@@ -14,6 +14,7 @@ from synthetic_events import held_source
 from spectui.contract.control import RunControl
 from spectui.contract.events import RunEnded, Settings
 from spectui.recording.player import ReplayPlayer
+from spectui.recording.synthetic import sample_events
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.help_screen import HelpScreen
 from spectui.tui.run.prompt_screen import PromptScreen
@@ -21,7 +22,6 @@ from spectui.tui.run.status_line import StatusLine
 from spectui.tui.shared.pass_ribbon import PassRibbon
 from spectui.tui.shared.token_stream import TokenStream
 from spectui.views.animation import SETTLED, VERDICT
-from spectui.views.sample import sample_events
 
 
 def status(app) -> str:

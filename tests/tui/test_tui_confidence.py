@@ -8,11 +8,11 @@ import dataclasses
 from spectui.analysis.stats import compute
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
+from spectui.recording.synthetic import sample_events
 from spectui.tui.run.acceptance_by_confidence import AcceptanceByConfidence
 from spectui.tui.run.acceptance_by_position import AcceptanceByPosition
 from spectui.tui.run.app import SpectuiApp
 from spectui.views.animation import VERDICT
-from spectui.views.sample import sample_events
 
 QS = (0.12, 0.41, 0.63, 0.82, 0.97)
 

@@ -10,6 +10,7 @@ from synthetic_events import held_source
 from spectui.contract.control import RunControl
 from spectui.contract.events import DRAFT_STOP_P_MIN, REJECTED, PassEvent, Settings
 from spectui.recording.player import ReplayPlayer
+from spectui.recording.synthetic import sample_events
 from spectui.recording.trace import TraceWriter, read_trace
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.live_screen import P_MIN_STEPS, next_p_min
@@ -20,7 +21,6 @@ from spectui.tui.shared.pass_ribbon import P_MIN_MARK, PassRibbon
 from spectui.views.animation import VERDICT
 from spectui.views.inspector import inspector_text, move
 from spectui.views.inspector_model import NO_DATA, explain, render_view, slots
-from spectui.views.sample import sample_events
 from spectui.views.view import InspectCursor
 
 pytestmark = pytest.mark.slow  # the inspector driven through the real app, key by key, on the engine

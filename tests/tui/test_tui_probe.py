@@ -9,10 +9,10 @@ from spectui.analysis.cost.costmodel import predict
 from spectui.analysis.measured import probe
 from spectui.contract.control import RunControl
 from spectui.contract.events import ModelInfo, Settings
+from spectui.recording.synthetic import sample_events
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.prediction_panel import PredictionPanel
 from spectui.views.animation import VERDICT
-from spectui.views.sample import sample_events
 
 RATIOS = (1.0, 1.57, 2.01, 1.78, 2.30, 2.94, 3.86, 3.70, 4.22, 4.48, 4.87, 4.53, 4.93, 5.40, 5.68, 4.20)
 

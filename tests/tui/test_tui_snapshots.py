@@ -12,9 +12,9 @@ import pytest
 from spectui.contract.control import RunControl
 from spectui.contract.events import Settings
 from spectui.recording.player import ReplayPlayer
+from spectui.recording.synthetic import sample_events
 from spectui.tui.run.app import SpectuiApp
 from spectui.views.animation import PENDING, VERDICT
-from spectui.views.sample import sample_events
 
 THEMES = ["dark", "light", "high-contrast", "okabe-ito"]
 

@@ -9,12 +9,12 @@ import re
 from spectui.analysis.stats import RunStats
 from spectui.contract.control import RunControl
 from spectui.contract.events import ModelInfo, Settings
+from spectui.recording.synthetic import sample_events
 from spectui.text.run import summary_text
 from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.run_metrics import RunMetrics
 from spectui.views.animation import VERDICT
 from spectui.views.placement import models_where, placement_text, where
-from spectui.views.sample import sample_events
 
 LAYERS = re.compile(r"(\d+)/(\d+)")
 

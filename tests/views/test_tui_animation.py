@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from spectui.contract.events import ModelInfo
+from spectui.recording.synthetic import sample_events
 from spectui.tui.run.status_line import status_text
 from spectui.views.animation import (
     FAST_GAP_S,
@@ -24,7 +25,6 @@ from spectui.views.animation import (
     phase_steps,
 )
 from spectui.views.placement import models_where, where
-from spectui.views.sample import sample_events
 from spectui.views.state import ScreenState
 from spectui.views.view import ScreenView, prediction_for
 

@@ -14,8 +14,8 @@ from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, SettingsChanged
 from spectui.recording.player import ReplayPlayer, parse_speed
+from spectui.recording.synthetic import sample_events
 from spectui.tui.shared.themes import available_themes, check_theme, load_theme_data
-from spectui.views.sample import sample_events
 from spectui.views.state import K_ACCEPTED, K_BONUS, K_CORRECTION, K_PLAIN, ScreenState, clean_text
 
 
@@ -146,7 +146,7 @@ def test_themes_found_and_unknown_name_lists_them():
 
 def test_state_and_player_do_not_import_textual():
     code = ("import sys, spectui.views.state, spectui.recording.player, spectui.tui.shared.themes, "
-            "spectui.views.sample; "
+            "spectui.recording.synthetic; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

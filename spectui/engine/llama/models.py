@@ -154,7 +154,7 @@ class LoadedModel:
         self._decode = L.llama_decode
         self._get_logits, self._get_logits_ith = _logits_getters(L)
         self._sampled = _sampled_getters(L)
-        # a backend sampler chain is attached (graph_sampling.GraphSide): llama.cpp then hands back the chain's
+        # a backend sampler chain is attached (graph_path.GraphSide): llama.cpp then hands back the chain's
         # rows, not the raw logits, and logits_rows / logits_last read those
         self.chain_rows = False
         self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
