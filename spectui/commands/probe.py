@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import click
 
 from ..analysis.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
-from ..contract.draft_length import parse_ks
+from ..contract.draft_length import K_MAX, parse_ks
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
 from ..contract.params import PROBABILITY, REPEAT, whole
@@ -230,9 +230,9 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "
                            "(model or ngram)")
     from ..analysis.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
-    from ..engine.batch_probe import MAX_K, check_ks  # noqa: PLC0415
+    from ..engine.batch_probe import check_ks  # noqa: PLC0415
 
-    k_list = check_ks(parse_ks(ks, "--batch-ks", modes=False, low=1, high=MAX_K))  # the one k parser
+    k_list = check_ks(parse_ks(ks, "--batch-ks", modes=False, low=1, high=K_MAX))  # the one k parser
     if seqs < 1:
         raise SpectuiError(f"--batch-seqs must be at least 1, not {seqs}")
     if acceptance is not None and acceptance_from:

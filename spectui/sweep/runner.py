@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 
 from ..analysis.stats import compute
 from ..contract.control import RunControl
+from ..contract.draft_length import K_MAX
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded, Settings
 from ..recording.trace import TraceWriter
@@ -82,7 +83,7 @@ def run_sweep(
     return runs
 
 
-def measure_missing_verify(engine, runs: Sequence[SweepRun], k_max: int = 16) -> dict[int, float]:
+def measure_missing_verify(engine, runs: Sequence[SweepRun], k_max: int = K_MAX) -> dict[int, float]:
     """Verify times for the batch sizes no run used, measured on demand (between runs, never during)."""
     seen = {k for r in runs for k, _, n in r.stats.verify_ms_by_k if n}
     out: dict[int, float] = {}
