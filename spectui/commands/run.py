@@ -40,12 +40,6 @@ from .common import (
 def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
                   draft_p_min: float = 0.0, draft_min: int = 0, pipeline: str = "off") -> Settings:
     k, auto = k_setting(parse_k(draft_max))
-    if not 0.0 <= temp <= 2.0:
-        raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
-    if not 0.0 <= draft_p_min <= 1.0:
-        raise SpectuiError(f"--draft-p-min must be between 0 and 1, not {draft_p_min}")
-    if not 0 <= draft_min <= DRAFT_MAX_LIMIT:
-        raise SpectuiError(f"--draft-min must be between 0 and {DRAFT_MAX_LIMIT}, not {draft_min}")
     if drafter is None:
         drafter = "model" if have_draft else "ngram"
     if drafter == "eagle3" and not have_draft:

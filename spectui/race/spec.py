@@ -14,6 +14,7 @@ from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import DRAFTERS, Settings
+from ..contract.params import temperature
 
 KEYS = {
     "k": "k", "draft-max": "k", "draft_max": "k",
@@ -67,9 +68,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
             elif field == "pipeline":
                 out[field] = {"on": True, "off": False}[value.lower()]
             elif field == "temp":
-                out[field] = float(value)
-                if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
-                    raise ValueError
+                out[field] = temperature(value)  # the one range of every command's temperature
             elif field == "p_min":
                 out[field] = float(value)
                 if not 0.0 <= out[field] <= 1.0:
