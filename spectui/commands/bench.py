@@ -322,8 +322,7 @@ def _load(models: ModelOptions, drafting, settings, made_dir: Path | None, signa
     t_load = time.perf_counter()
     engine = None
     try:
-        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
-                             head_in_every_run=False)
+        engine = load_engine(models, drafting, quiet=True, inspect_top=INSPECT_TOP, head_in_every_run=False)
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
         load_s = time.perf_counter() - t_load

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..contract.draft_length import DEFAULT_DRAFT_MAX
+from ..contract.options import INSPECT_TOP_DEFAULT
 from ..contract.params import (
     CTX_SIZE,
     DRAFT_MIN,
@@ -83,7 +84,7 @@ def run_options(f):
         click.option("--system", "-sys", "system", type=str, default=None,
                      help="system message for the chat template (default: none)"),
         pipeline_option(),
-        click.option("--inspect-top", "inspect_top", type=INSPECT_TOP, default=5, show_default=True,
+        click.option("--inspect-top", "inspect_top", type=INSPECT_TOP, default=INSPECT_TOP_DEFAULT, show_default=True,
                      help="record the target's and the draft's top-N candidates per position (the inspector; "
                           "0 = off)"),
     ]

@@ -87,7 +87,7 @@ def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeat
     if repeats < 1:
         raise SpectuiError(f"--repeats must be at least 1, not {repeats}")
     drafting = _drafting(drafter, models)
-    engine = load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
+    engine = load_engine(models, drafting, quiet=as_json, head_in_every_run=False)
     try:
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading

@@ -16,7 +16,15 @@ from ..contract.exitcodes import Interrupted, signal_name
 from ..contract.params import N_PREDICT, SEED, SPEED, TEMPERATURE
 from ..tui.shared.ascii import ascii_option
 from . import command
-from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
+from .common import (
+    ModelOptions,
+    check_local_files,
+    default_drafters,
+    load_engine,
+    loading_stop,
+    plan_drafting,
+    resolve_prompt,
+)
 from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 
 
@@ -128,12 +136,12 @@ def _record(models: ModelOptions, specs: list[dict], drafting, prompt: str | Non
         from ..contract.outputs import record_folder
 
         record_folder(record_dir)  # a file in the way: its one-line error first
-    models.check_local_files()
+    check_local_files(models)
     _need_terminal(headless)
 
     def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
         del use_draft  # the lanes' drafters say what loads (plan_drafting): the draft model, a head
-        return load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
+        return load_engine(models, drafting, quiet=as_json, head_in_every_run=False)
 
     try:
         with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly

@@ -177,7 +177,7 @@ def _run_plan(models: ModelOptions, drafting, text: str, plan, n_predict: int, s
     with loading_stop() as signals:
         engine = None
         try:
-            engine = load_engine(models, quiet=quiet, drafting=drafting, head_in_every_run=False)
+            engine = load_engine(models, drafting, quiet=quiet, head_in_every_run=False)
             signals.raise_if_stopped()
             signals.on_stop = lambda: current and current[-1].stop()
             try:

@@ -19,6 +19,7 @@ from ..contract.text import model_label
 from .animation import SETTLED
 from .state import ScreenSnapshot
 
+
 @dataclass(frozen=True)
 class ReplayPosition:
     speed: float  # inf = as fast as possible
