@@ -9,12 +9,42 @@ ngram). A bad spec is a one-line error (exit 2)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import DRAFTERS, Settings
+from ..contract.options import ModelOptions
 from ..contract.params import temperature
+
+
+@dataclass(frozen=True)
+class RaceOptions:
+    """``spectui race``'s options as the command line gave them (``contract.options.options_from``), handed whole
+    from the command on: the traces to race, or the models, the prompt and the two settings to record (``spec_a``
+    / ``spec_b``, else -k, --drafter, --temp, --seed); the face (``headless``, ``as_json``, ``theme``, ``speed``)
+    and the race's clock (``from_start``, ``any_prompt``)."""
+
+    traces: tuple[str, ...] = ()
+    headless: bool = False
+    as_json: bool = False
+    from_start: bool = False
+    any_prompt: bool = False
+    speed: str = "1"
+    theme: str | None = None
+    models: ModelOptions = ModelOptions()
+    prompt: str | None = None
+    prompt_file: str | None = None
+    n_predict: int = 128
+    draft_max: str | None = None
+    drafter: str | None = None
+    temp: float = 0.0
+    seed: int = 0
+    spec_a: str | None = None
+    spec_b: str | None = None
+    record_dir: str | None = None
+
 
 KEYS = {
     "k": "k", "draft-max": "k", "draft_max": "k",
