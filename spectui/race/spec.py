@@ -123,16 +123,16 @@ def parse_spec(text: str, name: str = "--b") -> dict:
 
 def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: bool = False) -> Settings:
     """The engine's Settings for a spec; ``temp``, ``seed`` and the drafter default from the command."""
-    k, auto = k_setting(spec.get("k", RACE_DRAFT_MAX))
+    draft_max, auto = k_setting(spec.get("k", RACE_DRAFT_MAX))
     drafter = spec.get("drafter") or ("model" if have_draft else "ngram")
-    if k == 0 and auto is None:
+    if draft_max == 0 and auto is None:
         drafter = "none"
     if drafter == "model" and not have_draft:
         raise SpectuiError("drafter=model needs --draft PATH (or drafter=ngram)")
     pipeline = bool(spec.get("pipeline", False))
     if pipeline and drafter != "model":
         raise SpectuiError("pipeline=on overlaps the draft model's drafting: it needs drafter=model (and --draft)")
-    return Settings(draft_max=k, temperature=spec.get("temp", temp), drafter=drafter, seed=spec.get("seed", seed),
+    return Settings(draft_max=draft_max, temperature=spec.get("temp", temp), drafter=drafter, seed=spec.get("seed", seed),
                     auto=auto, draft_p_min=spec.get("p_min", 0.0), draft_min=spec.get("draft_min", 0),
                     pipeline=pipeline)
 
