@@ -359,8 +359,7 @@ def _templater(engine, chat, system) -> Templater:
 
 
 def _finish(res: BenchResult, params: dict, has_base: bool, o: BenchOptions, inputs, out, signals) -> int:
-    """The table, the chart and the report; the exports written (one that fails loses neither the others nor
-    the table): the exit status."""
+    """The table, the chart, the report and the exports (one that fails loses neither the others nor the table)."""
     json_out, csv_out, md_out = o.exports
     summaries = aggregate(res.rows)
     skipped = []

@@ -132,9 +132,9 @@ def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: b
     pipeline = bool(spec.get("pipeline", False))
     if pipeline and drafter != "model":
         raise SpectuiError("pipeline=on overlaps the draft model's drafting: it needs drafter=model (and --draft)")
-    return Settings(draft_max=draft_max, temperature=spec.get("temp", temp), drafter=drafter, seed=spec.get("seed", seed),
-                    auto=auto, draft_p_min=spec.get("p_min", 0.0), draft_min=spec.get("draft_min", 0),
-                    pipeline=pipeline)
+    return Settings(draft_max=draft_max, temperature=spec.get("temp", temp), drafter=drafter,
+                    seed=spec.get("seed", seed), auto=auto, draft_p_min=spec.get("p_min", 0.0),
+                    draft_min=spec.get("draft_min", 0), pipeline=pipeline)
 
 
 def slug(settings: Settings) -> str:
