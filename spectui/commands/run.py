@@ -13,7 +13,6 @@ interrupts at once. Before the run starts (the models loading) a signal ends the
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 
@@ -109,8 +108,8 @@ def plan_run(values: dict) -> RunOptions:
     settings = make_settings(values, have_draft=models.has_draft or bool(models.head))
     # the engine holds the drafter asked for and what the files given draft with (the TUI's d switches to them)
     drafting = plan_drafting("run", offered_drafters(settings.drafter, models), models)
+    values["headless"] = values["headless"] or values["as_json"]  # --json: JSON on stdout, no TUI
     opts = options_from(RunOptions, {**values, "models": models, "settings": settings, "drafting": drafting})
-    opts = dataclasses.replace(opts, headless=opts.headless or opts.as_json)  # --json: JSON, no TUI
     if opts.theme is not None:  # every face refuses an unknown theme, headless too; before loading models
         from ..tui.shared.themes import check_theme
 
