@@ -1,8 +1,8 @@
-"""What every command that loads models shares: where the models come from (``ModelOptions``, the values of
-``options.model_options``), the stop a signal makes while they load (``loading_stop``), loading them
-(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost as cached
-(``cached_machine``) or measured in idle time (``measure_machine``), and the prompt (``resolve_prompt``). Used by
-run, sweep, bench, probe and race.
+"""What every command that loads models shares: where the models come from (``ModelOptions``, in
+contract.options: the values of ``options.model_options``), the stop a signal makes while they load
+(``loading_stop``), loading them (``load_engine``: paths or Hugging Face repos, checked, then the Engine), this
+machine's verify cost as cached (``cached_machine``) or measured in idle time (``measure_machine``), and the
+prompt (``resolve_prompt``). Used by run, sweep, bench, probe and race.
 """
 
 from __future__ import annotations

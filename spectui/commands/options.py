@@ -23,7 +23,7 @@ def model_options(f):
     """Where the models come from and where they run: shared by every command that loads models (run, sweep,
     bench, probe, race).
 
-    The values reach ``spectui.commands.common.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
+    The values reach ``spectui.contract.options.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
     """
     opts = [
         click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
