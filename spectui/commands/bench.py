@@ -158,9 +158,9 @@ def bench_cmd(**kwargs):
     sig = _Signals()
     try:
         _exports_to_files(kwargs)
-        models = ModelOptions.pop_from(kwargs)
+        o = options_from(BenchOptions, kwargs)
         with sig:
-            code = bench_main(options_from(BenchOptions, {**kwargs, "models": models}), signals=sig)
+            code = bench_main(o, signals=sig)
     except SpectuiError as exc:
         fail(str(exc))
     except KeyboardInterrupt:  # before any run started (loading): nothing measured, nothing written

@@ -56,8 +56,7 @@ def probe_cmd(**values) -> None:
     try:
         from .common import loading_stop  # noqa: PLC0415
 
-        models = ModelOptions.pop_from(values)
-        o = options_from(ProbeOptions, {**values, "models": models})
+        o = options_from(ProbeOptions, values)
         with loading_stop() as signals:  # SIGINT/TERM/HUP, loading or measuring: nothing cached, 128 + N
             code = probe_main(o, signals=signals)
     except SpectuiError as exc:

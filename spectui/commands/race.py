@@ -58,9 +58,8 @@ def race_cmd(**values) -> None:
     from ..contract.errors import fail
     from ..race.spec import RaceOptions
 
-    models = ModelOptions.pop_from(values)
     try:
-        race_main(options_from(RaceOptions, {**values, "models": models}))
+        race_main(options_from(RaceOptions, values))
     except SpectuiError as exc:
         fail(str(exc))
 

@@ -53,8 +53,7 @@ from .options import draft_max_option, drafter_option, json_option, model_option
 def sweep_cmd(**kwargs):
     """The target alone is run too, at each temperature: the baseline of every speedup."""
     try:
-        models = ModelOptions.pop_from(kwargs)
-        code = sweep_main(options_from(SweepOptions, {**kwargs, "models": models}))
+        code = sweep_main(options_from(SweepOptions, kwargs))
     except SweepRunFailed as exc:  # the run failed: 1 (spectui.contract.exitcodes), not bad input
         echo_error(exc)
         sys.exit(exc.exit_code)

@@ -20,9 +20,12 @@ INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified posit
 
 def options_from(cls, values: dict, *, strict: bool = True):
     """An options dataclass ``cls`` from a command's values by name (click's ``**kwargs``): its fields are taken
-    out of ``values`` (the rest stays for the caller); with ``strict``, a name left over is a TypeError (a
-    programming error: an option without a field)."""
+    out of ``values`` (the rest stays for the caller), a ``models`` field from the model options among them
+    (``ModelOptions``) unless given; with ``strict``, a name left over is a TypeError (a programming error: an
+    option without a field)."""
     names = [f.name for f in fields(cls)]
+    if "models" in names and "models" not in values:
+        values["models"] = ModelOptions.pop_from(values)
     made = cls(**{n: values.pop(n) for n in names if n in values})
     if strict and values:
         raise TypeError(f"{cls.__name__}: unknown options {sorted(values)}")
