@@ -32,6 +32,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import spectui.engine.llama.models as M
+    from spectui.bench.plan import BenchOptions
     from spectui.commands.bench import bench_main
     from spectui.commands.common import ModelOptions
 
@@ -54,8 +55,9 @@ def main() -> int:
     print("uptime before:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     out = Path(tmp.name) / "b.json"
     drafter = args.drafter or ("model,ngram" if draft else "ngram")
-    code = bench_main(ModelOptions(target=target, draft=draft, threads=args.threads), n_predict=args.n,
-                      per_category=args.per_category, drafter=drafter, json_out=str(out), out=io.StringIO())
+    code = bench_main(BenchOptions(models=ModelOptions(target=target, draft=draft, threads=args.threads),
+                                   n_predict=args.n, per_category=args.per_category, drafter=drafter,
+                                   json_out=str(out)), out=io.StringIO())
     print("uptime after: ", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     data = json.loads(out.read_text())
     t = data["params"]["timing"]

@@ -48,6 +48,7 @@ from spectui.analysis.measured import batch_knee as bk  # noqa: E402
 from spectui.analysis.measured import step_costs  # noqa: E402
 from spectui.bench.concurrency import predicted, report_lines, sweep  # noqa: E402
 from spectui.bench.datasets import load_prompts  # noqa: E402
+from spectui.bench.plan import BenchOptions  # noqa: E402
 from spectui.bench.server_shape import predict_on_steps, prediction_lines  # noqa: E402
 
 QWEN_T = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -149,8 +150,8 @@ def one_case(case: str, a, binary, tmp: Path) -> dict:
     base, spec = servers_for(binary, target, draft, drafter, a.k, max(levels), a.threads, a.ctx, tmp, case)
     try:
         prompts = prompt_set(tmp, a.prompts, lookup=drafter == bk.DRAFTER_LOOKUP)
-        res = sweep(prompts, spec.url, base.url, levels, n_predict=a.n, temp="0", seed=0,
-                    system=None, timeout_s=1800.0,
+        opts = BenchOptions(urls=(spec.url,), baseline_url=base.url, n_predict=a.n, temp="0", seed=0, timeout_s=1800.0)
+        res = sweep(prompts, opts, levels,
                     on_level=lambda c, url, role: print(f"  {case}: concurrency {c}, {role}", file=sys.stderr))
     finally:
         spec.stop()

@@ -45,17 +45,17 @@ def main() -> None:
     ap.add_argument("-o", "--out-dir", default=os.path.join(REPO, "spectui", "data"))
     args = ap.parse_args()
 
-    from spectui.commands.common import ModelOptions, load_engine
-    from spectui.race.record import record_race
+    from spectui.commands.common import Drafting, ModelOptions, load_engine
     from spectui.contract.outputs import TRACE, check_output
+    from spectui.race.record import RaceRecording, record_race
 
     t0 = time.time()
     tmp = tempfile.mkdtemp(prefix="spectui-race-demo-")
     extra = {"recording": {"script": "demos/record_race.py", "n_predict": args.n, "threads": args.threads}}
     models = ModelOptions(target=args.target, draft=args.draft, threads=args.threads, ctx_size=2048)
-    paths, _note = record_race(lambda use_draft: load_engine(models, use_draft=use_draft), edit_prompt(),
-                               list(SPECS), have_draft=True, inputs=[args.target, args.draft], n_predict=args.n,
-                               record_dir=tmp, header_extra=extra)
+    rec = RaceRecording(edit_prompt(), tuple(SPECS), have_draft=True, inputs=(args.target, args.draft),
+                        n_predict=args.n, record_dir=tmp, header_extra=extra)
+    paths, _note = record_race(lambda use_draft: load_engine(models, Drafting(draft_model=use_draft)), rec)
     for src, name in zip(paths, NAMES):
         dest = check_output(os.path.join(args.out_dir, name), TRACE, inputs=[args.target, args.draft]).path
         shutil.move(src, dest)  # the bundle's new version (an older trace of the same name is replaced)

@@ -84,10 +84,10 @@ def main(ctx: click.Context, **kwargs) -> None:
     from .engine.llama import omp  # noqa: PLC0415
 
     omp.mark_start()  # the machine's load, measured while the run's code and the models' headers load
-    from .commands.run import run_main  # the live/headless run (engine + faces)
+    from .commands.run import plan_run, run_main  # the live/headless run (engine + faces)
 
     try:
-        sys.exit(run_main(**kwargs))
+        sys.exit(run_main(plan_run(kwargs)))
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:  # a signal before the run started (the models loading): nothing to flush

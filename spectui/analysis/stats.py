@@ -253,7 +253,7 @@ class RunStats:
     elapsed_s: float = 0.0
     tokens: array = field(default_factory=lambda: array("q"))
     text_parts: list[str] = field(default_factory=list)
-    last_k: int | None = None  # draft length asked for in the latest decode pass (settings in force)
+    last_draft_max: int | None = None  # draft length asked for in the latest decode pass (settings in force)
     recent_others: deque = field(default_factory=lambda: deque(maxlen=20))  # (others_cpu, wall_ms), measured only
     best_uncontended_tps: float = 0.0  # reference rate since the last settings change
     contended_passes: int = 0
@@ -310,7 +310,7 @@ class RunStats:
         self.verify_ms += ev.timing.verify_ms
         self.other_ms += ev.timing.other_ms
         self.n_passes += 1
-        self.last_k = ev.k if ev.settings.auto else ev.settings.draft_max
+        self.last_draft_max = ev.k if ev.settings.auto else ev.settings.draft_max
         self.decode_tokens += n_out
         self.decode_wall_ms += ev.timing.wall_ms
         self.recent.append((n_out, ev.timing.wall_ms))

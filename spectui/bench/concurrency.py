@@ -39,7 +39,7 @@ from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.files.chat import chat_messages
 from .datasets import PromptSet
-from .plan import parse_temps
+from .plan import BenchOptions, parse_temps
 from .server import Deployment, chat_request, counters_delta, probe_deployment, scrape_counters
 from .server_shape import load_steps, predict_on_steps, prediction_lines, server_shape
 
@@ -174,9 +174,11 @@ def run_level(dep: Deployment, ps: PromptSet, c: int, *, n_predict: int, tempera
     return lv
 
 
-def sweep(ps: PromptSet, url: str, baseline_url: str | None, levels, *, n_predict: int, temp: str, seed: int,
-          system: str | None, timeout_s: float, on_level=None) -> Sweep:
-    temps = parse_temps(temp)
+def sweep(ps: PromptSet, o: BenchOptions, levels, on_level=None) -> Sweep:
+    """Each level of ``levels`` against ``o.urls[0]`` (and ``o.baseline_url``): ``on_level(c, url, role)`` as each
+    starts; a failure or an interrupt ends the sweep with the levels done."""
+    url, baseline_url, system, timeout_s = o.urls[0], o.baseline_url, o.system, o.timeout_s
+    temps = parse_temps(o.temp)
     if len(temps) != 1:
         raise SpectuiError("--concurrency with several levels takes one --temp")
     dep = probe_deployment(url, timeout_s)
@@ -190,7 +192,7 @@ def sweep(ps: PromptSet, url: str, baseline_url: str | None, levels, *, n_predic
                     continue
                 if on_level is not None:
                     on_level(c, d.url, role)
-                lv = run_level(d, ps, c, n_predict=n_predict, temperature=temps[0], seed=seed, system=system,
+                lv = run_level(d, ps, c, n_predict=o.n_predict, temperature=temps[0], seed=o.seed, system=system,
                                timeout_s=timeout_s, role=role)
                 out.append(lv)
                 if lv.error:
@@ -309,21 +311,19 @@ def to_json(res: Sweep, pred: dict[int, float] | None, params: dict) -> dict:
     }}
 
 
-def sweep_main(ps: PromptSet, urls, baseline_url, levels, *, n_predict: int, temp: str, seed: int, system,
-               timeout_s: float, draft_max: int, knee_probe: str | None, json_out: str | None, write_json,
-               out, on_level=None) -> int:
+def sweep_main(ps: PromptSet, o: BenchOptions, levels, draft_max: int, write_json, out) -> int:
     """The whole concurrency sweep: check, run, print, write ``--json``. Returns the exit status.
 
     ``draft_max`` is the deployment's draft length, as the user gave it (``-k``, parsed by
     ``contract.draft_length.parse_k``): the --knee-probe prediction reads its curve there."""
+    urls, baseline_url, knee_probe, n_predict = list(o.urls), o.baseline_url, o.knee_probe, o.n_predict
     if len(urls) != 1:
         raise SpectuiError("--concurrency with several levels takes one --url (and --baseline-url)")
     curve = drafter = steps = None
     if knee_probe:
         curve, drafter = load_knee_probe(knee_probe)  # before any request: a bad file costs nothing
         steps = load_steps(knee_probe)
-    res = sweep(ps, urls[0], baseline_url, levels, n_predict=n_predict, temp=temp, seed=seed, system=system,
-                timeout_s=timeout_s, on_level=on_level)
+    res = sweep(ps, o, levels)
     pred = decode_only = predicted(curve, res, draft_max, drafter) if curve is not None else None
     on_steps = predict_on_steps(curve, steps, res, draft_max, drafter, len(ps.prompts)) if steps else {}
     if on_steps:  # the prediction on the server's own steps is the one beside the measurement
@@ -340,8 +340,9 @@ def sweep_main(ps: PromptSet, urls, baseline_url, levels, *, n_predict: int, tem
         lines.append(f"predicted with the probe's curve at k = {min(curve.ks, key=lambda x: (abs(x - draft_max), x))} "
                      f"(-k {draft_max}) and each level's measured acceptance ({knee_probe})")
     params = {"url": urls[0], "baseline_url": baseline_url, "levels": list(levels), "n_predict": n_predict,
-              "temperature": temp, "seed": seed, "prompts": ps.source, "n_prompts": len(ps.prompts),
+              "temperature": o.temp, "seed": o.seed, "prompts": ps.source, "n_prompts": len(ps.prompts),
               "knee_probe": knee_probe, "k": draft_max}
+    json_out = o.json_out
     if json_out:
         doc = to_json(res, pred, params)
         doc["concurrency_sweep"]["predicted_on_steps"] = {str(c): asdict(p) | {"speedup": p.speedup}

@@ -15,14 +15,57 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..contract.draft_length import DEFAULT_DRAFT_MAX
 from ..contract.errors import SpectuiError
+from ..contract.options import ModelOptions
 from ..engine.drafters import names as drafter_names
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_temps
+from .datasets import BUILTIN
 
 __all__ = [
-    "BASELINE", "TARGET_ONLY", "drafter_choices", "Job", "Setting", "make_jobs", "make_settings", "parse_drafters",
-    "parse_temps",
+    "BASELINE", "TARGET_ONLY", "BenchOptions", "Job", "Setting", "drafter_choices", "make_jobs", "make_settings",
+    "parse_drafters", "parse_temps",
 ]
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """``spectui bench``'s options as the command line gave them (``contract.options.options_from``), handed
+    whole from the command to the runs: the models (or ``urls``, deployments), the prompt set and what of it
+    runs, the comma-separated settings (``draft_max``, ``temp``, ``drafter``, ``pipeline``: each beside the target
+    alone), the exports (``json_out`` / ``csv_out`` / ``md_out``: "-" for stdout or a file each) and the server
+    mode's ``baseline_url``, ``concurrency``, ``knee_probe`` and ``timeout_s``."""
+
+    models: ModelOptions = ModelOptions()
+    prompts: str = BUILTIN
+    categories: str | None = None
+    per_category: int | None = None
+    limit: int | None = None
+    turns: str = "first"
+    chat: bool | None = None
+    system: str | None = None
+    n_predict: int = 256
+    draft_max: str = str(DEFAULT_DRAFT_MAX)
+    temp: str = "0"
+    drafter: str | None = None
+    seed: int = 0
+    pipeline: str = "off"
+    repeat: int = 1
+    json_out: str | None = None
+    csv_out: str | None = None
+    md_out: str | None = None
+    record_dir: str | None = None
+    force: bool = False
+    urls: tuple[str, ...] = ()
+    baseline_url: str | None = None
+    concurrency: str = "1"
+    knee_probe: str | None = None
+    timeout_s: float = 600.0
+
+    @property
+    def exports(self) -> tuple[str | None, str | None, str | None]:
+        """(--json, --csv, --markdown): "-", a file, or None each."""
+        return self.json_out, self.csv_out, self.md_out
 
 
 @dataclass(frozen=True)

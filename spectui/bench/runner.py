@@ -25,7 +25,7 @@ from ..contract.events import STOP_ERROR, STOP_USER, PassEvent, RunEnded, Settin
 from ..engine.files.chat import chat_messages
 from .aggregate import BenchRow
 from .datasets import Prompt
-from .plan import Job, Setting
+from .plan import BenchOptions, Job, Setting
 
 TURNS = ("first", "all")
 
@@ -89,20 +89,22 @@ def where(job: Job, prompts: Sequence[Prompt], n_jobs: int, i: int) -> str:
             f"q{p.question_id}), {job.setting.full_label}, repeat {job.repeat + 1}")
 
 
-def run_bench(engine, prompts: Sequence[Prompt], jobs: Sequence[Job], n_predict: int, seed: int = 0, *,
-              turns: str = "first", templater: Callable[[Sequence[str], Sequence[str]], str] | None = None,
-              chat_label: str = "", open_trace: Callable[[str, dict], object] | None = None,
-              on_job: Callable[[int, Job], None] | None = None, on_event: Callable[[object], None] | None = None,
+def run_bench(engine, prompts: Sequence[Prompt], jobs: Sequence[Job], o: BenchOptions, *,
+              templater: Callable[[Sequence[str], Sequence[str]], str] | None = None,
+              open_trace: Callable[[str, dict], object] | None = None,
+              on_job: Callable[[int, Job], None] | None = None,
               near_tie: Callable[[Setting], float] | None = None) -> BenchResult:
     """Run the jobs; see the module docstring.
 
     Args:
         engine: the loaded engine (``spectui.engine.Engine``), every job's run on it.
         prompts, jobs: the prompt set and the runs to do (``bench.plan.make_jobs``: setting x prompt x repeat).
-        turns: "first" (turns[0] only) or "all" (every turn, each after the model's own answer).
-        templater: ``(turns, answers) -> text`` (the chat template, or the raw turns).
+        o: the bench's options: -n, the seed, and the turns: "first" (turns[0] only) or "all" (every turn, each
+            after the model's own answer).
+        templater: ``(turns, answers) -> text`` (the chat template, or the raw turns); its ``label`` (a
+            ``Templater``'s) is recorded as the runs' chat template.
         open_trace: ``(name, header_extra) -> TraceWriter`` to keep each run's trace (``--record-dir``).
-        on_job, on_event: told of each job as it starts and each event (progress).
+        on_job: told of each job as it starts (progress).
         near_tie: a speculative temperature-0 setting's near-tie threshold (``NoiseResult.threshold``), kept
             in its rows for the lossless check.
 
@@ -112,9 +114,9 @@ def run_bench(engine, prompts: Sequence[Prompt], jobs: Sequence[Job], n_predict:
     """
     templater = templater or (lambda t, a: raw_prompt(t, a))
     res = BenchResult(jobs_total=len(jobs))
-    skip = _skip_what_does_not_fit(engine, prompts, jobs, n_predict, templater, res)
-    n_turns = (lambda p: len(p.turns)) if turns == "all" else (lambda p: 1)
-    run = _TurnRunner(engine, res, n_predict, seed, templater, chat_label, open_trace, on_event, near_tie)
+    skip = _skip_what_does_not_fit(engine, prompts, jobs, o.n_predict, templater, res)
+    n_turns = (lambda p: len(p.turns)) if o.turns == "all" else (lambda p: 1)
+    run = _TurnRunner(engine, res, o, templater, open_trace, near_tie)
     for ji, job in enumerate(jobs):
         if job.prompt_index in skip:
             res.jobs_done += 1
@@ -168,10 +170,10 @@ class _TurnRunner:
     """One turn of one job: its text, its run on the engine (recorded when asked, its wall time added to
     ``res.run_wall_s``), its row."""
 
-    def __init__(self, engine, res: BenchResult, n_predict: int, seed: int, templater, chat_label: str, open_trace,
-                 on_event, near_tie) -> None:
-        self.engine, self.res, self.n_predict, self.seed, self.templater = engine, res, n_predict, seed, templater
-        self.chat_label, self.open_trace, self.on_event, self.near_tie = chat_label, open_trace, on_event, near_tie
+    def __init__(self, engine, res: BenchResult, o: BenchOptions, templater, open_trace, near_tie) -> None:
+        self.engine, self.res, self.n_predict, self.seed, self.templater = engine, res, o.n_predict, o.seed, templater
+        self.chat_label = getattr(templater, "label", "")  # a Templater's chat template, recorded in RunStarted
+        self.open_trace, self.near_tie = open_trace, near_tie
         self.seq = 0  # runs so far: the traces' names are numbered in run order
 
     def __call__(self, p: Prompt, t: int, job: Job, answers: list[str]) -> tuple[BenchRow | None, str | None]:
@@ -217,8 +219,6 @@ class _TurnRunner:
                 events.append(ev)
                 if writer is not None:
                     writer.write(ev)
-                if self.on_event is not None:
-                    self.on_event(ev)
         finally:
             if writer is not None:
                 writer.close()

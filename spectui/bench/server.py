@@ -66,7 +66,7 @@ from ..contract.events import (
 from ..engine.files.chat import chat_messages
 from .aggregate import BenchRow
 from .datasets import PromptSet
-from .plan import BASELINE, Setting, make_jobs, parse_temps
+from .plan import BASELINE, BenchOptions, Setting, make_jobs, parse_temps
 from .runner import BenchResult
 from .timings import timing_problems, timings_note
 
@@ -283,15 +283,15 @@ def request_stats(events: Sequence, window=None) -> StatsSnapshot:
     )
 
 
-def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_predict: int, temp: str, seed: int,
-                 repeat: int, turns: str, system: str | None, concurrency: int, timeout_s: float,
-                 chat: bool | None, on_job=None) -> tuple[BenchResult, dict, bool]:
+def server_bench(ps: PromptSet, o: BenchOptions, *, concurrency: int, on_job=None) -> tuple[BenchResult, dict, bool]:
     """Run the prompts against the deployments.
 
     Args:
         ps: the prompt set; each prompt's turns go as chat messages (the deployment's own chat template).
-        urls: the deployments with speculation (one setting each); baseline_url: the same target without.
-        temp: comma-separated temperatures; concurrency: requests in flight (1: /metrics deltas per request).
+        o: the bench's options: ``urls``, the deployments with speculation (one setting each); ``baseline_url``,
+            the same target without; ``temp``, comma-separated temperatures; -n, the seed, the repeats, the
+            turns, the system message, the timeout.
+        concurrency: requests in flight (1: /metrics deltas per request).
         on_job: ``(index, job, n_jobs, prompts)`` as each job starts (progress).
 
     Returns:
@@ -302,9 +302,10 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
     """
     if concurrency < 1:
         raise SpectuiError(f"--concurrency must be at least 1, not {concurrency}")
-    if chat is False:
+    if o.chat is False:
         raise SpectuiError("--no-chat is for local models: a deployment applies its own chat template")
-    temps = parse_temps(temp)
+    urls, baseline_url, timeout_s, turns, system = list(o.urls), o.baseline_url, o.timeout_s, o.turns, o.system
+    temps = parse_temps(o.temp)
     deps = {u: probe_deployment(u, timeout_s) for u in urls}
     base_dep = probe_deployment(baseline_url, timeout_s) if baseline_url else None
     settings: list[Setting] = []
@@ -313,35 +314,33 @@ def server_bench(ps: PromptSet, urls: list[str], baseline_url: str | None, *, n_
             settings.append(Setting(BASELINE, 0, t, name=base_dep.url))
         settings.extend(Setting("server", 0, t, name=u) for u in urls)
     dep_of = {s: (base_dep if s.is_baseline else deps[s.name]) for s in settings}
-    jobs = make_jobs(len(ps.prompts), settings, repeat)
+    jobs = make_jobs(len(ps.prompts), settings, o.repeat)
     n_turns = (lambda p: len(p.turns)) if turns == "all" else (lambda p: 1)
 
     def one_job(ji: int):
         job = jobs[ji]
         p = ps.prompts[job.prompt_index]
-        return _server_job(dep_of[job.setting], p, job, n_turns(p), system, n_predict, seed, timeout_s,
-                           metrics=concurrency == 1)
+        return _server_job(dep_of[job.setting], p, job, n_turns(p), o, metrics=concurrency == 1)
 
     res = _run_jobs(jobs, ps, one_job, concurrency, on_job)
     notes = _server_notes(deps, base_dep, concurrency)
     kinds = {u: (d.kind or "no /metrics") for u, d in deps.items()}
     params = {"mode": "server", "urls": urls, "baseline_url": baseline_url, "kinds": kinds, "prompts": ps.source,
               "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
-              "system": system, "n_predict": n_predict, "temperatures": temps, "seed": seed, "repeat": repeat,
+              "system": system, "n_predict": o.n_predict, "temperatures": temps, "seed": o.seed, "repeat": o.repeat,
               "concurrency": concurrency, "notes": notes}
     return res, params, base_dep is not None
 
 
-def _server_job(dep: Deployment, p, job, n_turns: int, system: str | None, n_predict: int, seed: int,
-                timeout_s: float, *, metrics: bool) -> tuple[list[BenchRow], str]:
+def _server_job(dep: Deployment, p, job, n_turns: int, o: BenchOptions, *, metrics: bool) -> tuple[list[BenchRow], str]:
     """One job's turns against its deployment: (rows, "" or the first request's error). ``metrics``: one
     request at a time, so the /metrics delta around each request is its own."""
     s = job.setting
     rows, answers = [], []
     for t in range(n_turns):
         before = scrape_counters(dep, 10.0) if metrics else None
-        events = list(chat_request(dep, chat_messages(p.turns[: t + 1], answers, system), n_predict,
-                                   s.temperature, seed, timeout_s))
+        events = list(chat_request(dep, chat_messages(p.turns[: t + 1], answers, o.system), o.n_predict,
+                                   s.temperature, o.seed, o.timeout_s))
         end = events[-1]
         if end.reason == REQ_ERROR:
             return rows, end.error

@@ -10,6 +10,7 @@ its exit status. Ctrl+C or SIGTERM stop both producers; ``AttachEnded`` is alway
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -19,12 +20,34 @@ from ..attach.urls import check_urls
 from ..contract.draft_length import parse_k
 from ..contract.errors import SpectuiError, echo_error
 from ..contract.exitcodes import FAILED, OK, SignalStop
+from ..contract.options import options_from
 from ..contract.params import DURATION, N_PREDICT, SECONDS, whole
 from ..recording.trace import TraceWriter
 from ..text.attach import HeadlessFace
 from ..tui.shared.ascii import ascii_option
 from . import command
 from .options import deprecated, draft_max_option
+
+
+@dataclass(frozen=True)
+class AttachOptions:
+    """``spectui attach``'s options as the command line gave them (``contract.options.options_from``)."""
+
+    urls: tuple[str, ...]
+    interval: float = 1.0
+    timeout: float | None = None
+    headless: bool = False
+    as_json: bool = False
+    prompts: tuple[str, ...] = ()
+    each: bool = False
+    n_predict: int = 128
+    n_max: int | None = None
+    draft_max: str | None = None
+    count: int = 0
+    duration: float = 0.0
+    record: str | None = None
+    force: bool = False
+    theme: str | None = None
 
 
 @command("attach")
@@ -55,9 +78,7 @@ from .options import deprecated, draft_max_option
 @click.option("--force", is_flag=True, help="let --record replace an existing file that is not a spectui trace")
 @click.option("--theme", type=str, default=None, help="TUI theme (see themes/)")
 @ascii_option
-def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, headless: bool, as_json: bool,
-               prompts: tuple[str, ...], each: bool, n_predict: int, n_max: int | None, draft_max: str | None,
-               count: int, duration: float, record: str | None, force: bool, theme: str | None) -> None:
+def attach_cmd(**values) -> None:
     """\b
     spectui attach http://127.0.0.1:8080                         the TUI (q quits, ? help)
     spectui attach http://127.0.0.1:8080 --headless              every second, per engine
@@ -65,31 +86,32 @@ def attach_cmd(urls: tuple[str, ...], interval: float, timeout: float | None, he
     spectui attach URL -p "Write a haiku" -n 64 --headless        one streamed request, timed
     spectui attach A B C -p "..." -p "..." --each                 each prompt to each engine, side by side
     """
-    headless = headless or as_json  # JSON lines are for a program reading stdout, not a screen
+    o = options_from(AttachOptions, values)
+    headless = o.headless or o.as_json  # JSON lines are for a program reading stdout, not a screen
     writer = None
     try:
-        checked = check_urls(urls)  # one line, exit 2, before the first scrape
-        if each and not prompts:
+        checked = check_urls(o.urls)  # one line, exit 2, before the first scrape
+        if o.each and not o.prompts:
             raise SpectuiError("attach: --each sends the -p prompts to every URL: give -p")
-        n_max = _request_n_max(n_max, draft_max)
+        n_max = _request_n_max(o.n_max, o.draft_max)
         from ..tui.shared.themes import check_theme  # noqa: PLC0415 - no Textual: the theme files only
 
-        check_theme(theme)  # every face refuses an unknown theme (headless too)
+        check_theme(o.theme)  # every face refuses an unknown theme (headless too)
         if not headless:
             from ..tui.shared.terminal import require_terminal  # noqa: PLC0415 - no Textual
 
             require_terminal("spectui attach")  # one line, exit 2: not a TUI drawn into a pipe
-        if record:
-            writer = TraceWriter(record, force=force)  # checked now, opened at AttachStarted
+        if o.record:
+            writer = TraceWriter(o.record, force=o.force)  # checked now, opened at AttachStarted
     except SpectuiError as exc:
         echo_error(exc)
         sys.exit(exc.exit_code)
-    session = AttachSession(checked, interval=interval, timeout=timeout, prompt=list(prompts) or None,
-                            each=each, n_predict=n_predict,
-                            draft_max=-1 if n_max is None else n_max, count=count, duration=duration)
+    session = AttachSession(checked, interval=o.interval, timeout=o.timeout, prompt=list(o.prompts) or None,
+                            each=o.each, n_predict=o.n_predict,
+                            draft_max=-1 if n_max is None else n_max, count=o.count, duration=o.duration)
     if not headless:
-        sys.exit(_run_tui(session, writer, theme))
-    sys.exit(_run_headless(session, writer, as_json))
+        sys.exit(_run_tui(session, writer, o.theme))
+    sys.exit(_run_headless(session, writer, o.as_json))
 
 
 def _run_headless(session: AttachSession, writer: TraceWriter | None, as_json: bool) -> int:

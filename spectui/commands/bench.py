@@ -22,12 +22,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..bench.aggregate import OVERALL, aggregate
 from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
-from ..bench.plan import drafter_choices, make_jobs, make_settings, parse_drafters, parse_pipelines, parse_temps
+from ..bench.plan import (
+    BenchOptions,
+    drafter_choices,
+    make_jobs,
+    make_settings,
+    parse_drafters,
+    parse_pipelines,
+    parse_temps,
+)
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
-from ..contract.draft_length import DEFAULT_DRAFT_MAX, parse_k, parse_ks
+from ..contract.draft_length import parse_k, parse_ks
 from ..contract.errors import NeverAnswered, SpectuiError, echo_error, fail
 from ..contract.exitcodes import signal_name
+from ..contract.options import options_from
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
 from ..contract.text import json_text, visible, visible_line
@@ -157,8 +166,9 @@ def bench_cmd(**kwargs):
     sig = _Signals()
     try:
         _exports_to_files(kwargs)
+        o = options_from(BenchOptions, kwargs)
         with sig:
-            code = bench_main(ModelOptions.pop_from(kwargs), signals=sig, **kwargs)
+            code = bench_main(o, signals=sig)
     except NeverAnswered as exc:  # a server down or not trusted: failed as attach says it (1), not bad usage
         echo_error(exc, topic="bench")
         sys.exit(exc.exit_code)
@@ -190,31 +200,16 @@ def _exports_to_files(kwargs: dict) -> None:
     kwargs[to_stdout[0][1]] = output
 
 
-def _check_common(n_predict, repeat, json_out, csv_out, md_out) -> None:
-    if n_predict <= 0:
-        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    if repeat < 1:
-        raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
-    if [json_out, csv_out, md_out].count("-") > 1:
-        raise SpectuiError("only one of --json / --csv / --markdown can go to stdout ('-')")
-
-
-def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_category=None, limit=None,
-               turns="first", chat=None, system=None, n_predict=256, draft_max=DEFAULT_DRAFT_MAX, temp="0",
-               drafter=None, seed=0, repeat=1, json_out=None, csv_out=None, md_out=None, record_dir=None, urls=(),
-               baseline_url=None, concurrency=1, timeout_s=600.0, force=False, signals=None, out=None,
-               knee_probe=None, pipeline="off") -> int:
+def bench_main(o: BenchOptions, signals=None, out=None) -> int:
     """The whole bench: check everything, load the models once (or probe the deployments), run, report.
 
     Args:
-        models: local models (``ModelOptions.pop_from`` of the command's options); or ``urls`` (and
-            ``baseline_url``): deployments, one request at a time or ``concurrency`` (several levels: the
-            knee sweep, ``bench.concurrency``).
-        prompts, categories, per_category, limit: the prompt set and what of it runs.
-        draft_max, temp, drafter: comma-separated settings, each beside the target alone (the baseline).
-        pipeline: "off", "on" or "off,on": the draft model's settings sequential, pipelined, or both.
-        json_out, csv_out, md_out: "-" for stdout, or a file each (written atomically, never over an input).
+        o: the command's options (``BenchOptions``): local models, or ``urls`` (and ``baseline_url``):
+            deployments, one request at a time or ``concurrency`` (several levels: the knee sweep,
+            ``bench.concurrency``); the prompt set; the comma-separated settings, each beside the target alone;
+            the exports ("-" for stdout, or a file each: written atomically, never over an input).
         signals: the command's signal handler (a stop while loading: nothing written).
+        out: where the table and the report go (default: stdout).
 
     Returns:
         The exit status: 0 done, 1 a run or request failed, 128 + N stopped by signal N (what ran is kept).
@@ -223,50 +218,46 @@ def bench_main(models: ModelOptions, prompts=BUILTIN, categories=None, per_categ
         SpectuiError: bad input, before any model loads or any request is sent.
     """
     out = out or sys.stdout
-    _check_common(n_predict, repeat, json_out, csv_out, md_out)
-    ps = select(load_prompts(prompts), parse_categories(categories), per_category, limit)
-    inputs = [prompts if prompts != BUILTIN else None, models.target, models.draft, models.head]
-    check_distinct((("--json", json_out), ("--csv", csv_out), ("--markdown", md_out)))  # one file each
-    for p, kind in ((json_out, JSON_KIND), (csv_out, CSV_KIND), (md_out, MD_KIND)):
+    if list(o.exports).count("-") > 1:
+        raise SpectuiError("only one of --json / --csv / --markdown can go to stdout ('-')")
+    ps = select(load_prompts(o.prompts), parse_categories(o.categories), o.per_category, o.limit)
+    models = o.models
+    inputs = [o.prompts if o.prompts != BUILTIN else None, models.target, models.draft, models.head]
+    check_distinct(zip(("--json", "--csv", "--markdown"), o.exports))  # one file each
+    for p, kind in zip(o.exports, (JSON_KIND, CSV_KIND, MD_KIND)):
         if p and p != "-":
-            output_path(p, kind, inputs, force)  # before any work: a bad path costs nothing
-    exports = (json_out, csv_out, md_out)
-    if urls or baseline_url:
-        return _server_main(models, ps, urls, baseline_url, record_dir, draft_max, concurrency, knee_probe,
-                            exports, inputs, out, signals, force, n_predict=n_predict, temp=temp, seed=seed,
-                            repeat=repeat, turns=turns, system=system, timeout_s=timeout_s, chat=chat)
-    if str(concurrency) != "1" or knee_probe:
+            output_path(p, kind, inputs, o.force)  # before any work: a bad path costs nothing
+    if o.urls or o.baseline_url:
+        return _server_main(o, ps, inputs, out, signals)
+    if str(o.concurrency) != "1" or o.knee_probe:
         raise SpectuiError("--concurrency and --knee-probe are for --url (a deployment); local runs go one at a time")
-    return _engine_main(models, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals, force,
-                        n_predict=n_predict, seed=seed, repeat=repeat, turns=turns, chat=chat, system=system,
-                        pipeline=pipeline)
+    return _engine_main(o, ps, inputs, out, signals)
 
 
-def _engine_main(models: ModelOptions, ps, draft_max, temp, drafter, record_dir, exports, inputs, out, signals,
-                 force, *, n_predict, seed, repeat, turns, chat, system, pipeline="off") -> int:
+def _engine_main(o: BenchOptions, ps, inputs, out, signals) -> int:
     """Local models: every setting beside the baseline on one loaded engine, the kernels' noise first."""
-    ks = parse_ks(draft_max, modes=False)
-    temps = parse_temps(temp)
-    drafters = parse_drafters(drafter if drafter is not None else ",".join(default_drafters(models)),
+    models = o.models
+    ks = parse_ks(o.draft_max, modes=False)
+    temps = parse_temps(o.temp)
+    drafters = parse_drafters(o.drafter if o.drafter is not None else ",".join(default_drafters(models)),
                               models.has_draft)
     drafting = plan_drafting("bench", drafters, models)  # one engine: the draft model and one head beside it
-    settings = make_settings(ks, temps, drafters, parse_pipelines(pipeline, models.has_draft))
-    made_dir = record_dir is not None and not Path(record_dir).exists()
-    rec = Path(record_folder(record_dir)) if record_dir is not None else None
+    settings = make_settings(ks, temps, drafters, parse_pipelines(o.pipeline, models.has_draft))
+    made_dir = o.record_dir is not None and not Path(o.record_dir).exists()
+    rec = Path(record_folder(o.record_dir)) if o.record_dir is not None else None
     engine, noise, timing = _load(models, drafting, settings, rec if made_dir else None, signals)
     try:
-        templater = _templater(engine, chat, system)
-        jobs = make_jobs(len(ps.prompts), settings, repeat)
+        templater = _templater(engine, o.chat, o.system)
+        jobs = make_jobs(len(ps.prompts), settings, o.repeat)
 
         def open_trace(name: str, extra: dict):
             from ..recording.trace import TraceWriter  # noqa: PLC0415
 
-            return TraceWriter(output_path(rec / name, TRACE, inputs, force, own_name=True).path, extra, inputs=inputs,
-                               force=force)
+            return TraceWriter(output_path(rec / name, TRACE, inputs, o.force, own_name=True).path, extra,
+                               inputs=inputs, force=o.force)
 
         t0 = time.perf_counter()
-        res = _run_with_progress(engine, ps.prompts, jobs, n_predict, seed, turns, templater,
-                                 open_trace if rec is not None else None,
+        res = _run_with_progress(engine, ps.prompts, jobs, o, templater, open_trace if rec is not None else None,
                                  (lambda s: noise.threshold(s.k)) if noise is not None else None)
         bench_s = time.perf_counter() - t0
     finally:
@@ -274,9 +265,9 @@ def _engine_main(models: ModelOptions, ps, draft_max, temp, drafter, record_dir,
     params = {
         "mode": "engine", "target": models.target, "draft": models.draft, "head": drafting.head_file,
         "prompts": ps.source,
-        "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": turns,
-        "chat_template": templater.label, "system": system, "n_predict": n_predict, "draft_max": ks,
-        "temperatures": temps, "drafters": drafters, "seed": seed, "repeat": repeat, "threads": models.threads,
+        "format": ps.format, "n_prompts": len(ps.prompts), "categories": ps.categories, "turns": o.turns,
+        "chat_template": templater.label, "system": o.system, "n_predict": o.n_predict, "draft_max": ks,
+        "temperatures": temps, "drafters": drafters, "seed": o.seed, "repeat": o.repeat, "threads": models.threads,
         "ctx_size": models.ctx_size, "record_dir": str(rec) if rec is not None else None,
         "timing": {"load_s": timing["load_s"], "bench_s": bench_s, "inside_runs_s": res.run_wall_s,
                    "outside_runs_s": bench_s - res.run_wall_s, "noise_s": timing["noise_s"]},
@@ -284,38 +275,34 @@ def _engine_main(models: ModelOptions, ps, draft_max, temp, drafter, record_dir,
     }
     if noise is not None:
         params["notes"] = [noise_note(noise)]
-    return _finish(res, params, True, repeat, *exports, inputs, out, signals, force)
+    return _finish(res, params, True, o, inputs, out, signals)
 
 
-def _server_main(models: ModelOptions, ps, urls, baseline_url, record_dir, draft_max, concurrency, knee_probe,
-                 exports, inputs, out, signals, force, **run) -> int:
+def _server_main(o: BenchOptions, ps, inputs, out, signals) -> int:
     """``--url`` (and ``--baseline-url``): the deployments, one request at a time or ``--concurrency`` in flight;
     several levels or ``--knee-probe``: the knee sweep (spectui/bench/concurrency.py)."""
     from ..bench.server import server_bench  # noqa: PLC0415 - the HTTP side only when asked
 
-    if not urls:
+    models = o.models
+    if not o.urls:
         raise SpectuiError("--baseline-url needs --url (the deployment with speculation)")
     if models.target or models.draft or models.hf_repo or models.hf_repo_draft:
         raise SpectuiError("give either --url (a deployment) or --target/--draft (local models), not both")
-    if record_dir is not None:
+    if o.record_dir is not None:
         raise SpectuiError("--record-dir records local runs; a deployment's runs have no trace")
     from ..bench.concurrency import parse_concurrency, sweep_main  # noqa: PLC0415
 
-    draft_max = parse_k(draft_max, modes=False)  # the deployment drafts: one fixed length, as it was started
-    levels = parse_concurrency(concurrency)
-    json_out = exports[0]
-    if len(levels) > 1 or knee_probe:
-        return sweep_main(ps, list(urls), baseline_url, levels, n_predict=run["n_predict"], temp=run["temp"],
-                          seed=run["seed"], system=run["system"], timeout_s=run["timeout_s"], draft_max=draft_max,
-                          knee_probe=knee_probe, json_out=json_out,
-                          write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, force), out=out)
+    draft_max = parse_k(o.draft_max, modes=False)  # the deployment drafts: one fixed length, as it was started
+    levels = parse_concurrency(o.concurrency)
+    if len(levels) > 1 or o.knee_probe:
+        return sweep_main(ps, o, levels, draft_max,
+                          write_json=lambda p, t: write_text(p, t, JSON_KIND, inputs, o.force), out=out)
     with _progress() as (progress, task):
         def on_job(i, job, n_jobs, prompts) -> None:
             progress.update(task, total=n_jobs, completed=i, description=_job_text(job, prompts))
 
-        res, params, has_base = server_bench(ps, list(urls), baseline_url, concurrency=levels[0], on_job=on_job,
-                                             **run)
-    return _finish(res, params, has_base, run["repeat"], *exports, inputs, out, signals, force)
+        res, params, has_base = server_bench(ps, o, concurrency=levels[0], on_job=on_job)
+    return _finish(res, params, has_base, o, inputs, out, signals)
 
 
 def _load(models: ModelOptions, drafting, settings, made_dir: Path | None, signals):
@@ -325,8 +312,7 @@ def _load(models: ModelOptions, drafting, settings, made_dir: Path | None, signa
     t_load = time.perf_counter()
     engine = None
     try:
-        engine = load_engine(models, quiet=True, inspect_top=INSPECT_TOP, drafting=drafting,
-                             head_in_every_run=False)
+        engine = load_engine(models, drafting, quiet=True, inspect_top=INSPECT_TOP, head_in_every_run=False)
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted while the models loaded: no run, nothing measured
         load_s = time.perf_counter() - t_load
@@ -383,8 +369,9 @@ def _templater(engine, chat, system) -> Templater:
     return Templater(engine, use, system)
 
 
-def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_out, csv_out, md_out, inputs, out,
-            signals, force: bool = False) -> int:
+def _finish(res: BenchResult, params: dict, has_base: bool, o: BenchOptions, inputs, out, signals) -> int:
+    """The table, the chart, the report and the exports (one that fails loses neither the others nor the table)."""
+    json_out, csv_out, md_out = o.exports
     summaries = aggregate(res.rows)
     skipped = []
     seen = set()
@@ -402,7 +389,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
         )
     notes.extend(params.get("notes", []))
     report = report_lines(summaries, has_baseline=has_base, status=res.status, stopped_at=res.stopped_at,
-                          skipped=skipped, repeats=repeat, notes=notes)
+                          skipped=skipped, repeats=o.repeat, notes=notes)
     status = {"status": res.status, "stopped_at": res.stopped_at, "jobs_done": res.jobs_done,
               "jobs_total": res.jobs_total}
     failed_exports: list[str] = []  # one export that fails (a full disk) loses neither the others nor the table
@@ -417,7 +404,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, repeat: int, json_ou
     ):
         if path:
             try:
-                write_text(path, make(), kind, inputs, force)
+                write_text(path, make(), kind, inputs, o.force)
             except SpectuiError as exc:
                 failed_exports.append(str(exc))
     to_stdout = "-" in (json_out, csv_out, md_out)
@@ -483,8 +470,7 @@ def _job_text(job, prompts) -> str:
             f"repeat {job.repeat + 1}")
 
 
-def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater, open_trace,
-                       near_tie=None) -> BenchResult:
+def _run_with_progress(engine, prompts, jobs, o: BenchOptions, templater, open_trace, near_tie=None) -> BenchResult:
     """run_bench with the progress line: prompt i of N, the setting, elapsed and ETA."""
     with _progress() as (progress, task):
         progress.update(task, total=len(jobs))
@@ -492,7 +478,7 @@ def _run_with_progress(engine, prompts, jobs, n_predict, seed, turns, templater,
         def on_job(i, job) -> None:
             progress.update(task, completed=i, description=_job_text(job, prompts))
 
-        res = run_bench(engine, prompts, jobs, n_predict, seed, turns=turns, templater=templater,
-                        chat_label=templater.label, open_trace=open_trace, on_job=on_job, near_tie=near_tie)
+        res = run_bench(engine, prompts, jobs, o, templater=templater, open_trace=open_trace, on_job=on_job,
+                        near_tie=near_tie)
         progress.update(task, completed=res.jobs_done)
     return res

@@ -34,6 +34,7 @@ import click
 from ..contract.errors import SpectuiError, echo_line
 from ..contract.events import AttachStarted, Event, PassEvent, RunStarted
 from ..contract.exitcodes import Interrupted, SignalStop
+from ..contract.options import options_from
 from ..contract.outputs import CAST, OutputPath, check_output
 from ..contract.params import SPEED, TERMINAL_CELLS
 from ..contract.text import json_text, visible_line
@@ -284,6 +285,24 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
     return CastInfo(_name(target), cols, rows, n, duration, sum(len(lane.passes) for lane in race.lanes))
 
 
+@dataclass(frozen=True)
+class CastOptions:
+    """``spectui cast``'s options as the command line gave them (``contract.options.options_from``)."""
+
+    files: tuple[str, ...]
+    output: str
+    race: bool = False
+    from_start: bool = False
+    any_prompt: bool = False
+    cols: int = DEFAULT_COLS
+    rows: int = DEFAULT_ROWS
+    speed: str = "1"
+    theme: str | None = None
+    title: str | None = None
+    inspect: str | None = None
+    force: bool = False
+
+
 @command("cast")
 @click.argument("files", nargs=-1, type=str, metavar="FILE")
 @click.option("-o", "--output", "output", type=str, required=True, help="the .cast file to write")
@@ -299,27 +318,28 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
               help=f"after pass PASS, show the token inspector on its TOKEN-th token (1-based; default: the first "
                    f"rejected draft, else the target's token) for {HOLD_INSPECT_S:g} s")
 @click.option("--force", is_flag=True, help="let -o replace an existing file that is not an asciicast")
-def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, any_prompt: bool, cols: int,
-             rows: int, speed: str, theme: str | None, title: str | None, inspect: str | None, force: bool) -> None:
+def cast_cmd(**values) -> None:
     """Play it with `asciinema play`. With --race, 2 or 3 FILEs raced on one clock (spectui race)."""
     from ..contract.errors import fail
     from ..recording.player import load_for_tui, parse_speed
 
+    o = options_from(CastOptions, values)
+    files, output, cols, rows, theme, title, inspect = o.files, o.output, o.cols, o.rows, o.theme, o.title, o.inspect
     try:
-        sp = parse_speed(speed)
+        sp = parse_speed(o.speed)
         if sp == float("inf"):
             raise SpectuiError("a cast needs a finite --speed (0.25..8)")
         from ..tui.shared.themes import check_theme
 
         check_theme(theme)
-        if race:
+        if o.race:
             if inspect is not None:
                 raise SpectuiError("--inspect is for one trace, not --race")
             from ..views.race_timeline import load_race
 
-            out = check_output(output, CAST, inputs=list(files), force=force)  # never a trace raced; before any work
+            out = check_output(output, CAST, inputs=list(files), force=o.force)  # never a trace raced; before any work
             with SignalStop(lambda: _stop_rendering(signals, output)) as signals:
-                info = render_race_cast(load_race(list(files), from_start=from_start, any_prompt=any_prompt), out,
+                info = render_race_cast(load_race(list(files), from_start=o.from_start, any_prompt=o.any_prompt), out,
                                         cols=cols, rows=rows, speed=sp, theme=theme, title=title)
             echo_line(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
                       f"{info.duration_s:.1f} s, {info.n_events} output events")
@@ -329,7 +349,7 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
         file = files[0]
         if inspect is not None:
             parse_inspect(inspect)  # a bad value fails before reading the trace
-        out = check_output(output, CAST, inputs=[file], force=force)  # never the trace itself; before any work
+        out = check_output(output, CAST, inputs=[file], force=o.force)  # never the trace itself; before any work
         with SignalStop(lambda: _stop_rendering(signals, output)) as signals:  # SIGINT/TERM/HUP: 128 + N
             _header, events = load_for_tui(file)
             info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,

@@ -1,19 +1,19 @@
-"""What every command that loads models shares: where the models come from (``ModelOptions``, the values of
-``options.model_options``), the stop a signal makes while they load (``loading_stop``), loading them
-(``load_engine``: paths or Hugging Face repos, checked, then the Engine), this machine's verify cost as cached
-(``cached_machine``) or measured in idle time (``measure_machine``), and the prompt (``resolve_prompt``). Used by
-run, sweep, bench, probe and race.
+"""What every command that loads models shares: where the models come from (``ModelOptions``, in
+contract.options: the values of ``options.model_options``), the stop a signal makes while they load
+(``loading_stop``), loading them (``load_engine``: paths or Hugging Face repos, checked, then the Engine), this
+machine's verify cost as cached (``cached_machine``) or measured in idle time (``measure_machine``), and the
+prompt (``resolve_prompt``). Used by run, sweep, bench, probe and race.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
 from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
+from ..contract.options import Drafting, EngineOptions, ModelOptions
 from ..contract.prompt import DEFAULT_PROMPT
 from ..contract.text import visible_line
 
@@ -46,47 +46,14 @@ def resolve_prompt(prompt: str | None, prompt_file: str | None, needed_by: str |
     return prompt
 
 
-@dataclass(frozen=True)
-class ModelOptions:
-    """Where the models come from (paths or Hugging Face repos) and where they run: the options of
-    ``options.model_options``, shared by every command that loads models (run, sweep, bench, probe, race)."""
+def check_local_files(models: ModelOptions) -> None:
+    """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
+    (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
+    from ..engine.llama.preload import check_gguf_file
 
-    target: str | None = None
-    draft: str | None = None
-    hf_repo: str | None = None
-    hf_repo_draft: str | None = None
-    hf_file: str | None = None
-    hf_file_draft: str | None = None
-    n_gpu_layers: str | None = None
-    n_gpu_layers_draft: str | None = None
-    ctx_size: int = 4096
-    threads: int | None = None
-    threads_draft: int | None = None  # -td (llama.cpp's --threads-draft)
-    no_repack: bool = False
-    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/run/graph_path.py)
-    head: str | None = None  # --head FILE: an EAGLE-3 head beside the separate draft model (--draft)
-
-    @classmethod
-    def pop_from(cls, kwargs: dict) -> "ModelOptions":
-        """Take this class's fields out of a click kwargs dict (the rest stays for the caller)."""
-        names = [f.name for f in fields(cls)]
-        return cls(**{n: kwargs.pop(n) for n in names if n in kwargs})
-
-    @property
-    def has_draft(self) -> bool:
-        return bool(self.draft or self.hf_repo_draft)
-
-    def check_local_files(self) -> None:
-        """The local model files' one-line errors (missing, a folder, not a GGUF) before a face's own checks
-        (a terminal): a bad path is the first thing to say. -hf repos are resolved when the models load."""
-        from ..engine.llama.preload import check_gguf_file
-
-        if self.target:
-            check_gguf_file(self.target, "target")
-        if self.draft:
-            check_gguf_file(self.draft, "draft")
-        if self.head:
-            check_gguf_file(self.head, "head")
+    for path, role in ((models.target, "target"), (models.draft, "draft"), (models.head, "head")):
+        if path:
+            check_gguf_file(path, role)
 
 
 def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
@@ -122,20 +89,6 @@ def default_drafters(models: ModelOptions) -> list[str]:
     return out or ["ngram"]
 
 
-@dataclass(frozen=True)
-class Drafting:
-    """What an engine must hold for a command's drafters (``plan_drafting``): the separate draft model, and one
-    head (eagle3: an EAGLE-3 head's file; mtp: the target's own MTP layers) beside it or alone."""
-
-    draft_model: bool = False  # --draft loads as a separate draft model (the model drafter)
-    head: str | None = None  # eagle3, mtp or None
-    head_file: str | None = None  # eagle3: the head's file (--head, or --draft when that is the head)
-
-    def head_is_draft(self, models: ModelOptions) -> bool:
-        """The head's file is --draft itself (llama.cpp's -md): the engine loads it as the head."""
-        return self.head_file is not None and self.head_file == models.draft
-
-
 def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     """The one convention of every command (docs/conventions.md): ``--draft FILE`` is the separate draft model,
     or, when its header says so, the EAGLE-3 head or the target itself (MTP), as llama.cpp's -md; ``--head FILE``
@@ -152,13 +105,13 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     """
     from ..engine.drafters import head_names
 
-    HEAD_DRAFTERS = head_names()
+    heads_known = head_names()
     names = [drafters] if isinstance(drafters, str) else list(drafters)
     kind = draft_kind(models)
-    heads = [d for d in dict.fromkeys(names) if d in HEAD_DRAFTERS]
+    heads = [d for d in dict.fromkeys(names) if d in heads_known]
     if len(heads) > 1:
         raise SpectuiError(f"spectui {command} drafts with one head at a time: give eagle3 or mtp, not both")
-    if models.head and kind in HEAD_DRAFTERS:
+    if models.head and kind in heads_known:
         raise SpectuiError(f"--head {models.head} goes beside a separate draft model, but --draft {models.draft} "
                            f"is itself a head ({kind}): give the head once")
     if models.head and "eagle3" not in heads:
@@ -190,12 +143,12 @@ def offered_drafters(drafter: str | None, models: ModelOptions) -> list[str]:
     (beside a head too), the --head, a head given as --draft."""
     from ..engine.drafters import head_names
 
-    HEAD_DRAFTERS = head_names()
+    heads_known = head_names()
     kind = draft_kind(models)
     out = [drafter] if drafter not in (None, "ngram", "none") else []
     if kind == "model" and not (drafter == "eagle3" and not models.head):  # else --draft is the head (-md)
         out.append("model")
-    elif kind in HEAD_DRAFTERS and drafter not in HEAD_DRAFTERS:
+    elif kind in heads_known and drafter not in heads_known:
         out.append(kind)
     if models.head:
         out.append("eagle3")
@@ -214,24 +167,22 @@ def loading_stop(on_stop=None) -> SignalStop:
     return SignalStop(on_stop, quiet_in=CALLBACK_CODES)
 
 
-def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
-                inspect_top: int = 5, head: str | None = None, head_file: str | None = None,
-                head_in_every_run: bool = True, drafting: Drafting | None = None):
+def load_engine(models: ModelOptions, drafting: Drafting, *, quiet: bool = False, own_thread: bool = False,
+                **engine_options):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, build the Engine.
 
     Args:
-        models: the model options; drafting: what drafts (``plan_drafting``: it sets use_draft, head and
-            head_file); quiet: no loading notes; own_thread: on its own EngineThread (the TUI).
-        inspect_top: top-N candidates recorded per position (0: off); head_in_every_run: see ``Engine``.
+        models: the model options; drafting: what drafts (``plan_drafting``: whether the draft model loads, which
+            head, from which file); quiet: no loading notes; own_thread: on its own EngineThread (the TUI).
+        engine_options: more of the Engine's options (``EngineOptions``: inspect_top, head_in_every_run).
 
     Returns:
         The loaded Engine (or EngineThread); bad input (a missing or foreign file, mismatched vocabularies) is
         a SpectuiError of one line.
     """
-    if drafting is not None:
-        use_draft = drafting.draft_model or drafting.head_is_draft(models)
-        head = drafting.head
-        head_file = None if drafting.head_is_draft(models) else drafting.head_file
+    use_draft = drafting.draft_model or drafting.head_is_draft(models)
+    head = drafting.head
+    head_file = None if drafting.head_is_draft(models) else drafting.head_file
     from ..engine.files.hub import resolve_models
     from ..engine.llama.preload import check_gguf_file
 
@@ -246,7 +197,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
     if head_file is not None and not draft:  # the head alone: it is the engine's draft file (llama.cpp's -md)
         check_gguf_file(head_file, "head")
         draft, head_file = head_file, None
-    elif head == "mtp" and draft and drafting is not None and drafting.draft_model:  # a draft model beside MTP
+    elif head == "mtp" and draft and drafting.draft_model:  # a draft model beside MTP
         head_file = target
 
     def warn(msg: str) -> None:
@@ -261,12 +212,8 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
         from ..analysis.cost.draft_policy import PolicyByMode
         from ..engine.loop import Engine
 
-        return Engine(
-            target, draft, n_ctx=models.ctx_size, threads=models.threads, no_repack=models.no_repack, warn=warn,
-            n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
-            inspect_top=inspect_top, draft_policy=PolicyByMode, head=head, sampling=models.sampling,
-            head_file=head_file, head_in_every_run=head_in_every_run, threads_draft=models.threads_draft,
-        )
+        return Engine(target, draft, EngineOptions.of_models(models, head=head, head_file=head_file, **engine_options),
+                      warn=warn, draft_policy=PolicyByMode)
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)
         from ..engine.thread import EngineThread

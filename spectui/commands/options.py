@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..contract.draft_length import DEFAULT_DRAFT_MAX
+from ..contract.options import INSPECT_TOP_DEFAULT
 from ..contract.params import (
     CTX_SIZE,
     DRAFT_MIN,
@@ -22,7 +23,7 @@ def model_options(f):
     """Where the models come from and where they run: shared by every command that loads models (run, sweep,
     bench, probe, race).
 
-    The values reach ``spectui.commands.common.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
+    The values reach ``spectui.contract.options.ModelOptions.pop_from(kwargs)``; llama.cpp's spellings work.
     """
     opts = [
         click.option("--target", "-m", "--model", "target", type=str, default=None, help="target model (GGUF)"),
@@ -83,7 +84,7 @@ def run_options(f):
         click.option("--system", "-sys", "system", type=str, default=None,
                      help="system message for the chat template (default: none)"),
         pipeline_option(),
-        click.option("--inspect-top", "inspect_top", type=INSPECT_TOP, default=5, show_default=True,
+        click.option("--inspect-top", "inspect_top", type=INSPECT_TOP, default=INSPECT_TOP_DEFAULT, show_default=True,
                      help="record the target's and the draft's top-N candidates per position (the inspector; "
                           "0 = off)"),
     ]

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import click
 
 from ..analysis.measured.probe import DEFAULT_MAX_BATCH, DEFAULT_REPEATS, MAX_BATCH_LIMIT, cached_or_measure, render
-from ..contract.draft_length import parse_ks
+from ..contract.draft_length import K_MAX, parse_ks
 from ..contract.errors import SpectuiError, fail
 from ..contract.exitcodes import Interrupted
+from ..contract.options import ModelOptions, options_from
 from ..contract.params import PROBABILITY, REPEAT, whole
 from . import command
 from .options import drafter_option, json_option, model_options
@@ -51,13 +52,13 @@ from .options import drafter_option, json_option, model_options
 @click.option("-o", "--output", "output", type=str, default=None, metavar="FILE",
               help="--emit: write it to FILE (atomically; default: stdout)")
 @click.option("--force", is_flag=True, help="-o: replace a file that is not one this --emit wrote")
-def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwargs) -> None:
+def probe_cmd(**values) -> None:
     try:
         from .common import loading_stop  # noqa: PLC0415
 
+        o = options_from(ProbeOptions, values)
         with loading_stop() as signals:  # SIGINT/TERM/HUP, loading or measuring: nothing cached, 128 + N
-            code = probe_main(as_json=as_json, max_batch=max_batch, repeats=repeats, refresh=refresh,
-                              signals=signals, **kwargs)
+            code = probe_main(o, signals=signals)
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:
@@ -69,37 +70,50 @@ def probe_cmd(as_json: bool, max_batch: int, repeats: int, refresh: bool, **kwar
     sys.exit(code)
 
 
-def probe_main(as_json: bool = False, max_batch: int = DEFAULT_MAX_BATCH, repeats: int = DEFAULT_REPEATS,
-               refresh: bool = False, out=None, signals=None, batched: bool = False, batch_seqs: int = 32,
-               batch_ks: str = "1,2,4", acceptance: float | None = None, acceptance_from: str | None = None,
-               drafter: str | None = None, emit: str | None = None, output: str | None = None, force: bool = False,
-               **model_kwargs) -> int:
-    from .common import ModelOptions, load_engine  # noqa: PLC0415
+@dataclass(frozen=True)
+class ProbeOptions:
+    """``spectui probe``'s options as the command line gave them (``contract.options.options_from``), each
+    number already checked by its click type."""
+
+    models: ModelOptions = ModelOptions()
+    as_json: bool = False
+    max_batch: int = DEFAULT_MAX_BATCH
+    repeats: int = DEFAULT_REPEATS
+    refresh: bool = False
+    batched: bool = False
+    batch_seqs: int = 32
+    batch_ks: str = "1,2,4"
+    acceptance: float | None = None
+    acceptance_from: str | None = None
+    drafter: str | None = None
+    emit: str | None = None
+    output: str | None = None
+    force: bool = False
+
+
+def probe_main(o: ProbeOptions, signals=None, out=None) -> int:
+    """The probe ``o`` asks for: every option checked before any model loads, the models loaded, each
+    measurement from its cache or measured now, printed (and --emit's config written): the exit status."""
+    from .common import load_engine  # noqa: PLC0415
 
     out = out or sys.stdout
-    knee = _knee_args(batched or emit is not None, batch_seqs, batch_ks, acceptance, acceptance_from, drafter)
-    models = ModelOptions.pop_from(model_kwargs)
-    emit_to = _emit_args(emit, output, force, knee, models, acceptance_from, as_json)  # before any model loads
-    if model_kwargs:
-        raise TypeError(f"probe_main: unknown options {sorted(model_kwargs)}")
-    if not 2 <= max_batch <= MAX_BATCH_LIMIT:
-        raise SpectuiError(f"--max-batch must be between 2 and {MAX_BATCH_LIMIT}, not {max_batch}")
-    if repeats < 1:
-        raise SpectuiError(f"--repeats must be at least 1, not {repeats}")
-    drafting = _drafting(drafter, models)
-    engine = load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
+    models = o.models
+    knee = _knee_args(o)
+    emit_to = _emit_args(o, knee)  # before any model loads
+    drafting = _drafting(o.drafter, models)
+    engine = load_engine(models, drafting, quiet=o.as_json, head_in_every_run=False)
     try:
         if signals is not None:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading
-        found = _measured(engine, knee, drafting, max_batch, repeats, refresh, as_json)
+        found = _measured(engine, knee, drafting, o.max_batch, o.repeats, o.refresh, o.as_json)
     finally:
         engine.close()
-    if emit is not None and emit_to is None:  # the config alone on stdout (`> spec.json`); the figures elsewhere
-        _write_emitted(emit, found.pred, models, None, out)
+    if o.emit is not None and emit_to is None:  # the config alone on stdout (`> spec.json`); the figures elsewhere
+        _write_emitted(o.emit, found.pred, models, None, out)
         return 0
-    _print_found(found, as_json, out)
-    if emit is not None:
-        _write_emitted(emit, found.pred, models, emit_to, out)
+    _print_found(found, o.as_json, out)
+    if o.emit is not None:
+        _write_emitted(o.emit, found.pred, models, emit_to, out)
     return 0
 
 
@@ -165,9 +179,10 @@ def _print_found(found: _Found, as_json: bool, out) -> None:
         print(f"spectui: {w}", file=sys.stderr)
 
 
-def _emit_args(emit, output, force, knee, models, acceptance_from, as_json):
+def _emit_args(o: ProbeOptions, knee):
     """--emit's checks before any model loads: an acceptance to predict with, and -o a file the output gate lets
     this command write (never one of its inputs). Returns the checked output (None: stdout)."""
+    emit, output, force = o.emit, o.output, o.force
     if emit is None:
         if output or force:
             raise SpectuiError("-o/--output and --force are for --emit")
@@ -176,14 +191,14 @@ def _emit_args(emit, output, force, knee, models, acceptance_from, as_json):
         raise SpectuiError(f"--emit {emit} needs an acceptance to predict with: give --acceptance A or "
                            "--acceptance-from FILE")
     if not output:
-        if as_json:
+        if o.as_json:
             raise SpectuiError(f"--emit {emit} without -o writes the config on stdout: give -o FILE with --json")
         return None
     from ..analysis.knee.engine_configs import LLAMA_KIND, TRTLLM_KIND, VLLM_KIND  # noqa: PLC0415
     from ..contract.outputs import check_output  # noqa: PLC0415
 
     kind = {"vllm": VLLM_KIND, "trtllm": TRTLLM_KIND, "llama-server": LLAMA_KIND}[emit]
-    return check_output(output, kind, [models.target, models.draft, acceptance_from], force)
+    return check_output(output, kind, [o.models.target, o.models.draft, o.acceptance_from], force)
 
 
 def _write_emitted(emit, pred, models, emit_to, out) -> None:
@@ -219,9 +234,10 @@ def _drafting(drafter: str | None, models):
     return plan_drafting("probe", wanted, models)
 
 
-def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict | None:
-    """--batched's options, checked before any model loads (docs/batch-knee.md)."""
-    if not batched:
+def _knee_args(o: ProbeOptions) -> dict | None:
+    """--batched's options (--emit implies it), checked before any model loads (docs/batch-knee.md)."""
+    acceptance, acceptance_from, drafter = o.acceptance, o.acceptance_from, o.drafter
+    if not (o.batched or o.emit is not None):
         if acceptance is not None or acceptance_from or drafter in ("model", "ngram", "none"):
             raise SpectuiError("--acceptance / --acceptance-from / --drafter model|ngram are for --batched "
                                "(--drafter eagle3|mtp measures a head)")
@@ -230,16 +246,12 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
         raise SpectuiError(f"--drafter {drafter}: the batched probe predicts for a draft model or prompt lookup "
                            "(model or ngram)")
     from ..analysis.measured.batch_knee import acceptance_from_events, acceptance_from_json  # noqa: PLC0415
-    from ..engine.probes.batch_probe import MAX_K, check_ks  # noqa: PLC0415
+    from ..engine.probes.batch_probe import check_ks  # noqa: PLC0415
 
-    k_list = check_ks(parse_ks(ks, "--batch-ks", modes=False, low=1, high=MAX_K))  # the one k parser
-    if seqs < 1:
-        raise SpectuiError(f"--batch-seqs must be at least 1, not {seqs}")
+    k_list = check_ks(parse_ks(o.batch_ks, "--batch-ks", modes=False, low=1, high=K_MAX))  # the one k parser
     if acceptance is not None and acceptance_from:
         raise SpectuiError("give --acceptance or --acceptance-from, not both")
     src = "given" if acceptance is not None else ""
-    if acceptance is not None and not 0.0 <= acceptance <= 1.0:
-        raise SpectuiError(f"--acceptance must be between 0 and 1, not {acceptance}")
     if acceptance_from:
         if acceptance_from.endswith(".json"):
             acceptance, src = acceptance_from_json(acceptance_from)
@@ -248,7 +260,7 @@ def _knee_args(batched, seqs, ks, acceptance, acceptance_from, drafter) -> dict 
 
             tr = read_trace(acceptance_from)
             acceptance, src = acceptance_from_events(tr.events, f"trace {acceptance_from}")
-    return {"seqs": seqs, "ks": k_list, "a": acceptance, "src": src, "drafter": drafter}
+    return {"seqs": o.batch_seqs, "ks": k_list, "a": acceptance, "src": src, "drafter": drafter}
 
 
 if __name__ == "__main__":  # python -m spectui.commands.probe ...

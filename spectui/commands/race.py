@@ -13,10 +13,19 @@ import click
 from ..contract.draft_length import parse_k
 from ..contract.errors import SpectuiError, echo_error
 from ..contract.exitcodes import Interrupted, signal_name
+from ..contract.options import options_from
 from ..contract.params import N_PREDICT, SEED, SPEED, TEMPERATURE
 from ..tui.shared.ascii import ascii_option
 from . import command
-from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting, resolve_prompt
+from .common import (
+    ModelOptions,
+    check_local_files,
+    default_drafters,
+    load_engine,
+    loading_stop,
+    plan_drafting,
+    resolve_prompt,
+)
 from .options import draft_max_option, drafter_option, json_option, model_options, record_dir_option
 
 
@@ -44,49 +53,53 @@ from .options import draft_max_option, drafter_option, json_option, model_option
 @click.option("--b", "spec_b", type=str, default=None, metavar="SPEC",
               help='setting B, e.g. "k=4 temp=0.8 drafter=ngram" (default: --draft-max/--drafter/--temp)')
 @record_dir_option("where the recorded traces go (default: a new temporary folder, named on stderr)")
-def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start: bool, any_prompt: bool,
-             speed: str, theme: str | None, prompt: str | None, prompt_file: str | None, n_predict: int,
-             draft_max: str | None, drafter: str | None, temp: float, seed: int, spec_a: str | None,
-             spec_b: str | None, record_dir: str | None, **model_kwargs) -> None:
+def race_cmd(**values) -> None:
     """2 or 3 traces; a recorded race runs its two settings one after the other, never at once."""
     from ..contract.errors import fail
-    from ..recording.player import parse_speed
+    from ..race.spec import RaceOptions
 
-    models = ModelOptions.pop_from(model_kwargs)
     try:
-        recording = models.target is not None or models.hf_repo is not None
-        headless = headless or as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
-        sp = parse_speed(speed)
-        if not headless:
-            from ..tui.shared.themes import check_theme
-
-            check_theme(theme)
-        note = ""
-        if recording:
-            if traces:
-                raise SpectuiError("give traces to race, or --target to record a race, not both")
-            specs, drafting = _lane_specs(models, draft_max, drafter, temp, seed, spec_a, spec_b)
-            traces, note = _record(models, specs, drafting, prompt, prompt_file, headless=headless, as_json=as_json,
-                                   n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir)
-        elif any(x is not None for x in (spec_a, spec_b, prompt, prompt_file, record_dir, draft_max, drafter)) \
-                or models != ModelOptions():
-            raise SpectuiError("--a, --b, -k, --drafter, the model options (--draft, -hfd, -ngl, ...), -p and "
-                               "--record-dir record a race: they need --target (or -hf)")
-        if not traces:
-            raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
-        _need_terminal(headless)
-        from ..views.race_timeline import load_race
-
-        race = load_race(list(traces), from_start=from_start, any_prompt=any_prompt)
-        race.note = note
-        if headless:
-            _print_outcome(race, as_json)
-            return
-        from ..tui.race.app import run_race
-
-        sys.exit(run_race(race, theme=theme, speed=sp) or 0)
+        race_main(options_from(RaceOptions, values))
     except SpectuiError as exc:
         fail(str(exc))
+
+
+def race_main(o) -> None:
+    """The race ``o`` asks for (``race.spec.RaceOptions``): recorded first with --target, then raced in the TUI
+    or printed (--headless, --json). SpectuiError: bad input (one line, exit 2)."""
+    from ..recording.player import parse_speed
+
+    models, traces = o.models, o.traces
+    recording = models.target is not None or models.hf_repo is not None
+    headless = o.headless or o.as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
+    sp = parse_speed(o.speed)
+    if not headless:
+        from ..tui.shared.themes import check_theme
+
+        check_theme(o.theme)
+    note = ""
+    if recording:
+        if traces:
+            raise SpectuiError("give traces to race, or --target to record a race, not both")
+        specs, drafting = _lane_specs(o)
+        traces, note = _record(o, specs, drafting, headless)
+    elif any(x is not None for x in (o.spec_a, o.spec_b, o.prompt, o.prompt_file, o.record_dir, o.draft_max,
+                                     o.drafter)) or models != ModelOptions():
+        raise SpectuiError("--a, --b, -k, --drafter, the model options (--draft, -hfd, -ngl, ...), -p and "
+                           "--record-dir record a race: they need --target (or -hf)")
+    if not traces:
+        raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
+    _need_terminal(headless)
+    from ..views.race_timeline import load_race
+
+    race = load_race(list(traces), from_start=o.from_start, any_prompt=o.any_prompt)
+    race.note = note
+    if headless:
+        _print_outcome(race, o.as_json)
+        return
+    from ..tui.race.app import run_race
+
+    sys.exit(run_race(race, theme=o.theme, speed=sp) or 0)
 
 
 def _need_terminal(headless: bool) -> None:
@@ -97,11 +110,12 @@ def _need_terminal(headless: bool) -> None:
         require_terminal("spectui race")
 
 
-def _lane_specs(models: ModelOptions, draft_max: str | None, drafter: str | None, temp: float, seed: int,
-                spec_a: str | None, spec_b: str | None):
+def _lane_specs(o):
     """The two lanes' specs (``--a``/``--b``, or the defaults from -k, --drafter, --temp and the files given)
     and what drafts in them, every setting checked before any model loads."""
     from ..race.spec import RACE_DRAFT_MAX, parse_spec, spec_settings
+
+    models, draft_max, drafter, temp, spec_a, spec_b = o.models, o.draft_max, o.drafter, o.temp, o.spec_a, o.spec_b
 
     files = default_drafters(models)  # what the files given draft with: model, eagle3 (--head), mtp, ngram
     b_default = {"k": parse_k(draft_max) if draft_max is not None else RACE_DRAFT_MAX, "temp": temp}
@@ -112,35 +126,34 @@ def _lane_specs(models: ModelOptions, draft_max: str | None, drafter: str | None
     lanes = []
     for spec, dflt in ((a, files[0]), (b, drafter or files[-1])):  # a bad setting fails before any load
         spec.setdefault("drafter", dflt)
-        lanes.append(spec_settings(spec, temp=temp, seed=seed, have_draft=models.has_draft).drafter)
+        lanes.append(spec_settings(spec, temp=temp, seed=o.seed, have_draft=models.has_draft).drafter)
     return [a, b], plan_drafting("race", [d for d in lanes if d != "none"], models)
 
 
-def _record(models: ModelOptions, specs: list[dict], drafting, prompt: str | None, prompt_file: str | None, *,
-            headless: bool, as_json: bool, n_predict: int, temp: float, seed: int,
-            record_dir: str | None) -> tuple[tuple[str, ...], str]:
+def _record(o, specs: list[dict], drafting, headless: bool) -> tuple[tuple[str, ...], str]:
     """Record the race's lanes one after the other (``race.record.record_race``): (trace paths, the note).
     A failed run exits 1; a signal exits 128 + N with the traces recorded so far kept."""
-    from ..race.record import RunFailed, record_race
+    from ..race.record import RaceRecording, RunFailed, record_race
 
-    text = resolve_prompt(prompt, prompt_file, needed_by="a recorded race")
+    models, record_dir = o.models, o.record_dir
+    text = resolve_prompt(o.prompt, o.prompt_file, needed_by="a recorded race")
     if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
         from ..contract.outputs import record_folder
 
         record_folder(record_dir)  # a file in the way: its one-line error first
-    models.check_local_files()
+    check_local_files(models)
     _need_terminal(headless)
 
     def load(use_draft: bool):  # the models as every command loads them (paths or -hf/-hfd, checked)
         del use_draft  # the lanes' drafters say what loads (plan_drafting): the draft model, a head
-        return load_engine(models, quiet=as_json, drafting=drafting, head_in_every_run=False)
+        return load_engine(models, drafting, quiet=o.as_json, head_in_every_run=False)
 
     try:
         with loading_stop() as signals:  # SIGINT/TERM/HUP: loading stops at once, a recording cleanly
-            paths, note = record_race(load, text, specs, have_draft=models.has_draft,
-                                      inputs=[p for p in (models.target, models.draft, models.head) if p],
-                                      n_predict=n_predict, temp=temp, seed=seed, record_dir=record_dir,
-                                      signals=signals)
+            rec = RaceRecording(text, tuple(specs), have_draft=models.has_draft,
+                                inputs=tuple(p for p in (models.target, models.draft, models.head) if p),
+                                n_predict=o.n_predict, temp=o.temp, seed=o.seed, record_dir=record_dir)
+            paths, note = record_race(load, rec, signals=signals)
     except RunFailed as exc:
         echo_error(exc)
         sys.exit(1)

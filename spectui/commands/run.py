@@ -15,16 +15,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass
 
-from ..contract.control import DRAFT_MAX_LIMIT, RunControl
-from ..contract.draft_length import DEFAULT_DRAFT_MAX, k_setting, parse_k
+from ..contract.control import RunControl
+from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
 from ..contract.exitcodes import OK, SignalStop, for_run_end
+from ..contract.options import ModelOptions, RunOptions, options_from
 from .common import (
-    Drafting,
-    ModelOptions,
     cached_machine,
     detected_drafter,
     load_engine,
@@ -37,15 +35,11 @@ from .common import (
 )
 
 
-def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_draft: bool,
-                  draft_p_min: float = 0.0, draft_min: int = 0, pipeline: str = "off") -> Settings:
-    k, auto = k_setting(parse_k(draft_max))
-    if not 0.0 <= temp <= 2.0:
-        raise SpectuiError(f"--temp must be between 0 and 2, not {temp}")
-    if not 0.0 <= draft_p_min <= 1.0:
-        raise SpectuiError(f"--draft-p-min must be between 0 and 1, not {draft_p_min}")
-    if not 0 <= draft_min <= DRAFT_MAX_LIMIT:
-        raise SpectuiError(f"--draft-min must be between 0 and {DRAFT_MAX_LIMIT}, not {draft_min}")
+def make_settings(values: dict, have_draft: bool) -> Settings:
+    """The run's Settings as it starts, from the command line's -k, --temp, --seed, --drafter, --draft-p-min,
+    --draft-min and --pipeline (taken out of ``values``; each number already checked by its click type)."""
+    draft_max, auto = k_setting(parse_k(values.pop("draft_max")))
+    drafter, pipeline = values.pop("drafter"), values["pipeline"]
     if drafter is None:
         drafter = "model" if have_draft else "ngram"
     if drafter == "eagle3" and not have_draft:
@@ -54,8 +48,9 @@ def make_settings(draft_max, temp: float, seed: int, drafter: str | None, have_d
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram / none)")
     if pipeline == "on" and not have_draft:
         raise SpectuiError("--pipeline on needs a draft model (--draft): it overlaps the draft model's drafting")
-    return Settings(draft_max=k, temperature=temp, drafter=drafter, seed=seed, auto=auto,
-                    draft_p_min=float(draft_p_min), draft_min=int(draft_min), pipeline=pipeline == "on")
+    return Settings(draft_max=draft_max, temperature=values.pop("temp"), drafter=drafter, seed=values.pop("seed"),
+                    auto=auto, draft_p_min=float(values.pop("draft_p_min")), draft_min=int(values.pop("draft_min")),
+                    pipeline=pipeline == "on")
 
 
 class ChatEngine:
@@ -98,94 +93,76 @@ def chat_engine(engine, chat: bool | None, system: str | None = None):
     return ChatEngine(engine, tpl, system)
 
 
-@dataclass(frozen=True)
-class RunPlan:
-    """A run as asked, checked before any model loads (``plan_run``)."""
+def plan_run(values: dict) -> RunOptions:
+    """The run's options from the command line's values (click's, by name): built once, with every check that
+    needs no model, in the order a user meets them (one line, exit 2, on the first).
 
-    models: ModelOptions
-    text: str
-    settings: Settings
-    drafting: Drafting
-    inspect_top: int
-    n_predict: int
-    headless: bool
-    as_json: bool
+    Args:
+        values: the command's options by name (``spectui --help``); taken, not kept.
 
-
-def plan_run(models: ModelOptions, prompt, prompt_file, n_predict, draft_max, temp, seed, drafter, headless, as_json,
-             theme, draft_p_min, draft_min, inspect_top, chat, system, pipeline="off") -> RunPlan:
-    """Every check that needs no model, in the order a user meets them (one line, exit 2, on the first)."""
-    text = resolve_prompt(prompt, prompt_file)
+    Returns:
+        The RunOptions every later step reads (the loader, the engine's runs, the face).
+    """
+    values = dict(values)
+    models = ModelOptions.pop_from(values)
+    values["prompt"] = resolve_prompt(values["prompt"], values["prompt_file"])
+    drafter = values["drafter"]
     if drafter is None and models.head:  # --head FILE: the run starts drafting with the EAGLE-3 head
         drafter = "eagle3"
-    drafter = detected_drafter(drafter, models)
-    settings = make_settings(draft_max, temp, seed, drafter, have_draft=models.has_draft or bool(models.head),
-                             draft_p_min=draft_p_min, draft_min=draft_min, pipeline=pipeline)
+    values["drafter"] = detected_drafter(drafter, models)
+    settings = make_settings(values, have_draft=models.has_draft or bool(models.head))
     # the engine holds the drafter asked for and what the files given draft with (the TUI's d switches to them)
     drafting = plan_drafting("run", offered_drafters(settings.drafter, models), models)
-    from ..engine.loop import check_inspect_top  # noqa: PLC0415 - a bad value fails before any model loads
-
-    inspect_top = check_inspect_top(inspect_top)
-    if n_predict <= 0:
-        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    headless = headless or as_json  # --json: JSON on stdout, no TUI (docs/conventions.md)
-    if theme is not None:  # every face refuses an unknown theme, headless too; before loading models
+    values["headless"] = values["headless"] or values["as_json"]  # --json: JSON on stdout, no TUI
+    opts = options_from(RunOptions, {**values, "models": models, "settings": settings, "drafting": drafting})
+    if opts.theme is not None:  # every face refuses an unknown theme, headless too; before loading models
         from ..tui.shared.themes import check_theme
 
-        check_theme(theme)
-    if system is not None and chat is False:
+        check_theme(opts.theme)
+    if opts.system is not None and opts.chat is False:
         raise SpectuiError("--system needs the chat template (drop --no-chat)")
-    if not headless:  # before the models load (minutes for a 7B): a TUI needs a terminal to be worth it
+    if not opts.headless:  # before the models load (minutes for a 7B): a TUI needs a terminal to be worth it
         from ..tui.shared.terminal import require_terminal
 
         require_terminal("spectui")
-    return RunPlan(models, text, settings, drafting, inspect_top, n_predict, headless, as_json)
+    return opts
 
 
-def run_main(
-    prompt=None, prompt_file=None, n_predict=128, draft_max=DEFAULT_DRAFT_MAX, temp=0.0, seed=0, drafter=None,
-    headless=False, as_json=False, record=None, theme=None, no_probe=False, draft_p_min=0.0, draft_min=0,
-    inspect_top=5, force=False, chat=None, system=None, pipeline="off", **model_kwargs,
-) -> int:
+def run_main(opts: RunOptions) -> int:
     """The run; returns its exit status (spectui.contract.exitcodes): 0 done, 1 the run failed (RunEnded.error: the
     prompt does not fit, an empty prompt, the model failed), 128 + N after signal N (a clean stop)."""
-    models = ModelOptions.pop_from(model_kwargs)
-    if model_kwargs:
-        raise TypeError(f"run_main: unknown options {sorted(model_kwargs)}")
-    plan = plan_run(models, prompt, prompt_file, n_predict, draft_max, temp, seed, drafter, headless, as_json, theme,
-                    draft_p_min, draft_min, inspect_top, chat, system, pipeline)
-    control = RunControl(plan.settings)
+    control = RunControl(opts.settings)
     # Until the run starts there is nothing to flush: SIGINT/SIGTERM/SIGHUP while the models load (seconds
     # for a 7B) end the command with 128 + N and nothing written (Interrupted, which the command reports in
     # one line). Headless, the models load on this thread and the stop comes at the next Python instruction
     # (after the llama.cpp call in progress); the TUI's engine thread loads them, and the signal is noted and
     # acted on when that load returns (the thread is never left loading at exit); the TUI then takes the
     # signals over as it starts, and quits at once for one noted in between (hand_over).
-    signals = loading_stop(None if plan.headless else _note_only)
-    signals.hand_over = not plan.headless  # the TUI takes the signals over when it starts (and acts on one noted)
+    signals = loading_stop(None if opts.headless else _note_only)
+    signals.hand_over = not opts.headless  # the TUI takes the signals over when it starts (and acts on one noted)
     recorder = engine = guard = None
     try:
         with signals:
-            recorder = _run_recorder(record, models, prompt_file, force, anonymous=not plan.headless)
-            engine = load_engine(models, quiet=as_json, own_thread=not plan.headless, inspect_top=plan.inspect_top,
-                                 drafting=plan.drafting)
+            recorder = _run_recorder(opts, anonymous=not opts.headless)
+            engine = load_engine(opts.models, opts.drafting, quiet=opts.as_json, own_thread=not opts.headless,
+                                 inspect_top=opts.inspect_top)
             if recorder is not None and recorder.background:
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
-            runner = chat_engine(engine, chat, system)
+            runner = chat_engine(engine, opts.chat, opts.system)
             if isinstance(runner, ChatEngine):  # before any decode: a hostile template is one line, exit 2, and a
-                runner.prompt_text(plan.text)  # signal meanwhile ends the command as while loading
+                runner.prompt_text(opts.prompt)  # signal meanwhile ends the command as while loading
             # --pipeline auto: both ways measured on the loaded pair, the faster taken (and recorded)
-            settings = resolve_pipeline(engine, pipeline, plan.settings, None if plan.as_json else _say)
+            settings = resolve_pipeline(engine, opts.pipeline, opts.settings, None if opts.as_json else _say)
             control.update(pipeline=settings.pipeline)
             # this machine's probe as cached (auto k and the prediction start from it); none: the run's own
             # passes feed them from the first, and the TUI measures it once the run has ended
-            machine, measure_later = (None, False) if no_probe else cached_machine(engine, quiet=plan.as_json)
-            if plan.headless:
+            machine, measure_later = (None, False) if opts.no_probe else cached_machine(engine, quiet=opts.as_json)
+            if opts.headless:
                 signals.on_stop = control.stop  # the run starts: a signal now stops it cleanly
-                return _run_headless(runner, plan, control, machine, recorder, signals, engine)
+                return _run_headless(runner, opts, control, machine, recorder, signals, engine)
             signals.raise_if_stopped()  # the TUI: a signal while the cache was read on the engine thread
-            status = _run_tui(runner, engine, plan, control, machine, measure_later, recorder, theme)
+            status = _run_tui(runner, engine, opts, control, machine, measure_later, recorder)
             from ..tui.shared.terminal import ExitGuard  # the app has ended: the process ends within 2 s
 
             guard = ExitGuard(status).start()
@@ -202,8 +179,7 @@ def _say(msg: str) -> None:
     print(f"spectui: {msg}", file=sys.stderr)
 
 
-def _run_tui(runner, engine, plan: RunPlan, control: RunControl, machine, measure_later: bool, recorder,
-             theme) -> int:
+def _run_tui(runner, engine, opts: RunOptions, control: RunControl, machine, measure_later: bool, recorder) -> int:
     """The TUI face of a started run: its exit status. The probe, when none is cached, is measured in idle
     time: once a run has ended by itself while the screen is up (``run_live``'s ``measure``)."""
     from ..tui.run.app import run_live  # installs its own quit over the command's signals (hand_over)
@@ -212,34 +188,34 @@ def _run_tui(runner, engine, plan: RunPlan, control: RunControl, machine, measur
     if measure_later:
         def measure(say, progress, stop):
             return measure_machine(engine, say=say, progress=progress, stop=stop)
-    return run_live(runner, control, plan.text, plan.n_predict, theme=theme, recorder=recorder, probe=machine,
-                    measure=measure)
+    return run_live(runner, control, opts, recorder=recorder, probe=machine, measure=measure)
 
 
 def _note_only() -> None:
     """A signal's ``on_stop`` while the TUI's engine thread loads: noted (SignalStop.signum), acted on after."""
 
 
-def _run_recorder(record, models: ModelOptions, prompt_file, force: bool, anonymous: bool = False):
+def _run_recorder(opts: RunOptions, anonymous: bool = False):
     """The --record TraceWriter, or None. Checked now (never a model or the prompt file; an existing file
     only if it is a trace, or --force); the file is created at the first event, so a run that fails or is
     stopped before it starts leaves none. With a spare core the trace is encoded and written on a thread of
     its own, off the engine's passes. ``anonymous`` (the TUI without --record): the trace goes to an
     anonymous temporary file that ``s`` copies, so the screen never holds the run's whole history in memory
     (a long run's memory stays flat: the screen keeps only its bounded tails)."""
-    if not record and not anonymous:
+    if not opts.record and not anonymous:
         return None
     from ..engine.cpu import default_threads, spare_core
     from ..recording.trace import TraceWriter
 
+    models = opts.models
     spare = spare_core(models.threads or default_threads().threads)
-    if not record:
+    if not opts.record:
         return TraceWriter(None, background=spare)
-    return TraceWriter(record, inputs=(models.target, models.draft, models.head, prompt_file), force=force,
-                       background=spare)
+    return TraceWriter(opts.record, inputs=(models.target, models.draft, models.head, opts.prompt_file),
+                       force=opts.force, background=spare)
 
 
-def _run_headless(runner, plan: RunPlan, control: RunControl, machine, recorder, signals: SignalStop,
+def _run_headless(runner, opts: RunOptions, control: RunControl, machine, recorder, signals: SignalStop,
                   engine) -> int:
     """The headless face of a started run (``signals`` stops it cleanly, and a stop signal ends the decode in
     progress at once: ``engine.abort``): its exit status."""
@@ -250,9 +226,9 @@ def _run_headless(runner, plan: RunPlan, control: RunControl, machine, recorder,
     try:
         with aborting_on_signals(engine.abort):
             stats, _ = consume(
-                runner.run(plan.text, control, plan.n_predict, probe=machine, overlap=True),
+                runner.run(opts.prompt, control, opts.n_predict, probe=machine, overlap=True),
                 sys.stdout,
-                as_json=plan.as_json,
+                as_json=opts.as_json,
                 sink=recorder.write if recorder else None,
             )
     except BrokenPipeError:  # reader went away (| head, dropped SSH): stop quietly

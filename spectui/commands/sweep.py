@@ -17,12 +17,13 @@ from ..contract.draft_length import parse_ks
 from ..contract.errors import SpectuiError, echo_error, fail
 from ..contract.events import PassEvent, RunEnded
 from ..contract.exitcodes import Interrupted, signal_name
+from ..contract.options import options_from
 from ..contract.outputs import TRACE, check_output, csv_report, json_report, record_folder
 from ..contract.params import N_PREDICT, REPEAT, SEED
 from ..contract.text import visible
 from ..sweep.aggregate import SweepRun, aggregate
 from ..sweep.export import CSV_FIELDS, to_csv, to_json
-from ..sweep.plan import SWEEP_DRAFT_MAX, Plan, make_plan, parse_temps
+from ..sweep.plan import SWEEP_DRAFT_MAX, Plan, SweepOptions, make_plan, parse_temps
 from ..sweep.report import report_lines, sweep_prediction
 from ..sweep.runner import SweepInterrupted, SweepRunFailed, measure_missing_verify, run_sweep, trace_name
 from ..text.sweep import render_chart, render_table
@@ -52,7 +53,7 @@ from .options import draft_max_option, drafter_option, json_option, model_option
 def sweep_cmd(**kwargs):
     """The target alone is run too, at each temperature: the baseline of every speedup."""
     try:
-        code = sweep_main(ModelOptions.pop_from(kwargs), **kwargs)
+        code = sweep_main(options_from(SweepOptions, kwargs))
     except SweepRunFailed as exc:  # the run failed: 1 (spectui.contract.exitcodes), not bad input
         echo_error(exc)
         sys.exit(exc.exit_code)
@@ -72,17 +73,15 @@ JSON_KIND = json_report("sweep")  # the --json object's first key: "schema": "sp
 CSV_KIND = csv_report("sweep", CSV_FIELDS)
 
 
-def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=256, draft_max=SWEEP_DRAFT_MAX,
-               temp="0,0.8", seed=0, drafter=None, repeat=1, as_json=False, as_csv=False, record_dir=None,
-               out=None, output=None, force=False) -> int:
+def sweep_main(o: SweepOptions, out=None) -> int:
     """The whole sweep: check the options, load one engine, run the plan, print.
 
     Args:
-        models: where the models come from (``ModelOptions.pop_from`` of the command's options).
-        draft_max, temp: the grid's draft lengths and temperatures, comma-separated (the target alone runs
-            at each temperature too: the baseline).
-        as_json, as_csv, output: the export, on stdout or atomically to ``output``; else table, chart, report.
-        record_dir: keep each run's trace there (every name checked before the first run).
+        o: the command's options (``SweepOptions``): the models; the grid's draft lengths and temperatures,
+            comma-separated (the target alone runs at each temperature too: the baseline); the export, on
+            stdout or atomically to ``o.output`` (else table, chart, report); ``o.record_dir``, where each run's
+            trace is kept (every name checked before the first run).
+        out: where the results go (default: stdout).
 
     Returns:
         The exit code: 0, or 128 + N when signal N stopped it (the runs completed by then are still reported
@@ -92,28 +91,29 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
         SpectuiError: bad input, before any model loads (one line, exit 2).
     """
     out = out or sys.stdout
-    ks = parse_ks(draft_max, modes=False)
-    temps = parse_temps(temp)
-    _check_counts(as_json, as_csv, repeat, n_predict)
-    drafter = _one_drafter(drafter, models)
+    models = o.models
+    ks = parse_ks(o.draft_max, modes=False)
+    temps = parse_temps(o.temp)
+    if o.as_json and o.as_csv:
+        raise SpectuiError("give either --json or --csv, not both")
+    drafter = _one_drafter(o.drafter, models)
     drafting = plan_drafting("sweep", [drafter], models)
-    text = resolve_prompt(prompt, prompt_file)
-    inputs = (models.target, models.draft, models.head, prompt_file)
+    text = resolve_prompt(o.prompt, o.prompt_file)
+    inputs = (models.target, models.draft, models.head, o.prompt_file)
     export = None
-    if output is not None:
-        if not (as_json or as_csv):
+    if o.output is not None:
+        if not (o.as_json or o.as_csv):
             raise SpectuiError("-o/--output writes the --json or --csv export; give one of them")
-        export = check_output(output, JSON_KIND if as_json else CSV_KIND, inputs, force)
-    rec = Path(record_dir) if record_dir is not None else None
+        export = check_output(o.output, JSON_KIND if o.as_json else CSV_KIND, inputs, o.force)
+    rec = Path(o.record_dir) if o.record_dir is not None else None
     made_dir = rec is not None and not rec.exists()  # made here: removed again when a signal stops the loading
     if rec is not None:
         record_folder(rec)
-    plan = make_plan(ks, temps, repeat, drafter)
+    plan = make_plan(ks, temps, o.repeat, drafter)
     if rec is not None:  # every trace name the plan will write, checked before the first run
         for i, p in enumerate(plan):
-            check_output(rec / trace_name(i, p), TRACE, inputs, force, own_name=True)  # never through a link
-    runs, stopped_by, on_demand, signals = _run_plan(models, drafting, text, plan, n_predict, seed, rec, made_dir,
-                                                     inputs, force, quiet=as_json or as_csv)
+            check_output(rec / trace_name(i, p), TRACE, inputs, o.force, own_name=True)  # never through a link
+    runs, stopped_by, on_demand, signals = _run_plan(o, drafting, text, plan, rec if made_dir else None, inputs)
     if not runs:
         return signals.status()
     cells = aggregate(runs)
@@ -122,24 +122,15 @@ def sweep_main(models: ModelOptions, prompt=None, prompt_file=None, n_predict=25
     params = {
         "target": models.target, "draft": models.draft, "head": drafting.head_file, "drafter": drafter,
         "prompt": text,
-        "n_predict": n_predict, "draft_max": ks, "temperatures": temps, "seed": seed, "repeat": repeat,
+        "n_predict": o.n_predict, "draft_max": ks, "temperatures": temps, "seed": o.seed, "repeat": o.repeat,
         "threads": models.threads, "ctx_size": models.ctx_size,
         "verify_measured_on_demand": {str(k): v for k, v in sorted(on_demand.items())},
     }
     if stopped_by is not None:
         params.update(stopped_by=signal.Signals(stopped_by).name, runs_planned=len(plan))
-    _write(out, export, as_json, as_csv, runs, cells, report, params, pred, repeat)
+    _write(out, export, o, runs, (cells, report, params, pred))
     out.flush()
     return signals.status()
-
-
-def _check_counts(as_json: bool, as_csv: bool, repeat: int, n_predict: int) -> None:
-    if as_json and as_csv:
-        raise SpectuiError("give either --json or --csv, not both")
-    if repeat < 1:
-        raise SpectuiError(f"--repeat must be at least 1, not {repeat}")
-    if n_predict <= 0:
-        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
 
 
 def _prediction(runs, on_demand):
@@ -166,22 +157,21 @@ def _one_drafter(drafter: str | None, models: ModelOptions) -> str:
     return drafter
 
 
-def _run_plan(models: ModelOptions, drafting, text: str, plan, n_predict: int, seed: int, rec: Path | None,
-              made_dir: bool, inputs, force: bool, *, quiet: bool):
+def _run_plan(o: SweepOptions, drafting, text: str, plan, made_dir: Path | None, inputs):
     """Load one engine and run the plan: (runs, the signal that stopped them or None, verify ms measured on
     demand, the SignalStop). A signal while the models load ends the sweep at once with nothing written
-    (Interrupted, 128 + N; a --record-dir it made goes again); from the first run on it stops the current run,
-    and the runs done are reported (SweepInterrupted below)."""
+    (Interrupted, 128 + N; the --record-dir it made, ``made_dir``, goes again); from the first run on it stops
+    the current run, and the runs done are reported (SweepInterrupted below)."""
     current: list = []
     stopped_by = None
     with loading_stop() as signals:
         engine = None
         try:
-            engine = load_engine(models, quiet=quiet, drafting=drafting, head_in_every_run=False)
+            engine = load_engine(o.models, drafting, quiet=o.as_json or o.as_csv, head_in_every_run=False)
             signals.raise_if_stopped()
             signals.on_stop = lambda: current and current[-1].stop()
             try:
-                runs = _run_with_progress(engine, text, plan, n_predict, seed, rec, current.append, inputs, force)
+                runs = _run_with_progress(engine, text, plan, o, current.append, inputs)
             except SweepInterrupted as exc:
                 if signals.signum is None:
                     raise
@@ -190,8 +180,8 @@ def _run_plan(models: ModelOptions, drafting, text: str, plan, n_predict: int, s
                            f"{len(plan)} runs; reporting those", err=True)
             on_demand = measure_missing_verify(engine, runs) if stopped_by is None else {}
         except Interrupted:  # while loading (the runs' signals stop the run instead): leave nothing made
-            if made_dir:
-                _remove_if_empty(rec)
+            if made_dir is not None:
+                _remove_if_empty(made_dir)
             raise
         finally:
             if engine is not None:
@@ -199,9 +189,11 @@ def _run_plan(models: ModelOptions, drafting, text: str, plan, n_predict: int, s
     return runs, stopped_by, on_demand, signals
 
 
-def _write(out, export, as_json: bool, as_csv: bool, runs, cells, report, params: dict, pred, repeat: int) -> None:
-    """The results: the --json or --csv export (to -o's file, atomically, or stdout), else the table, the chart
-    and the report."""
+def _write(out, export, o: SweepOptions, runs, results) -> None:
+    """The results (``(cells, report, params, prediction)``): the --json or --csv export (to -o's file,
+    atomically, or stdout), else the table, the chart and the report."""
+    cells, report, params, pred = results
+    as_json, as_csv = o.as_json, o.as_csv
     if export is not None:
         with export.atomic_write() as fh:
             fh.write(json.dumps({"schema": "spectui.sweep", **to_json(runs, cells, report, params, pred)}) + "\n"
@@ -213,7 +205,7 @@ def _write(out, export, as_json: bool, as_csv: bool, runs, cells, report, params
     else:
         width = _term_width() if getattr(out, "isatty", lambda: False)() else 160
         console = Console(file=out, width=width)
-        console.print(render_table(cells, repeat))
+        console.print(render_table(cells, o.repeat))
         console.print(render_chart(cells), markup=False, highlight=False)
         console.print()
         for line in report:
@@ -231,9 +223,16 @@ def _term_width() -> int:
     return shutil.get_terminal_size((100, 24)).columns
 
 
-def _run_with_progress(engine, text, plan, n_predict, seed, rec, on_control=None, inputs=(), force=False
-                       ) -> list[SweepRun]:
-    """run_sweep with a progress bar on stderr (gone when done)."""
+def _run_with_progress(engine, text, plan, o: SweepOptions, on_control=None, inputs=()) -> list[SweepRun]:
+    """run_sweep with a progress bar on stderr (gone when done); each run's trace kept in --record-dir."""
+    from ..recording.trace import TraceWriter
+
+    n_predict = o.n_predict
+    rec = Path(o.record_dir) if o.record_dir is not None else None
+
+    def open_trace(i: int, p: Plan, extra: dict) -> TraceWriter:
+        return TraceWriter(str(rec / trace_name(i, p)), extra, inputs=inputs, force=o.force)
+
     console = Console(file=sys.stderr)
     total = len(plan) * n_predict
     with Progress(
@@ -262,4 +261,5 @@ def _run_with_progress(engine, text, plan, n_predict, seed, rec, on_control=None
             elif isinstance(ev, RunEnded):
                 progress.update(task, completed=(state["i"] + 1) * n_predict)
 
-        return run_sweep(engine, text, plan, n_predict, seed, rec, on_event, on_control, inputs, force)
+        return run_sweep(engine, text, plan, n_predict, o.seed, on_event=on_event, on_control=on_control,
+                         open_trace=open_trace if rec is not None else None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .errors import SpectuiError
 
 DRAFT_MAX_LIMIT = 32  # k is 0..DRAFT_MAX_LIMIT everywhere (parsed, clamped in RunControl, chosen per pass)
+K_MAX = 16  # the draft lengths a prediction covers (1..K_MAX) and the batched probe measures at most
 DEFAULT_DRAFT_MAX = 2  # -k when none is given (the live run, bench); a mode starts from it too
 MODES = {"auto": "cost", "schedule": "schedule", "heuristic": "schedule"}  # the user's word -> Settings.auto
 
@@ -36,7 +37,7 @@ def parse_ks(value: str | int, flag: str = "--draft-max", *, modes: bool = True,
         flag: how the messages name the option (``-k``'s long name, ``k`` in a race spec).
         modes: False for a command that runs fixed draft lengths only (a mode is a one-line error saying so).
         many: False where one draft length is taken, not a list.
-        low, high: a narrower range than 0..32 where a command measures fewer (the batched probe: 1..16).
+        low, high: a narrower range than 0..32 where a command measures fewer (the batched probe: 1..K_MAX).
 
     Returns:
         The draft lengths in the order given, without duplicates: ints, and a mode as its name in

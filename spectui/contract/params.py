@@ -18,7 +18,7 @@ import click
 
 from .control import P_MIN_LIMIT, TEMPERATURE_LIMIT
 from .draft_length import DRAFT_MAX_LIMIT
-from .errors import echo_error
+from .errors import SpectuiError, echo_error
 
 
 class OptionError(click.BadParameter):
@@ -135,6 +135,41 @@ class GpuLayers(_OneLine, click.ParamType):
         return str(n)
 
 
+def temperature(text: str | float) -> float:
+    """One temperature as a user wrote it (``0.8``, ``"0.8"``): a finite number 0..TEMPERATURE_LIMIT; ValueError
+    otherwise. The one range of every command's temperature: ``--temp`` (:data:`TEMPERATURE`, and each value of
+    :func:`parse_temps`) and a race spec's ``temp=``."""
+    t = float(text)
+    if not 0.0 <= t <= TEMPERATURE_LIMIT:  # nan and inf fail this too
+        raise ValueError(f"{text!r} is not a temperature 0..{TEMPERATURE_LIMIT:g}")
+    return t
+
+
+def parse_temps(value: str, flag: str = "--temp") -> list[float]:
+    """Comma-separated temperatures (sweep, bench): "0,0.8" -> [0.0, 0.8], duplicates dropped, order kept; each
+    through :func:`temperature`. One line naming ``flag`` (SpectuiError, exit 2) for a bad one."""
+    out: list[float] = []
+    for part in str(value).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            float(part)
+        except ValueError:
+            raise SpectuiError(
+                f"{flag} takes comma-separated numbers 0..{TEMPERATURE_LIMIT:g} (e.g. 0,0.8), not {value!r}"
+            ) from None
+        try:
+            t = temperature(part)
+        except ValueError:
+            raise SpectuiError(f"{flag} values must be between 0 and {TEMPERATURE_LIMIT:g}, not {part}") from None
+        if t not in out:
+            out.append(t)
+    if not out:
+        raise SpectuiError(f"{flag} needs at least one temperature (e.g. 0,0.8)")
+    return out
+
+
 SECONDS = Finite(min=0.05, max=86400.0)  # a wait: an interval, a timeout
 DURATION = Finite(min=0.0, max=366 * 86400.0)  # 0: no deadline
 TEMPERATURE = Finite(min=0.0, max=TEMPERATURE_LIMIT)
@@ -155,5 +190,5 @@ SPEED = Speed()
 
 __all__ = ["OptionError", "AT_LEAST_ONE", "CTX_SIZE", "DRAFT_MIN", "DURATION", "Finite", "GPU_LAYERS", "GpuLayers",
            "INSPECT_TOP", "INSPECT_TOP_LIMIT", "N_PREDICT", "PROBABILITY", "REPEAT", "SECONDS", "SEED", "SPEED",
-           "SPEED_MAX", "SPEED_MIN", "Speed", "TEMPERATURE", "TERMINAL_CELLS", "THREADS", "Whole", "speed_value",
-           "whole"]
+           "SPEED_MAX", "SPEED_MIN", "Speed", "TEMPERATURE", "TERMINAL_CELLS", "THREADS", "Whole", "parse_temps",
+           "speed_value", "temperature", "whole"]

@@ -34,6 +34,7 @@ from typing import Callable, Iterator
 from ..contract.control import RunControl
 from ..contract.errors import SpectuiError
 from ..contract.events import Event, MachineProbe
+from ..contract.options import INSPECT_TOP_DEFAULT, EngineOptions
 from ..contract.params import INSPECT_TOP_LIMIT
 from .cpu import OthersCpu, default_threads
 from .cpu import spare_core as _spare_core
@@ -59,8 +60,6 @@ from .run.policy import DraftPolicy, DraftPolicyFactory
 
 __all__ = ["DraftPolicy", "Engine", "INSPECT_TOP_DEFAULT", "INSPECT_TOP_LIMIT", "check_inspect_top"]
 
-INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
-
 _UNSET = object()
 
 
@@ -74,70 +73,41 @@ class Engine:
     Args:
         target_path: the target's GGUF file.
         draft_path: the draft model's GGUF file (None: n-gram lookup or a head drafts, or nothing).
-        n_ctx: the context of each model (-c), at least 8.
-        threads: decode threads (-t; None: llama.cpp's choice, the physical performance cores).
-        no_repack: load the weights as they are in the file (--no-repack).
+        options: how the models load and run (``EngineOptions``: -c, -t, -ngl, the head, --sampling, ...).
         warn: where warnings go (default: stderr).
-        n_batch, n_ubatch: llama.cpp's logical and physical batch sizes (-b, -ub).
-        n_gpu_layers, n_gpu_layers_draft: -ngl / -ngld ("all", a number, None: every layer where a GPU is).
-        use_mmap: map the files (None: unless the weights are repacked).
-        inspect_top: candidates recorded per verified position (--inspect-top, 0: off).
         draft_policy: makes the draft-length policy of each run (auto k), or None.
-        spare_core: a core is free for the overlapped finishing (None: found out from the CPUs and placement).
-        head: "eagle3" or "mtp": load a head drafter (docs/eagle3-mtp.md).
-        sampling: "cpu", "graph" or "auto" (--sampling: where the row math runs; docs/lossless.md).
-        head_file: the head's own file beside a separate draft model.
-        head_in_every_run: the head reads the target's decodes in every run (False: only in runs that start
-            with it).
+        changes: ``options`` with these fields changed (``Engine(t, d, n_ctx=256, threads=1)``).
 
     Raises:
         SpectuiError: a missing or foreign file, vocabularies that cannot speculate together, a bad option.
     """
 
-    def __init__(
-        self,
-        target_path: str,
-        draft_path: str | None = None,
-        n_ctx: int = 4096,
-        threads: int | None = None,
-        no_repack: bool = False,
-        warn: Callable[[str], None] | None = None,
-        n_batch: int = 512,
-        n_gpu_layers: int | str | None = None,
-        n_gpu_layers_draft: int | str | None = None,
-        n_ubatch: int | None = None,
-        use_mmap: bool | None = None,
-        inspect_top: int = INSPECT_TOP_DEFAULT,
-        draft_policy: DraftPolicyFactory | None = None,
-        spare_core: bool | None = None,
-        head: str | None = None, sampling: str = "cpu",
-        head_file: str | None = None,
-        head_in_every_run: bool = True,
-        threads_draft: int | None = None, pin_pipeline: bool = False, pipeline_threads: tuple[int, int] | None = None,
-    ) -> None:
+    def __init__(self, target_path: str, draft_path: str | None = None, options: EngineOptions | None = None, *,
+                 warn: Callable[[str], None] | None = None, draft_policy: DraftPolicyFactory | None = None,
+                 **changes) -> None:
+        o = (options or EngineOptions()).but(**changes)
         self.warn = warn or _stderr
         self.draft_policy = draft_policy  # a fresh per-run draft-length policy (for settings.auto), or None
         self.target = self.draft = None
         self.head = self.head_file = None  # "eagle3" or "mtp" and its weights' file (spec_heads.py, _heads)
-        self.head_in_every_run = bool(head_in_every_run)
+        self.head_in_every_run = bool(o.head_in_every_run)
         self._head = None
         self._closed = False
         self._finishing = FinishingThread()  # where run(overlap=True) finishes passes; its gate: ``decoding``
         self.abort = DecodeAbort()  # a run's stop ends the llama_decode in progress (abort.py)
         self.debug_hook: Callable[[dict], None] | None = None  # tests: per-pass logits (see passes.PassLoop)
-        n_ctx = _check_n_ctx(n_ctx)
-        self.inspect_top = check_inspect_top(inspect_top)
-        self.threads, self.threads_why = _threads(threads)
+        n_ctx = _check_n_ctx(o.n_ctx)
+        self.inspect_top = check_inspect_top(o.inspect_top)
+        self.threads, self.threads_why = _threads(o.threads)
         # -td, the draft thread and the pipelined passes' split (pipeline.py); what --pipeline auto chose and why
-        self.pipeline = _pipeline(self.threads, threads, threads_draft, pipeline_threads, pin_pipeline)
+        self.pipeline = _pipeline(self.threads, o.threads, o.threads_draft, o.pipeline_threads, o.pin_pipeline)
         self.threads_draft, self.pipeline_choice = self.pipeline.threads[1], ""
-        ngl_t, ngl_d = gpu_layers(n_gpu_layers, n_gpu_layers_draft, self.warn)
+        ngl_t, ngl_d = gpu_layers(o.n_gpu_layers, o.n_gpu_layers_draft, self.warn)
         tpath = check_gguf_file(target_path, "target")
         dpath = check_gguf_file(draft_path, "draft") if draft_path else None
-        self.head, self.head_file, head_path, dpath = _heads(head, head_file, tpath, dpath)
+        self.head, self.head_file, head_path, dpath = _heads(o.head, o.head_file, tpath, dpath)
         n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
-        self._load(tpath, dpath, n_shared, ngl_t, ngl_d, n_ctx=n_ctx, no_repack=no_repack, n_batch=n_batch,
-                   n_ubatch=n_ubatch, use_mmap=use_mmap, load_mtp=head == "mtp", sampling=sampling)
+        self._load(tpath, dpath, (n_shared, ngl_t, ngl_d), o.but(n_ctx=n_ctx))
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
         self.target_info = self.target.info
@@ -145,14 +115,14 @@ class Engine:
         if self.draft is not None and (msg := pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)):
             self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
-        self._drafters = Drafters(self._make_drafters(head, head_path), self._head, self.warn)
+        self._drafters = Drafters(self._make_drafters(o.head, head_path), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._cursor, self._chat = TargetCursor(), _UNSET  # the target's KV cells between runs; its template (lazy)
         for m in (self.target, self.draft):
             if m is not None:
                 m.gate = self._finishing.gate  # the models open the finishing thread's gate while they decode
                 self.abort.attach(llama(), m.ctx)
-        self.spare_core = _find_spare_core(spare_core, self.threads, self.target, self.draft)
+        self.spare_core = _find_spare_core(o.spare_core, self.threads, self.target, self.draft)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
     def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
@@ -169,11 +139,11 @@ class Engine:
         made = ((s.name, s.make(res)) for s in drafter_specs())
         return {name: d for name, d in made if d is not None}
 
-    def _load(self, tpath, dpath, n_shared: int | None, ngl_t: int, ngl_d: int, *, n_ctx: int, no_repack: bool,
-              n_batch: int, n_ubatch: int | None, use_mmap: bool | None, load_mtp: bool = False,
-              sampling: str = "cpu") -> None:
-        """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build)."""
-        use_extra_bufts = not no_repack
+    def _load(self, tpath, dpath, shared: tuple[int | None, int, int], o: EngineOptions) -> None:
+        """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build); ``shared``:
+        the ids both models choose among (``check_pair``), and each model's GPU layers."""
+        n_shared, ngl_t, ngl_d = shared
+        use_extra_bufts = not o.no_repack
         if use_extra_bufts and system_has_amx():
             use_extra_bufts = False
             self.warn(
@@ -182,11 +152,11 @@ class Engine:
             )
         self.no_repack = not use_extra_bufts
         try:
-            common = dict(n_ctx=n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=n_batch,
-                          n_ubatch=n_ubatch, use_mmap=use_mmap)
+            common = dict(n_ctx=o.n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=o.n_batch,
+                          n_ubatch=o.n_ubatch, use_mmap=o.use_mmap)
             # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
-            self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=load_mtp,
-                                        n_outputs_max_per_seq=1 if sampling == "cpu" else 0, **common)
+            self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=o.head == "mtp",
+                                        n_outputs_max_per_seq=1 if o.sampling == "cpu" else 0, **common)
             if dpath:
                 common["threads"] = self.threads_draft
                 self.draft = LoadedModel(dpath, "draft", n_gpu_layers=ngl_d, **common)
@@ -194,7 +164,7 @@ class Engine:
                 # only among the ids they share, so a draft is always a target id and p, q have one support.
                 self.target.n_use = self.draft.n_use = n_shared
             # --sampling: the run's row math in llama.cpp's graph or in numpy (graph_path.py), chosen once
-            self.sampling, self.sampling_why = choose_sampling(sampling, self.target, self.draft, self.head)
+            self.sampling, self.sampling_why = choose_sampling(o.sampling, self.target, self.draft, self.head)
             self._graph = GraphRun(self.target, self.draft) if self.sampling == "graph" else None
         except BaseException:
             self.close()

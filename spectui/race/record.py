@@ -14,10 +14,10 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.control import RunControl
-from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded, Settings
 from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
@@ -50,24 +50,37 @@ def free_name(folder: str, stem: str) -> str:
     return path
 
 
-def record_race(load: Callable[[bool], object], prompt: str, specs: list[dict], *, have_draft: bool,
-                inputs: list[str] = (), n_predict: int = 128, temp: float = 0.0, seed: int = 0,
-                record_dir: str | None = None, say=_say, header_extra: dict | None = None,
+@dataclass(frozen=True)
+class RaceRecording:
+    """What a recorded race runs: the ``prompt``, the lanes' ``specs`` (``race.spec.parse_spec``; unset keys from
+    ``temp`` and ``seed``), whether a draft model was given (``have_draft``), the model files no trace writes
+    over (``inputs``), -n, where the traces go (``record_dir``; None: a new temporary folder) and what more
+    each trace's header holds (``header_extra``)."""
+
+    prompt: str
+    specs: tuple[dict, ...]
+    have_draft: bool = False
+    inputs: tuple[str, ...] = ()
+    n_predict: int = 128
+    temp: float = 0.0
+    seed: int = 0
+    record_dir: str | None = None
+    header_extra: dict | None = None
+
+
+def record_race(load: Callable[[bool], object], rec: RaceRecording, say=_say,
                 signals: SignalStop | None = None) -> tuple[list[str], str]:
     """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face).
 
     ``load(use_draft)`` loads the models (``spectui.commands.common.load_engine``: paths or -hf/-hfd, checked,
-    the draft only when a spec drafts with it) once the settings and the folder are checked; ``have_draft``
-    says whether a draft model was given; ``inputs`` are the model files, which no trace writes over.
+    the draft only when a spec drafts with it) once the settings and the folder are checked.
     ``signals``, a SignalStop installed by the command with no ``on_stop``: a signal while the models load
     raises Interrupted there (nothing recorded, no folder made); from the warm-up on it stops the run in
     progress cleanly (its trace flushed), and Interrupted is raised once that run has ended."""
-    if n_predict <= 0:
-        raise SpectuiError(f"-n/--n-predict must be positive, not {n_predict}")
-    settings = [spec_settings(s, temp=temp, seed=seed, have_draft=have_draft) for s in specs]
+    prompt, n_predict, record_dir = rec.prompt, rec.n_predict, rec.record_dir
+    settings = [spec_settings(s, temp=rec.temp, seed=rec.seed, have_draft=rec.have_draft) for s in rec.specs]
     if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
         record_folder(record_dir)  # a file in the way: its one-line error before any model loads
-    inputs = list(inputs)
     engine = load(any(s.drafter == "model" for s in settings))
     if signals is not None:
         try:
@@ -97,27 +110,27 @@ def record_race(load: Callable[[bool], object], prompt: str, specs: list[dict], 
                 signals.raise_if_stopped()
             path = free_name(folder, f"race-{name}-{slug(s)}")
             paths.append(path)
-            _record_lane(engine, prompt, s, name, path, len(settings), started, n_predict=n_predict, inputs=inputs,
-                         say=say, header_extra=header_extra, signals=signals)
+            _record_lane(engine, rec, (s, name, path), started, say, signals)
     finally:
         engine.close()
     return paths, SEQUENTIAL_NOTE
 
 
-def _record_lane(engine, prompt: str, s: Settings, name: str, path: str, n_lanes: int,
-                 started: Callable[[RunControl], RunControl], *, n_predict: int, inputs: list[str], say,
-                 header_extra: dict | None, signals: SignalStop | None) -> None:
-    """One lane's run at settings ``s``, recorded to ``path`` (the trace closed readable on every way out);
-    ``started`` is told its RunControl (for a signal to stop). RunFailed when the run ended with an error."""
+def _record_lane(engine, rec: RaceRecording, lane: tuple[Settings, str, str],
+                 started: Callable[[RunControl], RunControl], say, signals: SignalStop | None) -> None:
+    """One lane's run (``lane``: its settings, name and trace path), recorded (the trace closed readable on every
+    way out); ``started`` is told its RunControl (for a signal to stop). RunFailed when the run ended with an
+    error."""
+    s, name, path = lane
     say(f"recording {name} ({slug(s)}) to {path}")
     t0 = time.monotonic()
     end = None
     control = started(RunControl(s))
-    extra = {"race": {"lane": name, "order": list(LANE_NAMES[:n_lanes]), "sequential": True,
-                      "load_start": os.getloadavg()[0]}, **(header_extra or {})}
-    writer = TraceWriter(path, extra, inputs=inputs)
+    extra = {"race": {"lane": name, "order": list(LANE_NAMES[:len(rec.specs)]), "sequential": True,
+                      "load_start": os.getloadavg()[0]}, **(rec.header_extra or {})}
+    writer = TraceWriter(path, extra, inputs=list(rec.inputs))
     try:
-        for ev in engine.run(prompt, control, n_predict, overlap=True):
+        for ev in engine.run(rec.prompt, control, rec.n_predict, overlap=True):
             writer.write(ev)
             if isinstance(ev, RunEnded):
                 end = ev

@@ -9,12 +9,43 @@ ngram). A bad spec is a one-line error (exit 2)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..contract.control import DRAFT_MAX_LIMIT, TEMPERATURE_LIMIT
 from ..contract.draft_length import k_setting, parse_k
 from ..contract.errors import SpectuiError
 from ..contract.events import Settings
+from ..contract.options import ModelOptions
+from ..contract.params import temperature
 from ..engine.drafters import names as drafter_names
+
+
+@dataclass(frozen=True)
+class RaceOptions:
+    """``spectui race``'s options as the command line gave them (``contract.options.options_from``), handed whole
+    from the command on: the traces to race, or the models, the prompt and the two settings to record (``spec_a``
+    / ``spec_b``, else -k, --drafter, --temp, --seed); the face (``headless``, ``as_json``, ``theme``, ``speed``)
+    and the race's clock (``from_start``, ``any_prompt``)."""
+
+    traces: tuple[str, ...] = ()
+    headless: bool = False
+    as_json: bool = False
+    from_start: bool = False
+    any_prompt: bool = False
+    speed: str = "1"
+    theme: str | None = None
+    models: ModelOptions = ModelOptions()
+    prompt: str | None = None
+    prompt_file: str | None = None
+    n_predict: int = 128
+    draft_max: str | None = None
+    drafter: str | None = None
+    temp: float = 0.0
+    seed: int = 0
+    spec_a: str | None = None
+    spec_b: str | None = None
+    record_dir: str | None = None
+
 
 KEYS = {
     "k": "k", "draft-max": "k", "draft_max": "k",
@@ -68,9 +99,7 @@ def parse_spec(text: str, name: str = "--b") -> dict:
             elif field == "pipeline":
                 out[field] = {"on": True, "off": False}[value.lower()]
             elif field == "temp":
-                out[field] = float(value)
-                if not 0.0 <= out[field] <= TEMPERATURE_LIMIT:
-                    raise ValueError
+                out[field] = temperature(value)  # the one range of every command's temperature
             elif field == "p_min":
                 out[field] = float(value)
                 if not 0.0 <= out[field] <= 1.0:
@@ -95,18 +124,18 @@ def parse_spec(text: str, name: str = "--b") -> dict:
 
 def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: bool = False) -> Settings:
     """The engine's Settings for a spec; ``temp``, ``seed`` and the drafter default from the command."""
-    k, auto = k_setting(spec.get("k", RACE_DRAFT_MAX))
+    draft_max, auto = k_setting(spec.get("k", RACE_DRAFT_MAX))
     drafter = spec.get("drafter") or ("model" if have_draft else "ngram")
-    if k == 0 and auto is None:
+    if draft_max == 0 and auto is None:
         drafter = "none"
     if drafter == "model" and not have_draft:
         raise SpectuiError("drafter=model needs --draft PATH (or drafter=ngram)")
     pipeline = bool(spec.get("pipeline", False))
     if pipeline and drafter != "model":
         raise SpectuiError("pipeline=on overlaps the draft model's drafting: it needs drafter=model (and --draft)")
-    return Settings(draft_max=k, temperature=spec.get("temp", temp), drafter=drafter, seed=spec.get("seed", seed),
-                    auto=auto, draft_p_min=spec.get("p_min", 0.0), draft_min=spec.get("draft_min", 0),
-                    pipeline=pipeline)
+    return Settings(draft_max=draft_max, temperature=spec.get("temp", temp), drafter=drafter,
+                    seed=spec.get("seed", seed), auto=auto, draft_p_min=spec.get("p_min", 0.0),
+                    draft_min=spec.get("draft_min", 0), pipeline=pipeline)
 
 
 def slug(settings: Settings) -> str:

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ..analysis.cost.costmodel import predict
 from ..analysis.cost.wording import FALL, moved, trend
+from ..contract.draft_length import K_MAX
 from .aggregate import Cell, Spread, SweepRun
 from .plan import TARGET_ONLY
 
@@ -279,4 +280,4 @@ def sweep_prediction(runs: Sequence[SweepRun], on_demand: dict[int, float] | Non
         for k, ms, _n in r.stats.verify_ms_by_k:
             verify.setdefault(k, []).append(ms)
     pts = {**(on_demand or {}), **{k: statistics.fmean(v) for k, v in verify.items()}}
-    return predict(deepest.stats, k_max=16, verify_ms_by_k=pts, current_k=deepest.k)
+    return predict(deepest.stats, k_max=K_MAX, verify_ms_by_k=pts, current_k=deepest.k)

@@ -3,11 +3,11 @@ times no run measured, timed on demand afterwards for the cost model."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable, Sequence
 
 from ..analysis.stats import compute
 from ..contract.control import RunControl
+from ..contract.draft_length import K_MAX
 from ..contract.errors import SpectuiError
 from ..contract.events import RunEnded, Settings
 from ..recording.trace import TraceWriter
@@ -41,24 +41,23 @@ def run_sweep(
     plan: Sequence[Plan],
     n_predict: int,
     seed: int,
-    record_dir: Path | None = None,
+    *,
     on_event: Callable[[Plan, object], None] | None = None,
     on_control: Callable[[RunControl], None] | None = None,
-    inputs: Sequence[str | None] = (),
-    force: bool = False,
+    open_trace: Callable[[int, Plan, dict], TraceWriter] | None = None,
 ) -> list[SweepRun]:
     """Run the plan on one loaded engine; each run's statistics come from its own events. ``on_control``
     sees each run's RunControl (a signal handler stops the current run through it); a stopped run raises
-    SweepInterrupted with the runs completed before it. Traces go through spectui.contract.outputs (``inputs``,
-    ``force``: see check_output)."""
+    SweepInterrupted with the runs completed before it. ``open_trace(i, run, header_extra)``: run ``i``'s
+    TraceWriter (--record-dir; its file named by ``trace_name`` and checked by spectui.contract.outputs)."""
     runs: list[SweepRun] = []
     for i, p in enumerate(plan):
         settings = Settings(draft_max=p.k, temperature=p.temperature, drafter=p.drafter, seed=seed)
         trace_path = ""
         writer = None
-        if record_dir is not None:
-            trace_path = str(record_dir / trace_name(i, p))
-            writer = TraceWriter(trace_path, {"sweep": {"run": i + 1, "of": len(plan)}}, inputs=inputs, force=force)
+        if open_trace is not None:
+            writer = open_trace(i, p, {"sweep": {"run": i + 1, "of": len(plan)}})
+            trace_path = str(writer.path)
         events = []
         control = RunControl(settings)
         if on_control is not None:
@@ -82,7 +81,7 @@ def run_sweep(
     return runs
 
 
-def measure_missing_verify(engine, runs: Sequence[SweepRun], k_max: int = 16) -> dict[int, float]:
+def measure_missing_verify(engine, runs: Sequence[SweepRun], k_max: int = K_MAX) -> dict[int, float]:
     """Verify times for the batch sizes no run used, measured on demand (between runs, never during)."""
     seen = {k for r in runs for k, _, n in r.stats.verify_ms_by_k if n}
     out: dict[int, float] = {}

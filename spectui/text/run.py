@@ -108,7 +108,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     start = stats.start
     end = stats.end
     probe = start.probe if start is not None else None  # the machine's verify curve, if measured
-    pred = _prediction(snap, stats.last_k, probe)
+    pred = _prediction(snap, stats.last_draft_max, probe)
     return {
         "tokens": list(stats.tokens),
         "text": stats.text,
@@ -214,7 +214,7 @@ def p_min_text(snap: StatsSnapshot, stats: RunStats) -> str:
     asked = sum(stops.values())  # passes that asked for drafts
     start = stats.start
     s = start.settings if start is not None else None
-    k = "auto" if s is not None and s.auto else str(s.draft_max if s is not None else stats.last_k)
+    k = "auto" if s is not None and s.auto else str(s.draft_max if s is not None else stats.last_draft_max)
     mean = snap.n_drafted / asked if asked else 0.0
     rule = f" --draft-p-min {s.draft_p_min:g}" if s is not None and s.draft_p_min > 0 else " --draft-p-min"
     return (f"{n} of {asked} drafting passes ({100 * n / asked:.0f}%) stopped below{rule}; "
@@ -282,7 +282,7 @@ def summary_text(stats: RunStats) -> str:
     probe = start.probe if start is not None else None
     if probe is not None:
         lines.append(f"this machine           {probe.summary}")
-    pred = _prediction(snap, stats.last_k, probe)
+    pred = _prediction(snap, stats.last_draft_max, probe)
     if pred is not None and getattr(pred, "advice", ""):
         lines.append(f"advice                 {pred.advice}")
     return "\n".join(lines)

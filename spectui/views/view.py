@@ -15,12 +15,11 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from ..analysis.cost.costmodel import Prediction, predict
+from ..contract.draft_length import K_MAX
 from ..contract.events import ModelInfo, RunStarted, Settings
 from ..contract.text import model_label
 from .animation import SETTLED
 from .state import ScreenSnapshot
-
-K_MAX = 16  # draft lengths the prediction covers
 
 
 @dataclass(frozen=True)

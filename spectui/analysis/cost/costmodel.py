@@ -64,11 +64,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
+from ...contract.draft_length import K_MAX
 from ..stats import StatsSnapshot
 from .verify_time import SRC_CURVE, SRC_RUN, verify_sources
 from .wording import LOSES, WINS, outcome
 
-K_MAX = 16
 TAIL_POSITIONS = 3  # conditional rates averaged for the extrapolated tail
 
 

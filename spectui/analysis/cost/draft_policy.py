@@ -84,10 +84,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ...contract.draft_length import DRAFT_MAX_LIMIT, clamp_draft_length
+from ...contract.draft_length import DRAFT_MAX_LIMIT, K_MAX, clamp_draft_length
 from ...contract.errors import SpectuiError
 from ...contract.events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
-from .costmodel import K_MAX, Prediction, predict_from
+from .costmodel import Prediction, predict_from
 from .schedule_policy import SchedulePolicy
 
 K_LIMIT = DRAFT_MAX_LIMIT  # the draft length range, 0..32 (the one rule: contract.draft_length)

@@ -231,7 +231,7 @@ def resolve(ref_text: str, hf_file: str | None = None, flag: str = "-hf", quiet:
 
 
 def resolve_models(models, use_draft: bool = True, quiet: bool = False) -> tuple[str | None, str | None]:
-    """(target path, draft path or None) for ``commands.common.ModelOptions``: local paths, or ``-hf`` / ``-hfd``."""
+    """(target path, draft path or None) for ``contract.options.ModelOptions``: local paths, or ``-hf`` / ``-hfd``."""
     if models.target and models.hf_repo:
         raise SpectuiError("give either --target PATH or -hf user/repo, not both")
     if models.draft and models.hf_repo_draft:

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from ...contract.draft_length import K_MAX
 from ...contract.errors import SpectuiError
 from ..llama.devices import gpu_devices, is_lavapipe
 from ..llama.llama_lib import llama
@@ -41,7 +42,6 @@ DEFAULT_MAX_SEQS = 32
 DEFAULT_KS = (1, 2, 4)
 DEFAULT_BATCH_REPEATS = 3
 MAX_BATCH_TOKENS = 512  # tokens in one llama_decode (llama.cpp's and llama-server's default n_batch)
-MAX_K = 16
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ def seq_sizes(max_seqs: int) -> tuple[int, ...]:
 def check_ks(ks) -> tuple[int, ...]:
     given = [int(k) for k in ks]
     out = tuple(sorted(set(given)))
-    if not out or out[0] < 1 or out[-1] > MAX_K:
-        raise SpectuiError(f"the batched probe's draft lengths must be between 1 and {MAX_K}, not {given}")
+    if not out or out[0] < 1 or out[-1] > K_MAX:
+        raise SpectuiError(f"the batched probe's draft lengths must be between 1 and {K_MAX}, not {given}")
     return out
 
 

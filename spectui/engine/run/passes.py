@@ -70,14 +70,14 @@ def cut(is_eog, ids: list[int], n_acc: int, tok: int, n_emitted: int, n_predict:
     return n_acc + 1, None
 
 
-def cap_k(k_want: int, n_past: int, n_emitted: int, n_ctx: int, n_batch: int, n_predict: int) -> int | None:
-    """``k_want`` capped for a pass after ``n_past`` cells and ``n_emitted`` tokens: the verify batch fits the
-    context and the batch size, and the pass cannot emit past n_predict. None: the context is full."""
-    k_want = clamp_draft_length(k_want)
+def cap_k(draft_max: int, n_past: int, n_emitted: int, n_ctx: int, n_batch: int, n_predict: int) -> int | None:
+    """The k a pass drafts: ``draft_max`` (already in 0..DRAFT_MAX_LIMIT: the settings' or the policy's) capped
+    for a pass after ``n_past`` cells and ``n_emitted`` tokens: the verify batch fits the context and the batch
+    size, and the pass cannot emit past n_predict. None: the context is full."""
     room = n_ctx - n_past  # free target cells; the verify batch needs k + 1 of them
     if room < 1:
         return None
-    k = min(k_want, room - 1, n_batch - 1)
+    k = min(draft_max, room - 1, n_batch - 1)
     if n_predict > 0:
         k = min(k, n_predict - n_emitted - 1)
     return max(0, k)
@@ -307,12 +307,12 @@ class PassLoop:
         """The draft length for the next pass: --draft-max or the auto-k policy, capped so that the verify
         batch fits the context and the batch size and the pass cannot emit past n_predict. None: the
         context is full."""
-        k_want = s.draft_max
+        draft_max = s.draft_max  # in range: RunControl clamps the settings (clamp_settings)
         if s.auto:
             if self.policy is None:
                 raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
-            k_want = int(self.policy.choose(s))
-        return cap_k(k_want, g.n_past, self.st.n_emitted, self.parts.n_ctx, self.target.n_batch, self.n_predict)
+            draft_max = clamp_draft_length(self.policy.choose(s))  # the one range rule, where a policy's k enters
+        return cap_k(draft_max, g.n_past, self.st.n_emitted, self.parts.n_ctx, self.target.n_batch, self.n_predict)
 
     def _spare_core_for(self, s: Settings) -> bool:
         """A core is left for the finishing thread in a pass under ``s`` (a strategy that takes them says no)."""

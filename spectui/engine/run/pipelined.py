@@ -103,10 +103,10 @@ class PipelinedPassLoop(PassLoop):
         """This pass's block on the draft thread: a hit's drafts (cut to this pass's k), or drafted afresh."""
         a, self.ahead = self.ahead, None
         n_past, n_emitted = g.n_past, self.st.n_emitted
-        k_want = lim.k if s.auto else s.draft_max
+        draft_max = lim.k if s.auto else s.draft_max
 
         def next_limits(m: int) -> DraftLimits | None:
-            k = cap_k(k_want, n_past + m + 1, n_emitted + m + 1, self.parts.n_ctx, self.target.n_batch,
+            k = cap_k(draft_max, n_past + m + 1, n_emitted + m + 1, self.parts.n_ctx, self.target.n_batch,
                       self.n_predict)
             return dataclasses.replace(lim, k=k) if k else None
 

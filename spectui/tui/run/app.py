@@ -26,6 +26,7 @@ from textual.binding import Binding
 from ...contract.control import RunControl
 from ...contract.errors import SpectuiError
 from ...contract.events import Event, MachineProbe
+from ...contract.options import RunOptions
 from ...contract.prompt import DEFAULT_PROMPT
 from ...contract.text import visible_line
 from ...recording.player import ReplayPlayer
@@ -295,9 +296,10 @@ MEASURING_WHY = ("measuring this machine's verify cost by batch size now that no
                  "cached; q quits at once; spectui probe explains it")
 
 
-def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, theme: str | None = None,
-             recorder=None, probe: MachineProbe | None = None, measure=None, **kwargs) -> int:
-    """The live TUI over ``engine.run(prompt, control, n_predict, probe)``. Returns the exit code.
+def run_live(engine, control: RunControl, opts: RunOptions, recorder=None, probe: MachineProbe | None = None,
+             measure=None, **kwargs) -> int:
+    """The live TUI over ``engine.run(opts.prompt, control, opts.n_predict, probe)``, in ``opts.theme``. Returns
+    the exit code.
 
     ``probe``: this machine's probe as cached (every run records it in ``RunStarted.probe``: auto k and the
     prediction start from it), or None: the runs' own passes feed them from the first. ``measure(say,
@@ -313,7 +315,7 @@ def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, th
     app: SpectuiApp
 
     def source(ctl: RunControl, p: str) -> Iterator[Event]:
-        return engine.run(p, ctl, n_predict, probe=machine[0], overlap=True)  # keys act between passes
+        return engine.run(p, ctl, opts.n_predict, probe=machine[0], overlap=True)  # keys act between passes
 
     def after_run(ctl: RunControl) -> None:
         if pending[0] is not None:
@@ -321,8 +323,8 @@ def run_live(engine, control: RunControl, prompt: str | None, n_predict: int, th
             if res is not None:
                 machine[0], pending[0] = res, None
 
-    app = SpectuiApp(source, control, theme=theme, recorder=recorder, prompt=prompt, n_predict=n_predict,
-                     **kwargs)
+    app = SpectuiApp(source, control, theme=opts.theme, recorder=recorder, prompt=opts.prompt,
+                     n_predict=opts.n_predict, **kwargs)
     app.after_run = after_run
     return run_app(app)
 
