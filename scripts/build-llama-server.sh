@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build (once) llama.cpp's llama-server from the llama.cpp vendored in the llama-cpp-python sdist (the
-# same llama.cpp as spectui's bindings), for `spectui attach` and its tests against a real server.
+# same llama.cpp as spectui's bindings), for `spectui attach` and its tests against a real server, and beside it
+# llama-speculative-simple (the same build: one more target), the reference the n-gram drafters' counts are tested against.
 #
 # Same SIMD flags as scripts/build-llama-cpp-python.sh: no -march=native (the AMX kernels it enables
 # crash in VMs that advertise AMX), exactly the x86 extensions /proc/cpuinfo lists, never AMX. Static
@@ -20,7 +21,7 @@ args=$(bash "$(dirname "$0")/llama-cmake-args.sh")  # the same flags for both bu
 key=$(printf 'llama-server %s %s' "$ver" "$args" | sha256sum | cut -c1-12)
 root=${SPECTUI_LLAMA_SERVER_CACHE:-$HOME/.cache/spectui/llama-server}
 out=$root/$key
-if [[ -x $out/llama-server ]]; then echo "$out"; exit 0; fi
+if [[ -x $out/llama-server && -x $out/llama-speculative-simple ]]; then echo "$out"; exit 0; fi
 
 work=$root/$key.build
 mkdir -p "$work"
@@ -37,12 +38,12 @@ echo "building llama-server (llama-cpp-python $ver's llama.cpp) with '$args' (ta
 start=$(date +%s)
 # shellcheck disable=SC2086
 cmake -S "$src/vendor/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release $args \
-  -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+  -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_APP=OFF \
   -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >&2
-cmake --build "$work/build" -j"$(nproc)" --target llama-server >&2
+cmake --build "$work/build" -j"$(nproc)" --target llama-server llama-speculative-simple >&2
 mkdir -p "$out.tmp"
-cp "$work/build/bin/llama-server" "$out.tmp/"
+cp "$work/build/bin/llama-server" "$work/build/bin/llama-speculative-simple" "$out.tmp/"
 printf '%s\n' "$args" >"$out.tmp/CMAKE_ARGS"
 echo "$(( $(date +%s) - start ))" >"$out.tmp/BUILD_SECONDS"
 rm -rf "$out"; mv "$out.tmp" "$out"

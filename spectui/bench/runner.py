@@ -56,7 +56,7 @@ class Templater:
         self.template = engine.chat_template if chat else None
         self.system = system
         # first turns rendered: every setting asks the same one, and each render is a child process (bounded:
-        # spectui.engine.chat); as large as the prompt set, whose turns are held anyway
+        # spectui.engine.files.chat); as large as the prompt set, whose turns are held anyway
         self._first: dict[tuple[str, ...], str] = {}
 
     @property

@@ -149,7 +149,7 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
 
     Args:
         dep: the deployment (``probe_deployment``: its root URL, kind and model).
-        messages: the chat so far (``engine.chat.chat_messages``).
+        messages: the chat so far (``engine.files.chat.chat_messages``).
         timeout: seconds for the whole request and its stream, not per read (``--timeout``).
 
     Returns:

@@ -104,9 +104,10 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         The Drafting: whether the draft model loads, and which head, from which file.
     """
     from ..engine.drafters import head_names
+    from ..engine.drafters.chain import chain_names
 
     heads_known = head_names()
-    names = [drafters] if isinstance(drafters, str) else list(drafters)
+    names = [n for d in ([drafters] if isinstance(drafters, str) else drafters) for n in chain_names(d)]
     kind = draft_kind(models)
     heads = [d for d in dict.fromkeys(names) if d in heads_known]
     if len(heads) > 1:
@@ -138,17 +139,19 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
 
 
 def offered_drafters(drafter: str | None, models: ModelOptions) -> list[str]:
-    """The drafters an engine loads for a command that starts with ``drafter`` and may switch (a run's TUI, d),
-    or measures them (probe): the one asked for, plus what the files given draft with: the separate draft model
-    (beside a head too), the --head, a head given as --draft."""
+    """The drafters an engine loads for a command that starts with ``drafter`` (a chain: its members) and may
+    switch (a run's TUI, d), or measures them (probe): the one asked for, plus what the files given draft with: the
+    separate draft model (beside a head too), the --head, a head given as --draft."""
     from ..engine.drafters import head_names
+    from ..engine.drafters.chain import chain_names
 
     heads_known = head_names()
     kind = draft_kind(models)
-    out = [drafter] if drafter not in (None, "ngram", "none") else []
-    if kind == "model" and not (drafter == "eagle3" and not models.head):  # else --draft is the head (-md)
+    members = chain_names(drafter) if drafter else []  # a chain's members load as each would alone
+    out = [d for d in members if d in heads_known or d == "model"]
+    if kind == "model" and not ("eagle3" in members and not models.head):  # else --draft is the head (-md)
         out.append("model")
-    elif kind in heads_known and drafter not in heads_known:
+    elif kind in heads_known and not any(d in heads_known for d in members):
         out.append(kind)
     if models.head:
         out.append("eagle3")

@@ -16,6 +16,8 @@ from ..contract.params import (
     SEED,
     TEMPERATURE,
     THREADS,
+    OptionError,
+    whole,
 )
 
 
@@ -56,10 +58,27 @@ def model_options(f):
         click.option("--no-repack", is_flag=True,
                      help="load weights without repacking (use_extra_bufts=False): a workaround for llama.cpp "
                           "builds whose AMX kernels crash"),
+        *spec_type_options(),
     ]
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def spec_type_options() -> list:
+    """llama.cpp's options of its n-gram spec types, spelled as llama.cpp spells them (``--spec-ngram-mod-n-match``
+    ...: ``spectui.engine.drafters.llama_spec.OPTIONS``), each with llama.cpp's default and bounds; what is given
+    reaches the drafters through ``ModelOptions.spec_options``."""
+    from ..engine.drafters.llama_spec import OPTIONS, option_name
+
+    out = []
+    for spec_type, opts in OPTIONS.items():
+        for o in opts:
+            kind = whole(o.low, o.high) if isinstance(o.default, int) else click.Path(dir_okay=False)
+            out.append(click.option(o.flag, option_name(o), type=kind, default=None,
+                                    help=f"{spec_type} (--drafter {spec_type}): {o.field.replace('_', '-')} "
+                                         f"(llama.cpp's default: {o.default if o.default != '' else 'none'})"))
+    return out
 
 
 def run_options(f):
@@ -120,10 +139,34 @@ def pipeline_option():
 
 def drafter_option(note: str = ""):
     """``--drafter`` with the same choices in every command; ``note`` says what this command does with them."""
-    from ..engine.drafters import names
+    return click.option("--drafter", "--spec-type", "drafter", type=DrafterType(), default=None,
+                        help=drafter_help() + "; several, comma-separated, chain as llama.cpp's --spec-type does "
+                        "(the first in llama.cpp's priority that drafts drafts the pass; llama.cpp's names work too)"
+                        + (f"; {note}" if note else ""))
 
-    return click.option("--drafter", type=click.Choice(names()), default=None,
-                        help=drafter_help() + (f"; {note}" if note else ""))
+
+class DrafterType(click.ParamType):
+    """A drafter or a chain of drafters, by spectui's names or llama.cpp's ``--spec-type`` names, comma-separated
+    (``spectui.engine.drafters.canonical``); ``choices`` are the drafters' own names."""
+
+    name = "drafter"
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from ..engine.drafters import names
+
+        return names()
+
+    def get_metavar(self, param, ctx=None) -> str:  # noqa: ARG002 (click's signature)
+        return "NAME[,NAME...]"
+
+    def convert(self, value, param, ctx):
+        from ..engine.drafters import canonical
+
+        try:
+            return canonical(str(value))
+        except ValueError as exc:
+            raise OptionError(str(exc), ctx=ctx, param=param) from None
 
 
 def draft_max_option(help: str, default: str | None = str(DEFAULT_DRAFT_MAX), hidden: bool = False):

@@ -65,7 +65,7 @@ class ChatEngine:
         self._rendered: tuple[str, str] | None = None  # (the user's text, its prompt): the last one rendered
 
     def prompt_text(self, text: str) -> str:
-        """The prompt for the user's ``text``: the template rendered over it (bounded: ``engine.chat``), the
+        """The prompt for the user's ``text``: the template rendered over it (bounded: ``engine.files.chat``), the
         last one kept, so the render a command does before the run starts is the one the run uses."""
         from ..engine.files.chat import chat_messages
 

@@ -390,6 +390,7 @@ _ENUMS.update(
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
         ("Settings", "drafter"): _drafter_name(empty=False),
         ("HeadInfo", "kind"): _drafter_name(empty=True),
+        ("PassEvent", "drafter"): _drafter_name(empty=True),
         ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
         ("PipeInfo", "thrown_why"): _one_of(SPEC_WHYS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),

@@ -38,8 +38,9 @@ STOP_USER = "stopped"  # stopped by the user (q, Ctrl+C, SIGTERM/SIGHUP, restart
 STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 
 # A drafter's name (spectui.engine.drafters: each drafter names itself; a trace may carry any name that reads as
-# one, so a trace of a newer drafter still replays): lower-case letters, digits, "-" and "_", at most 32.
-DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+# one, so a trace of a newer drafter still replays): lower-case letters, digits, "-" and "_", at most 32; a chain
+# is up to 8 of them joined by commas ("ngram-mod,model": spectui.engine.drafters.chain).
+DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}(,[a-z0-9][a-z0-9_-]{0,31}){0,7}")
 
 
 def is_drafter_name(value: object) -> bool:
@@ -285,6 +286,9 @@ class PassEvent:
     # A head drafted (HeadInfo): which one, per draft, 0-based (chained MTP heads: 0, 1, ..; a single head
     # repeats: 0, 0, ..). Empty for a draft model, ngram, no drafts, and traces from before this field.
     draft_heads: tuple[int, ...] = ()
+    # The drafter that proposed this pass's drafts (Settings.drafter, or in a chain the member that drafted);
+    # "" for a pass without drafts and for traces from before this field.
+    drafter: str = ""
     # A pipelined pass (--pipeline): what the draft thread did meanwhile. In such a pass Timing.draft_ms is the
     # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the
     # drafting itself. None for a sequential pass.

@@ -18,6 +18,9 @@ __all__ = ["INSPECT_TOP_DEFAULT", "Drafting", "EngineOptions", "ModelOptions", "
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
 
 
+SPEC_OPTION_PREFIXES = ("spec_ngram_", "lookup_cache_")  # the click names of llama.cpp's n-gram types' options
+
+
 def options_from(cls, values: dict, *, strict: bool = True):
     """An options dataclass ``cls`` from a command's values by name (click's ``**kwargs``): its fields are taken
     out of ``values`` (the rest stays for the caller), a ``models`` field from the model options among them
@@ -50,12 +53,18 @@ class ModelOptions:
     threads: int | None = None
     threads_draft: int | None = None  # -td (llama.cpp's --threads-draft)
     no_repack: bool = False
-    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/graph_path.py)
+    sampling: str = "auto"  # --sampling: auto | graph | cpu (engine/run/graph_path.py)
     head: str | None = None  # --head FILE: an EAGLE-3 head beside the separate draft model (--draft)
+    # llama.cpp's --spec-ngram-* / --lookup-cache-* options the user gave, as (option name, value) pairs
+    # (spectui.engine.drafters.llama_spec.params_from makes them each n-gram type's params)
+    spec_options: tuple[tuple[str, object], ...] = ()
 
     @classmethod
     def pop_from(cls, kwargs: dict) -> "ModelOptions":
-        """Take this class's fields out of a click kwargs dict (the rest stays for the caller)."""
+        """Take this class's fields out of a click kwargs dict (the rest stays for the caller); the n-gram types'
+        options (``spec_ngram_*``, ``lookup_cache_*``) given go into ``spec_options``."""
+        spec = tuple((k, kwargs.pop(k)) for k in sorted(kwargs) if k.startswith(SPEC_OPTION_PREFIXES))
+        kwargs.setdefault("spec_options", tuple((k, v) for k, v in spec if v is not None))
         return options_from(cls, kwargs, strict=False)
 
     @property
@@ -89,7 +98,7 @@ class EngineOptions:
     the overlapped finishing (None: found out). head: "eagle3" or "mtp" (docs/eagle3-mtp.md); head_file: its own
     file beside a separate draft model; head_in_every_run: the head reads the target's decodes in every run
     (False: only in runs that start with it). sampling: "cpu", "graph" or "auto" (docs/lossless.md).
-    pin_pipeline, pipeline_threads: the pipelined passes' placement and thread split (engine/pipeline.py).
+    pin_pipeline, pipeline_threads: the pipelined passes' placement and thread split (engine/run/pipeline.py).
     """
 
     n_ctx: int = 4096
@@ -109,6 +118,7 @@ class EngineOptions:
     sampling: str = "cpu"
     pin_pipeline: bool = False
     pipeline_threads: tuple[int, int] | None = None
+    spec_options: tuple[tuple[str, object], ...] = ()  # llama.cpp's n-gram types' options (ModelOptions')
 
     def but(self, **changes) -> "EngineOptions":
         """These options with ``changes`` (field names; an unknown one is a TypeError)."""
@@ -120,7 +130,8 @@ class EngineOptions:
         --sampling), with ``more`` (inspect_top, head, ...)."""
         return cls(n_ctx=models.ctx_size, threads=models.threads, threads_draft=models.threads_draft,
                    no_repack=models.no_repack, n_gpu_layers=models.n_gpu_layers,
-                   n_gpu_layers_draft=models.n_gpu_layers_draft, sampling=models.sampling, **more)
+                   n_gpu_layers_draft=models.n_gpu_layers_draft, sampling=models.sampling,
+                   spec_options=models.spec_options, **more)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from ..contract.options import INSPECT_TOP_DEFAULT, EngineOptions
 from ..contract.params import INSPECT_TOP_LIMIT
 from .cpu import OthersCpu, default_threads
 from .cpu import spare_core as _spare_core
+from .drafters import spec_params
 from .drafters import specs as drafter_specs
 from .drafters.base import Drafter, DrafterResources
 from .drafters.spec_heads import check_head, make_head_drafter
@@ -107,6 +108,7 @@ class Engine:
         dpath = check_gguf_file(draft_path, "draft") if draft_path else None
         self.head, self.head_file, head_path, dpath = _heads(o.head, o.head_file, tpath, dpath)
         n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
+        params = spec_params(o.spec_options)  # llama.cpp's n-gram options, refused before any weights load
         self._load(tpath, dpath, (n_shared, ngl_t, ngl_d), o.but(n_ctx=n_ctx))
         # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
         self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
@@ -115,7 +117,7 @@ class Engine:
         if self.draft is not None and (msg := pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)):
             self.warn(msg)
         self._others = OthersCpu()  # other processes' CPU use on our cores, sampled once per pass
-        self._drafters = Drafters(self._make_drafters(o.head, head_path), self._head, self.warn)
+        self._drafters = Drafters(self._make_drafters(o.head, head_path, params), self._head, self.warn)
         self._texts: dict[int, str] = {}  # token id -> its piece as text (inspector candidates)
         self._cursor, self._chat = TargetCursor(), _UNSET  # the target's KV cells between runs; its template (lazy)
         for m in (self.target, self.draft):
@@ -125,7 +127,7 @@ class Engine:
         self.spare_core = _find_spare_core(o.spare_core, self.threads, self.target, self.draft)
         self._prob_rows = RowPool()  # the target's softmaxed rows and residuals (T > 0), reused
 
-    def _make_drafters(self, head: str | None, head_path: str | None) -> dict[str, "Drafter"]:
+    def _make_drafters(self, head: str | None, head_path: str | None, params: dict) -> dict[str, "Drafter"]:
         """Every drafter this engine can switch to mid-run: each of the package's drafters whose needs this
         engine's models meet (drafters.specs(): none and the model-free ones always; the draft model's with a
         draft; the head's with that head)."""
@@ -135,7 +137,8 @@ class Engine:
             except BaseException:
                 self.close()
                 raise
-        res = DrafterResources(target=self.target, draft=self.draft, head=self._head)
+        res = DrafterResources(target=self.target, draft=self.draft, head=self._head,
+                               params=params)
         made = ((s.name, s.make(res)) for s in drafter_specs())
         return {name: d for name, d in made if d is not None}
 
@@ -310,7 +313,7 @@ class Engine:
 
     @property
     def chat_template(self):
-        """The target's chat template (``engine.chat.ChatTemplate``), None when the GGUF has none."""
+        """The target's chat template (``engine.files.chat.ChatTemplate``), None when the GGUF has none."""
         if self._chat is _UNSET:
             if self.target is None:
                 raise SpectuiError("the engine is closed")

@@ -55,13 +55,18 @@ def target_law(path, tokens, temperature=1.0):
         m.close()
 
 
+# llama.cpp's ngram-simple with a 1-token key: a point mass proposed from the text, as prompt lookup's
+NGRAM_SIMPLE_1 = (("spec_ngram_simple_size_n", 1), ("spec_ngram_simple_size_m", 2))
+
+
 @pytest.mark.parametrize(
-    "drafter,prompt",
-    [("model", "the hash map handles collisions"), ("ngram", "at if false same it true")],
+    "drafter,prompt,spec",
+    [("model", "the hash map handles collisions", ()), ("ngram", "at if false same it true", ()),
+     ("ngram-simple", "at if false same it true", NGRAM_SIMPLE_1)],
 )
 @pytest.mark.slow  # a law checked over many samples
-def test_speculative_sampling_matches_target_law(make_engine, tiny_target, tiny_draft_noisy, drafter, prompt):
-    with make_engine(tiny_target, tiny_draft_noisy, n_ctx=256) as e:
+def test_speculative_sampling_matches_target_law(make_engine, tiny_target, tiny_draft_noisy, drafter, prompt, spec):
+    with make_engine(tiny_target, tiny_draft_noisy, n_ctx=256, spec_options=spec) as e:
         prompt_ids = e.tokenize(prompt)
         second, third = Counter(), {}
         verdicts = Counter()

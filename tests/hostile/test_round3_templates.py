@@ -1,5 +1,5 @@
 """The third hostile-input report (../shared/reports/bad-input-2026-12-06.md), its chat-template rows, by id:
-a GGUF's ``tokenizer.chat_template`` is a stranger's code, rendered under a budget (spectui.engine.chat:
+a GGUF's ``tokenizer.chat_template`` is a stranger's code, rendered under a budget (spectui.engine.files.chat:
 3 s, 256 MiB, 4 MiB of text, in a forked child: spectui.contract.bounded). Each case is a real process
 (``python -m spectui``) on a tiny GGUF built here with the hostile template; its peak memory is the
 command's own, the render's child included (tests/hostile/peak_rss.py: ``wait4`` counts the children the

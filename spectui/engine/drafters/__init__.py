@@ -15,7 +15,7 @@ import pkgutil
 
 from .base import DrafterSpec
 
-__all__ = ["DrafterSpec", "by_name", "canonical", "head_names", "names", "specs"]
+__all__ = ["DrafterSpec", "by_name", "canonical", "head_names", "names", "spec_params", "specs"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,8 +72,9 @@ def canonical(value: str) -> str:
     for part in chain_names(value):
         spec = by_name(part.lower())
         if spec is None:
-            raise ValueError(f"no drafter is named {part!r} (one of {', '.join(names())}, or llama.cpp's "
-                             f"{', '.join(s.spec_type for s in specs() if s.spec_type)})")
+            other = [s.spec_type for s in specs() if s.spec_type and s.spec_type != s.name]
+            raise ValueError(f"no drafter is named {part!r} (one of {', '.join(names())}; llama.cpp's names "
+                             f"{', '.join(other)} work too)")
         if spec not in found:
             found.append(spec)
     if not found:
@@ -81,3 +82,22 @@ def canonical(value: str) -> str:
     if len(found) > 1 and any(s.name == "none" for s in found):
         raise ValueError("none drafts nothing: it cannot be part of a chain")
     return CHAIN_SEPARATOR.join(s.name for s in sorted(found, key=lambda s: s.priority))
+
+
+def spec_params(given) -> dict:
+    """The params of each drafter whose llama.cpp options the user gave (``EngineOptions.spec_options``: option
+    name and value pairs), by its ``--spec-type`` name; a drafter none of whose options was given takes
+    llama.cpp's defaults (it is left out).
+
+    Args:
+        given: ``(option name, value)`` pairs (``llama_spec.option_name``).
+
+    Returns:
+        ``{spec type: params}``.
+
+    Raises:
+        SpectuiError: a value llama.cpp refuses, with its message.
+    """
+    from .llama_spec import params_from  # noqa: PLC0415
+
+    return params_from(given, {s.spec_type: s.params for s in specs() if s.params is not None})

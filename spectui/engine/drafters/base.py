@@ -66,6 +66,8 @@ class DrafterSpec:
         head: drafted by a head the engine must be loaded with (``Engine(head=name)``).
         priority: its place in a chain (lower drafts first): llama.cpp's order (common_speculative_init: the
             n-gram types, then the model-based ones).
+        params: the maker of its options' params (llama.cpp's ``--spec-ngram-*``: fields named after them), None
+            for a drafter without such options.
     """
 
     name: str
@@ -77,6 +79,7 @@ class DrafterSpec:
     order: int = 100
     head: bool = False
     priority: int = 100
+    params: Callable[..., object] | None = None
 
     def __post_init__(self) -> None:
         if self.needs not in NEEDS or self.shape not in SHAPES:

@@ -88,6 +88,32 @@ def check_options(spec_type: str, params: object) -> None:
             raise SpectuiError(f"{opt.flag} {value!r}: {_MESSAGES[opt.field]}")
 
 
+def option_name(opt: SpecOption) -> str:
+    """The option's name as the command line hands it over (click's: ``--spec-ngram-mod-n-match`` ->
+    ``spec_ngram_mod_n_match``)."""
+    return opt.flag.lstrip("-").replace("-", "_")
+
+
+def params_from(given: Iterable[tuple[str, object]], makers: dict) -> dict:
+    """Each n-gram type's params from the options the user gave (``(option name, value)`` pairs); a type none of
+    whose options was given is left out (llama.cpp's defaults).
+
+    Args:
+        given: the options given, by ``option_name``.
+        makers: per spec type, its params class (called with the fields given).
+
+    Returns:
+        ``{spec type: params}``.
+    """
+    values = dict(given)
+    out = {}
+    for spec_type, opts in OPTIONS.items():
+        fields = {o.field: values[option_name(o)] for o in opts if option_name(o) in values}
+        if fields:
+            out[spec_type] = makers[spec_type](**fields)
+    return out
+
+
 def chain_order(names: Iterable[str]) -> tuple[str, ...]:
     """The types llama.cpp runs for one ``--spec-type`` list, in the order it tries them.
 

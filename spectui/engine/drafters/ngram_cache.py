@@ -273,5 +273,6 @@ class NgramCache:
 
 
 SPEC = DrafterSpec(name="ngram-cache", spec_type="ngram-cache", needs="nothing", shape="chain", order=25, priority=5,
+                   params=NgramCacheParams,
                    summary="llama.cpp's ngram-cache: n-gram counts of the context (and a static cache file), 8 drafts",
                    make=lambda res: PointMassDrafter("ngram-cache", lambda: NgramCache(res.params.get("ngram-cache"))))

@@ -270,9 +270,11 @@ def _map(name: str, key_only: bool):
 
 SPECS = (
     DrafterSpec(name="ngram-map-k", spec_type="ngram-map-k", needs="nothing", shape="chain", order=22, priority=2,
+                params=lambda **kw: NgramMapParams(key_only=True, **kw),
                 summary="llama.cpp's ngram-map-k: an index of size-n keys, what followed the latest match",
                 make=_map("ngram-map-k", True)),
     DrafterSpec(name="ngram-map-k4v", spec_type="ngram-map-k4v", needs="nothing", shape="chain", order=23, priority=3,
+                params=lambda **kw: NgramMapParams(key_only=False, **kw),
                 summary="llama.cpp's ngram-map-k4v: keys with up to four counted values, drafted past min-hits",
                 make=_map("ngram-map-k4v", False)),
 )

@@ -185,5 +185,6 @@ class NgramMod:
 
 
 SPEC = DrafterSpec(name="ngram-mod", spec_type="ngram-mod", needs="nothing", shape="chain", order=24, priority=4,
+                   params=NgramModParams,
                    summary="llama.cpp's ngram-mod: a hash pool of n-grams shared by the session's runs, n-min..n-max",
                    make=lambda res: PointMassDrafter("ngram-mod", lambda: NgramMod(res.params.get("ngram-mod"))))

@@ -95,6 +95,7 @@ class NgramSimple:
 
 
 SPEC = DrafterSpec(name="ngram-simple", spec_type="ngram-simple", needs="nothing", shape="chain", order=21, priority=1,
+                   params=NgramSimpleParams,
                    summary="llama.cpp's ngram-simple: what followed the latest earlier match of the last size-n tokens",
                    make=lambda res: PointMassDrafter("ngram-simple",
                                                      lambda: NgramSimple(res.params.get("ngram-simple"))))

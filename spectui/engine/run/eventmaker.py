@@ -156,6 +156,7 @@ class PassEventMaker:
             others_cpu=self.others.sample(),  # other processes' CPU since the last sample (a /proc/stat read)
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
             inspect=inspect, draft_heads=tuple(prop.heads) if prop is not None else (),
+            drafter=(prop.drafter or w.settings.drafter) if prop is not None and prop.ids else "",
             pipeline=self._pipe_info(w.pipe) if w.pipe is not None else None,
         )
         # the pass's probability rows are read no more: back to the pool for the next passes
