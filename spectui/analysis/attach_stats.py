@@ -33,7 +33,7 @@ from ..contract.events import (
     RequestEnded,
     RequestStarted,
 )
-from .stats import interpolated_quantile
+from .quantiles import interpolated_quantile
 
 # Status of one engine's window.
 OK = "ok"  # drafts happened in the window

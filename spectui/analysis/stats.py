@@ -40,6 +40,9 @@ Definitions (identical for a live run and a replayed trace, because both are the
   In a pipelined pass ``Timing.draft_ms`` is the loop's wait; the draft cost ratio c counts the draft
   thread's own drafting (``PipeInfo.draft_busy_ms``) there.
 
+Per drafter (a chain, or the ``d`` key mid-run): the same counts for the passes each drafter proposed
+(``drafter_stats``; ``StatsSnapshot.by_drafter``).
+
 ``RunStats`` is an incremental accumulator, so the TUI, a streaming replay and the headless summary
 all use the same code. Exact ITL percentiles need every token's ITL: they are kept in a compact
 ``array('d')`` (8 bytes per token); token ids and texts are kept only with ``keep_tokens=True`` (the
@@ -48,37 +51,17 @@ JSON summary needs them, the text summary does not).
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..contract.events import ACCEPTED, REJECTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
+from .drafter_stats import ByDrafter, DrafterStat
+from .quantiles import percentile
 
 CONTENDED_CORES = 0.5  # other processes using at least this many of the run's cores ...
 CONTENDED_FRACTION = 0.6  # ... while tokens/s is below this fraction of the run's own uncontended rate
-
-
-def percentile(values, q: float) -> float:
-    """Nearest-rank percentile (q in 0..100); 0.0 for an empty list."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    rank = max(1, math.ceil(q / 100.0 * len(s)))
-    return s[min(rank, len(s)) - 1]
-
-
-def interpolated_quantile(values, q: float) -> float | None:
-    """Linear interpolation between the closest ranks (numpy's default; q in 0..1); None for an empty list.
-    The watched servers' and the concurrency levels' figures (``percentile`` above is the live run's)."""
-    if not values:
-        return None
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 @dataclass(frozen=True)
@@ -225,6 +208,7 @@ class StatsSnapshot:
     draft_continue_by_position: tuple[ContinueStat, ...] = ()
     draft_stops: tuple[tuple[str, int], ...] = ()  # (PassEvent.draft_stop, passes), passes that asked k > 0
     pipeline: PipelineStats | None = None  # None: no pipelined pass
+    by_drafter: tuple[DrafterStat, ...] = ()  # per drafter that drafted (drafter_stats.py)
 
 
 @dataclass
@@ -249,6 +233,7 @@ class RunStats:
     itl_ms: array = field(default_factory=lambda: array("d"))
     verify_by_k: dict[int, list[float]] = field(default_factory=dict)  # k -> [sum_ms, count]
     recent: deque = field(default_factory=lambda: deque(maxlen=20))  # (tokens, wall_ms)
+    by_drafter: ByDrafter = field(default_factory=ByDrafter)
     n_ctx_used: int = 0
     elapsed_s: float = 0.0
     tokens: array = field(default_factory=lambda: array("q"))
@@ -307,6 +292,7 @@ class RunStats:
             self.ttft_ms = ev.timing.wall_ms
             return
         self._drafting(ev)
+        self.by_drafter.add(ev)
         self.verify_ms += ev.timing.verify_ms
         self.other_ms += ev.timing.other_ms
         self.n_passes += 1
@@ -475,7 +461,7 @@ class RunStats:
                 for i, a in enumerate(self.pos_asked)
             ),
             draft_stops=tuple(sorted(self.draft_stop_counts.items())),
-            pipeline=self.pipeline(),
+            pipeline=self.pipeline(), by_drafter=self.by_drafter.snapshot(),
         )
 
     def confidence(self) -> tuple[ConfidenceBucket, ...]:

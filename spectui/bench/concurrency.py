@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from ..analysis.knee import knee_text as kt
 from ..analysis.measured import batch_knee as bk
 from ..analysis.measured.cachefile import CacheError
-from ..analysis.stats import interpolated_quantile
+from ..analysis.quantiles import interpolated_quantile
 from ..contract.errors import SpectuiError
 from ..contract.events import REQ_ERROR, RequestChunk, RequestEnded
 from ..engine.files.chat import chat_messages

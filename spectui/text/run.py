@@ -13,6 +13,7 @@ import sys
 from typing import IO, Callable, Iterable
 
 from ..analysis.cost.costmodel import predict
+from ..analysis.drafter_stats import drafter_dicts, drafter_lines
 from ..analysis.stats import RunStats, StatsSnapshot
 from ..contract.event_json import to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
@@ -124,6 +125,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
         "mean_acceptance_length": figures["mean_acceptance_length"],
         "tokens_per_pass": figures["tokens_per_pass"],
         **_acceptance_dict(snap),
+        "by_drafter": drafter_dicts(snap.by_drafter),
         "tokens_per_second": figures["tokens_per_second"],
         "ttft_ms": figures["ttft_ms"],
         "itl_ms_p50": figures["itl_ms_p50"],
@@ -273,6 +275,7 @@ def summary_text(stats: RunStats) -> str:
     # ours
     lines += _drafter_lines(start)
     lines += _acceptance_lines(snap, stats, decoded)
+    lines += drafter_lines(snap.by_drafter)
     lines += _speed_lines(snap, decoded)
     lines += _cost_lines(snap, start, decoded)
     if start is not None:

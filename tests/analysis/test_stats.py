@@ -3,7 +3,8 @@
 import pytest
 from synthetic_events import make_pass, make_pass_with_verdicts, make_prefill, make_start
 
-from spectui.analysis.stats import RunStats, compute, percentile, pooled_rates
+from spectui.analysis.quantiles import percentile
+from spectui.analysis.stats import RunStats, compute, pooled_rates
 from spectui.contract.event_json import from_dict, to_dict
 from spectui.contract.events import (
     ACCEPTED,

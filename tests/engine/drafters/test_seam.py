@@ -4,6 +4,7 @@ proposed it (PassEvent.drafter); options spelled as llama.cpp's reach the types 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -113,5 +114,17 @@ def test_spec_type_chain_runs_headless_and_says_who_drafted(tiny_target, tiny_dr
 
     events = read_trace(trace).events
     passes = [ev for ev in events if isinstance(ev, PassEvent) and ev.drafts]
-    assert passes and {p.drafter for p in passes} <= {"ngram-simple", "model"}
+    assert {p.drafter for p in passes} == {"ngram-simple", "model"}
     assert passes[0].settings.drafter == "ngram-simple,model"
+    for name in ("ngram-simple", "model"):  # the summary's per-drafter line, counted from the trace
+        mine = [p for p in passes if p.drafter == name]
+        drafted = sum(len(p.drafts) for p in mine)
+        accepted = sum(1 for p in mine for d in p.drafts if d.verdict == "accepted")
+        line = f"drafter {name}: {len(mine)} passes, {drafted} drafted, {accepted} accepted"
+        assert any(x.startswith(line) for x in r.stdout.splitlines()), (line, r.stdout)
+    replayed = subprocess.run([sys.executable, "-m", "spectui", "replay", "--json", str(trace)], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60)
+    assert replayed.returncode == 0, replayed.stderr
+    by = {d["drafter"]: d for d in json.loads(replayed.stdout)["by_drafter"]}
+    assert set(by) == {"ngram-simple", "model"}
+    assert sum(d["drafted"] for d in by.values()) == sum(len(p.drafts) for p in passes)

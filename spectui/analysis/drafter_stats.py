@@ -1,0 +1,71 @@
+"""Statistics per drafter, for runs whose passes were proposed by more than one drafter (a chain: ``--spec-type
+ngram-mod,draft-simple``; or the ``d`` key mid-run): each pass counts for the drafter that proposed it
+(``PassEvent.drafter``; a trace from before that field: the pass's ``Settings.drafter``). The same definitions as
+the run's (``stats``): acceptance rate = accepted / drafted; mean acceptance length = 1 + accepted / passes that
+drafted (vLLM's; llama.cpp prints the same figure per spec type as "#mean acc len")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..contract.events import ACCEPTED, PassEvent
+
+
+@dataclass(frozen=True)
+class DrafterStat:
+    """One drafter's share of a run: passes it drafted, tokens it drafted and had accepted."""
+
+    name: str
+    passes: int
+    drafted: int
+    accepted: int
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        return 1.0 + self.accepted / self.passes if self.passes else 0.0
+
+
+class ByDrafter:
+    """The per-drafter counts, pass by pass (``RunStats`` feeds it every decode pass)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, list[int]] = {}  # name -> [passes, drafted, accepted], in order of first draft
+
+    def add(self, ev: PassEvent) -> None:
+        """Count a decode pass for the drafter that proposed its drafts (a pass without drafts counts for none)."""
+        if not ev.drafts:
+            return
+        c = self._counts.setdefault(ev.drafter or ev.settings.drafter, [0, 0, 0])
+        c[0] += 1
+        c[1] += len(ev.drafts)
+        c[2] += sum(1 for d in ev.drafts if d.verdict == ACCEPTED)
+
+    def snapshot(self) -> tuple[DrafterStat, ...]:
+        """Every drafter that drafted, in the order they first drafted."""
+        return tuple(DrafterStat(name, *c) for name, c in self._counts.items())
+
+
+def drafter_lines(stats: tuple[DrafterStat, ...]) -> list[str]:
+    """The summary's lines, one per drafter, when more than one drafted (one drafter: the run's own lines say it).
+
+    Args:
+        stats: ``StatsSnapshot.by_drafter``.
+
+    Returns:
+        "drafter ngram-mod: 12 passes, 40 drafted, 31 accepted (77.5%), mean acceptance length 3.58", or nothing.
+    """
+    if len(stats) < 2:
+        return []
+    return [f"drafter {s.name}: {s.passes} passes, {s.drafted} drafted, {s.accepted} accepted "
+            f"({100 * s.acceptance_rate:.1f}%), mean acceptance length {s.mean_acceptance_length:.2f}" for s in stats]
+
+
+def drafter_dicts(stats: tuple[DrafterStat, ...]) -> list[dict]:
+    """``--json``'s ``by_drafter``: one object per drafter that drafted (every run, one drafter too)."""
+    return [{"drafter": s.name, "passes": s.passes, "drafted": s.drafted, "accepted": s.accepted,
+             "acceptance_rate": s.acceptance_rate, "mean_acceptance_length": s.mean_acceptance_length}
+            for s in stats]

@@ -1,0 +1,28 @@
+"""Quantiles, two ways: the live run's ITL percentiles by nearest rank (``percentile``, llama.cpp's and vLLM's
+p50 / p95 of a run), and the watched servers' and the concurrency levels' by linear interpolation between the
+closest ranks (``interpolated_quantile``, numpy's default)."""
+
+from __future__ import annotations
+
+import math
+
+
+def percentile(values, q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0.0 for an empty list."""
+    if not values:
+        return 0.0
+    s = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(s)))
+    return s[min(rank, len(s)) - 1]
+
+
+def interpolated_quantile(values, q: float) -> float | None:
+    """Linear interpolation between the closest ranks (numpy's default; q in 0..1); None for an empty list.
+    The watched servers' and the concurrency levels' figures (``percentile`` above is the live run's)."""
+    if not values:
+        return None
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
