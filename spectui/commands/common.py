@@ -214,13 +214,13 @@ def loading_stop(on_stop=None) -> SignalStop:
 
 def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = False, own_thread: bool = False,
                 inspect_top: int = 5, head: str | None = None, head_file: str | None = None,
-                head_in_every_run: bool = True, drafting: Drafting | None = None):
+                head_in_every_run: bool = True, drafting: Drafting | None = None, grow_kv: bool = False):
     """Resolve the model files (paths, or Hugging Face repos through its cache), check them, build the Engine.
 
     Args:
         models: the model options; drafting: what drafts (``plan_drafting``: it sets use_draft, head and
             head_file); quiet: no loading notes; own_thread: on its own EngineThread (the TUI).
-        inspect_top: top-N candidates recorded per position (0: off); head_in_every_run: see ``Engine``.
+        inspect_top: top-N candidates recorded per position (0: off); head_in_every_run, grow_kv: see ``Engine``.
 
     Returns:
         The loaded Engine (or EngineThread); bad input (a missing or foreign file, mismatched vocabularies) is
@@ -264,6 +264,7 @@ def load_engine(models: ModelOptions, *, use_draft: bool = True, quiet: bool = F
             n_gpu_layers=models.n_gpu_layers, n_gpu_layers_draft=models.n_gpu_layers_draft,
             inspect_top=inspect_top, draft_policy=PolicyByMode, head=head, sampling=models.sampling,
             head_file=head_file, head_in_every_run=head_in_every_run, threads_draft=models.threads_draft,
+            grow_kv=grow_kv,
         )
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)

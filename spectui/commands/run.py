@@ -162,8 +162,9 @@ def run_main(
     try:
         with signals:
             recorder = _run_recorder(record, models, prompt_file, force, anonymous=not plan.headless)
+            # headless: one run, on this thread, so its KV caches are sized to it (Engine's grow_kv)
             engine = load_engine(models, quiet=as_json, own_thread=not plan.headless, inspect_top=plan.inspect_top,
-                                 drafting=plan.drafting)
+                                 drafting=plan.drafting, grow_kv=plan.headless)
             if recorder is not None and recorder.background:
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)
