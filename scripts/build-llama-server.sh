@@ -2,8 +2,9 @@
 # Build (once) llama.cpp's llama-server from the llama.cpp vendored in the llama-cpp-python sdist (the
 # same llama.cpp as spectui's bindings), for `spectui attach` and its tests against a real server.
 #
-# Same SIMD flags as scripts/build-llama-cpp-python.sh: no -march=native (the AMX kernels it enables
-# crash in VMs that advertise AMX), exactly the x86 extensions /proc/cpuinfo lists, never AMX. Static
+# Same flags as scripts/build-llama-cpp-python.sh (scripts/llama-cmake-args.sh): the GPU backend found with its
+# toolkit, if any, and no -march=native (the AMX kernels it enables crash in VMs that advertise AMX), exactly
+# the x86 extensions /proc/cpuinfo lists, never AMX. Static
 # (one relocatable binary), no web UI download (LLAMA_USE_PREBUILT_UI=OFF), no OpenSSL, no curl.
 #
 # The binary is cached in ~/.cache/spectui/llama-server/<key>/llama-server, keyed by version + flags,
@@ -12,6 +13,7 @@
 #
 # usage: scripts/build-llama-server.sh [PYTHON]    (PYTHON runs `pip download`; default python3)
 #   SPECTUI_LLAMA_CMAKE_ARGS=...  overrides the detected flags (e.g. "-DGGML_CUDA=on" for a GPU build)
+#   SPECTUI_LLAMA_BACKEND=NAME    cpu, cuda, hip, metal or vulkan instead of the detected one
 #   SPECTUI_LLAMA_SERVER_CACHE=DIR  cache root (default ~/.cache/spectui/llama-server)
 set -euo pipefail
 py=${1:-python3}

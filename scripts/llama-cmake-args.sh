@@ -97,7 +97,7 @@ cuda_archs() {  # "-DCMAKE_CUDA_ARCHITECTURES=90" from nvidia-smi's compute capa
   local caps
   on_path nvidia-smi || return 0
   caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | grep -E '^[0-9]+$' \
-    | sort -un | paste -sd';' || true)
+    | sort -un | paste -sd';' - || true)
   [[ -n $caps ]] && printf ' -DCMAKE_CUDA_ARCHITECTURES=%s' "$caps"
   return 0
 }
