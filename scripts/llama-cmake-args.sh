@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CMake flags spectui builds llama.cpp with (llama-cpp-python's wheel and llama-server alike), printed
-# on one line: a GPU backend when this machine has a GPU and its toolkit, plus the CPU flags.
+# The CMake flags spectui builds llama.cpp with (llama-cpp-python's wheel; llama-server takes the CPU flags
+# unless asked), printed on one line: a GPU backend when this machine has a GPU and its toolkit, plus the CPU
+# flags.
 #
 # usage: scripts/llama-cmake-args.sh [--backend]
 #   (no option)  the flags
