@@ -11,6 +11,7 @@ Configurations:
   before   mmap on with weight repacking (the repacked copies and the file pages both resident),
            n_ubatch 512 (compute buffers reserved for 512-row logits on both contexts)
   after    spectui's defaults: no mmap when repacking, n_ubatch = engine default
+  headless as after, with the KV caches sized to the run (Engine grow_kv, what `spectui --headless` asks for)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 CONFIGS = {
     "before": {"use_mmap": True, "n_ubatch": 512},
     "after": {},
+    "headless": {"grow_kv": True},
 }
 
 CHILD = r"""
@@ -94,14 +96,16 @@ def main() -> int:
     def mean(name, key):
         return sum(x[key] for x in res[name]) / len(res[name])
 
-    print(f"{'config':8s} {'peak RSS':>9s} {'over files':>10s} {'t/s':>7s} {'TTFT ms':>8s} {'verify ms':>9s} "
-          f"{'draft ms':>9s}")
+    print(f"{'config':8s} {'peak RSS':>9s} {'over files':>10s} {'(MiB)':>6s} {'t/s':>7s} {'TTFT ms':>8s} "
+          f"{'verify ms':>9s} {'draft ms':>9s}")
     for name in CONFIGS:
         rss = max(x["maxrss_kb"] for x in res[name]) * 1024
-        print(f"{name:8s} {rss / 1e9:8.3f}G {(rss - files) / 1e6:+9.0f}M {mean(name, 'tps'):7.2f} "
-              f"{mean(name, 'ttft_ms'):8.0f} {mean(name, 'verify_ms'):9.1f} {mean(name, 'draft_ms'):9.1f}")
-    print("after/before: " + ", ".join(
-        f"{k} {mean('after', k) / mean('before', k):.3f}x" for k in ("tps", "ttft_ms", "verify_ms", "draft_ms")))
+        print(f"{name:8s} {rss / 1e9:8.3f}G {(rss - files) / 1e6:+9.0f}M {(rss - files) / 2**20:+6.0f} "
+              f"{mean(name, 'tps'):7.2f} {mean(name, 'ttft_ms'):8.0f} {mean(name, 'verify_ms'):9.1f} "
+              f"{mean(name, 'draft_ms'):9.1f}")
+    for name in list(CONFIGS)[1:]:
+        print(f"{name}/before: " + ", ".join(
+            f"{k} {mean(name, k) / mean('before', k):.3f}x" for k in ("tps", "ttft_ms", "verify_ms", "draft_ms")))
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (other processes on the cores skew the times, not RSS)")
     return 0
 

@@ -51,7 +51,7 @@ fi
 hdr=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\)$/\1/p' /usr/include/vulkan/vulkan_core.h | head -n1)
 patch=no
 ((hdr < 261)) && patch=yes
-args="$(bash "$here/scripts/llama-cmake-args.sh") -DGGML_VULKAN=on"
+args="$(SPECTUI_LLAMA_BACKEND=cpu bash "$here/scripts/llama-cmake-args.sh") -DGGML_VULKAN=on"  # the CPU flags + Vulkan
 key=$(printf 'vulkan %s %s %s %s' "$ver" "$args" "$("$py" -c 'import sys;print(sys.implementation.cache_tag)')" "$hdr" | sha256sum | cut -c1-12)
 root=${SPECTUI_WHEEL_CACHE_VULKAN:-$HOME/.cache/spectui/wheels-vulkan}
 wheels=$root/$key

@@ -3,8 +3,10 @@
 # same llama.cpp as spectui's bindings), for `spectui attach` and its tests against a real server, and beside it
 # llama-speculative-simple (the same build: one more target), the reference the n-gram drafters' counts are tested against.
 #
-# Same SIMD flags as scripts/build-llama-cpp-python.sh: no -march=native (the AMX kernels it enables
-# crash in VMs that advertise AMX), exactly the x86 extensions /proc/cpuinfo lists, never AMX. Static
+# The CPU flags of scripts/build-llama-cpp-python.sh (scripts/llama-cmake-args.sh): no -march=native (the AMX
+# kernels it enables crash in VMs that advertise AMX), exactly the x86 extensions /proc/cpuinfo lists, never
+# AMX; no GPU backend unless one is asked for (SPECTUI_LLAMA_BACKEND, SPECTUI_LLAMA_CMAKE_ARGS): the test
+# server runs on the CPU, whatever the machine has. Static
 # (one relocatable binary), no web UI download (LLAMA_USE_PREBUILT_UI=OFF), no OpenSSL, no curl.
 #
 # The binary is cached in ~/.cache/spectui/llama-server/<key>/llama-server, keyed by version + flags,
@@ -13,11 +15,12 @@
 #
 # usage: scripts/build-llama-server.sh [PYTHON]    (PYTHON runs `pip download`; default python3)
 #   SPECTUI_LLAMA_CMAKE_ARGS=...  overrides the detected flags (e.g. "-DGGML_CUDA=on" for a GPU build)
+#   SPECTUI_LLAMA_BACKEND=NAME    cpu (the default here), cuda, hip, metal or vulkan
 #   SPECTUI_LLAMA_SERVER_CACHE=DIR  cache root (default ~/.cache/spectui/llama-server)
 set -euo pipefail
 py=${1:-python3}
 ver=0.3.36
-args=$(bash "$(dirname "$0")/llama-cmake-args.sh")  # the same flags for both builds
+args=$(SPECTUI_LLAMA_BACKEND=${SPECTUI_LLAMA_BACKEND:-cpu} bash "$(dirname "$0")/llama-cmake-args.sh")  # CPU flags
 key=$(printf 'llama-server %s %s' "$ver" "$args" | sha256sum | cut -c1-12)
 root=${SPECTUI_LLAMA_SERVER_CACHE:-$HOME/.cache/spectui/llama-server}
 out=$root/$key

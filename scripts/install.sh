@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fresh-machine install of spectui into ./.venv:
 #   1. a virtual environment (.venv),
-#   2. with --live (or --test): llama-cpp-python compiled for this CPU without -march=native
+#   2. with --live (or --test): llama-cpp-python compiled for the GPU found with its toolkit (CUDA, HIP, Metal,
+#      Vulkan: scripts/llama-cmake-args.sh) and this CPU without -march=native
 #      (scripts/build-llama-cpp-python.sh; ~6 minutes the first time, cached per flag set afterwards),
 #   3. spectui itself (a plain, non-editable install, so packaged themes and the demo trace are tested).
 # Without --live nothing is compiled: the demo, replay, cast and attach work without llama-cpp-python

@@ -292,7 +292,6 @@ class RunStats:
             self.ttft_ms = ev.timing.wall_ms
             return
         self._drafting(ev)
-        self.by_drafter.add(ev)
         self.verify_ms += ev.timing.verify_ms
         self.other_ms += ev.timing.other_ms
         self.n_passes += 1
@@ -342,7 +341,9 @@ class RunStats:
                 self.best_uncontended_tps = max(self.best_uncontended_tps, self._window_tps())
 
     def _drafting(self, ev: PassEvent) -> None:
-        """A decode pass's drafting time: on its path (Timing.draft_ms), itself (c), and a pipelined pass's figures."""
+        """A decode pass's drafting time: on its path (Timing.draft_ms), itself (c), and a pipelined pass's figures;
+        the counts of the drafter that proposed it (``by_drafter``)."""
+        self.by_drafter.add(ev)
         self.draft_ms += ev.timing.draft_ms
         self.draft_work_ms += ev.timing.draft_ms if ev.pipeline is None else ev.pipeline.draft_busy_ms
         if ev.pipeline is not None:

@@ -144,8 +144,9 @@ def run_main(opts: RunOptions) -> int:
     try:
         with signals:
             recorder = _run_recorder(opts, anonymous=not opts.headless)
+            # headless: one run, on this thread, so its KV caches are sized to it (EngineOptions.grow_kv)
             engine = load_engine(opts.models, opts.drafting, quiet=opts.as_json, own_thread=not opts.headless,
-                                 inspect_top=opts.inspect_top)
+                                 inspect_top=opts.inspect_top, grow_kv=opts.headless)
             if recorder is not None and recorder.background:
                 recorder.gate = engine.decoding  # the trace is encoded while the models decode
             signals.raise_if_stopped()  # the TUI: a signal while its engine thread loaded (headless: raised)

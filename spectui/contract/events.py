@@ -259,6 +259,9 @@ class RunStarted:
     # OpenMP's wait policy for llama.cpp's threads and who chose it, in one line ("PASSIVE (set by spectui: ...)",
     # "... (from the environment)"); "" for OpenMP's default, spinning (a quiet machine; traces from before it).
     wait_policy: str = ""
+    # A GPU the machine has that this llama.cpp build (CPU only) could not use, and how to rebuild, in one line
+    # (engine/llama/devices.py, cpu_build_note); "" when the build offloads, no such GPU was seen, or an older trace.
+    gpu_note: str = ""
 
 
 @dataclass(frozen=True)

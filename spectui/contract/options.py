@@ -99,6 +99,8 @@ class EngineOptions:
     file beside a separate draft model; head_in_every_run: the head reads the target's decodes in every run
     (False: only in runs that start with it). sampling: "cpu", "graph" or "auto" (docs/lossless.md).
     pin_pipeline, pipeline_threads: the pipelined passes' placement and thread split (engine/run/pipeline.py).
+    grow_kv: KV caches of ``n_batch`` cells that each run grows to what it can use, up to ``n_ctx`` (the limit
+    recorded and enforced); no head, numpy sampling only. Headless runs ask for it.
     """
 
     n_ctx: int = 4096
@@ -119,6 +121,7 @@ class EngineOptions:
     pin_pipeline: bool = False
     pipeline_threads: tuple[int, int] | None = None
     spec_options: tuple[tuple[str, object], ...] = ()  # llama.cpp's n-gram types' options (ModelOptions')
+    grow_kv: bool = False  # KV caches of n_batch cells each run grows to what it can use, up to n_ctx (headless)
 
     def but(self, **changes) -> "EngineOptions":
         """These options with ``changes`` (field names; an unknown one is a TypeError)."""

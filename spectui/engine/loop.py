@@ -109,9 +109,7 @@ class Engine:
         self.head, self.head_file, head_path, dpath = _heads(o.head, o.head_file, tpath, dpath)
         n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
         params = spec_params(o.spec_options)  # llama.cpp's n-gram options, refused before any weights load
-        self._load(tpath, dpath, (n_shared, ngl_t, ngl_d), o.but(n_ctx=n_ctx))
-        # llama.cpp pads the context (to 256 cells); the user's -c is the limit we honour
-        self.n_ctx = min(n_ctx, self.target.n_ctx, self.draft.n_ctx if self.draft else n_ctx)
+        self._load(tpath, dpath, (n_shared, ngl_t, ngl_d), o.but(n_ctx=n_ctx, grow_kv=o.grow_kv and o.head is None))
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
         if self.draft is not None and (msg := pair_warning(tpath, dpath, self.draft.n_params, self.target.n_params)):
@@ -143,9 +141,13 @@ class Engine:
         return {name: d for name, d in made if d is not None}
 
     def _load(self, tpath, dpath, shared: tuple[int | None, int, int], o: EngineOptions) -> None:
-        """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build); ``shared``:
-        the ids both models choose among (``check_pair``), and each model's GPU layers."""
+        """Both models' weights and contexts (weights repacked unless --no-repack or an AMX build), and the context
+        a run may fill (``o.n_ctx``: -c; llama.cpp pads a context to 256 cells); ``shared``: the ids both models
+        choose among (``check_pair``), and each model's GPU layers."""
         n_shared, ngl_t, ngl_d = shared
+        n_ctx = o.n_ctx
+        # caches grown per run only where nothing else holds the contexts: numpy sampling, on the CPU
+        self.grow_kv = o.grow_kv and (o.sampling == "cpu" or (o.sampling == "auto" and not ngl_t and not ngl_d))
         use_extra_bufts = not o.no_repack
         if use_extra_bufts and system_has_amx():
             use_extra_bufts = False
@@ -156,7 +158,7 @@ class Engine:
         self.no_repack = not use_extra_bufts
         try:
             common = dict(n_ctx=o.n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=o.n_batch,
-                          n_ubatch=o.n_ubatch, use_mmap=o.use_mmap)
+                          n_ubatch=o.n_ubatch, use_mmap=o.use_mmap, kv_cells=0 if self.grow_kv else None)
             # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
             self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=o.head == "mtp",
                                         n_outputs_max_per_seq=1 if o.sampling == "cpu" else 0, **common)
@@ -168,10 +170,15 @@ class Engine:
                 self.target.n_use = self.draft.n_use = n_shared
             # --sampling: the run's row math in llama.cpp's graph or in numpy (graph_path.py), chosen once
             self.sampling, self.sampling_why = choose_sampling(o.sampling, self.target, self.draft, self.head)
+            if self.sampling == "graph" and self.grow_kv:  # the graph's chains hold the contexts: full size now
+                fit_caches([self.target, self.draft], n_ctx, n_ctx, self.abort)
+                self.grow_kv = False
             self._graph = GraphRun(self.target, self.draft) if self.sampling == "graph" else None
         except BaseException:
             self.close()
             raise
+        made = [m.n_ctx for m in (self.target, self.draft) if m is not None]
+        self.n_ctx = n_ctx if self.grow_kv else min(n_ctx, *made)
 
     # ------------------------------------------------------------ small API
     @property
@@ -229,7 +236,7 @@ class Engine:
             raise SpectuiError(f"a verify batch of {n} tokens exceeds the batch size {self.target.n_batch}")
         cur = self._cursor
         pos0 = cur.n_past
-        if pos0 + n > self.n_ctx:
+        if pos0 + n > min(self.n_ctx, self.target.n_ctx):  # the user's limit, or the cells the caches have now
             if cur.in_run:
                 raise SpectuiError(f"no room left in the context to measure a verify batch of {n} tokens")
             pos0 = 0
@@ -278,6 +285,7 @@ class Engine:
         Raises:
             SpectuiError: the engine is closed.
         """
+        fit_for_run(self, prompt, int(n_predict))
         request = RunRequest(prompt=prompt, control=control or RunControl(), n_predict=int(n_predict), probe=probe,
                              chat_template=str(chat_template or ""), overlap=bool(overlap),
                              pipeline_choice=str(pipeline_choice or self.pipeline_choice or ""))
@@ -327,6 +335,26 @@ class Engine:
         if tpl is None:
             raise SpectuiError("the target model has no chat template (tokenizer.chat_template); use --no-chat")
         return tpl.render(messages), tpl.label
+
+
+def fit_for_run(engine: Engine, prompt, n_predict: int) -> None:
+    """With ``engine.grow_kv``: caches for a run of ``prompt`` and ``n_predict`` tokens (its verify batches never
+    pass n_predict: passes.cap_k); not while another run is going on (its caches stay as they are)."""
+    if engine.grow_kv and engine.target is not None and not engine.in_run:
+        n_prompt = len(engine.target.tokenize(prompt)) if isinstance(prompt, str) and prompt else 0
+        need = engine.n_ctx if n_predict < 0 else n_prompt + n_predict + 2
+        fit_caches([engine.target, engine.draft], min(engine.n_ctx, need), engine.n_ctx, engine.abort)
+
+
+def fit_caches(models, need: int, n_ctx: int, abort: DecodeAbort) -> bool:
+    """Each model's KV cache made ``need`` cells or more, in 256-cell steps up to ``n_ctx``, where it has fewer:
+    a new context in place of the old (``models.resize_cells``), carrying ``abort``. Only where a run begins
+    (every run starts with empty caches). True when one was made; None entries are skipped."""
+    short = [m for m in models if m is not None and m.n_ctx < need]
+    for m in short:
+        m.resize_cells(min(n_ctx, -(-need // 256) * 256))
+        abort.attach(llama(), m.ctx, again=True)
+    return bool(short)
 
 
 def _heads(head: str | None, head_file: str | None, tpath: str, dpath: str | None):

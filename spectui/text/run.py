@@ -292,7 +292,8 @@ def summary_text(stats: RunStats) -> str:
 
 
 def _model_lines(snap: StatsSnapshot, start) -> list[str]:
-    """Where each model ran, and the prompt's prefill (the time to first token), as llama.cpp's tools say it."""
+    """Where each model ran (and the GPU a CPU-only build left idle), and the prompt's prefill (the time to
+    first token), as llama.cpp's tools say it."""
     lines: list[str] = []
     if start is None:
         return lines
@@ -300,6 +301,8 @@ def _model_lines(snap: StatsSnapshot, start) -> list[str]:
         where = placement_text(info, start.threads) if info is not None else ""
         if where:
             lines.append(f"{role} {visible_line(info.name or info.path)}: {where}")
+    if start.gpu_note:  # a CPU-only build on a machine with a GPU it could use: how to rebuild, in one line
+        lines.append(visible_line(start.gpu_note))
     if snap.n_emitted == 0 or snap.ttft_ms is None:  # no pass ran: no time (never "901 tokens in 0.000 s")
         lines.append(f"prompt  {start.prompt_tokens:4d} tokens, not evaluated: the run ended before its first pass")
     else:

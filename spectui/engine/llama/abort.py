@@ -71,13 +71,14 @@ class DecodeAbort:
         self._watched: list = []  # the RunControls whose stop aborts (open ``watching`` scopes)
         self.attached = 0  # contexts it is attached to
 
-    def attach(self, L, ctx) -> bool:
-        """Install the abort on a llama_context (``L``: the bindings). False where it is not available."""
+    def attach(self, L, ctx, again: bool = False) -> bool:
+        """Install the abort on a llama_context (``L``: the bindings; ``again``: a context made in place of one
+        it was attached to, not counted twice). False where it is not available."""
         cb = _c_callback(L)
         if cb is None or not ctx:
             return False
         L.llama_set_abort_callback(ctx, cb, ctypes.cast(self._flag, ctypes.c_void_p))
-        self.attached += 1
+        self.attached += 0 if again else 1
         return True
 
     @property

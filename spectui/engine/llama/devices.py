@@ -1,10 +1,14 @@
 """Devices and -ngl: the GPUs llama.cpp can offload to (the ggml backend registry), Mesa's software Vulkan device
-(lavapipe) told apart, and the layer counts -ngl / -ngld ask for. No UI imports.
+(lavapipe) told apart, the layer counts -ngl / -ngld ask for, and a GPU this machine has that a CPU-only build
+leaves idle (``cpu_build_note``). No UI imports.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
+import os
+import shutil
 from dataclasses import dataclass
 from typing import Callable
 
@@ -127,3 +131,63 @@ def gpu_layers(n_gpu_layers, n_gpu_layers_draft, warn: Callable[[str], None]) ->
             "-ngl/-ngld are ignored and every layer runs on the CPU; see README: GPU builds"
         )
     return 0, 0
+
+
+# PCI vendors whose GPUs llama.cpp has a backend for (CUDA; HIP or Vulkan), and how to rebuild for them
+_PCI_GPU_VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD"}
+_REBUILD = {
+    "NVIDIA": "CUDA (install the CUDA toolkit, then bash scripts/install.sh --live; see docs/gpu.md)",
+    "AMD": "HIP or Vulkan (install ROCm or the Vulkan SDK, then bash scripts/install.sh --live; see docs/gpu.md)",
+    "Apple": "Metal (bash scripts/install.sh --live; see docs/gpu.md)",
+}
+
+
+def _read_small(path: str) -> str:
+    """The first 32 bytes of a sysfs attribute as text ("" when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(32).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+def present_gpu(sysfs_root: str | None = None, path: str | None = None, uname: tuple[str, str] | None = None) -> str:
+    """The maker of a GPU this machine has that llama.cpp can build for, cheaply (a few small sysfs files read,
+    nothing started): "NVIDIA" or "AMD" (a PCI display-class device of that vendor, or nvidia-smi on PATH),
+    "Apple" (macOS on Apple silicon), "" when none is seen.
+
+    Args:
+        sysfs_root: where sysfs is (None: SPECTUI_SYSFS_ROOT, else /sys).
+        path: the PATH to look for nvidia-smi on (None: this process's).
+        uname: (system, machine) (None: this machine's).
+
+    Returns:
+        The maker's name, or "".
+    """
+    root = sysfs_root if sysfs_root is not None else os.environ.get("SPECTUI_SYSFS_ROOT") or "/sys"
+    for dev in sorted(glob.glob(os.path.join(glob.escape(root), "bus", "pci", "devices", "*")))[:1024]:
+        vendor = _PCI_GPU_VENDORS.get(_read_small(os.path.join(dev, "vendor")).lower())
+        if vendor and _read_small(os.path.join(dev, "class")).lower().startswith("0x03"):
+            return vendor
+    if shutil.which("nvidia-smi", path=path):
+        return "NVIDIA"
+    system, machine = uname if uname is not None else (os.uname().sysname, os.uname().machine)
+    return "Apple" if system == "Darwin" and machine == "arm64" else ""
+
+
+def cpu_build_note(vendor: str | None = None) -> str:
+    """One line when this llama.cpp build cannot offload while the machine has a GPU it could use
+    ("llama.cpp was built for the CPU, but an NVIDIA GPU is present: rebuild with CUDA (...)"); "" otherwise.
+
+    Args:
+        vendor: the GPU's maker (None: ``present_gpu()``, looked at only on a CPU-only build).
+
+    Returns:
+        The line, or "".
+    """
+    if supports_gpu_offload():
+        return ""
+    vendor = present_gpu() if vendor is None else vendor
+    if vendor not in _REBUILD:
+        return ""
+    return f"llama.cpp was built for the CPU, but an {vendor} GPU is present: rebuild with {_REBUILD[vendor]}"

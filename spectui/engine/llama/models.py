@@ -105,6 +105,8 @@ class LoadedModel:
         use_mmap: map the file (None: unless the weights are repacked).
         load_mtp: load the target's NextN / MTP blocks too (``Engine(head="mtp")``).
         n_outputs_max_per_seq: output rows one decode may have with a backend sampler (0: ``n_batch``).
+        kv_cells: the KV cells the context starts with (None: ``n_ctx``; at least ``n_batch``, at most ``n_ctx``):
+            ``resize_cells`` grows them where a run begins.
 
     Raises:
         SpectuiError: llama.cpp cannot load the file or make its context.
@@ -112,7 +114,7 @@ class LoadedModel:
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
                  n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
-                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1) -> None:
+                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1, kv_cells: int | None = None) -> None:
         L = llama()
         self.path = path
         self.role = role
@@ -127,11 +129,10 @@ class LoadedModel:
         # a small n_ubatch costs nothing there; a long prompt is evaluated in more, smaller pieces.
         self.n_ubatch = max(1, min(n_ubatch or self.n_batch, self.n_batch))
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
-        cp = context_params(L, n_ctx, self.n_batch, self.n_ubatch, threads, offload_devs)
-        # output rows one decode may have per sequence with a backend sampler (0: n_batch; llama.cpp's default
-        # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
-        cp.n_outputs_max_per_seq = int(n_outputs_max_per_seq)
-        self.ctx = L.llama_init_from_model(self.model, cp)
+        # never fewer cells than n_batch: llama.cpp would cut its batch to the cells (other decodes, other numbers)
+        cells = n_ctx if kv_cells is None else min(n_ctx, max(int(kv_cells), self.n_batch))
+        self.context_made = (offload_devs, int(n_outputs_max_per_seq))  # what resize_cells makes a context with
+        self.ctx = new_context(self, cells, threads)
         self.threads = threads  # of every decode, one-token and batched (set_threads changes it)
         if not self.ctx:
             L.llama_model_free(self.model)
@@ -169,6 +170,24 @@ class LoadedModel:
         self._eog_cache: dict[int, bool] = {}
         self.n_params = int(L.llama_model_n_params(self.model))
         self.info = self._info()
+
+    def resize_cells(self, n_cells: int) -> None:
+        """A fresh context of ``n_cells`` KV cells in place of this one, all else as it was; the cache's contents are
+        dropped (only where a run begins, which empties the caches).
+
+        Args:
+            n_cells: the cells (at least ``n_batch``; llama.cpp pads them to 256).
+
+        Raises:
+            SpectuiError: llama.cpp cannot make the context (this model is then left without one).
+        """
+        L = llama()
+        L.llama_free(self.ctx)  # first: the old cache and the new one are never both in memory
+        self.ctx = new_context(self, max(int(n_cells), self.n_batch), self.threads)
+        if not self.ctx:
+            raise SpectuiError(f"llama.cpp could not make a context of {n_cells} cells for the {self.role} model")
+        self.n_ctx, self.mem = L.llama_n_ctx(self.ctx), L.llama_get_memory(self.ctx)
+        self._views.clear()  # views over the old context's logits
 
     # ---- facts
     def _info(self) -> ModelInfo:
@@ -369,3 +388,15 @@ class LoadedModel:
         if getattr(self, "model", None):
             L.llama_model_free(self.model)
             self.model = None
+
+
+def new_context(m: LoadedModel, n_cells: int, threads: int):
+    """A llama_context of ``n_cells`` cells on ``m``'s model, with its batch sizes and offload (NULL: it failed)."""
+    L = llama()
+    offload_devs, n_outputs = m.context_made
+    cp = context_params(L, n_cells, m.n_batch, m.n_ubatch, threads, offload_devs)
+    # output rows one decode may have per sequence with a backend sampler (0: n_batch; llama.cpp's default
+    # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
+    cp.n_outputs_max_per_seq = n_outputs
+    return L.llama_init_from_model(m.model, cp)
+

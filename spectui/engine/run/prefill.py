@@ -13,6 +13,7 @@ import numpy as np
 from ...contract.events import RunStarted, Settings
 from ..llama import omp
 from ..llama.abort import DecodeAborted
+from ..llama.devices import cpu_build_note
 from ..llama.models import LoadedModel
 from ..verify import logsumexp, sample, softmax
 from .parts import RunParts, RunRequest
@@ -116,5 +117,5 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
         sampling="graph" if parts.graph is not None else "cpu",
         threads_draft=parts.pipeline.threads[1] if parts.pipeline is not None else 0,
         pipeline_threads=parts.pipeline.split if parts.pipeline is not None else (),
-        pipeline_choice=request.pipeline_choice, wait_policy=omp.chosen(),
+        pipeline_choice=request.pipeline_choice, wait_policy=omp.chosen(), gpu_note=cpu_build_note(),
     )
