@@ -200,4 +200,7 @@ def finish_row(prop: Proposal, row: np.ndarray, best: np.ndarray | None, q: np.n
         prop.top.append([(int(j), float(np.exp(float(row[j]) - lse))) for j in best[:top_n]])
 
 
-
+def loaded_head(name: str) -> Callable[[DrafterResources], "Drafter | None"]:
+    """``make`` for a head's SPEC: the engine's head drafter when the engine was loaded with the head ``name``
+    (``Engine(head=name)``), else None."""
+    return lambda res: res.head if res.head is not None and res.head.name == name else None

@@ -36,7 +36,7 @@ from ..llama.llama_ext import (
     head_context,
 )
 from ..llama.llama_lib import llama
-from .base import DrafterResources, DrafterSpec
+from .base import DrafterSpec, loaded_head
 
 __all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in llama_ext (both heads draft with them)
 
@@ -166,12 +166,7 @@ class Eagle3Head(HeadContext):
         self.pending_g = self.verify_g[i_g].copy()
 
 
-def _the_head(res: DrafterResources):
-    """The engine's head when it was loaded as an EAGLE-3 head, else None."""
-    return res.head if res.head is not None and res.head.name == "eagle3" else None
-
-
 SPEC = DrafterSpec(name="eagle3", spec_type="draft-eagle3", needs="EAGLE-3 head", shape="chain",
                    order=11, priority=11, head=True,
                    summary="an EAGLE-3 head (--draft) drafts from the target's hidden states",
-                   make=_the_head)
+                   make=loaded_head("eagle3"))

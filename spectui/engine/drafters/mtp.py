@@ -33,7 +33,7 @@ import numpy as np
 from ...contract.errors import SpectuiError
 from ..llama.llama_ext import CONTEXT_TYPE_MTP, PROCESS_DECODE, DraftStep, ExtBatch, HeadContext, ext, head_context
 from ..llama.llama_lib import address, llama
-from .base import DrafterResources, DrafterSpec
+from .base import DrafterSpec, loaded_head
 
 
 class MtpHead(HeadContext):
@@ -135,12 +135,7 @@ class MtpHead(HeadContext):
             self.pending_h = self.verify_h[min(int(n_accepted), rows - 1)].copy()
 
 
-def _the_head(res: DrafterResources):
-    """The engine's head when it was loaded as the target's MTP layers, else None."""
-    return res.head if res.head is not None and res.head.name == "mtp" else None
-
-
 SPEC = DrafterSpec(name="mtp", spec_type="draft-mtp", needs="target's MTP layers", shape="chain",
                    order=12, priority=12, head=True,
                    summary="the target's own MTP (NextN) layers draft, no second file",
-                   make=_the_head)
+                   make=loaded_head("mtp"))

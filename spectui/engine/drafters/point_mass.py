@@ -4,8 +4,8 @@ own: each type's module names it in its SPEC.
 
 A point mass: q = 1 on every draft, so the acceptance test is the target's own (T = 0: its argmax; T > 0: accept
 d with probability p(d), else sample the residual), exact for any proposal that does not depend on the target's
-draw. ``prefill(prompt)`` is llama.cpp's ``begin`` on the prompt; each proposal is ``draft(tokens)`` cut to the
-pass's k (``common_speculative_draft``'s cut; spectui's k is at most 32, where llama.cpp lets a type draft up to
+draw. ``prefill(prompt)`` starts the type as llama-speculative-simple does (``prefill``); each proposal is
+``draft(tokens)`` cut to the pass's k (``common_speculative_draft``'s cut; spectui's k is at most 32, where llama.cpp lets a type draft up to
 its own size: ``size_m`` 48, mod's ``n_max`` 64); ``accept(n)`` is passed on, as llama.cpp passes it, once the
 type has drafted (``common_speculative_accept``: to the type that drafted last, also after a pass without a draft).
 """
@@ -33,7 +33,13 @@ class PointMassDrafter(Drafter):
         self.drafted = False  # llama.cpp's impl_last: accept reaches a type only once it has drafted
 
     def prefill(self, prompt: list[int]) -> None:
-        self.algo.begin(list(prompt))
+        """llama-speculative-simple's start: ``begin`` on the prompt but its last token (the one its first pass
+        decodes), then the draft its first pass asks for after the whole prompt. That draft is dropped: spectui's
+        prefill pass verifies none (its first token comes from the prompt alone), so the passes after it meet the
+        type in the state llama.cpp's do whenever that first draft is empty."""
+        self.algo.begin(list(prompt[:-1]))
+        if len(prompt) >= 2:
+            self.algo.draft(list(prompt), -1)
 
     def propose(self, tokens, k, temperature, rng) -> Proposal:
         lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
