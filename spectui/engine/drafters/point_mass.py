@@ -7,7 +7,8 @@ d with probability p(d), else sample the residual), exact for any proposal that 
 draw. ``prefill(prompt)`` starts the type as llama-speculative-simple does (``prefill``); each proposal is
 ``draft(tokens)`` cut to the pass's k (``common_speculative_draft``'s cut; spectui's k is at most 32, where
 llama.cpp lets a type draft up to its own size: ``size_m`` 48, mod's ``n_max`` 64); ``accept(n)`` is passed on, as
-llama.cpp passes it, once the type has drafted (``common_speculative_accept``: to the type that drafted last, also after a pass without a draft).
+llama.cpp passes it, once the type has drafted (``common_speculative_accept``: to the type that drafted last, also
+after a pass without a draft).
 """
 
 from __future__ import annotations
