@@ -284,7 +284,8 @@ class SuffixDrafter(Drafter):
     """Suffix decoding behind the drafter interface: ``prefill(prompt)`` starts a request; each ``propose`` adds
     the context's tokens accepted since the last one to the trees (as vLLM adds the sampled ids before it
     speculates) and drafts up to the pass's k. A run whose ``prefill`` went to another drafter (``d`` pressed
-    mid-run) starts its request at the first proposal, with the context so far as its prompt.
+    mid-run) starts its request at the first proposal, with the context so far as its prompt. What a run emits
+    after its last proposal (its last pass's tokens) reaches no tree.
 
     Args:
         params: the options (vLLM's defaults when None).
