@@ -72,10 +72,11 @@ async def test_live_keys_change_settings_and_status_line(tmp_path):
         assert app.control.settings.drafter == "model"
         await pilot.press("d")
         assert app.control.settings.drafter == "ngram" and "drafter ngram" in status(app)
-        await pilot.press("d")
-        assert app.control.settings.drafter == "none"
-        await pilot.press("d")
-        assert app.control.settings.drafter == "model"
+        # then llama.cpp's n-gram types and suffix decoding, the chain d offers beside a draft model, none, model
+        for want in ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache", "suffix",
+                     "ngram-mod,model", "none", "model"):
+            await pilot.press("d")
+            assert app.control.settings.drafter == want
 
         await pilot.press("a")
         assert app.control.settings.auto == "cost" and "auto cost" in status(app)

@@ -44,8 +44,10 @@ async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
             assert "drafter mtp" in app.query_one(StatusLine).text.plain
             screen = app.screen
             assert isinstance(screen, LiveScreen)
-            assert screen.drafter_choices() == ("mtp", "ngram", "none")  # the drafters' own order
-            for want in ("ngram", "none", "mtp"):
+            model_free = ("ngram", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
+                          "suffix")
+            assert screen.drafter_choices() == ("mtp", *model_free, "none")  # the drafters' own order
+            for want in (*model_free, "none", "mtp"):
                 await pilot.press("d")
                 assert control.settings.drafter == want
             await pilot.press("space")
@@ -77,12 +79,14 @@ async def test_d_cycles_model_head_ngram_none_when_a_head_drafts_beside_a_draft_
             assert start.draft is not None and start.head is not None and start.head.kind == "eagle3"
             screen = app.screen
             assert isinstance(screen, LiveScreen)
-            assert set(screen.drafter_choices()) == {"model", "eagle3", "ngram", "none"}
-            for want in ("eagle3", "ngram", "none", "model", "eagle3"):
+            model_free = ("ngram", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
+                          "suffix")
+            assert screen.drafter_choices() == ("model", "eagle3", *model_free, "ngram-mod,model", "none")
+            for want in ("eagle3", *model_free, "ngram-mod,model", "none", "model", "eagle3"):
                 await pilot.press("d")
                 assert control.settings.drafter == want
             assert "drafter eagle3 (layers 1,2,3)" in app.query_one(StatusLine).text.plain
-            for want in ("ngram", "none", "model"):  # the run drafts with the model, the head loaded beside it
+            for want in (*model_free, "ngram-mod,model", "none", "model"):  # the model drafts, the head beside it
                 await pilot.press("d")
                 assert control.settings.drafter == want
             await pilot.press("space")

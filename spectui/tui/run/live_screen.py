@@ -11,6 +11,7 @@ from textual.binding import Binding
 from ...contract.control import RunControl
 from ...contract.events import Event
 from ...engine.drafters import head_names, specs
+from ...engine.drafters.chain import CHAIN_SEPARATOR
 from .prompt_screen import PromptScreen
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
@@ -26,6 +27,9 @@ def next_p_min(current: float, up: bool) -> float:
     if up:
         return next((p for p in P_MIN_STEPS if p > current + 1e-9), P_MIN_STEPS[-1])
     return next((p for p in reversed(P_MIN_STEPS) if p < current - 1e-9), P_MIN_STEPS[0])
+
+
+DEFAULT_CHAIN = "ngram-mod,model"  # the chain d offers beside a draft model: llama.cpp's ngram-mod, then the model
 
 
 class LiveScreen(RunScreen):
@@ -76,17 +80,23 @@ class LiveScreen(RunScreen):
 
     def drafter_choices(self) -> tuple[str, ...]:
         """What ``d`` cycles through, in the drafters' own order (``spectui.engine.drafters.specs()``): those that
-        need nothing, the draft model's when the run has one, and the head (eagle3 / mtp) the engine was loaded
-        with, beside a draft model too."""
+        need nothing, the draft model's when the run has one and the head (eagle3 / mtp) the engine was loaded
+        with; then the chains: the one the run started with, and with a draft model ``DEFAULT_CHAIN`` (llama.cpp's
+        ngram-mod before the draft model); ``none`` last."""
         snap = self.app.snap
         start = snap.start if snap else None
         heads = head_names()
         if start is None:
-            return tuple(s.name for s in specs() if not s.head)
+            return tuple(s.name for s in specs() if not s.head and s.name != "none") + ("none",)
         head = start.head.kind if start.head is not None and start.head.kind in heads else (
             start.settings.drafter if start.settings.drafter in heads else None)  # a trace without .head
         have = {"nothing": True, "draft model": start.draft is not None}
-        return tuple(s.name for s in specs() if ((s.name == head) if s.head else have.get(s.needs, False)))
+        singles = [s.name for s in specs() if s.name != "none" and ((s.name == head) if s.head
+                                                                   else have.get(s.needs, False))]
+        chains = [start.settings.drafter] if CHAIN_SEPARATOR in start.settings.drafter else []
+        if start.draft is not None:
+            chains.append(DEFAULT_CHAIN)
+        return tuple(dict.fromkeys([*singles, *chains, "none"]))
 
     def action_drafter(self) -> None:
         choices = self.drafter_choices()
