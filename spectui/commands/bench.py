@@ -394,7 +394,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, o: BenchOptions, inp
               "jobs_total": res.jobs_total}
     failed_exports: list[str] = []  # one export that fails (a full disk) loses neither the others nor the table
     def json_doc() -> str:  # strict JSON: a NaN from a server is null
-        doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status)}
+        doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status, has_base)}
         return json_text(doc, ensure_ascii=True) + "\n"
 
     for path, make, kind in (
