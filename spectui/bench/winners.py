@@ -2,11 +2,13 @@
 k, at each temperature) against the target alone of the same category and temperature.
 
 The winner is the setting with the highest speedup (mean tokens/s over the target alone's, ``Summary.speedup``)
-when that speedup, printed to two decimals, is above 1.00x; else the target alone wins. Every other setting
-follows with its own word (wins / loses / ties, against 1.00x, through ``analysis.cost.wording.outcome`` on the
-printed figure, so the word always matches the number beside it) and the numbers that explain it: how many of
-its passes drafted, its mean acceptance length (tokens per drafting step, vLLM's), and what one of its steps
-cost against a target-only step on this machine with the tokens it yielded (speedup ~ tokens per step / cost):
+among those that drafted, when that speedup, printed to two decimals, is above 1.00x; else the target alone
+wins. A setting that never drafted cannot win: it did the target alone's work, so its figure is the spread
+between runs of the same work, and its clause says so. Every other setting follows with its own word (wins /
+loses / ties, against 1.00x, through ``analysis.cost.wording.outcome`` on the printed figure, so the word always
+matches the number beside it) and the numbers that explain it: how many of its passes drafted, its mean
+acceptance length (tokens per drafting step, vLLM's), and what one of its steps cost against a target-only step
+on this machine with the tokens it yielded (speedup ~ tokens per step / cost):
 
     ngram-mod k=8 wins agentic: 1.31x the target alone (12.1 vs 9.2 t/s), 62% of passes drafted, mean
     acceptance length 4.10, each step (a verify of up to 9) takes 1.60 target-only steps and yields 2.10 tokens;
@@ -23,6 +25,7 @@ from .aggregate import OVERALL, Summary
 
 TARGET_ALONE = "the target alone"
 EVEN = 1.0  # the target alone's own speedup
+NEVER = "never drafted"  # the outcome of a setting that drafted nothing: it ran as the target alone
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class Verdict:
     temperature: float
     winner: str  # a setting's label, or TARGET_ALONE
     speedup: float  # the winner's, to two decimals (1.0 for the target alone)
-    outcomes: tuple[tuple[str, str, float], ...]  # (label, "wins" / "loses" / "ties", speedup to two decimals)
+    outcomes: tuple[tuple[str, str, float], ...]  # (label, "wins" / "loses" / "ties" / NEVER, speedup, 2 decimals)
     sentence: str
 
     def record(self) -> dict:
@@ -55,11 +58,8 @@ def word_for(speedup: float) -> str:
 
 def why(s: Summary, base: Summary) -> str:
     """The numbers behind a setting's word: its drafting, its acceptance and the cost of its steps."""
-    if s.passes_drafted == 0:
-        parts = ["it never drafted (no proposal on any pass)"]
-    else:
-        share = f"{s.passes_drafted / s.n_passes:.0%} of passes drafted, " if s.n_passes else ""
-        parts = [f"{share}mean acceptance length {s.mean_accepted_tokens:.2f}"]
+    share = f"{s.passes_drafted / s.n_passes:.0%} of passes drafted, " if s.n_passes else ""
+    parts = [f"{share}mean acceptance length {s.mean_accepted_tokens:.2f}"]
     if base.pass_ms > 0 and s.pass_ms > 0:
         verify = f" (a verify of up to {s.setting.k + 1})" if s.setting.k > 0 else ""
         parts.append(f"each step{verify} takes {s.pass_ms / base.pass_ms:.2f} target-only steps and yields "
@@ -72,29 +72,35 @@ def _where(category: str, temperature: float, several_temps: bool) -> str:
     return name + (f" at temp {temperature:g}" if several_temps else "")
 
 
+def _clause(s: Summary, base: Summary) -> str:
+    """One setting beside the winner: its word and why; a setting that never drafted did the target alone's work,
+    so its figure is the spread between runs of the same work, not a win or a loss."""
+    if s.passes_drafted == 0:
+        return (f"{s.label} never drafted (no proposal on any pass), so it ran as the target alone: its "
+                f"{s.speedup:.2f}x is the spread between runs of the same work")
+    w = word_for(s.speedup)
+    return f"{s.label} {'also ' if w == WINS else ''}{w} at {s.speedup:.2f}x: {why(s, base)}"
+
+
 def verdict(group: Sequence[Summary], base: Summary, where: str) -> Verdict:
     """The verdict of one category and temperature: ``group`` its speculative settings (at least one), ``base``
-    the target alone there (tokens/s above 0)."""
+    the target alone there (tokens/s above 0). Only a setting that drafted can win."""
     ranked = sorted(group, key=lambda s: s.speedup, reverse=True)
-    best = ranked[0]
-    outcomes = tuple((s.label, word_for(s.speedup), printed(s.speedup)) for s in ranked)
-    if outcomes[0][1] == WINS:
+    best = next((s for s in ranked if s.passes_drafted > 0), None)
+    if best is not None and word_for(best.speedup) == WINS:
         head = (f"{best.label} wins {where}: {best.speedup:.2f}x the target alone ({best.tokens_per_second:.1f} vs "
                 f"{base.tokens_per_second:.1f} t/s), {why(best, base)}")
-        rest = ranked[1:]
         winner, sp = best.label, printed(best.speedup)
     else:
+        best = None
         head = (f"{TARGET_ALONE[0].upper()}{TARGET_ALONE[1:]} wins {where} ({base.tokens_per_second:.1f} t/s): "
                 f"no setting beats it")
-        rest = ranked
         winner, sp = TARGET_ALONE, EVEN
-    clauses = [head]
-    for s in rest:
-        w = word_for(s.speedup)
-        also = "also " if w == WINS else ""
-        clauses.append(f"{s.label} {also}{w} at {s.speedup:.2f}x: {why(s, base)}")
-    sentence = "; ".join(clauses) + "."
-    return Verdict(best.category, best.setting.temperature, winner, sp, outcomes, sentence)
+    rest = [s for s in ranked if s is not best]
+    sentence = "; ".join([head, *(_clause(s, base) for s in rest)]) + "."
+    outcomes = tuple((s.label, word_for(s.speedup) if s.passes_drafted else NEVER, printed(s.speedup))
+                     for s in ranked)
+    return Verdict(ranked[0].category, ranked[0].setting.temperature, winner, sp, outcomes, sentence)
 
 
 def verdicts(summaries: Sequence[Summary], has_baseline: bool = True) -> list[Verdict]:
