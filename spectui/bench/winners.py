@@ -56,10 +56,19 @@ def word_for(speedup: float) -> str:
     return outcome(printed(speedup), EVEN)
 
 
+def drafted_nothing(s: Summary) -> bool:
+    """No draft token and no drafting step: the setting ran as the target alone."""
+    return s.n_drafted == 0 and s.passes_drafted == 0
+
+
 def why(s: Summary, base: Summary) -> str:
-    """The numbers behind a setting's word: its drafting, its acceptance and the cost of its steps."""
-    share = f"{s.passes_drafted / s.n_passes:.0%} of passes drafted, " if s.n_passes else ""
-    parts = [f"{share}mean acceptance length {s.mean_accepted_tokens:.2f}"]
+    """The numbers behind a setting's word: its drafting, its acceptance and the cost of its steps (a deployment
+    that does not count its steps: its drafted tokens and their acceptance)."""
+    if s.passes_drafted > 0:
+        share = f"{s.passes_drafted / s.n_passes:.0%} of passes drafted, " if s.n_passes else ""
+        parts = [f"{share}mean acceptance length {s.mean_accepted_tokens:.2f}"]
+    else:
+        parts = [f"{s.acceptance_rate:.0%} of its {s.n_drafted} drafted tokens accepted"]
     if base.pass_ms > 0 and s.pass_ms > 0:
         verify = f" (a verify of up to {s.setting.k + 1})" if s.setting.k > 0 else ""
         parts.append(f"each step{verify} takes {s.pass_ms / base.pass_ms:.2f} target-only steps and yields "
@@ -75,7 +84,7 @@ def _where(category: str, temperature: float, several_temps: bool) -> str:
 def _clause(s: Summary, base: Summary) -> str:
     """One setting beside the winner: its word and why; a setting that never drafted did the target alone's work,
     so its figure is the spread between runs of the same work, not a win or a loss."""
-    if s.passes_drafted == 0:
+    if drafted_nothing(s):
         return (f"{s.label} never drafted (no proposal on any pass), so it ran as the target alone: its "
                 f"{s.speedup:.2f}x is the spread between runs of the same work")
     w = word_for(s.speedup)
@@ -86,7 +95,7 @@ def verdict(group: Sequence[Summary], base: Summary, where: str) -> Verdict:
     """The verdict of one category and temperature: ``group`` its speculative settings (at least one), ``base``
     the target alone there (tokens/s above 0). Only a setting that drafted can win."""
     ranked = sorted(group, key=lambda s: s.speedup, reverse=True)
-    best = next((s for s in ranked if s.passes_drafted > 0), None)
+    best = next((s for s in ranked if not drafted_nothing(s)), None)
     if best is not None and word_for(best.speedup) == WINS:
         head = (f"{best.label} wins {where}: {best.speedup:.2f}x the target alone ({best.tokens_per_second:.1f} vs "
                 f"{base.tokens_per_second:.1f} t/s), {why(best, base)}")
@@ -98,7 +107,7 @@ def verdict(group: Sequence[Summary], base: Summary, where: str) -> Verdict:
         winner, sp = TARGET_ALONE, EVEN
     rest = [s for s in ranked if s is not best]
     sentence = "; ".join([head, *(_clause(s, base) for s in rest)]) + "."
-    outcomes = tuple((s.label, word_for(s.speedup) if s.passes_drafted else NEVER, printed(s.speedup))
+    outcomes = tuple((s.label, NEVER if drafted_nothing(s) else word_for(s.speedup), printed(s.speedup))
                      for s in ranked)
     return Verdict(ranked[0].category, ranked[0].setting.temperature, winner, sp, outcomes, sentence)
 
