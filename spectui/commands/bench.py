@@ -140,7 +140,8 @@ class _Signals:
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
 @click.option("--drafter", type=str, default=None, metavar="|".join(drafter_choices()) + "[,...]",
-              help=drafter_help() + "; comma-separated for several (none is refused: the baseline always runs)")
+              help=drafter_help() + "; comma-separated for several settings, + joining a chain: ngram-mod+model,model "
+                   "(none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @click.option("--pipeline", "pipeline", type=str, default="off", show_default=True, metavar="off|on|off,on",
               help="the draft model's settings sequential, pipelined (drafting the next block on its own thread "
