@@ -114,6 +114,7 @@ class Summary:
     source: str = "engine"  # "engine" or "server"
     near_ties: tuple[str, ...] = field(default_factory=tuple)  # per run parted at a near tie: where, at what margin
     noise: float = -1.0  # the near-tie threshold its runs were judged against (-1: none compared or not measured)
+    n_passes: int = 0  # decode passes (after the prefill), pooled: passes_drafted / n_passes of them drafted
 
     @property
     def label(self) -> str:
@@ -230,6 +231,7 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
         source="engine" if all(r.source == "engine" for r in mine) else "server",
         near_ties=near_ties,
         noise=max(measured) if measured else -1.0,
+        n_passes=n_pass,
     )
 
 

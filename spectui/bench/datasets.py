@@ -7,6 +7,11 @@
   ``notes``); question ids are the line numbers.
 - ``builtin``: ``spectui/data/bench-prompts.jsonl`` (Spec-Bench's format), prompts written for this project in
   six categories that span the range: code, code_edit, writing, summarization, qa, math.
+- ``agentic``: ``spectui/data/agentic.jsonl`` (Spec-Bench's format), multi-turn sessions of a coding agent
+  written for this project, category "agentic": tool calls as JSON, whole files read, written, re-read and
+  written again with one change, the same call repeated with the same arguments, so that later turns repeat
+  earlier ones and the model's own earlier answers. It runs every turn unless ``--turns`` says otherwise
+  (:func:`turns_for`).
 
 Selection (:func:`select`): ``--categories`` keeps the named ones (each must exist in the set),
 ``--per-category N`` the first N of each category by question id (a deterministic subset), ``--limit`` the
@@ -27,6 +32,10 @@ from ..contract.text import visible_line
 
 BUILTIN = "builtin"
 BUILTIN_PATH = Path(__file__).resolve().parent.parent / "data" / "bench-prompts.jsonl"
+AGENTIC = "agentic"
+AGENTIC_PATH = BUILTIN_PATH.with_name("agentic.jsonl")
+NAMED = {BUILTIN: BUILTIN_PATH, AGENTIC: AGENTIC_PATH}  # the sets spectui ships, by --prompts name
+MULTI_TURN = (AGENTIC,)  # the shipped sets whose point is their later turns: every turn runs by default
 FORMAT_JSONL = "spec-bench jsonl"
 FORMAT_PARQUET = "speed-bench parquet"
 FORMAT_TEXT = "text"
@@ -116,15 +125,23 @@ def _check_lines(text: str, spec: str) -> None:
                                "(limits: docs/untrusted-input.md)")
 
 
+def turns_for(turns: str | None, source: str) -> str:
+    """--turns as given, or, when it was not: "all" for a shipped multi-turn set (``agentic``), else "first"."""
+    if turns is not None:
+        return turns
+    return "all" if source in MULTI_TURN else "first"
+
+
 def load_prompts(spec: str = BUILTIN) -> PromptSet:
-    """Read a prompt set: ``builtin`` or a file in one of the three formats (detected from its bytes)."""
-    if spec == BUILTIN:
-        return PromptSet(BUILTIN, FORMAT_JSONL, _read_jsonl(BUILTIN_PATH.read_text(encoding="utf-8"), "builtin"))
+    """Read a prompt set: a shipped one by name (``builtin``, ``agentic``) or a file in one of the three formats
+    (detected from its bytes)."""
+    if spec in NAMED:
+        return PromptSet(spec, FORMAT_JSONL, _read_jsonl(NAMED[spec].read_text(encoding="utf-8"), spec))
     path = Path(spec)
     if not path.exists():
         why = missing(path)  # a loop of symbolic links is not "not found"
-        raise SpectuiError(f"--prompts: file not found: {spec} (or use --prompts builtin)" if why == "file not found"
-                           else f"--prompts: {spec}: {why}")
+        raise SpectuiError(f"--prompts: file not found: {spec} (or use --prompts builtin or agentic)"
+                           if why == "file not found" else f"--prompts: {spec}: {why}")
     if path.is_dir():
         raise SpectuiError(f"--prompts: {spec} is a directory, not a prompt file")
     data = _read_bounded(path, spec)

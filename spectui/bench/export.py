@@ -11,6 +11,7 @@ from typing import Sequence
 
 from ..views.numbers import ms_or_dash
 from .aggregate import OVERALL, BenchRow, Summary, baselines, comparable
+from .winners import verdicts
 
 MARKDOWN_MARKER = "<!-- spectui bench report -->"  # the --markdown file's first line (spectui's own file)
 CSV_FIELDS = (
@@ -71,7 +72,9 @@ def summary_record(s: Summary) -> dict:
 
 
 def to_json(rows: Sequence[BenchRow], summaries: Sequence[Summary], report: Sequence[str], params: dict,
-            status: dict) -> dict:
+            status: dict, has_baseline: bool = True) -> dict:
+    """The --json document: params, status, every run (its text and acceptance by position), every summary, the
+    winner of each category with every setting's word (``bench.winners``) and the report's lines."""
     recs = row_records(rows)
     for rec, r in zip(recs, rows):
         rec["acceptance_by_position"] = [
@@ -80,12 +83,14 @@ def to_json(rows: Sequence[BenchRow], summaries: Sequence[Summary], report: Sequ
         ]
         rec["text"] = r.text
     return {"params": params, "status": status, "runs": recs,
-            "summaries": [summary_record(s) for s in summaries], "report": list(report)}
+            "summaries": [summary_record(s) for s in summaries],
+            "winners": [v.record() for v in verdicts(summaries, has_baseline)], "report": list(report)}
 
 
 def to_markdown(summaries: Sequence[Summary], has_baseline: bool = True, title: str = "") -> str:
     """Spec-Bench's table shape: | Method | <category> ... | #Mean accepted tokens | Overall |, each category cell
-    the speedup (or, without a baseline, the mean accepted tokens), then a detail table per category."""
+    the speedup (or, without a baseline, the mean accepted tokens), then who wins each category and why
+    (``bench.winners``), then a detail table per category."""
     cats = [c for c in dict.fromkeys(s.category for s in summaries) if c != OVERALL]
     spec = [s for s in summaries if not s.setting.is_baseline]
     methods = list(dict.fromkeys(s.setting for s in spec))
@@ -109,6 +114,9 @@ def to_markdown(summaries: Sequence[Summary], has_baseline: bool = True, title: 
         osp = f"{ov.speedup:.2f}x" if ov and has_baseline else "-"
         lines.append(f"| {m.label} | {m.temperature:g} | " + " | ".join(cells) + f" | {mat} | {osp} |")
     lines.append("")
+    won = verdicts(summaries, has_baseline)
+    if won:  # who wins each category, and why
+        lines += [f"- {v.sentence}" for v in won] + [""]
     lines.append("| Category | Method | Temp | Prompts | Mean accepted tokens | Acceptance | Baseline t/s | "
                  "Method t/s | Speedup (min / median / max) | TTFT ms | Equal |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")

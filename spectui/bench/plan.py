@@ -18,7 +18,9 @@ from typing import Sequence
 from ..contract.draft_length import DEFAULT_DRAFT_MAX
 from ..contract.errors import SpectuiError
 from ..contract.options import ModelOptions
+from ..engine.drafters import canonical
 from ..engine.drafters import names as drafter_names
+from ..engine.drafters.chain import CHAIN_SEPARATOR, chain_names
 from ..sweep.plan import BASELINE, TARGET_ONLY, parse_temps
 from .datasets import BUILTIN
 
@@ -41,7 +43,7 @@ class BenchOptions:
     categories: str | None = None
     per_category: int | None = None
     limit: int | None = None
-    turns: str = "first"
+    turns: str | None = None  # None: "all" for a multi-turn set of its own (datasets.turns_for), else "first"
     chat: bool | None = None
     system: str | None = None
     n_predict: int = 256
@@ -84,10 +86,11 @@ class Setting:
 
     @property
     def label(self) -> str:
-        """"target only", "model k=2" / "ngram k=4", or a server's URL (the temperature is shown apart)."""
+        """"target only", "model k=2" / "ngram k=4" / "ngram-mod+model k=8" (a chain, as bench's --drafter writes
+        it), or a server's URL (the temperature is shown apart)."""
         if self.is_baseline:
             return TARGET_ONLY
-        return self.name or f"{self.drafter} k={self.k}" + (" pipelined" if self.pipeline else "")
+        return self.name or f"{chain_label(self.drafter)} k={self.k}" + (" pipelined" if self.pipeline else "")
 
     @property
     def full_label(self) -> str:
@@ -98,7 +101,15 @@ class Setting:
         """File-name form: base-t0, model-k2-t0.8."""
         if self.is_baseline:
             return f"base-t{self.temperature:g}"
-        return f"{self.drafter}-k{self.k}-t{self.temperature:g}" + ("-pipe" if self.pipeline else "")
+        return f"{chain_label(self.drafter)}-k{self.k}-t{self.temperature:g}" + ("-pipe" if self.pipeline else "")
+
+
+CHAIN_JOIN = "+"  # bench's --drafter is a list of settings: "+" joins the members of one chain
+
+
+def chain_label(drafter: str) -> str:
+    """A chain as bench writes it: "ngram-mod,model" -> "ngram-mod+model" (one drafter stays as it is)."""
+    return drafter.replace(CHAIN_SEPARATOR, CHAIN_JOIN)
 
 
 def drafter_choices() -> tuple[str, ...]:
@@ -108,7 +119,9 @@ def drafter_choices() -> tuple[str, ...]:
 
 
 def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
-    """"model,ngram,mtp" -> ["model", "ngram", "mtp"]; None -> model with a draft model, else ngram."""
+    """"model,ngram,mtp" -> ["model", "ngram", "mtp"]; "+" joins a chain: "ngram-mod+model,model" ->
+    ["ngram-mod,model", "model"] (``engine.drafters.canonical``: spectui's names in the chain's priority order,
+    llama.cpp's names too); None -> model with a draft model, else ngram."""
     if value is None:
         return ["model" if have_draft else "ngram"]
     out: list[str] = []
@@ -116,16 +129,19 @@ def parse_drafters(value: str | None, have_draft: bool) -> list[str]:
         d = part.strip().lower()
         if not d:
             continue
+        try:
+            d = canonical(d.replace(CHAIN_JOIN, CHAIN_SEPARATOR))
+        except ValueError as exc:
+            raise SpectuiError(f"--drafter {part.strip()!r}: {exc} (comma-separated settings, \"+\" joins a "
+                               "chain: ngram-mod+model)") from None
         if d == BASELINE:
             raise SpectuiError("--drafter none: the bench runs the target alone anyway (the baseline of every "
                                f"setting); give {_choices_text()}")
-        if d not in drafter_choices():
-            raise SpectuiError(f"--drafter takes {_choices_text()} (comma-separated), not {part.strip()!r}")
         if d not in out:
             out.append(d)
     if not out:
         raise SpectuiError(f"--drafter needs {_choices_text()}")
-    if "model" in out and not have_draft:
+    if any("model" in chain_names(d) for d in out) and not have_draft:
         raise SpectuiError("--drafter model needs --draft PATH (or use --drafter ngram)")
     return out
 

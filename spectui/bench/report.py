@@ -1,4 +1,5 @@
-"""The bench's report, written from its numbers only: per category the best setting and why (what a verify
+"""The bench's report, written from its numbers only: per category the winner among every setting and the
+target alone, each setting's word and numbers (``bench.winners``), the best setting and why (what a verify
 step costs on this machine against a target-only step, hence the tokens per step - and the per-draft
 acceptance at that k - needed to break even, against what the category got), equal outputs at temperature 0,
 contention, skipped prompts, and where a stopped bench stopped.
@@ -24,6 +25,7 @@ from ..analysis.cost.costmodel import break_even_acceptance
 from ..analysis.lossless import UNMEASURED_MARGIN
 from .aggregate import OVERALL, Summary
 from .plan import TARGET_ONLY
+from .winners import winner_lines
 
 
 def verdict(speedup: float) -> str:
@@ -134,8 +136,9 @@ def equality_lines(overall: Sequence[Summary]) -> list[str]:
 def report_lines(summaries: Sequence[Summary], *, has_baseline: bool = True, status: str = "done",
                  stopped_at: str = "", skipped: Sequence[tuple[str, str]] = (), repeats: int = 1,
                  notes: Sequence[str] = ()) -> list[str]:
-    """The report under the table."""
-    lines = list(category_lines(summaries, has_baseline))
+    """The report under the table: who wins each category and why (``bench.winners``), then the best setting's
+    costs against its break-even, equal outputs, contention, what was skipped, where a stopped bench stopped."""
+    lines = [*winner_lines(summaries, has_baseline), *category_lines(summaries, has_baseline)]
     overall = [s for s in summaries if s.category == OVERALL and not s.setting.is_baseline]
     compared = sum(s.compared for s in overall)
     if compared:

@@ -13,6 +13,7 @@ import shutil
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -20,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..bench.aggregate import OVERALL, aggregate
-from ..bench.datasets import BUILTIN, load_prompts, parse_categories, select
+from ..bench.datasets import BUILTIN, NAMED, load_prompts, parse_categories, select, turns_for
 from ..bench.export import CSV_FIELDS, MARKDOWN_MARKER, to_csv, to_json, to_markdown
 from ..bench.plan import (
     BenchOptions,
@@ -120,13 +121,15 @@ class _Signals:
 @command("bench")
 @model_options
 @click.option("--prompts", "prompts", type=str, default=BUILTIN, show_default=True,
-              help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line) or 'builtin'")
+              help="Spec-Bench JSONL, SPEED-Bench Parquet, a text file (one prompt per line), 'builtin' or "
+                   "'agentic' (multi-turn coding-agent sessions)")
 @click.option("--categories", type=str, default=None, help="comma-separated categories to run (default: all)")
 @click.option("--per-category", type=AT_LEAST_ONE, default=None,
               help="the first N prompts of each category by question id")
 @click.option("--limit", type=AT_LEAST_ONE, default=None, help="at most N prompts in all")
-@click.option("--turns", type=click.Choice(TURNS), default="first", show_default=True,
-              help="first: turns[0] only; all: every turn, each after the model's own answer")
+@click.option("--turns", type=click.Choice(TURNS), default=None,
+              help="first: turns[0] only; all: every turn, each after the model's own answer (default: all for "
+                   "--prompts agentic, else first)")
 @click.option("--chat/--no-chat", "chat", default=None,
               help="use the target's chat template (default: on when the GGUF has one, as llama-cli)")
 @click.option("--system", "-sys", "system", type=str, default=None, help="system message (default: none)")
@@ -137,7 +140,8 @@ class _Signals:
 @click.option("--temp", "--temperature", "temp", type=str, default="0", show_default=True,
               help="comma-separated temperatures")
 @click.option("--drafter", type=str, default=None, metavar="|".join(drafter_choices()) + "[,...]",
-              help=drafter_help() + "; comma-separated for several (none is refused: the baseline always runs)")
+              help=drafter_help() + "; comma-separated for several settings, + joining a chain: ngram-mod+model,model "
+                   "(none is refused: the baseline always runs)")
 @click.option("--seed", "-s", type=SEED, default=0, show_default=True)
 @click.option("--pipeline", "pipeline", type=str, default="off", show_default=True, metavar="off|on|off,on",
               help="the draft model's settings sequential, pipelined (drafting the next block on its own thread "
@@ -221,8 +225,9 @@ def bench_main(o: BenchOptions, signals=None, out=None) -> int:
     if list(o.exports).count("-") > 1:
         raise SpectuiError("only one of --json / --csv / --markdown can go to stdout ('-')")
     ps = select(load_prompts(o.prompts), parse_categories(o.categories), o.per_category, o.limit)
+    o = replace(o, turns=turns_for(o.turns, ps.source))
     models = o.models
-    inputs = [o.prompts if o.prompts != BUILTIN else None, models.target, models.draft, models.head]
+    inputs = [o.prompts if o.prompts not in NAMED else None, models.target, models.draft, models.head]
     check_distinct(zip(("--json", "--csv", "--markdown"), o.exports))  # one file each
     for p, kind in zip(o.exports, (JSON_KIND, CSV_KIND, MD_KIND)):
         if p and p != "-":
@@ -394,7 +399,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, o: BenchOptions, inp
               "jobs_total": res.jobs_total}
     failed_exports: list[str] = []  # one export that fails (a full disk) loses neither the others nor the table
     def json_doc() -> str:  # strict JSON: a NaN from a server is null
-        doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status)}
+        doc = {"schema": "spectui.bench", **to_json(res.rows, summaries, report, params, status, has_base)}
         return json_text(doc, ensure_ascii=True) + "\n"
 
     for path, make, kind in (

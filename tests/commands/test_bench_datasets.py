@@ -8,6 +8,7 @@ import json
 import pytest
 
 from spectui.bench.datasets import (
+    AGENTIC,
     BUILTIN,
     FORMAT_JSONL,
     FORMAT_PARQUET,
@@ -15,6 +16,7 @@ from spectui.bench.datasets import (
     load_prompts,
     parse_categories,
     select,
+    turns_for,
 )
 from spectui.contract.errors import SpectuiError
 
@@ -86,6 +88,36 @@ def test_builtin_set():
     assert all("```" in p.turns[0] for p in edits)  # the code to edit is in the prompt
     assert any(len(p.turns) == 2 for p in ps.prompts)  # multi-turn prompts exist
     assert len({p.question_id for p in ps.prompts}) == len(ps)
+
+
+def _longest_common(a: str, b: str) -> int:
+    from difflib import SequenceMatcher
+
+    return SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
+
+
+def test_agentic_set():
+    """The agentic sessions load through the bench's own checks (the same reader as any Spec-Bench file), every
+    turn of them runs by default, and their later turns repeat earlier ones: the same tool call with the same JSON
+    arguments, the file written before, asked again whole with one change."""
+    ps = load_prompts(AGENTIC)
+    assert ps.source == AGENTIC and ps.format == FORMAT_JSONL and ps.categories == ["agentic"]
+    assert 6 <= len(ps) <= 10 and len({p.question_id for p in ps.prompts}) == len(ps)
+    assert all(3 <= len(p.turns) <= 5 and all(t.strip() for t in p.turns) for p in ps.prompts)
+    assert select(ps, ["agentic"], per_category=2).prompts == ps.prompts[:2]
+    assert turns_for(None, ps.source) == "all" and turns_for(None, BUILTIN) == "first"
+    assert turns_for("first", ps.source) == "first"  # --turns as given wins
+    for p in ps.prompts:
+        assert '{"tool": NAME, "args": {...}}' in p.turns[0]  # tool calls as one JSON object
+        later = p.turns[1:]
+        assert any("write_file" in t and ("whole" in t or "same" in t) for t in p.turns), p.question_id
+        assert any("same arguments" in t or "exactly as" in t or "as before" in t for t in later), p.question_id
+        # a later turn repeats an earlier one verbatim (a tool call's JSON arguments, a file)
+        assert max(_longest_common(a, b) for j, b in enumerate(p.turns) for a in p.turns[:j]) >= 40, p.question_id
+    # the set as a file given by path reads the same
+    from spectui.bench.datasets import AGENTIC_PATH
+
+    assert load_prompts(str(AGENTIC_PATH)).prompts == ps.prompts
 
 
 def test_selection(tmp_path):

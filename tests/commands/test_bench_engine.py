@@ -58,6 +58,14 @@ def test_plan_abba_and_settings():
     with pytest.raises(SpectuiError, match="needs --draft"):
         parse_drafters("model", have_draft=False)
     assert parse_drafters(None, have_draft=False) == ["ngram"]
+    # "+" joins a chain (spectui's names, llama.cpp's too, in the chain's priority order); "," separates settings
+    assert parse_drafters("model+ngram-mod,model, draft-simple", have_draft=True) == ["ngram-mod,model", "model"]
+    assert Setting("ngram-mod,model", 8, 0.0).label == "ngram-mod+model k=8"
+    assert Setting("ngram-mod,model", 8, 0.0).tag == "ngram-mod+model-k8-t0"
+    for bad, match in (("ngram+none", "cannot be part of a chain"), ("ngram+nope", "no drafter is named 'nope'"),
+                       ("none", "runs the target alone anyway"), ("ngram-mod+model", "needs --draft")):
+        with pytest.raises(SpectuiError, match=match):
+            parse_drafters(bad, have_draft=False)
 
 
 def test_break_even_acceptance():
@@ -142,6 +150,49 @@ def test_bench_end_to_end(tmp_path, tiny_target, tiny_draft_noisy):
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{cat}: "))
         assert ("wins" in line) or ("target only is best" in line)
     assert "Equal outputs (temp 0): 16 of 16" in r.stdout
+
+
+@pytest.mark.slow
+def test_a_chain_setting_end_to_end(tmp_path, tiny_target, tiny_draft_noisy):
+    """--drafter ngram-simple+model,model: the chain is one setting beside the draft model alone, its passes drafted by
+    its members (each pass names who), its outputs equal the baseline's, and the report names each category's
+    winner among both settings and the target alone (the terminal, --json's winners, the --markdown export)."""
+    prompts = write_prompts(tmp_path / "q.jsonl", [PROMPTS[0], PROMPTS[2]])
+    rec = tmp_path / "traces"
+    r = bench("-m", tiny_target, "-md", tiny_draft_noisy, "--prompts", prompts, "-n", "24", "-k", "3", "-t", "1",
+              "--drafter", "ngram-simple+model,model", "--record-dir", rec, "--json", tmp_path / "b.json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert data["params"]["drafters"] == ["ngram-simple,model", "model"]
+    runs = data["runs"]
+    assert sorted({x["drafter"] for x in runs}) == ["model", "ngram-simple,model", "none"] and len(runs) == 6
+    summ = {(s["category"], s["setting"]["label"]): s for s in data["summaries"]}
+    chain = summ[(OVERALL, "ngram-simple+model k=3")]
+    assert chain["compared"] == 2 and chain["equal"] == 2, chain["unequal"]
+    assert chain["passes_drafted"] > 0 and chain["n_passes"] >= chain["passes_drafted"]
+    from spectui.contract.events import PassEvent
+    from spectui.recording.trace import iter_trace
+
+    chain_traces = [x["trace"] for x in runs if x["drafter"] == "ngram-simple,model"]
+    assert all("ngram-simple+model-k3" in x for x in chain_traces)
+    proposers = {ev.drafter for t in chain_traces for ev in iter_trace(t)[1]
+                 if isinstance(ev, PassEvent) and ev.drafter}
+    assert proposers and proposers <= {"ngram-simple", "model"}
+    # a verdict per category and overall: the fastest setting (or the target alone), with every setting's word
+    winners = {w["category"]: w for w in data["winners"]}
+    assert set(winners) == {"lookup", "free", OVERALL}
+    for cat, w in winners.items():
+        spec = {lb: summ[(cat, lb)]["speedup"] for lb in ("ngram-simple+model k=3", "model k=3")}
+        fastest = max(spec, key=spec.get)
+        assert w["winner"] == (fastest if round(spec[fastest], 2) > 1.0 else "the target alone")
+        assert {o["label"] for o in w["settings"]} == set(spec)
+        assert all(o["outcome"] in ("wins", "loses", "ties", "never drafted") for o in w["settings"])
+        assert w["sentence"] in r.stdout.replace("\n", " ") or w["sentence"][:60] in r.stdout
+    r = bench("-m", tiny_target, "-md", tiny_draft_noisy, "--prompts", prompts, "-n", "8", "-k", "3", "-t", "1",
+              "--drafter", "ngram-simple+model", "--markdown")
+    assert r.returncode == 0, r.stderr
+    assert "| ngram-simple+model k=3 | 0 | " in r.stdout
+    assert any(ln.startswith("- ") and " wins lookup" in ln for ln in r.stdout.splitlines())
 
 
 @pytest.mark.slow

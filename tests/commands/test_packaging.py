@@ -36,6 +36,7 @@ def test_wheel_has_themes_demo_trace_and_entry_point(wheel):
     assert any(n.startswith("spectui/data/demo") for n in names), sorted(names)
     assert {"spectui/data/demo-trace.jsonl.gz", "spectui/data/demo-act2.jsonl.gz"} <= names  # both demo acts
     assert "spectui/data/bench-prompts.jsonl" in names  # spectui bench's built-in prompt set
+    assert "spectui/data/agentic.jsonl" in names  # and its multi-turn agentic sessions (--prompts agentic)
     assert {f"spectui/data/race-{n}.jsonl.gz" for n in ("alone", "lookup", "draft")} <= names  # the race act
     assert "spectui/tui/race/race.tcss" in names  # the race face's CSS
     assert "spectui/tui/spectui.tcss" in names  # the App's CSS (CSS_PATH) travels with the package
