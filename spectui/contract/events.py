@@ -40,6 +40,7 @@ STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 # A drafter's name (spectui.engine.drafters: each drafter names itself; a trace may carry any name that reads as
 # one, so a trace of a newer drafter still replays): lower-case letters, digits, "-" and "_", at most 32; a chain
 # is up to 8 of them joined by commas ("ngram-mod,model": spectui.engine.drafters.chain).
+CHAIN_SEPARATOR = ","  # joins a chain's drafters in Settings.drafter
 DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}(,[a-z0-9][a-z0-9_-]{0,31}){0,7}")
 
 

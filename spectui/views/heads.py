@@ -4,7 +4,7 @@ costs beside a target decode. Text from a trace (the head's path) is made visibl
 
 from __future__ import annotations
 
-from ..contract.events import HeadInfo, PassEvent, RunStarted
+from ..contract.events import CHAIN_SEPARATOR, HeadInfo, PassEvent, RunStarted
 from ..contract.text import visible_line
 
 KIND_NAMES = {"eagle3": "EAGLE-3", "mtp": "MTP"}
@@ -47,10 +47,13 @@ def head_label(drafter: str, index: int, head: HeadInfo | None = None) -> str:
 
 
 def drafted_by(ev: PassEvent, slot: int, head: HeadInfo | None = None) -> str:
-    """"drafted by MTP head 2/3" for draft ``slot`` of a pass a head drafted, else ""."""
-    if not 0 <= slot < len(ev.draft_heads):
-        return ""
-    return "drafted by " + head_label(ev.settings.drafter, ev.draft_heads[slot], head)
+    """"drafted by MTP head 2/3" for draft ``slot`` of a pass a head drafted; in a chain's pass "drafted by
+    ngram-mod (chain ngram-mod,model)"; else ""."""
+    if 0 <= slot < len(ev.draft_heads):
+        return "drafted by " + head_label(ev.drafter or ev.settings.drafter, ev.draft_heads[slot], head)
+    if ev.drafter and CHAIN_SEPARATOR in ev.settings.drafter and 0 <= slot < len(ev.drafts):
+        return f"drafted by {visible_line(ev.drafter)} (chain {visible_line(ev.settings.drafter)})"
+    return ""
 
 
 def pass_heads(ev: PassEvent, head: HeadInfo | None = None) -> str:

@@ -67,6 +67,7 @@ class PassView:
     overlapped: bool = False
     thrown: tuple[str, ...] = ()
     thrown_why: str = ""
+    drafter: str = ""  # PassEvent.drafter: who proposed the drafts ("" without drafts)
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class ScreenState:
                         pipelined=pipe is not None and ev.settings.pipeline,
                         overlapped=pipe is not None and pipe.overlapped,
                         thrown=tuple(clean_text(t.text) for t in pipe.thrown) if pipe is not None else (),
-                        thrown_why=pipe.thrown_why if pipe is not None else "")
+                        thrown_why=pipe.thrown_why if pipe is not None else "", drafter=ev.drafter)
         for i, tok in enumerate(ev.emitted):
             if i < ev.n_accepted:
                 kind = K_ACCEPTED

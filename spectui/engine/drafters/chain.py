@@ -11,10 +11,8 @@ proposal names its member (``Proposal.drafter``), so every pass says which draft
 
 from __future__ import annotations
 
-from ...contract.events import DRAFT_STOP_NO_MATCH
+from ...contract.events import CHAIN_SEPARATOR, DRAFT_STOP_NO_MATCH
 from .base import Drafter, Proposal
-
-CHAIN_SEPARATOR = ","
 
 
 class ChainDrafter(Drafter):

@@ -9,9 +9,8 @@ from typing import Callable, Iterable, Iterator
 from textual.binding import Binding
 
 from ...contract.control import RunControl
-from ...contract.events import Event
+from ...contract.events import CHAIN_SEPARATOR, Event
 from ...engine.drafters import head_names, specs
-from ...engine.drafters.chain import CHAIN_SEPARATOR
 from .prompt_screen import PromptScreen
 from .run_screen import INSPECT_BINDINGS, RunScreen
 

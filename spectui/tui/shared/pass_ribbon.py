@@ -16,7 +16,7 @@ from textual.events import Click
 from textual.message import Message
 from textual.strip import Strip
 
-from ...contract.events import DRAFT_STOP_P_MIN
+from ...contract.events import CHAIN_SEPARATOR, DRAFT_STOP_P_MIN
 from ...contract.text import token_cell
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
@@ -60,6 +60,8 @@ class PassRibbon(Panel):
             t.append("prefill ", st["dim"])
         else:
             t.append(f"k={p.k:<2} ", st["dim"])
+        if CHAIN_SEPARATOR in p.settings.drafter and not p.prefill:  # a chain: the member that drafted this pass
+            t.append(drafter_tag(p.drafter, p.settings.drafter, detailed), st["title"] if p.drafter else st["dim"])
         if p.pipelined:  # a column of its own: drafted during the previous verify, or not
             t.append(OVERLAPPED if p.overlapped else " ", st["title"])
         cell = max(3, min(10, (width - 30) // max(1, len(p.drafts) + 1))) if detailed else 0
@@ -203,3 +205,13 @@ class PassRibbon(Panel):
         if hit is not None:
             event.stop()
             self.post_message(self.TokenClicked(self, *hit))
+
+
+def drafter_tag(drafter: str, chain: str, detailed: bool) -> str:
+    """A chain's pass: the member that proposed its drafts, padded to the chain's longest name (detailed), or its
+    initials ("ngram-mod" -> "nm", "model" -> "m"), so passes of one chain line up; "-" when no member drafted."""
+    members = chain.split(CHAIN_SEPARATOR)
+    if detailed:
+        return f"{drafter or '-':<{max(map(len, members))}} "
+    initials = {m: "".join(w[0] for w in m.split("-") if w) for m in members}
+    return f"{initials.get(drafter, '-') if drafter else '-':<{max(map(len, initials.values()))}} "

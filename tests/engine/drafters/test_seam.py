@@ -129,3 +129,44 @@ def test_spec_type_chain_runs_headless_and_says_who_drafted(tiny_target, tiny_dr
     by = {d["drafter"]: d for d in json.loads(replayed.stdout)["by_drafter"]}
     assert set(by) == {"ngram-simple", "model"}
     assert sum(d["drafted"] for d in by.values()) == sum(len(p.drafts) for p in passes)
+
+
+async def test_the_ribbon_names_the_member_that_drafted_each_pass_of_a_chain(make_engine, tiny_target,
+                                                                             tiny_draft_noisy):
+    """A chain's passes on the ribbon: the member that drafted each (initials in the compact ribbon, the whole
+    name when detailed), "-" where none did; a single drafter's passes carry no tag."""
+    from spectui.contract.control import RunControl
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.tui.shared.pass_ribbon import PassRibbon, drafter_tag
+
+    assert drafter_tag("ngram-simple", "ngram-simple,model", False) == "ns "
+    assert drafter_tag("model", "ngram-simple,model", False) == "m  "
+    assert drafter_tag("", "ngram-simple,model", False) == "-  "
+    assert drafter_tag("model", "ngram-simple,model", True) == "model        "
+    with make_engine(tiny_target, tiny_draft_noisy, spec_options=SMALL) as e:
+        events, _ = run_with_hook(e, Settings(draft_max=3, drafter="ngram-simple,model"), prompt=PROMPT)
+    app = SpectuiApp(lambda c, p: iter(events), RunControl())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        app.refresh_from_state()
+        await pilot.pause()
+        lines = app.query_one(PassRibbon).render().plain.splitlines()
+    tagged = [line for line in lines if line.startswith("#") and "prefill" not in line]
+    assert tagged and all(line.split()[1].startswith("k=") for line in tagged)
+    tags = {line.split()[2] for line in tagged}
+    assert {"ns", "m"} <= tags, tags
+
+
+def test_the_inspector_says_which_member_of_a_chain_drafted(make_engine, tiny_target, tiny_draft_noisy):
+    from spectui.views.heads import drafted_by
+
+    with make_engine(tiny_target, tiny_draft_noisy, spec_options=SMALL) as e:
+        events, _ = run_with_hook(e, Settings(draft_max=3, drafter="ngram-simple,model"), prompt=PROMPT)
+    passes = [p for p in events if isinstance(p, PassEvent) and p.drafts]
+    for p in passes:
+        assert drafted_by(p, 0) == f"drafted by {p.drafter} (chain ngram-simple,model)"
+        assert drafted_by(p, len(p.drafts)) == ""  # the target's own token
+    with make_engine(tiny_target, tiny_draft_noisy) as e:
+        events, _ = run_with_hook(e, Settings(draft_max=3), prompt=PROMPT)
+    single = [p for p in events if isinstance(p, PassEvent) and p.drafts]
+    assert single and all(drafted_by(p, 0) == "" for p in single)  # one drafter: nothing to tell apart
