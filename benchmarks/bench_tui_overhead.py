@@ -61,7 +61,8 @@ class UIProfile:
         self._undo: list = []
 
     def wrap(self, cls, name: str, label) -> None:
-        orig = cls.__dict__[name]
+        own = name in cls.__dict__  # else inherited (PacedFaceApp.refresh_from_state): wrapped on cls, removed after
+        orig = getattr(cls, name)
         prof = self
 
         def wrapper(obj, *a, **kw):
@@ -79,7 +80,7 @@ class UIProfile:
                 prof.cpu[key] = prof.cpu.get(key, 0.0) + time.thread_time() - t0
 
         setattr(cls, name, wrapper)
-        self._undo.append((cls, name, orig))
+        self._undo.append((cls, name, orig if own else None))
 
     def install(self, app_cls) -> None:
         from textual.widget import Widget
@@ -122,7 +123,10 @@ class UIProfile:
 
     def uninstall(self) -> None:
         for cls, name, orig in reversed(self._undo):
-            setattr(cls, name, orig)
+            if orig is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, orig)
 def _subclasses(cls) -> list[type]:
     import spectui.tui.shared.pass_ribbon  # noqa: F401
     import spectui.tui.shared.token_stream  # noqa: F401 - the panels define their own _build_strips
