@@ -1,7 +1,8 @@
 """ScreenState: what the TUI shows, fed event by event from the worker thread. No Textual here.
 
 The worker calls ``feed(event)`` (cheap: RunStats.update plus a few appends under a lock); the UI
-pulls ``snapshot()`` when it paints (at most ~8 times a second) and only when ``version`` changed. Every number is a
+pulls ``snapshot()`` when it paints (at most ``FRAME_HZ`` times a second: tui.shared.paced_app) and only when
+``version`` changed. Every number is a
 field of ``spectui.analysis.stats.StatsSnapshot``; the per-pass series below only shape the sparklines.
 ``spectui.commands.cast`` can reuse this to render frames without a terminal.
 """
