@@ -6,6 +6,7 @@ tests/tui/test_tui_engine.py drives the real engine.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 
@@ -347,6 +348,19 @@ async def test_a_decoding_run_is_painted_at_the_decode_pace():
         await pilot.press("q")
     replay = SpectuiApp(None, RunControl(), replay=ReplayPlayer(sample_events(), speed="max"))
     assert not replay.decoding()  # a replay decodes nothing: its frames keep FRAME_HZ
+
+
+async def test_the_heap_is_left_out_of_full_collections_while_the_face_runs():
+    """Once the screen is up the objects alive then are frozen (gc.freeze): a full collection walks only what
+    came since, not Textual's tens of thousands of objects, while the engine's thread may be waiting for the
+    GIL; the face's stop thaws them."""
+    app = SpectuiApp(held_source(sample_events()), RunControl())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.pause(0.2)
+        assert gc.get_freeze_count() > 1000, "the heap was not frozen while the face ran"
+        await pilot.press("q")
+    assert gc.get_freeze_count() == 0, "the face's stop left objects frozen"
 
 
 @pytest.mark.timing  # no paint in an idle second

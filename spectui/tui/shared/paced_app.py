@@ -17,6 +17,7 @@ run's end and a stop still paint at once. A face implements ``start_worker``, ``
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import threading
 import time
@@ -92,8 +93,21 @@ class PacedFaceApp(FaceApp):
         sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
         self.start_worker()
         self.call_after_refresh(self.repaint_all)
+        self.call_after_refresh(self._freeze_heap)
+
+    def _freeze_heap(self) -> None:
+        """The objects alive once the screen is up (Textual's, the modules', the loaded engine's: most of the
+        heap, and none of them garbage soon) are left out of the garbage collector's full passes until the
+        face stops: such a pass walks every object holding the GIL, ~100 ms on a small loaded machine, and the
+        engine's thread waits for the GIL between two decodes. (``gc.freeze``; ``stop_face`` undoes it.)"""
+        if not getattr(self, "_frozen", False) and self.is_running:
+            gc.freeze()
+            self._frozen = True
 
     def stop_face(self) -> None:
+        if getattr(self, "_frozen", False):
+            gc.unfreeze()
+            self._frozen = False
         self.control.stop()
         if self._frame_timer is not None:
             self._frame_timer.cancel()
