@@ -351,7 +351,7 @@ async def test_a_decoding_run_is_painted_at_the_decode_pace():
 
 
 async def test_the_heap_is_left_out_of_full_collections_while_the_face_runs():
-    """Once the screen is up the objects alive then are frozen (gc.freeze): a full collection walks only what
+    """When the face starts, the objects alive then are frozen (gc.freeze): a full collection walks only what
     came since, not Textual's tens of thousands of objects, while the engine's thread may be waiting for the
     GIL; the face's stop thaws them."""
     app = SpectuiApp(held_source(sample_events()), RunControl())

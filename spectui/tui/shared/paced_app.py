@@ -91,16 +91,18 @@ class PacedFaceApp(FaceApp):
     def start_face(self) -> None:
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
+        self._freeze_heap()
         self.start_worker()
         self.call_after_refresh(self.repaint_all)
-        self.call_after_refresh(self._freeze_heap)
 
     def _freeze_heap(self) -> None:
-        """The objects alive once the screen is up (Textual's, the modules', the loaded engine's: most of the
-        heap, and none of them garbage soon) are left out of the garbage collector's full passes until the
-        face stops: such a pass walks every object holding the GIL, ~100 ms on a small loaded machine, and the
-        engine's thread waits for the GIL between two decodes. (``gc.freeze``; ``stop_face`` undoes it.)"""
-        if not getattr(self, "_frozen", False) and self.is_running:
+        """Before the worker starts: the garbage so far collected (a previous face's, the demo's last act), then
+        the objects alive (Textual's, the modules', the loaded engine's: most of the heap, and none of them
+        garbage soon) left out of the collector's full passes until the face stops: such a pass walks every
+        object holding the GIL, ~100 ms on a small loaded machine, while the engine's thread waits for the GIL
+        between two decodes. (``gc.freeze``; ``stop_face`` undoes it.)"""
+        if not getattr(self, "_frozen", False):
+            gc.collect()
             gc.freeze()
             self._frozen = True
 
