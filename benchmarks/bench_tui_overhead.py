@@ -3,7 +3,8 @@
 Each run is its own process, set up as the CLI sets it up: ``headless`` runs the engine in the main
 thread and feeds spectui.text.run.consume (what ``--headless`` does); ``tui`` builds the engine on an
 EngineThread (loaded, run and closed on one thread, as ``spectui --target ...`` does) and runs the real
-SpectuiApp under Textual's test driver (headless terminal, full compositor at its 30 Hz refresh).
+SpectuiApp under Textual's test driver (headless terminal, the full compositor, the app's own paint clock:
+spectui.tui.shared.paced_app, at its decode pace while the engine runs).
 Both get a 16-token warm-up run first. The order alternates round by round so machine noise hits both.
 Prints every run, then the median TPS per mode and the ratio (issue target: at most 3% slower), and
 the UI thread's CPU time during each TUI run (CPU-seconds per wall second: the figure machine load
@@ -18,7 +19,9 @@ view, fan-out) and the rest of Textual (compositor, driver, timers, messages).
 
 ``--paced TRACE`` needs no model: the live screen is fed a recorded run's events at their recorded pace
 (divided by ``--speed``), so the UI thread's cost at a real pass rate can be profiled on a loaded machine
-where a live run's own pace would be meaningless. It always profiles.
+where a live run's own pace would be meaningless. It always profiles. The source is a live one (no replay
+player), so the app paints at its decode pace (``PacedFaceApp.decoding``) as over the engine. The UI figures
+include the app's start (its first full paints, ~0.1 CPU-s): a short run's share is the larger for it.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ class UIProfile:
         self._undo: list = []
 
     def wrap(self, cls, name: str, label) -> None:
-        orig = cls.__dict__[name]
+        own = name in cls.__dict__  # else inherited (PacedFaceApp.refresh_from_state): wrapped on cls, removed after
+        orig = getattr(cls, name)
         prof = self
 
         def wrapper(obj, *a, **kw):
@@ -79,7 +83,7 @@ class UIProfile:
                 prof.cpu[key] = prof.cpu.get(key, 0.0) + time.thread_time() - t0
 
         setattr(cls, name, wrapper)
-        self._undo.append((cls, name, orig))
+        self._undo.append((cls, name, orig if own else None))
 
     def install(self, app_cls) -> None:
         from textual.widget import Widget
@@ -122,7 +126,10 @@ class UIProfile:
 
     def uninstall(self) -> None:
         for cls, name, orig in reversed(self._undo):
-            setattr(cls, name, orig)
+            if orig is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, orig)
 def _subclasses(cls) -> list[type]:
     import spectui.tui.shared.pass_ribbon  # noqa: F401
     import spectui.tui.shared.token_stream  # noqa: F401 - the panels define their own _build_strips

@@ -13,7 +13,8 @@ from __future__ import annotations
 PENDING, VERDICT, SETTLED = "pending", "verdict", "settled"
 PENDING_S = 0.12  # drafts shown as pending this long after their pass arrives
 VERDICT_S = 0.9  # rejected drafts stay struck through until this age, then disappear
-FAST_GAP_S = 0.5  # passes arriving closer than this skip the pending phase (it would only flicker)
+FAST_GAP_S = 0.5  # passes arriving closer than this skip the pending phase (it would only flicker); so does a
+# pass that arrives with others unseen before it (the passes come faster than the frames)
 
 
 def phase_at(age: float, has_drafts: bool = True) -> str:
@@ -57,11 +58,12 @@ class PassClock:
         self.has_drafts = False
         self._prev_arrival = float("-inf")
 
-    def arrive(self, key: object, has_drafts: bool, now: float) -> bool:
-        """Note the pass ``key`` (any identity) seen at ``now``; True if it is a new one."""
+    def arrive(self, key: object, has_drafts: bool, now: float, skipped: bool = False) -> bool:
+        """Note the pass ``key`` (any identity) seen at ``now``; True if it is a new one. ``skipped``: passes
+        came since the last one seen that no frame showed (it is then fast, whatever the gap)."""
         if key is self.key:
             return False
-        fast = now - self._prev_arrival < FAST_GAP_S
+        fast = skipped or now - self._prev_arrival < FAST_GAP_S
         self._prev_arrival = now
         self.key = key
         self.has_drafts = has_drafts

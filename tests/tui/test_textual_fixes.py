@@ -90,3 +90,38 @@ def test_the_fixes_found_textuals_leaking_methods_and_keep_their_answers():
     assert got.color.triplet is not None and got.bgcolor.triplet is not None and not got.dim  # truecolour now
     assert got == ANSIToTruecolor.truecolor_style.original(ANSIToTruecolor(MONOKAI), style, back)  # Textual's
     assert ANSIToTruecolor(MONOKAI).truecolor_style(style, back) is got  # cached across filters of one theme
+
+
+def test_a_strip_divided_whole_is_not_a_cycle_and_other_cuts_keep_textuals_answer():
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    assert fix_textual_leaks()["Strip.divide"], "Strip.divide changed shape: see textual_fixes.uncycle_strip_divide"
+    strip = Strip([Segment("hello "), Segment("world", Style(bold=True))])
+    whole = strip.divide([strip.cell_length, strip.cell_length + 4])  # a cut past the end counts for nothing
+    assert whole == [strip] and whole[0] is strip
+    assert not strip._divide_cache, "[self] stored on the strip: a reference cycle again"
+    parts = strip.divide([3, 8, 11])
+    textuals = Strip.divide.original(strip, [3, 8, 11])
+    assert [p.text for p in parts] == [p.text for p in textuals] == ["hel", "lo wo", "rld"]
+    assert strip.divide([3, 8, 11]) is parts  # other cuts: cached on the strip as Textual caches them
+
+
+async def test_repainting_a_live_app_leaves_no_cyclic_garbage():
+    app = _Cards()
+    async with app.run_test(size=(80, 24)) as pilot:
+        card = Static("card 0")
+        await app.query_one("#cards").mount(card)
+        await pilot.pause()
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for turn in range(1, 21):  # each update repaints the card's lines through the compositor
+                card.update(f"card {turn}")
+                await pilot.pause()
+            gc.collect()
+            strips = sum(type(o).__name__ == "Strip" for o in gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert strips == 0, f"{strips} drawn lines were freed only by the cycle collector"

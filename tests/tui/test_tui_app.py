@@ -6,7 +6,9 @@ tests/tui/test_tui_engine.py drives the real engine.
 
 from __future__ import annotations
 
+import gc
 import json
+import time
 
 import pytest
 from synthetic_events import held_source
@@ -19,9 +21,10 @@ from spectui.tui.run.app import SpectuiApp
 from spectui.tui.run.help_screen import HelpScreen
 from spectui.tui.run.prompt_screen import PromptScreen
 from spectui.tui.run.status_line import StatusLine
+from spectui.tui.shared.paced_app import DECODE_FRAME_HZ, DECODE_STATS_INTERVAL_S, FRAME_HZ, STATS_INTERVAL_S
 from spectui.tui.shared.pass_ribbon import PassRibbon
 from spectui.tui.shared.token_stream import TokenStream
-from spectui.views.animation import SETTLED, VERDICT
+from spectui.views.animation import PENDING, SETTLED, VERDICT
 
 
 def status(app) -> str:
@@ -299,6 +302,66 @@ async def test_contention_shows_a_badge_and_a_bar_only_while_it_lasts(monkeypatc
         await pilot.pause()
         assert not bar.display
         await pilot.press("q")
+
+
+def steady_source(events, gap_s: float):
+    """A live source that yields a pass every ``gap_s`` seconds, then its end (a decode at a steady pace)."""
+
+    def source(control, prompt):
+        for ev in events:
+            if control.stopped:
+                return
+            yield ev
+            time.sleep(gap_s)
+
+    return source
+
+
+@pytest.mark.timing  # paints per wall second while a live run decodes
+async def test_a_decoding_run_is_painted_at_the_decode_pace():
+    """While the engine decodes on this machine the UI paints at most DECODE_FRAME_HZ times a second (the
+    statistics every DECODE_STATS_INTERVAL_S), and passes that arrive several to a frame skip their pending
+    phase; the run's end is painted at once, settled, as at any pace."""
+    assert DECODE_FRAME_HZ < FRAME_HZ and DECODE_STATS_INTERVAL_S > STATS_INTERVAL_S
+    gap = 0.04  # 25 passes a second: several to a frame
+    app = SpectuiApp(steady_source(sample_events(), gap), RunControl())
+    phases: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.snap is not None and app.snap.stats.n_passes >= 2:
+                break
+        assert app.decoding(), "a live run's worker decodes"
+        assert app.frame_s() == 1 / DECODE_FRAME_HZ and app.stats_s() == DECODE_STATS_INTERVAL_S
+        p0, t0 = app.paints, time.monotonic()
+        while app.running:
+            await pilot.pause(0.02)
+            phases.append(app.view.phase)
+        t = time.monotonic() - t0
+        assert t > 1.0, "the run was too short to measure its pace"
+        n = app.paints - p0
+        assert n <= DECODE_FRAME_HZ * t + t / DECODE_STATS_INTERVAL_S + 2, (n, t)  # + the end's paint
+        assert PENDING not in phases
+        assert not app.decoding() and app.frame_s() == 1 / FRAME_HZ and app.stats_s() == STATS_INTERVAL_S
+        await pilot.pause(0.3)
+        app.refresh_from_state()
+        assert app.snap.end is not None and "ENDED" in status(app)
+        await pilot.press("q")
+    replay = SpectuiApp(None, RunControl(), replay=ReplayPlayer(sample_events(), speed="max"))
+    assert not replay.decoding()  # a replay decodes nothing: its frames keep FRAME_HZ
+
+
+async def test_the_heap_is_left_out_of_full_collections_while_the_face_runs():
+    """When the face starts, the objects alive then are frozen (gc.freeze): a full collection walks only what
+    came since, not Textual's tens of thousands of objects, while the engine's thread may be waiting for the
+    GIL; the face's stop thaws them."""
+    app = SpectuiApp(held_source(sample_events()), RunControl())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.pause(0.2)
+        assert gc.get_freeze_count() > 1000, "the heap was not frozen while the face ran"
+        await pilot.press("q")
+    assert gc.get_freeze_count() == 0, "the face's stop left objects frozen"
 
 
 @pytest.mark.timing  # no paint in an idle second

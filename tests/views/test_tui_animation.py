@@ -62,6 +62,12 @@ def test_pass_clock_asks_for_frames_only_while_a_pass_animates():
         fast.arrive(a, True, now - 0.1)
         fast.arrive(b, True, now)
         assert fast.phase(now) == VERDICT
+    late = PassClock()  # a pass that arrives slowly but with unseen passes before it (the frames are slower)
+    late.arrive(a, True, 40.0)
+    late.arrive(b, True, 40.0 + 2 * FAST_GAP_S, skipped=True)
+    assert late.phase(40.0 + 2 * FAST_GAP_S) == VERDICT
+    late.arrive(c, True, 40.0 + 4 * FAST_GAP_S)  # the very next pass, slowly: its drafts are shown pending
+    assert late.phase(40.0 + 4 * FAST_GAP_S) == PENDING
     clock.arrive(object(), False, 30.0)  # a pass without drafts is settled at once
     assert clock.phase(30.0) == SETTLED and clock.next_change(30.0) is None
     frozen = PassClock(freeze=VERDICT)

@@ -5,7 +5,8 @@ ReplayPlayer) and feeds each into a ScreenState (no Textual, a lock, O(1) per ev
 ``StateChanged`` message unless one is already waiting: a burst of passes wakes the UI once, and the
 engine never waits for the UI. The UI paints on its own clock, and only when something changed: a new
 snapshot (at most ``FRAME_HZ`` times a second), the newest pass's next animation phase (a one-shot
-timer, only while a pass is animating) or the statistics (at most every ``STATS_INTERVAL_S``). Each
+timer, only while a pass is animating) or the statistics (at most every ``STATS_INTERVAL_S``); while the live
+run decodes (``decoding``) at the slower ``DECODE_FRAME_HZ`` / ``DECODE_STATS_INTERVAL_S``. Each
 paint builds one frozen ScreenView (the cost-model prediction included) and the screen hands it to the
 widgets that need it. Keys belong to the screens and change settings through RunControl; the engine
 picks them up at its next pass. The worker's bookkeeping and the paint clock are
@@ -101,6 +102,10 @@ class SpectuiApp(PacedFaceApp):
     def pass_clocks(self) -> list[PassClock]:
         return [self.clock]
 
+    def decoding(self) -> bool:
+        """A live run's worker decodes on this machine (the run, then the machine probe); a replay does not."""
+        return self.player is None and self.running
+
     # ------------------------------------------------------------------ the worker
     def start_worker(self) -> None:
         self.worker_starts()
@@ -158,14 +163,15 @@ class SpectuiApp(PacedFaceApp):
     def paint(self, now: float, force: bool) -> None:
         screen = self.run_screen
         new_snap = False
+        old_passes = self.snap.stats.n_passes if self.snap is not None else 0
         if self.state.version != self._seen_version or force:
             self.snap = self.state.snapshot()
             self._seen_version = self.snap.version
             new_snap = self._stats_due = True
         snap = self.snap
         lp = snap.last_pass if snap is not None else None
-        if lp is not None:
-            self.clock.arrive(lp, bool(lp.drafts), now)
+        if lp is not None:  # more than one new pass: passes come faster than frames (no pending phase)
+            self.clock.arrive(lp, bool(lp.drafts), now, skipped=snap.stats.n_passes - old_passes > 1)
         old = self.view
         ended = snap is not None and snap.end is not None
         stats = self.stats_turn(now, urgent=force or ended)

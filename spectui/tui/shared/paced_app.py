@@ -5,13 +5,19 @@ The worker (``start_worker``, one at a time: a restart waits for the old one) ca
 event and ``worker_done()`` on its way out. The UI paints only when something changed: new passes at most
 ``FRAME_HZ`` times a second, the newest pass's next animation phase (a one-shot timer on the event loop,
 only while a pass animates: ``PassClock.next_change``), the statistics at most every ``STATS_INTERVAL_S``
-(``stats_turn``), nothing while nothing changes. A face implements ``start_worker``, ``face_screen()``,
-``pass_clocks()`` and ``paint(now, force)``; the screen's ``show`` hands the view to the widgets.
+(``stats_turn``), nothing while nothing changes. While the face's worker decodes on this machine
+(``decoding()``: a live run's engine, the machine probe after it) the pace is ``DECODE_FRAME_HZ`` and
+``DECODE_STATS_INTERVAL_S``: every CPU-millisecond the UI takes on a small machine is taken from the decode
+(its OpenMP threads share the cores, and one of them descheduled stalls them all). A key, a restart, the
+run's end and a stop still paint at once. A face implements ``start_worker``, ``face_screen()``,
+``pass_clocks()`` and ``paint(now, force)`` (and ``decoding()`` when its worker decodes); the screen's
+``show`` hands the view to the widgets.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import threading
 import time
@@ -26,6 +32,10 @@ from .screen import FaceScreen
 
 FRAME_HZ = 4  # at most this many paints a second for new passes: as often as the eye can follow
 STATS_INTERVAL_S = 1.0  # the statistics panels (and the cost model) at most once a second
+# while this machine decodes (PacedFaceApp.decoding): half the frames (passes then usually arrive several a frame,
+# and a pass that arrives with others skips its pending phase: PassClock.arrive), the statistics every 2 s
+DECODE_FRAME_HZ = 2
+DECODE_STATS_INTERVAL_S = 2.0
 # The engine thread re-takes the GIL after every ctypes call into llama.cpp; while the UI thread renders,
 # each of those waits up to the interpreter's switch interval (5 ms by default). A short interval while
 # the app runs keeps the engine from queueing behind repaints.
@@ -64,14 +74,42 @@ class PacedFaceApp(FaceApp):
         """Build the frozen view for ``now`` and hand the screen what changed (``painted`` after a paint)."""
         raise NotImplementedError
 
+    def decoding(self) -> bool:
+        """Whether the worker decodes on this machine now (the UI then paints at the decode's pace). A face
+        that only replays recordings keeps this answer."""
+        return False
+
+    def frame_s(self) -> float:
+        """The shortest time between two paints for new passes, now."""
+        return 1 / (DECODE_FRAME_HZ if self.decoding() else FRAME_HZ)
+
+    def stats_s(self) -> float:
+        """The shortest time between two repaints of the statistics, now."""
+        return DECODE_STATS_INTERVAL_S if self.decoding() else STATS_INTERVAL_S
+
     # ------------------------------------------------------------------ start and stop
     def start_face(self) -> None:
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL_S))
+        self._freeze_heap()
         self.start_worker()
         self.call_after_refresh(self.repaint_all)
 
+    def _freeze_heap(self) -> None:
+        """Before the worker starts: the garbage so far collected (a previous face's, the demo's last act), then
+        the objects alive (Textual's, the modules', the loaded engine's: most of the heap, and none of them
+        garbage soon) left out of the collector's full passes until the face stops: such a pass walks every
+        object holding the GIL, ~100 ms on a small loaded machine, while the engine's thread waits for the GIL
+        between two decodes. (``gc.freeze``; ``stop_face`` undoes it.)"""
+        if not getattr(self, "_frozen", False):
+            gc.collect()
+            gc.freeze()
+            self._frozen = True
+
     def stop_face(self) -> None:
+        if getattr(self, "_frozen", False):
+            gc.unfreeze()
+            self._frozen = False
         self.control.stop()
         if self._frame_timer is not None:
             self._frame_timer.cancel()
@@ -122,7 +160,7 @@ class PacedFaceApp(FaceApp):
 
     def on_state_changed(self, message: StateChanged) -> None:
         # the flag stays set until the paint pulls the state: passes arriving in between post nothing
-        self._request_paint(self._last_paint + 1 / FRAME_HZ)
+        self._request_paint(self._last_paint + self.frame_s())
 
     # ------------------------------------------------------------------ the UI clock
     def _request_paint(self, at: float) -> None:
@@ -164,7 +202,7 @@ class PacedFaceApp(FaceApp):
         self.state_seen()  # before the state is read: a pass fed after this posts a new wake-up
         screen = self.face_screen()
         if not screen.is_mounted:  # a wake-up before the screen is up: look again shortly
-            self._request_paint(now + 1 / FRAME_HZ)
+            self._request_paint(now + self.frame_s())
             return
         screen.apply_layout()  # a no-op unless the terminal size changed
         force, self._force = self._force, False
@@ -174,12 +212,12 @@ class PacedFaceApp(FaceApp):
             self._request_paint(now + min(laters))
         if self._stats_due:  # statistics held back by the throttle: with the next pass's paint once it
             # allows, or on their own a frame later if no pass comes (so a steady run adds no paints)
-            self._request_paint(self._stats_t + STATS_INTERVAL_S + 1 / FRAME_HZ)
+            self._request_paint(self._stats_t + self.stats_s() + self.frame_s())
 
     def stats_turn(self, now: float, urgent: bool) -> bool:
         """Whether this paint repaints the statistics: new ones are due and ``urgent`` (a forced paint, an
-        end) or ``STATS_INTERVAL_S`` has passed since the last time. True marks them painted."""
-        if not (self._stats_due and (urgent or now - self._stats_t >= STATS_INTERVAL_S)):
+        end) or ``stats_s()`` has passed since the last time. True marks them painted."""
+        if not (self._stats_due and (urgent or now - self._stats_t >= self.stats_s())):
             return False
         self._stats_due = False
         self._stats_t = now

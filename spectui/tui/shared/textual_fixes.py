@@ -14,6 +14,14 @@ until 1024 later calls push it out.
 ``fix_textual_leaks`` caches each on what its result depends on (the same 1024 entries, none of them holding
 a widget or an app). It changes nothing where Textual no longer has that shape (tests/tui/test_textual_fixes.py
 says so loudly).
+
+One more is not a leak but garbage for the cycle collector: ``textual.strip.Strip.divide`` caches its answer
+on the strip, and the compositor divides every line it draws at the screen's width, where the answer is
+``[self]``: each drawn line (a Strip, its seven small caches, its segments) is then a reference cycle that
+only the garbage collector frees. A live run drew about 800 such objects a paint, so the collector ran several
+times a second, and a full collection (every object of the app and the run, tens of milliseconds) holds the
+GIL that the engine's thread needs between two decodes. ``uncycle_strip_divide`` answers that case without
+storing it (the same list, ``[self]``); every other cut is Textual's own, cached as before.
 """
 
 from __future__ import annotations
@@ -56,8 +64,33 @@ def recache(cls, name: str, key, stand_in) -> bool:
     return True
 
 
+def uncycle_strip_divide() -> bool:
+    """``Strip.divide`` no longer stores ``[self]`` in the strip's own cache (see the module's docstring). True
+    if Textual's method still has that shape (it caches in ``_divide_cache``) and was wrapped (once)."""
+    from textual.strip import Strip  # noqa: PLC0415
+
+    current = Strip.__dict__.get("divide")
+    if getattr(current, "spectui_fixed", False):
+        return True
+    if current is None or "_divide_cache" not in getattr(Strip, "__slots__", ()):
+        return False
+    original = current
+
+    def divide(self, cuts):
+        cuts = [cut for cut in cuts if cut <= self.cell_length]  # what Textual's body keeps of them
+        if cuts == [self.cell_length]:
+            return [self]  # Textual's answer, not stored on self (a cycle)
+        return original(self, cuts)
+
+    divide.__doc__ = original.__doc__
+    divide.spectui_fixed = True
+    divide.original = original
+    Strip.divide = divide
+    return True
+
+
 def fix_textual_leaks() -> dict[str, bool]:
-    """Both fixes; for each method, whether it was found (False: Textual changed, nothing was replaced)."""
+    """The fixes; for each method, whether it was found (False: Textual changed, nothing was replaced)."""
     from textual._styles_cache import StylesCache  # noqa: PLC0415 - Textual loads only with a face
     from textual.filter import ANSIToTruecolor  # noqa: PLC0415
 
@@ -67,4 +100,5 @@ def fix_textual_leaks() -> dict[str, bool]:
         "ANSIToTruecolor.truecolor_style": recache(
             ANSIToTruecolor, "truecolor_style", key=lambda self: self._terminal_theme,
             stand_in=lambda theme: SimpleNamespace(_terminal_theme=theme)),  # all it reads of self
+        "Strip.divide": uncycle_strip_divide(),
     }
