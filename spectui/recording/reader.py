@@ -16,6 +16,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..contract.event_json import EventFormatError, NonFinite, NumberTooLong, from_dict, loads_line
 from ..contract.events import Event, PassEvent
+from .sanity import Lies
 from .schema import GZIP_MAGIC, SCHEMA, SUPPORTED_VERSIONS, TraceError, TraceWarning, versions_read
 
 
@@ -220,6 +221,7 @@ class TraceReader:
         self.n_events = 0
         self.line_no = 1
         self._warned_fields: set[str] = set()
+        self._lies = Lies(path)  # what the events say, checked (recording/sanity.py)
 
     def __iter__(self) -> "TraceReader":
         return self
@@ -233,9 +235,37 @@ class TraceReader:
 
     def __next__(self) -> Event:
         while True:
+            if self._lies.over:  # the run is over (its end, a second start): the rest is skipped, counted
+                self._skip_rest()
+            ev = self._next_event()
+            if ev is None:
+                self._report_lies()
+                raise StopIteration
+            ev = self._lies.check(ev, self.line_no)
+            if ev is not None:
+                return ev
+
+    def _skip_rest(self) -> None:
+        where = f"line {self.line_no + 1}"
+        n = 0
+        for line in self._lines:
+            if not isinstance(line, Damage) and line.strip():
+                n += 1
+        self.line_no += n
+        if n:
+            self._lies.skipped_rest(where, n)
+
+    def _report_lies(self) -> None:
+        """The semantic lies found so far, one warning per kind (once: the list is emptied)."""
+        for message in self._lies.warnings():
+            self._warn(message)
+        self._lies.found.clear()
+
+    def _next_event(self) -> Event | None:
+        while True:
             line = next(self._lines, None)
             if line is None:
-                raise StopIteration
+                return None
             self.line_no += 1
             if isinstance(line, Damage):
                 problem = str(line)
@@ -290,7 +320,7 @@ class TraceReader:
                 f"{self.path}: line {self.line_no}: {problem}{where_more}; the trace ends there "
                 f"({_why_it_ends(self.path)}); {self.n_events} events read"
             )
-            raise StopIteration
+            return None
 
     def _value_warning(self, field: str, what: str) -> None:
         """One warning per field name (a trace of NaN times says it once, not once a pass)."""
@@ -324,6 +354,7 @@ class TraceReader:
         return dataclasses.replace(ev, timing=dataclasses.replace(t, **fixed))
 
     def close(self) -> None:
+        self._report_lies()
         close = getattr(self._lines, "close", None)
         if close is not None:
             close()
