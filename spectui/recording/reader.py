@@ -235,31 +235,18 @@ class TraceReader:
 
     def __next__(self) -> Event:
         while True:
-            if self._lies.over:  # the run is over (its end, a second start): the rest is skipped, counted
-                self._skip_rest()
             ev = self._next_event()
             if ev is None:
                 self._report_lies()
                 raise StopIteration
-            ev = self._lies.check(ev, self.line_no)
+            ev = self._lies.check(ev, self.line_no)  # None: skipped (the warning says why)
             if ev is not None:
                 return ev
 
-    def _skip_rest(self) -> None:
-        where = f"line {self.line_no + 1}"
-        n = 0
-        for line in self._lines:
-            if not isinstance(line, Damage) and line.strip():
-                n += 1
-        self.line_no += n
-        if n:
-            self._lies.skipped_rest(where, n)
-
     def _report_lies(self) -> None:
-        """The semantic lies found so far, one warning per kind (once: the list is emptied)."""
-        for message in self._lies.warnings():
+        """The semantic lies found so far, one warning per kind (each said once)."""
+        for message in self._lies.take_warnings():
             self._warn(message)
-        self._lies.found.clear()
 
     def _next_event(self) -> Event | None:
         while True:

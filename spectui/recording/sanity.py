@@ -64,6 +64,8 @@ class Lies:
         self.n_ctx = 0  # the run's context (RunStarted.n_ctx): the bound of n_ctx_used
         self.started = False
         self.over = ""  # set when the run is over (its end, a second start): the rest of the file is skipped
+        self.n_after = 0  # events skipped after that
+        self.after_line = 0
         self._settings: dict[tuple, tuple[Settings, list[tuple[str, str]]]] = {}
 
     # ------------------------------------------------------------------ reporting
@@ -74,20 +76,26 @@ class Lies:
         else:
             seen[2] += 1
 
-    def warnings(self) -> list[str]:
-        """One line per kind of lie found: where it first occurs, what it was and what was read instead, and how
-        many more events said the like."""
+    def take_warnings(self) -> list[str]:
+        """One line per kind of lie found since the last call: where it first occurs, what it was and what was
+        read instead, and how many more events said the like."""
+        if self.n_after:
+            more = f"; the {self.n_after:,} event{'s' if self.n_after != 1 else ''} from here skipped (a trace " \
+                   "holds one run)"
+            self.found["over"] = [f"line {self.after_line}", self.over + more, 1]
+            self.n_after = 0
         out = []
         for where, what, n in self.found.values():
             more = f" (and {n - 1:,} more like it)" if n > 1 else ""
             out.append(f"{self.path}: {where}: {what}{more}")
+        self.found.clear()
         return out
 
-    def skipped_rest(self, where: str, n_lines: int) -> None:
-        """The lines after the run was over (``over``): counted in one warning."""
-        what = self.over + (f"; the {n_lines:,} line{'s' if n_lines != 1 else ''} from here skipped "
-                            "(a trace holds one run)" if n_lines else "")
-        self._note("over", where, what)
+    def _skip_after(self, line: int) -> None:
+        """An event after the run was over (``over``): skipped, counted in one warning."""
+        if not self.n_after:
+            self.after_line = line
+        self.n_after += 1
 
     # ------------------------------------------------------------------ checking
     def check(self, ev: Event, line: int) -> Event | None:
@@ -100,11 +108,15 @@ class Lies:
         Returns:
             The event, unchanged when it holds no lie; a clamped copy; or None (skip it).
         """
+        if self.over:
+            self._skip_after(line)
+            return None
         if type(ev) is PassEvent:
             return self._pass(ev, line)
         if type(ev) is RunStarted:
             if self.started:
                 self.over = "a second run starts here (the first run's `start` is earlier)"
+                self._skip_after(line)
                 return None
             self.started = True
             return self._start(ev, f"line {line}")
