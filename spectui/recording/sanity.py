@@ -213,9 +213,9 @@ class Lies:
             self._note("too many drafts", where, what + "; pass skipped")
             return None
         fix: dict[str, Any] = {}
-        settings = self._sane_settings(ev.settings, where)
-        if settings is not ev.settings:
-            fix["settings"] = settings
+        # the pass was built from its line just now and nothing else holds it: its settings become the one shared
+        # object of that value in place (a million passes hold a few settings, not a million copies)
+        ev.__dict__["settings"] = self._sane_settings(ev.settings, where)
         k = ev.k
         if not 0 <= k <= DRAFT_MAX_LIMIT:
             k = min(DRAFT_MAX_LIMIT, max(0, k))
