@@ -77,7 +77,8 @@ def race_cmd(traces: tuple[str, ...], headless: bool, as_json: bool, from_start:
         _need_terminal(headless)
         from ..views.race_timeline import load_race
 
-        race = load_race(list(traces), from_start=from_start, any_prompt=any_prompt)
+        # headless: each lane's figures read as a stream, in flat memory; the TUI plays (and seeks in) the events
+        race = load_race(list(traces), from_start=from_start, any_prompt=any_prompt, keep_events=not headless)
         race.note = note
         if headless:
             _print_outcome(race, as_json)

@@ -227,6 +227,7 @@ class Lies:
             fix["k"] = k
         self._verdicts(ev, where, fix)
         self._probabilities(ev, where, fix)
+        self._ids(ev, where, fix)
         cap = self.n_ctx if self.n_ctx > 0 else MAX_CTX
         if not 0 <= ev.n_ctx_used <= cap:
             fix["n_ctx_used"] = self._count("n_ctx_used", where, ev.n_ctx_used, cap,
@@ -257,6 +258,25 @@ class Lies:
             self._note("emitted", where, f"{len(ev.emitted)} tokens emitted, more than its verdicts allow "
                                          f"({allowed}); the first {allowed} kept")
             fix["emitted"] = ev.emitted[:allowed]
+
+    def _ids(self, ev: PassEvent, where: str, fix: dict[str, Any]) -> None:
+        """Token ids in llama.cpp's range (an int32 >= 0): a face keeps them in 64-bit arrays."""
+        drafts, emitted, target = fix.get("drafts", ev.drafts), fix.get("emitted", ev.emitted), fix.get("target",
+                                                                                                          ev.target)
+        tokens = (*drafts, *emitted) if target is None else (*drafts, *emitted, target)
+        if all(0 <= t.id <= MAX_CTX for t in tokens):
+            return
+        bad = next(t.id for t in tokens if not 0 <= t.id <= MAX_CTX)
+        self._note("token id", where, f"token id {bad} is no token id (0..{MAX_CTX:,}); read as "
+                                      f"{min(MAX_CTX, max(0, bad)):,}")
+
+        def ok(t: Any) -> Any:
+            return t if 0 <= t.id <= MAX_CTX else _with(t, id=min(MAX_CTX, max(0, t.id)))
+
+        fix["drafts"] = tuple(ok(d) for d in drafts)
+        fix["emitted"] = tuple(ok(t) for t in emitted)
+        if target is not None:
+            fix["target"] = ok(target)
 
     def _probabilities(self, ev: PassEvent, where: str, fix: dict[str, Any]) -> None:
         """Every probability of the pass in 0..1 (the inspector's -1, not measured, allowed where it means that)."""
