@@ -242,7 +242,7 @@ def _run_headless(runner, plan: RunPlan, control: RunControl, machine, recorder,
     stats = None
     try:
         with aborting_on_signals(engine.abort):
-            stats, _ = consume(
+            stats = consume(
                 runner.run(plan.text, control, plan.n_predict, probe=machine, overlap=True),
                 sys.stdout,
                 as_json=plan.as_json,

@@ -7,9 +7,12 @@ Every number comes from :mod:`spectui.analysis.stats`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 from typing import IO, Callable, Iterable
 
 from ..analysis.costmodel import predict
@@ -37,32 +40,47 @@ def consume(
     *,
     as_json: bool = False,
     sink: Callable[[Event], None] | None = None,
-) -> tuple[RunStats, list[Event]]:
+) -> RunStats:
     """Drive the stream to its end. Streams text to ``out`` (unless as_json), then prints the summary.
 
-    ``sink`` sees every event first (the trace recorder). Returns the statistics and the event list
-    (kept only with ``as_json``, so that a long replay prints its text summary in flat memory).
+    ``sink`` sees every event first (the trace recorder). Returns the statistics. Memory stays flat however long
+    the run: the text summary streams the text, and the JSON's passes (its last key) go to a temporary file as
+    they come, then follow the summary (a million passes are a gigabyte of JSON, not three of events).
     """
     out = out or sys.stdout
     stats = RunStats(keep_tokens=as_json)  # the text summary streams the text: no need to keep it
-    kept: list[Event] = []
-    for ev in events:
-        if sink is not None:
-            sink(ev)
-        stats.update(ev)
-        if as_json:  # only the JSON lists every pass: the text summary streams in flat memory
-            kept.append(ev)
-        if not as_json and isinstance(ev, PassEvent):
-            text = "".join(t.text for t in ev.emitted)
-            if text:
-                out.write(visible(text))  # text from the model or a trace: never a control sequence
-                out.flush()
-    if as_json:
-        out.write(json_text(summary_dict(stats, kept)) + "\n")  # strict JSON, no control character
-    else:
-        out.write("\n\n" + visible(summary_text(stats)) + "\n")
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogatepass") if as_json \
+            else contextlib.nullcontext() as spool:
+        n_passes = 0
+        for ev in events:
+            if sink is not None:
+                sink(ev)
+            stats.update(ev)
+            if as_json and isinstance(ev, PassEvent):  # each pass as the whole object would print it
+                spool.write((", " if n_passes else "") + json_text(to_dict(ev)))
+                n_passes += 1
+            elif not as_json and isinstance(ev, PassEvent):
+                text = "".join(t.text for t in ev.emitted)
+                if text:
+                    out.write(visible(text))  # text from the model or a trace: never a control sequence
+                    out.flush()
+        if as_json:
+            _write_json(out, summary_dict(stats, []), spool)
+        else:
+            out.write("\n\n" + visible(summary_text(stats)) + "\n")
     out.flush()
-    return stats, kept
+    return stats
+
+
+def _write_json(out: IO[str], summary: dict, spool: IO[str]) -> None:
+    """The summary as one strict JSON object, its ``passes`` (the last key) copied from ``spool``: the same text
+    ``json_text`` makes of the whole object (a pass is a JSON value of its own, serialised alike)."""
+    del summary["passes"]
+    head = json_text(summary)  # strict JSON, no control character
+    out.write(head[:-1] + ', "passes": [')
+    spool.seek(0)
+    shutil.copyfileobj(spool, out, 1 << 20)
+    out.write("]}\n")
 
 
 def _prediction(snap: StatsSnapshot, current_k: int | None = None, probe=None):

@@ -95,6 +95,11 @@ def emit_many(events):
         e["emitted"] = e["emitted"] * 200
 
 
+def ids_bad(events):
+    for e in passes(events):
+        e["emitted"][0]["id"], e["target"]["id"] = 10**100, -7
+
+
 def ctx_bad(events):
     events[0]["prompt_tokens"] = -100
     for e in passes(events):
@@ -112,14 +117,16 @@ CASES = {
                                    "line 4, pass 1: 3 drafts, more than its k = 0; k read as 3 (and 29 more",
                                    "end's n_passes = -5 is negative; read as 0"]),
     "T-prob_bad": (prob_bad, ["line 4, pass 1: draft 1's prob = 7.5 is no probability (0..1); read as 1 (and 29 more"]),
-    "T-two_starts": (two_starts, ["line 13: a second run starts here (the first run's `start` is earlier); the 22 "
+    "T-two_starts": (two_starts, ["line 14: a second run starts here (the first run's `start` is earlier); the 23 "
                                   "events from here skipped (a trace holds one run)"]),
-    "T-end_mid": (end_mid, ["line 13: events after the run's `end` (line 13); the 22 events from here skipped"]),
+    "T-end_mid": (end_mid, ["line 15: events after the run's `end` (line 14); the 22 events from here skipped"]),
     "T-emit_many": (emit_many, ["line 3, pass 0: 200 tokens emitted, more than its verdicts allow (1); the first 1 "
                                 "kept (and 30 more like it)"]),
     "T-ctx_bad": (ctx_bad, ["line 2: start's prompt_tokens = -100 is negative; read as 0",
                             "line 3, pass 0: n_ctx_used = 1,000,000,000,000 is more than the run's context (1,048,576);"
                             " read as 1,048,576 (and 30 more like it)"]),
+    "token ids": (ids_bad, ["line 3, pass 0: token id 1" + "0" * 100 + " is no token id (0..2,147,483,647); read as "
+                            "2,147,483,647 (and 30 more like it)"]),  # replay --json kept them in 64 bits: a crash
 }
 
 
@@ -158,7 +165,7 @@ def test_a_lie_is_one_warning_per_kind_and_the_json_is_what_a_run_could_record(t
         assert got["passes"] == clean["passes"] and got["tokens"] == clean["tokens"]
         assert got["tokens_per_second"] == clean["tokens_per_second"]
     if case in ("T-two_starts", "T-end_mid"):  # one run: the passes before the second start / the end
-        assert got["n_passes"] == 9 and len(got["passes"]) == 10
+        assert got["n_passes"] == 10 and len(got["passes"]) == 11
     if case == "T-k_huge":
         assert got["n_draft"] == 32 and all(p["settings"]["draft_max"] == 32 for p in got["passes"])
 
