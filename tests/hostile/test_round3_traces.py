@@ -241,3 +241,30 @@ def test_a_million_lies_are_one_line_each(tmp_path):
     assert "settings.draft_max" in lines[0] and "(and 20,003 more like it)" in lines[0]  # the start, passes, change
     assert "k = 1000000000" in lines[1] and "(and 20,000 more like it)" in lines[1]
     assert "tokens emitted" in lines[2] and "(and 20,000 more like it)" in lines[2]
+
+
+@pytest.fixture(scope="module")
+def long_traces(tmp_path_factory) -> dict[int, Path]:
+    d = tmp_path_factory.mktemp("long")
+    out = {}
+    for n in (10_000, 100_000):
+        out[n] = d / f"run{n}.jsonl"
+        write_trace(out[n], synthetic_run(n, seed=1))
+    return out
+
+
+@pytest.mark.parametrize("face", [["replay", "--headless"], ["replay", "--json"], ["race", "--headless"]])
+def test_T_big_replay_and_race_stay_flat(long_traces, tmp_path, face):
+    """T-big1m-replay, T-big1m-json, T-race-100k at a bounded size: 100,000 passes read in flat memory (the peak of
+    a 100,000-pass trace within 60 MB of a 10,000-pass one's, under 150 MB) and in a time linear in the passes
+    (generous for a busy 2-core machine: the million-pass figures are benchmarks/million_passes.py's)."""
+    short = tmp_path / "short.jsonl"
+    write_trace(short, synthetic_run(50, seed=9))
+    extra = ["--any-prompt", short] if face[0] == "race" else []
+    peaks = {}
+    for n, path in long_traces.items():
+        rc, seconds, peaks[n], out, err = run_peak(*face, path, *extra, timeout=900)
+        assert rc == 0 and not err.strip(), err.decode()[-2000:]
+        assert out.strip()
+    assert seconds < 600, seconds
+    assert peaks[100_000] < peaks[10_000] + 60 and peaks[100_000] < 150, peaks
