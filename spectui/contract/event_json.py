@@ -152,15 +152,24 @@ def _as_dict(obj: Any) -> Any:
     out = {}
     for k, v in obj.__dict__.items():
         t = type(v)
-        if t is tuple or t is list:
-            v = [_as_dict(x) if dataclasses.is_dataclass(x) else x for x in v]
-        elif t not in _PLAIN and dataclasses.is_dataclass(v):
-            v = _as_dict(v)
-        out[k] = v
+        if t in _PLAIN:
+            out[k] = v
+        elif t is tuple or t is list:
+            out[k] = [x if type(x) in _PLAIN else _as_dict(x) if _is_dataclass(type(x)) else x for x in v]
+        else:
+            out[k] = _as_dict(v) if _is_dataclass(t) else v
     return out
 
 
 _PLAIN = {int, float, str, bool, type(None)}
+_DATACLASS: dict[type, bool] = {}  # type -> is it a dataclass (asked once per type, not once per value)
+
+
+def _is_dataclass(t: type) -> bool:
+    known = _DATACLASS.get(t)
+    if known is None:
+        known = _DATACLASS[t] = dataclasses.is_dataclass(t)
+    return known
 
 
 class EventFormatError(ValueError):
