@@ -69,9 +69,12 @@ class Lies:
         self._settings: dict[tuple, tuple[Settings, list[tuple[str, str]]]] = {}
 
     # ------------------------------------------------------------------ reporting
-    def _note(self, kind: str, where: str, what: str) -> None:
+    def _note(self, kind: str, where: str | tuple[int, int], what: str) -> None:
+        """Count a lie; ``where`` is a place in words, or (line, pass index)."""
         seen = self.found.get(kind)
         if seen is None:
+            if type(where) is tuple:
+                where = f"line {where[0]}, pass {where[1]}"
             self.found[kind] = [where, what, 1]
         else:
             seen[2] += 1
@@ -177,7 +180,7 @@ class Lies:
             fix["wall_s"] = 0.0
         return _with(ev, **fix) if fix else ev
 
-    def _sane_settings(self, s: Settings, where: str) -> Settings:
+    def _sane_settings(self, s: Settings, where: str | tuple[int, int]) -> Settings:
         """``s`` with its knobs in range, one shared object per distinct value (a million passes hold a few)."""
         key = (s.draft_max, s.temperature, s.drafter, s.seed, s.auto, s.draft_p_min, s.draft_min, s.pipeline)
         known = self._settings.get(key)
@@ -204,6 +207,11 @@ class Lies:
         return known[0]
 
     def _pass(self, ev: PassEvent, line: int) -> PassEvent | None:
+        # the pass was built from its line just now and nothing else holds it: its settings become the one shared
+        # object of that value in place (a million passes hold a few settings, not a million copies)
+        ev.__dict__["settings"] = self._sane_settings(ev.settings, (line, ev.index))
+        if self._plausible(ev):  # the common case, checked in one go
+            return ev
         where = f"line {line}, pass {ev.index}"
         drafts = ev.drafts
         nd = len(drafts)
@@ -213,9 +221,6 @@ class Lies:
             self._note("too many drafts", where, what + "; pass skipped")
             return None
         fix: dict[str, Any] = {}
-        # the pass was built from its line just now and nothing else holds it: its settings become the one shared
-        # object of that value in place (a million passes hold a few settings, not a million copies)
-        ev.__dict__["settings"] = self._sane_settings(ev.settings, where)
         k = ev.k
         if not 0 <= k <= DRAFT_MAX_LIMIT:
             k = min(DRAFT_MAX_LIMIT, max(0, k))
@@ -237,6 +242,35 @@ class Lies:
                                             "measured")
             fix["others_cpu"] = -1.0
         return _with(ev, **fix) if fix else ev
+
+    def _plausible(self, ev: PassEvent) -> bool:
+        """Every rule of ``_pass`` holds (most passes): a draft length, the verdicts in order and counted, what was
+        emitted, every probability and token id, the context used, the other processes' cores."""
+        drafts, target = ev.drafts, ev.target
+        nd = len(drafts)
+        if not nd <= ev.k <= DRAFT_MAX_LIMIT or (nd and ev.prefill):
+            return False
+        n_acc, refused = 0, False
+        for d in drafts:
+            if d.verdict == ACCEPTED:
+                if refused:
+                    return False
+                n_acc += 1
+            else:
+                refused = True
+            if not (0.0 <= d.prob <= 1.0 and 0.0 <= d.target_prob <= 1.0 and 0 <= d.id <= MAX_CTX):
+                return False
+        if n_acc != ev.n_accepted or len(ev.emitted) > n_acc + (target is not None):
+            return False
+        for t in ev.emitted:
+            if not (0.0 <= t.prob <= 1.0 and 0 <= t.id <= MAX_CTX):
+                return False
+        if target is not None and not (0.0 <= target.prob <= 1.0 and 0 <= target.id <= MAX_CTX):
+            return False
+        return (0 <= ev.n_ctx_used <= (self.n_ctx if self.n_ctx > 0 else MAX_CTX)
+                and (ev.others_cpu == -1.0 or 0.0 <= ev.others_cpu <= MAX_THREADS)
+                and (ev.draft_stop_p == -1.0 or 0.0 <= ev.draft_stop_p <= 1.0)
+                and all(_inspection_ok(x) for x in ev.inspect))
 
     def _verdicts(self, ev: PassEvent, where: str, fix: dict[str, Any]) -> None:
         """Accepted drafts come first (one rejected, then discarded ones); n_accepted counts them; a pass emits
