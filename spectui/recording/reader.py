@@ -1,7 +1,8 @@
 """Reading a trace, as a stream: ``iter_trace`` (its header checked now, then one event at a time in flat
 memory), ``read_trace`` (a small trace whole), ``TraceReader`` (the iterator: a damaged tail is one warning, a
 broken middle an error), plain or gzip (detected by its magic bytes), within the limits a stranger's file is
-held to (docs/untrusted-input.md). The format is schema.py's. No Textual import.
+held to (docs/untrusted-input.md), each event checked for what a run can record (sanity.py: clamped or skipped,
+one warning per kind of lie). The format is schema.py's. No Textual import.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _open_lines(path: str) -> Iterator[bytes]:
 # Limits on what a trace may hold (docs/untrusted-input.md): a trace is a stranger's file. Passing one is
 # one line and exit 2 (TraceLimitError), in bounded memory: the reader never holds more than one line.
 MAX_LINE_BYTES = 16 << 20  # one event's JSON line (a long prompt, an inspector's top-k) stays far below
-MAX_TRACE_BYTES = 8 << 30  # decompressed bytes in all (a million passes is a few hundred MB)
+MAX_TRACE_BYTES = 8 << 30  # decompressed bytes in all (a million passes at k = 3 is about 900 MB)
 MAX_LINES = 50_000_000  # lines in all
 MAX_BLANK_LINES = 10_000  # spectui never writes a blank line; a file of newlines is not a trace
 _CHUNK = 1 << 20  # bytes read (or decompressed) at a time
