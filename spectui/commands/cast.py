@@ -27,7 +27,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import click
 
@@ -133,7 +133,7 @@ def cast_title(start: RunStarted | None) -> str:
     return "spectui " + banner_text(start)
 
 
-def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
+def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: Iterable[tuple[float, str]],
                     end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
     """Write terminal output as asciicast v2, atomically (through spectui.contract.outputs: a path not checked
     yet is checked now).
@@ -157,25 +157,35 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
         "title": visible_line(title or cast_title(start)),  # a player may show it
         "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
     }
-    merged: list[list[Any]] = []
-    for t, data in chunks:  # writes at the same simulated instant become one event
-        if merged and abs(merged[-1][0] - t) < 1e-9:
-            merged[-1][1] += data
-        else:
-            merged.append([t, data])
+    n = 0
     _WRITING.append(True)
     try:
         with target.atomic_write("w") as fh:
             fh.write(json_text(header) + "\n")  # the title holds a trace's words
             fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
-            for t, data in merged:
+            for t, data in _merged(chunks):
                 fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")
+                n += 1
             fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
     except OSError as exc:
         raise SpectuiError(f"cannot write {target.path}: {exc.strerror or exc}") from None
     finally:
         _WRITING.clear()
-    return len(merged) + 2, ends_at
+    return n + 2, ends_at
+
+
+def _merged(chunks: Iterable[tuple[float, str]]) -> Iterator[tuple[float, str]]:
+    """Writes at the same simulated instant as one event, streamed (a long cast's output stays on disk)."""
+    at, parts = 0.0, []
+    for t, data in chunks:
+        if parts and abs(at - t) < 1e-9:
+            parts.append(data)
+            continue
+        if parts:
+            yield at, "".join(parts)
+        at, parts = t, [data]
+    if parts:
+        yield at, "".join(parts)
 
 
 def render_cast(
