@@ -23,6 +23,7 @@ File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -63,20 +64,33 @@ def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
     start screen, pass i arrives at (t_end_i - t_end_0) / speed. Its phases come from
     ``spectui.views.animation.phase_steps``, squeezed into the gap before the next pass."""
-    t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
+    return plan_frames([_outline(ev) for ev in events], speed)
 
-    def arrival(ev: PassEvent) -> float:
-        return LEAD_IN_S + max(0.0, ev.timing.t_end - t0) / speed
 
-    pass_times = [(i, arrival(ev)) for i, ev in enumerate(events) if isinstance(ev, PassEvent)]
+def _outline(ev: Event) -> tuple[bool, float, bool]:
+    """What the frames' plan reads of an event: (a pass, its end time, it has drafts)."""
+    if isinstance(ev, PassEvent):
+        return True, ev.timing.t_end, bool(ev.drafts)
+    return False, 0.0, False
+
+
+def plan_frames(outline: list[tuple[bool, float, bool]], speed: float) -> list[tuple[int, float, str]]:
+    """``frames`` from each event's ``_outline`` (a long trace's plan without holding its events)."""
+    t0 = next(t for is_pass, t, _ in outline if is_pass)
+
+    def arrival(t_end: float) -> float:
+        return LEAD_IN_S + max(0.0, t_end - t0) / speed
+
+    pass_times = [(i, arrival(t)) for i, (is_pass, t, _) in enumerate(outline) if is_pass]
     next_time = {i: nxt[1] for (i, _), nxt in zip(pass_times, pass_times[1:] + [(None, None)])}
+    del pass_times
     steps: list[tuple[int, float, str]] = []
     last = 0.0  # latest step (time never goes back)
-    for i, ev in enumerate(events):
-        if isinstance(ev, PassEvent):
-            now = max(last, arrival(ev))
+    for i, (is_pass, t, drafted) in enumerate(outline):
+        if is_pass:
+            now = max(last, arrival(t))
             gap = None if next_time.get(i) is None else next_time[i] - now
-            steps.extend((i, now + offset, phase) for offset, phase in phase_steps(bool(ev.drafts), gap))
+            steps.extend((i, now + offset, phase) for offset, phase in phase_steps(drafted, gap))
         else:
             steps.append((i, last, SETTLED))
         last = steps[-1][1]
@@ -232,6 +246,47 @@ def render_cast(
     return CastInfo(_name(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
 
 
+def render_cast_file(path: str, out_path: str | os.PathLike | OutputPath, *, cols: int = DEFAULT_COLS,
+                     rows: int = DEFAULT_ROWS, speed: float = 1.0, theme: str | None = None,
+                     title: str | None = None) -> CastInfo:
+    """``render_cast`` of a run trace read twice as a stream (its plan, then its frames), never held whole: a
+    100,000-pass cast stays in the memory of its plan (its output is spooled on disk). An attach trace, or one
+    with no pass, goes to ``render_cast`` whole (it says why it cannot be cast)."""
+    from ..recording.player import load_for_tui, mark_replay, warn_stderr
+    from ..recording.trace import iter_trace
+
+    _header, reader = iter_trace(path, on_warning=warn_stderr)
+    outline: list[tuple[bool, float, bool]] = []
+    start = first = None
+    try:
+        for ev in reader:
+            first = ev if first is None else first
+            if start is None and isinstance(ev, RunStarted):
+                start = dataclasses.replace(ev, replay=True)
+            outline.append(_outline(ev))
+    finally:
+        reader.close()
+    quiet = lambda message: None  # noqa: E731 - the first read said every warning
+    if isinstance(first, AttachStarted) or not any(is_pass for is_pass, _, _ in outline):
+        return render_cast(load_for_tui(path, on_warning=quiet)[1], out_path, cols=cols, rows=rows, speed=speed,
+                           theme=theme, title=title)
+    check_cast_args(cols, rows, speed, [], need_passes=False)
+    n_passes = sum(is_pass for is_pass, _, _ in outline)
+    steps = plan_frames(outline, speed)
+    player_events_n = len(outline)
+    del outline
+    from ..tui.run.cast_render import capture, stand_ins  # the Textual half
+
+    _header, reader = iter_trace(path, on_warning=quiet)
+    try:
+        chunks, end_t = asyncio.run(capture(mark_replay(reader), steps, cols, rows, speed, theme,
+                                            player_events=stand_ins(player_events_n, start)))
+    finally:
+        reader.close()
+    n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
+    return CastInfo(_name(out_path), cols, rows, n, duration, n_passes)
+
+
 def _name(out: str | os.PathLike | OutputPath) -> str:
     return out.path if isinstance(out, OutputPath) else os.fspath(out)
 
@@ -341,9 +396,12 @@ def cast_cmd(files: tuple[str, ...], output: str, race: bool, from_start: bool, 
             parse_inspect(inspect)  # a bad value fails before reading the trace
         out = check_output(output, CAST, inputs=[file], force=force)  # never the trace itself; before any work
         with SignalStop(lambda: _stop_rendering(signals, output)) as signals:  # SIGINT/TERM/HUP: 128 + N
-            _header, events = load_for_tui(file)
-            info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,
-                               inspect=inspect)
+            if inspect is None:  # streamed: a long trace is never held whole
+                info = render_cast_file(file, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+            else:  # the inspector's pass is found in the events first
+                _header, events = load_for_tui(file)
+                info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,
+                                   inspect=inspect)
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:
