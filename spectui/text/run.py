@@ -65,19 +65,23 @@ def consume(
                     out.write(visible(text))  # text from the model or a trace: never a control sequence
                     out.flush()
         if as_json:
-            _write_json(out, summary_dict(stats, []), spool)
+            _write_json(out, summary_dict(stats, [], with_tokens=False), stats.tokens, spool)
         else:
             out.write("\n\n" + visible(summary_text(stats)) + "\n")
     out.flush()
     return stats
 
 
-def _write_json(out: IO[str], summary: dict, spool: IO[str]) -> None:
-    """The summary as one strict JSON object, its ``passes`` (the last key) copied from ``spool``: the same text
-    ``json_text`` makes of the whole object (a pass is a JSON value of its own, serialised alike)."""
-    del summary["passes"]
+def _write_json(out: IO[str], summary: dict, tokens, spool: IO[str]) -> None:
+    """The summary as one strict JSON object, its ``tokens`` (the first key) written from the ids in slices and its
+    ``passes`` (the last) copied from ``spool``: the same text ``json_text`` makes of the whole object (each value
+    is serialised alike on its own), without a million-element list in memory."""
+    del summary["passes"], summary["tokens"]
+    out.write('{"tokens": [')
+    for i in range(0, len(tokens), 1 << 16):
+        out.write((", " if i else "") + ", ".join(map(str, tokens[i:i + (1 << 16)])))
     head = json_text(summary)  # strict JSON, no control character
-    out.write(head[:-1] + ', "passes": [')
+    out.write("], " + head[1:-1] + ', "passes": [')
     spool.seek(0)
     shutil.copyfileobj(spool, out, 1 << 20)
     out.write("]}\n")
@@ -110,13 +114,14 @@ def measured(snap: StatsSnapshot) -> dict:
     }
 
 
-def summary_dict(stats: RunStats, events: list[Event]) -> dict:
+def summary_dict(stats: RunStats, events: list[Event], *, with_tokens: bool = True) -> dict:
     """The run as ``--json`` prints it: llama.cpp's counts (``n_draft``, ``n_accept``, ...), the measured figures
     (``measured``: null where nothing was measured), the run's start, the cost model's advice and every pass.
 
     Args:
         stats: the statistics of the whole run.
         events: the run's events, for the passes (each as its trace line's object).
+        with_tokens: False: ``tokens`` left empty (``consume`` writes a long run's token ids in slices).
 
     Returns:
         A JSON-ready dict, its keys in a fixed order.
@@ -128,7 +133,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     probe = start.probe if start is not None else None  # the machine's verify curve, if measured
     pred = _prediction(snap, stats.last_k, probe)
     return {
-        "tokens": list(stats.tokens),
+        "tokens": list(stats.tokens) if with_tokens else [],
         "text": stats.text,
         "n_draft": start.settings.draft_max if start else 0,
         "draft_p_min": start.settings.draft_p_min if start else 0.0,
