@@ -17,7 +17,7 @@ from typing import IO, Callable, Iterable
 
 from ..analysis.costmodel import predict
 from ..analysis.stats import RunStats, StatsSnapshot
-from ..contract.event_json import to_dict
+from ..contract.event_json import event_fields, to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from ..contract.text import json_text, visible, visible_line
 from ..views.heads import head_file, head_kind, step_cost
@@ -57,7 +57,7 @@ def consume(
                 sink(ev)
             stats.update(ev)
             if as_json and isinstance(ev, PassEvent):  # each pass as the whole object would print it
-                spool.write((", " if n_passes else "") + json_text(to_dict(ev)))
+                spool.write((", " if n_passes else "") + _pass_json(ev))
                 n_passes += 1
             elif not as_json and isinstance(ev, PassEvent):
                 text = "".join(t.text for t in ev.emitted)
@@ -70,6 +70,15 @@ def consume(
             out.write("\n\n" + visible(summary_text(stats)) + "\n")
     out.flush()
     return stats
+
+
+def _pass_json(ev: PassEvent) -> str:
+    """``json_text(to_dict(ev))``, the encoder walking the event itself (a NaN or an infinity, which a live run
+    may hold: through ``to_dict``, as null)."""
+    try:
+        return json_text(ev, default=event_fields, check_circular=False)
+    except ValueError:
+        return json_text(to_dict(ev))
 
 
 def _write_json(out: IO[str], summary: dict, tokens, spool: IO[str]) -> None:

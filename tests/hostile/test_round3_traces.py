@@ -268,3 +268,20 @@ def test_T_big_replay_and_race_stay_flat(long_traces, tmp_path, face):
         assert out.strip()
     assert seconds < 600, seconds
     assert peaks[100_000] < peaks[10_000] + 60 and peaks[100_000] < 150, peaks
+
+
+def test_json_passes_written_as_they_come_say_null_for_a_nan():
+    """--json writes each pass as it comes (to a temporary file, then after the summary): a live run's NaN is null
+    there as in the whole object, and the text parses as one JSON object with every pass."""
+    import io
+
+    from spectui.contract.events import PassEvent, Timing
+    from spectui.text.run import consume
+
+    events = list(synthetic_run(5, seed=1))
+    events.insert(3, PassEvent(index=99, timing=Timing(wall_ms=float("nan"), t_end=1.0)))
+    out = io.StringIO()
+    consume(iter(events), out, as_json=True)
+    got = json.loads(out.getvalue())
+    assert len(got["passes"]) == 7 and got["passes"][2]["timing"]["wall_ms"] is None
+    assert got["tokens"] == [t.id for e in events if isinstance(e, PassEvent) for t in e.emitted]
