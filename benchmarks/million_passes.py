@@ -15,6 +15,7 @@ Print the machine's load (``uptime``) beside the figures: on a shared machine th
 the CPU seconds much less.
 
     .venv/bin/python benchmarks/million_passes.py [--passes 1000000] [--cast-passes 100000] [--keep DIR]
+        [--faces headless,json,race,cast]
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1000)
     ap.add_argument("--limit", type=float, default=600, help="seconds each face may run before it is stopped")
     ap.add_argument("--cast-limit", type=float, default=120, help="seconds the cast may run before it is stopped")
+    ap.add_argument("--faces", default="headless,json,race,cast",
+                    help="which faces, comma-separated: headless, json, race, cast")
     ap.add_argument("--keep", default=None, help="write the traces here (reused when there) instead of a temporary "
                                                  "directory")
     args = ap.parse_args()
@@ -84,19 +87,22 @@ def main() -> None:
     big = os.path.join(d, f"big{args.passes}.jsonl")
     short = os.path.join(d, "short100.jsonl")
     castin = os.path.join(d, f"big{args.cast_passes}.jsonl")
-    for path, n in ((big, args.passes), (short, 100), (castin, args.cast_passes)):
+    wanted = [(big, args.passes), (short, 100)] + ([(castin, args.cast_passes)] if "cast" in args.faces else [])
+    for path, n in wanted:
         s = make_trace(path, n)
         print(f"trace {os.path.basename(path)}: {n:,} passes, {os.path.getsize(path) / 1e6:,.0f} MB ({s:.0f} s to "
               "write)", flush=True)
     err = os.path.join(d, "stderr.txt")
     faces = [
-        ("replay --headless", args.passes, ["replay", "--headless", big], args.limit),
-        ("replay --json", args.passes, ["replay", "--json", big], args.limit),
-        ("race --headless", args.passes, ["race", "--headless", "--any-prompt", big, short], args.limit),
-        (f"cast {args.cols}x{args.rows}", args.cast_passes,
+        ("headless", "replay --headless", args.passes, ["replay", "--headless", big], args.limit),
+        ("json", "replay --json", args.passes, ["replay", "--json", big], args.limit),
+        ("race", "race --headless", args.passes, ["race", "--headless", "--any-prompt", big, short], args.limit),
+        ("cast", f"cast {args.cols}x{args.rows}", args.cast_passes,
          ["cast", castin, "-o", os.path.join(d, "out.cast"), "--cols", str(args.cols), "--rows", str(args.rows),
           "--speed", "8", "--force"], args.cast_limit),
     ]
+    chosen = set(args.faces.split(","))
+    faces = [f[1:] for f in faces if f[0] in chosen]
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs", flush=True)
     print(f"{'face':<22} {'passes':>10} {'status':>6} {'wall s':>8} {'CPU s':>8} {'peak MB':>8}", flush=True)
     for name, n, face_args, limit in faces:
