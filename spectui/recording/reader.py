@@ -355,8 +355,9 @@ def iter_trace(
 
     Args:
         path: the trace (plain or gzip).
-        on_warning: called with each warning (a damaged last line); None: :mod:`warnings`, as
-            :class:`TraceWarning`. The iterator's ``warnings`` list keeps them either way.
+        on_warning: called with each warning (a damaged last line; a kind of lie in the events, once the
+            iteration ends or the reader is closed); None: :mod:`warnings`, as :class:`TraceWarning`. The
+            iterator's ``warnings`` list keeps them either way.
 
     Returns:
         (the header, a ``TraceReader`` over the events: one at a time, in flat memory).
