@@ -149,6 +149,12 @@ def json_text(obj, **kwargs) -> str:
     return _JSON.sub(s)
 
 
+def json_raw_safe(s: str) -> bool:
+    """True when ``json_text`` leaves ``s`` inside a JSON string as ``json.dumps`` writes it (no code point to
+    escape): a face that serialises many values holding the same few texts asks once per text."""
+    return _JSON.one.search(s) is None
+
+
 # ------------------------------------------------------------------ cells: measuring and cutting, linear
 MAX_ZERO_WIDTH_RUN = 30  # Unicode's stream-safe limit (UAX #15): a longer run of combining marks is cut there
 

@@ -19,7 +19,7 @@ from ..analysis.costmodel import predict
 from ..analysis.stats import RunStats, StatsSnapshot
 from ..contract.event_json import event_fields, to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
-from ..contract.text import json_text, visible, visible_line
+from ..contract.text import json_raw_safe, json_text, visible, visible_line
 from ..views.heads import head_file, head_kind, step_cost
 from ..views.pipeline import as_dict as pipeline_dict
 from ..views.pipeline import summary as pipeline_summary
@@ -72,10 +72,32 @@ def consume(
     return stats
 
 
+_SAFE_TEXT: dict[str, bool] = {}  # token text -> json_raw_safe(text): a run's texts repeat
+
+
+def _plain_texts(ev: PassEvent) -> bool:
+    """Every free text of the pass (its tokens') needs no escape beyond json.dumps's (asked once per text); False
+    for a pass with inspector or pipeline data (their texts are not looked at here)."""
+    if ev.inspect or ev.pipeline is not None:
+        return False
+    safe = _SAFE_TEXT
+    if len(safe) > 1 << 16:
+        safe.clear()
+    for t in (*ev.drafts, *ev.emitted, *((ev.target,) if ev.target is not None else ())):
+        ok = safe.get(t.text)
+        if ok is None:
+            ok = safe[t.text] = json_raw_safe(t.text)
+        if not ok:
+            return False
+    return True
+
+
 def _pass_json(ev: PassEvent) -> str:
-    """``json_text(to_dict(ev))``, the encoder walking the event itself (a NaN or an infinity, which a live run
-    may hold: through ``to_dict``, as null)."""
+    """``json_text(to_dict(ev))``, the encoder walking the event itself, and no escaping pass over its text when
+    none of its tokens needs one (a NaN or an infinity, which a live run may hold: through ``to_dict``, as null)."""
     try:
+        if _plain_texts(ev):
+            return json.dumps(ev, default=event_fields, check_circular=False, ensure_ascii=False, allow_nan=False)
         return json_text(ev, default=event_fields, check_circular=False)
     except ValueError:
         return json_text(to_dict(ev))
