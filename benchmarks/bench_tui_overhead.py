@@ -143,7 +143,7 @@ def _subclasses(cls) -> list[type]:
 
 
 def run_headless(engine, settings: Settings, n: int) -> float:
-    stats, _ = consume(engine.run(DEFAULT_PROMPT, RunControl(settings), n), out=io.StringIO())
+    stats = consume(engine.run(DEFAULT_PROMPT, RunControl(settings), n), out=io.StringIO())
     return stats.snapshot().tokens_per_second
 
 

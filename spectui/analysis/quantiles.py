@@ -8,12 +8,14 @@ import math
 
 
 def percentile(values, q: float) -> float:
-    """Nearest-rank percentile (q in 0..100); 0.0 for an empty list."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    rank = max(1, math.ceil(q / 100.0 * len(s)))
-    return s[min(rank, len(s)) - 1]
+    """Nearest-rank percentile (q in 0..100); 0.0 for an empty list. A long ``array('d')`` (a million ITLs) by
+    numpy's selection in linear time, not a sort of a million Python floats: the same number."""
+    n = len(values)
+    k = min(max(1, math.ceil(q / 100.0 * n)), n) - 1
+    if n < 2048 or getattr(values, "typecode", "") != "d":
+        return sorted(values)[k] if n else 0.0
+    import numpy as np  # noqa: PLC0415 - only for long runs: a short run's summary stays free of it
+    return float(np.partition(np.frombuffer(values, dtype=np.float64), k)[k])  # a copy: the view is let go
 
 
 def interpolated_quantile(values, q: float) -> float | None:

@@ -23,11 +23,12 @@ File format (https://docs.asciinema.org/manual/asciicast/v2/): a header line
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import click
 
@@ -64,20 +65,33 @@ def frames(events: list[Event], speed: float) -> list[tuple[int, float, str]]:
     time to first token is shown in the TTFT panel, not waited for; after a short lead-in on the
     start screen, pass i arrives at (t_end_i - t_end_0) / speed. Its phases come from
     ``spectui.views.animation.phase_steps``, squeezed into the gap before the next pass."""
-    t0 = next(ev.timing.t_end for ev in events if isinstance(ev, PassEvent))
+    return plan_frames([_outline(ev) for ev in events], speed)
 
-    def arrival(ev: PassEvent) -> float:
-        return LEAD_IN_S + max(0.0, ev.timing.t_end - t0) / speed
 
-    pass_times = [(i, arrival(ev)) for i, ev in enumerate(events) if isinstance(ev, PassEvent)]
+def _outline(ev: Event) -> tuple[bool, float, bool]:
+    """What the frames' plan reads of an event: (a pass, its end time, it has drafts)."""
+    if isinstance(ev, PassEvent):
+        return True, ev.timing.t_end, bool(ev.drafts)
+    return False, 0.0, False
+
+
+def plan_frames(outline: list[tuple[bool, float, bool]], speed: float) -> list[tuple[int, float, str]]:
+    """``frames`` from each event's ``_outline`` (a long trace's plan without holding its events)."""
+    t0 = next(t for is_pass, t, _ in outline if is_pass)
+
+    def arrival(t_end: float) -> float:
+        return LEAD_IN_S + max(0.0, t_end - t0) / speed
+
+    pass_times = [(i, arrival(t)) for i, (is_pass, t, _) in enumerate(outline) if is_pass]
     next_time = {i: nxt[1] for (i, _), nxt in zip(pass_times, pass_times[1:] + [(None, None)])}
+    del pass_times
     steps: list[tuple[int, float, str]] = []
     last = 0.0  # latest step (time never goes back)
-    for i, ev in enumerate(events):
-        if isinstance(ev, PassEvent):
-            now = max(last, arrival(ev))
+    for i, (is_pass, t, drafted) in enumerate(outline):
+        if is_pass:
+            now = max(last, arrival(t))
             gap = None if next_time.get(i) is None else next_time[i] - now
-            steps.extend((i, now + offset, phase) for offset, phase in phase_steps(bool(ev.drafts), gap))
+            steps.extend((i, now + offset, phase) for offset, phase in phase_steps(drafted, gap))
         else:
             steps.append((i, last, SETTLED))
         last = steps[-1][1]
@@ -134,7 +148,7 @@ def cast_title(start: RunStarted | None) -> str:
     return "spectui " + banner_text(start)
 
 
-def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: list[tuple[float, str]],
+def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, chunks: Iterable[tuple[float, str]],
                     end_t: float, start: RunStarted | None, title: str | None = None) -> tuple[int, float]:
     """Write terminal output as asciicast v2, atomically (through spectui.contract.outputs: a path not checked
     yet is checked now).
@@ -158,25 +172,35 @@ def write_asciicast(out: str | os.PathLike | OutputPath, cols: int, rows: int, c
         "title": visible_line(title or cast_title(start)),  # a player may show it
         "env": {"TERM": "xterm-256color", "SHELL": "/bin/sh"},
     }
-    merged: list[list[Any]] = []
-    for t, data in chunks:  # writes at the same simulated instant become one event
-        if merged and abs(merged[-1][0] - t) < 1e-9:
-            merged[-1][1] += data
-        else:
-            merged.append([t, data])
+    n = 0
     _WRITING.append(True)
     try:
         with target.atomic_write("w") as fh:
             fh.write(json_text(header) + "\n")  # the title holds a trace's words
             fh.write(json.dumps([0.0, "o", "\x1b[?25l\x1b[2J\x1b[H"]) + "\n")  # hide cursor, clear
-            for t, data in merged:
+            for t, data in _merged(chunks):
                 fh.write(json.dumps([round(t, 6), "o", data], ensure_ascii=False) + "\n")
+                n += 1
             fh.write(json.dumps([round(ends_at, 6), "o", "\x1b[?25h"]) + "\n")  # cursor back, hold the frame
     except OSError as exc:
         raise SpectuiError(f"cannot write {target.path}: {exc.strerror or exc}") from None
     finally:
         _WRITING.clear()
-    return len(merged) + 2, ends_at
+    return n + 2, ends_at
+
+
+def _merged(chunks: Iterable[tuple[float, str]]) -> Iterator[tuple[float, str]]:
+    """Writes at the same simulated instant as one event, streamed (a long cast's output stays on disk)."""
+    at, parts = 0.0, []
+    for t, data in chunks:
+        if parts and abs(at - t) < 1e-9:
+            parts.append(data)
+            continue
+        if parts:
+            yield at, "".join(parts)
+        at, parts = t, [data]
+    if parts:
+        yield at, "".join(parts)
 
 
 def render_cast(
@@ -221,6 +245,47 @@ def render_cast(
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
     n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
     return CastInfo(_name(out_path), cols, rows, n, duration, sum(isinstance(e, PassEvent) for e in evs))
+
+
+def render_cast_file(path: str, out_path: str | os.PathLike | OutputPath, *, cols: int = DEFAULT_COLS,
+                     rows: int = DEFAULT_ROWS, speed: float = 1.0, theme: str | None = None,
+                     title: str | None = None) -> CastInfo:
+    """``render_cast`` of a run trace read twice as a stream (its plan, then its frames), never held whole: a
+    100,000-pass cast stays in the memory of its plan (its output is spooled on disk). An attach trace, or one
+    with no pass, goes to ``render_cast`` whole (it says why it cannot be cast)."""
+    from ..recording.player import load_for_tui, mark_replay, warn_stderr
+    from ..recording.trace import iter_trace
+
+    _header, reader = iter_trace(path, on_warning=warn_stderr)
+    outline: list[tuple[bool, float, bool]] = []
+    start = first = None
+    try:
+        for ev in reader:
+            first = ev if first is None else first
+            if start is None and isinstance(ev, RunStarted):
+                start = dataclasses.replace(ev, replay=True)
+            outline.append(_outline(ev))
+    finally:
+        reader.close()
+    quiet = lambda message: None  # noqa: E731 - the first read said every warning
+    if isinstance(first, AttachStarted) or not any(is_pass for is_pass, _, _ in outline):
+        return render_cast(load_for_tui(path, on_warning=quiet)[1], out_path, cols=cols, rows=rows, speed=speed,
+                           theme=theme, title=title)
+    check_cast_args(cols, rows, speed, [], need_passes=False)
+    n_passes = sum(is_pass for is_pass, _, _ in outline)
+    steps = plan_frames(outline, speed)
+    player_events_n = len(outline)
+    del outline
+    from ..tui.run.cast_render import capture, stand_ins  # the Textual half
+
+    _header, reader = iter_trace(path, on_warning=quiet)
+    try:
+        chunks, end_t = asyncio.run(capture(mark_replay(reader), steps, cols, rows, speed, theme,
+                                            player_events=stand_ins(player_events_n, start)))
+    finally:
+        reader.close()
+    n, duration = write_asciicast(out_path, cols, rows, chunks, end_t, start, title)
+    return CastInfo(_name(out_path), cols, rows, n, duration, n_passes)
 
 
 def _name(out: str | os.PathLike | OutputPath) -> str:
@@ -351,9 +416,12 @@ def cast_cmd(**values) -> None:
             parse_inspect(inspect)  # a bad value fails before reading the trace
         out = check_output(output, CAST, inputs=[file], force=o.force)  # never the trace itself; before any work
         with SignalStop(lambda: _stop_rendering(signals, output)) as signals:  # SIGINT/TERM/HUP: 128 + N
-            _header, events = load_for_tui(file)
-            info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,
-                               inspect=inspect)
+            if inspect is None:  # streamed: a long trace is never held whole
+                info = render_cast_file(file, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+            else:  # the inspector's pass is found in the events first
+                _header, events = load_for_tui(file)
+                info = render_cast(events, out, cols=cols, rows=rows, speed=sp, theme=theme, title=title,
+                                   inspect=inspect)
     except SpectuiError as exc:
         fail(str(exc))
     except Interrupted as exc:

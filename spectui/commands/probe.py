@@ -256,9 +256,10 @@ def _knee_args(o: ProbeOptions) -> dict | None:
         if acceptance_from.endswith(".json"):
             acceptance, src = acceptance_from_json(acceptance_from)
         else:
+            from ..recording.player import warn_stderr  # noqa: PLC0415
             from ..recording.trace import read_trace  # noqa: PLC0415
 
-            tr = read_trace(acceptance_from)
+            tr = read_trace(acceptance_from, on_warning=warn_stderr)  # a damaged tail, a lie: said as in replay
             acceptance, src = acceptance_from_events(tr.events, f"trace {acceptance_from}")
     return {"seqs": o.batch_seqs, "ks": k_list, "a": acceptance, "src": src, "drafter": drafter}
 

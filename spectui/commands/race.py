@@ -92,7 +92,8 @@ def race_main(o) -> None:
     _need_terminal(headless)
     from ..views.race_timeline import load_race
 
-    race = load_race(list(traces), from_start=o.from_start, any_prompt=o.any_prompt)
+    # headless: each lane's figures read as a stream, in flat memory; the TUI plays (and seeks in) the events
+    race = load_race(list(traces), from_start=o.from_start, any_prompt=o.any_prompt, keep_events=not headless)
     race.note = note
     if headless:
         _print_outcome(race, o.as_json)

@@ -226,7 +226,7 @@ def _run_headless(runner, opts: RunOptions, control: RunControl, machine, record
     stats = None
     try:
         with aborting_on_signals(engine.abort):
-            stats, _ = consume(
+            stats = consume(
                 runner.run(opts.prompt, control, opts.n_predict, probe=machine, overlap=True),
                 sys.stdout,
                 as_json=opts.as_json,

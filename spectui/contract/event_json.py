@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import sys
+import threading
 from typing import Any
 
 from .events import (
@@ -67,14 +67,7 @@ class NumberTooLong(ValueError):
     but no number a run records; the message says what it is."""
 
 
-# a float literal that may overflow: an exponent of three digits or more, or 309 digits in a row
-_MAY_OVERFLOW = re.compile(rb"[0-9.][eE][+-]?[0-9]{3}|[0-9]{309}")
 _DIGITS = re.compile(r"value has (\d+) digits")
-
-
-def _float(text: str) -> float | NonFinite:
-    v = float(text)
-    return v if math.isfinite(v) else NonFinite(f"{text}, infinite as a float")
 
 
 def _int(text: str) -> int | NonFinite:
@@ -96,17 +89,50 @@ def _too_long(n: int) -> NumberTooLong:
                          "records has more than 20)")
 
 
+class _Decoder:
+    """One thread's JSON decoder for trace lines: every number through a check that costs little (a NaN, an
+    infinity, a float or integer too large becomes a :class:`NonFinite` and sets ``found``). It replaced a
+    regular expression run over every line first, which cost more than the parse itself."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self.decode = json.JSONDecoder(parse_float=self._float, parse_int=self._int,
+                                       parse_constant=self._constant).decode
+
+    def _float(self, text: str) -> float | NonFinite:
+        v = float(text)
+        if v - v == 0.0:  # finite (inf - inf and nan are nan)
+            return v
+        self.found = True
+        return NonFinite(f"{text}, infinite as a float")
+
+    def _int(self, text: str) -> int | NonFinite:
+        if len(text) < 20:
+            return int(text)
+        v = _int(text)
+        if type(v) is NonFinite:
+            self.found = True
+        return v
+
+    def _constant(self, text: str) -> NonFinite:
+        self.found = True
+        return NonFinite(text)
+
+
+_LOCAL = threading.local()
+
+
 def loads_line(line: bytes) -> tuple[Any, bool]:
-    """One JSON line (a trace's) parsed: ``(value, checked)``. ``checked``: the line may hold a
-    :class:`NonFinite` (it spells NaN or Infinity, or a number that may overflow a float), so the caller
-    walks it to name and replace each. The common line costs one ``json.loads`` and two byte searches.
-    Raises ``UnicodeDecodeError``, ``ValueError`` (not JSON) or :class:`NumberTooLong` (with what it is)."""
+    """One JSON line (a trace's) parsed: ``(value, checked)``. ``checked``: the line holds a :class:`NonFinite`
+    (it spells NaN or Infinity, or a number that overflows a float), so the caller walks it to name and replace
+    each. Raises ``UnicodeDecodeError``, ``ValueError`` (not JSON) or :class:`NumberTooLong` (with what it is)."""
     text = line.decode("utf-8")
-    checked = b"NaN" in line or b"Infinity" in line or _MAY_OVERFLOW.search(line) is not None
+    dec = getattr(_LOCAL, "decoder", None)
+    if dec is None:
+        dec = _LOCAL.decoder = _Decoder()
+    dec.found = False
     try:
-        if checked:
-            return json.loads(text, parse_constant=NonFinite, parse_float=_float, parse_int=_int), True
-        return json.loads(text), False
+        return dec.decode(text), dec.found
     except NumberTooLong:
         raise
     except ValueError as exc:
@@ -121,19 +147,36 @@ def to_dict(event: Event) -> dict[str, Any]:
     return _as_dict(event)
 
 
+def event_fields(obj: Any) -> dict[str, Any]:
+    """``json.dumps(event, default=event_fields)``: the JSON encoder itself walks an event, each dataclass as its
+    fields (the text of ``json.dumps(to_dict(event))``, without building the dicts first)."""
+    if _is_dataclass(type(obj)):
+        return obj.__dict__
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
 def _as_dict(obj: Any) -> Any:
     out = {}
     for k, v in obj.__dict__.items():
         t = type(v)
-        if t is tuple or t is list:
-            v = [_as_dict(x) if dataclasses.is_dataclass(x) else x for x in v]
-        elif t not in _PLAIN and dataclasses.is_dataclass(v):
-            v = _as_dict(v)
-        out[k] = v
+        if t in _PLAIN:
+            out[k] = v
+        elif t is tuple or t is list:
+            out[k] = [x if type(x) in _PLAIN else _as_dict(x) if _is_dataclass(type(x)) else x for x in v]
+        else:
+            out[k] = _as_dict(v) if _is_dataclass(t) else v
     return out
 
 
 _PLAIN = {int, float, str, bool, type(None)}
+_DATACLASS: dict[type, bool] = {}  # type -> is it a dataclass (asked once per type, not once per value)
+
+
+def _is_dataclass(t: type) -> bool:
+    known = _DATACLASS.get(t)
+    if known is None:
+        known = _DATACLASS[t] = dataclasses.is_dataclass(t)
+    return known
 
 
 class EventFormatError(ValueError):
@@ -215,9 +258,11 @@ def _drafter_name(empty: bool) -> Any:
 
 
 def _one_of(values: tuple[str, ...]) -> Any:
+    canon = {v: v for v in values}  # the one string of each value: a million verdicts hold three strings
+
     def c(v: Any) -> str:
-        if type(v) is str and v in values:
-            return v
+        if type(v) is str and v in canon:
+            return canon[v]
         raise EventFormatError(f"expected one of {', '.join(values)}, got {v!r}"[:200])
 
     return c

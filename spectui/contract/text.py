@@ -138,10 +138,21 @@ def finite(obj):
 def json_text(obj, **kwargs) -> str:
     """Strict JSON (RFC 8259: no NaN, no Infinity) safe for a terminal: forbidden code points as \\uXXXX."""
     kwargs.setdefault("ensure_ascii", False)
-    s = json.dumps(finite(obj), allow_nan=False, **kwargs)
+    try:
+        s = json.dumps(obj, allow_nan=False, **kwargs)  # the common case, every number finite: no copy first
+    except ValueError:
+        s = json.dumps(finite(obj), allow_nan=False, **kwargs)
+    if s.isascii() and "\x7f" not in s:  # json.dumps escaped every C0 character: nothing else to escape
+        return s
     # Structural JSON is ASCII and json.dumps already escapes C0, so what is left sits inside strings:
     # the \\uXXXX form parses back to the same value.
     return _JSON.sub(s)
+
+
+def json_raw_safe(s: str) -> bool:
+    """True when ``json_text`` leaves ``s`` inside a JSON string as ``json.dumps`` writes it (no code point to
+    escape): a face that serialises many values holding the same few texts asks once per text."""
+    return _JSON.one.search(s) is None
 
 
 # ------------------------------------------------------------------ cells: measuring and cutting, linear

@@ -1,7 +1,8 @@
 """Reading a trace, as a stream: ``iter_trace`` (its header checked now, then one event at a time in flat
 memory), ``read_trace`` (a small trace whole), ``TraceReader`` (the iterator: a damaged tail is one warning, a
 broken middle an error), plain or gzip (detected by its magic bytes), within the limits a stranger's file is
-held to (docs/untrusted-input.md). The format is schema.py's. No Textual import.
+held to (docs/untrusted-input.md), each event checked for what a run can record (sanity.py: clamped or skipped,
+one warning per kind of lie). The format is schema.py's. No Textual import.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..contract.event_json import EventFormatError, NonFinite, NumberTooLong, from_dict, loads_line
 from ..contract.events import Event, PassEvent
+from .sanity import Lies
 from .schema import GZIP_MAGIC, SCHEMA, SUPPORTED_VERSIONS, TraceError, TraceWarning, versions_read
 
 
@@ -45,7 +47,7 @@ def _open_lines(path: str) -> Iterator[bytes]:
 # Limits on what a trace may hold (docs/untrusted-input.md): a trace is a stranger's file. Passing one is
 # one line and exit 2 (TraceLimitError), in bounded memory: the reader never holds more than one line.
 MAX_LINE_BYTES = 16 << 20  # one event's JSON line (a long prompt, an inspector's top-k) stays far below
-MAX_TRACE_BYTES = 8 << 30  # decompressed bytes in all (a million passes is a few hundred MB)
+MAX_TRACE_BYTES = 8 << 30  # decompressed bytes in all (a million passes at k = 3 is about 900 MB)
 MAX_LINES = 50_000_000  # lines in all
 MAX_BLANK_LINES = 10_000  # spectui never writes a blank line; a file of newlines is not a trace
 _CHUNK = 1 << 20  # bytes read (or decompressed) at a time
@@ -220,6 +222,7 @@ class TraceReader:
         self.n_events = 0
         self.line_no = 1
         self._warned_fields: set[str] = set()
+        self._lies = Lies(path)  # what the events say, checked (recording/sanity.py)
 
     def __iter__(self) -> "TraceReader":
         return self
@@ -233,9 +236,24 @@ class TraceReader:
 
     def __next__(self) -> Event:
         while True:
+            ev = self._next_event()
+            if ev is None:
+                self._report_lies()
+                raise StopIteration
+            ev = self._lies.check(ev, self.line_no)  # None: skipped (the warning says why)
+            if ev is not None:
+                return ev
+
+    def _report_lies(self) -> None:
+        """The semantic lies found so far, one warning per kind (each said once)."""
+        for message in self._lies.take_warnings():
+            self._warn(message)
+
+    def _next_event(self) -> Event | None:
+        while True:
             line = next(self._lines, None)
             if line is None:
-                raise StopIteration
+                return None
             self.line_no += 1
             if isinstance(line, Damage):
                 problem = str(line)
@@ -290,7 +308,7 @@ class TraceReader:
                 f"{self.path}: line {self.line_no}: {problem}{where_more}; the trace ends there "
                 f"({_why_it_ends(self.path)}); {self.n_events} events read"
             )
-            raise StopIteration
+            return None
 
     def _value_warning(self, field: str, what: str) -> None:
         """One warning per field name (a trace of NaN times says it once, not once a pass)."""
@@ -324,6 +342,7 @@ class TraceReader:
         return dataclasses.replace(ev, timing=dataclasses.replace(t, **fixed))
 
     def close(self) -> None:
+        self._report_lies()
         close = getattr(self._lines, "close", None)
         if close is not None:
             close()
@@ -336,8 +355,9 @@ def iter_trace(
 
     Args:
         path: the trace (plain or gzip).
-        on_warning: called with each warning (a damaged last line); None: :mod:`warnings`, as
-            :class:`TraceWarning`. The iterator's ``warnings`` list keeps them either way.
+        on_warning: called with each warning (a damaged last line; a kind of lie in the events, once the
+            iteration ends or the reader is closed); None: :mod:`warnings`, as :class:`TraceWarning`. The
+            iterator's ``warnings`` list keeps them either way.
 
     Returns:
         (the header, a ``TraceReader`` over the events: one at a time, in flat memory).

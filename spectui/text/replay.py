@@ -38,7 +38,7 @@ def replay_headless(path: str | os.PathLike, out=None, *, as_json: bool = False,
         sleep = stop.wait if speed != float("inf") else time.sleep
         if isinstance(first, AttachStarted):
             return replay_attach_headless(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
-        stats, _ = consume(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
+        stats = consume(paced(events, speed, sleep), out or sys.stdout, as_json=as_json)
     finally:
         reader.close()
     return stats

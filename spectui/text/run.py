@@ -7,17 +7,20 @@ Every number comes from :mod:`spectui.analysis.stats`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 from typing import IO, Callable, Iterable
 
 from ..analysis.cost.costmodel import predict
 from ..analysis.drafter_stats import drafter_dicts, drafter_lines
 from ..analysis.stats import RunStats, StatsSnapshot
-from ..contract.event_json import to_dict
+from ..contract.event_json import event_fields, to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
-from ..contract.text import json_text, visible, visible_line
+from ..contract.text import json_raw_safe, json_text, visible, visible_line
 from ..views.heads import head_file, head_kind, step_cost
 from ..views.pipeline import as_dict as pipeline_dict
 from ..views.pipeline import summary as pipeline_summary
@@ -38,32 +41,82 @@ def consume(
     *,
     as_json: bool = False,
     sink: Callable[[Event], None] | None = None,
-) -> tuple[RunStats, list[Event]]:
+) -> RunStats:
     """Drive the stream to its end. Streams text to ``out`` (unless as_json), then prints the summary.
 
-    ``sink`` sees every event first (the trace recorder). Returns the statistics and the event list
-    (kept only with ``as_json``, so that a long replay prints its text summary in flat memory).
+    ``sink`` sees every event first (the trace recorder). Returns the statistics. Memory stays flat however long
+    the run: the text summary streams the text, and the JSON's passes (its last key) go to a temporary file as
+    they come, then follow the summary (a million passes are a gigabyte of JSON, not three of events).
     """
     out = out or sys.stdout
     stats = RunStats(keep_tokens=as_json)  # the text summary streams the text: no need to keep it
-    kept: list[Event] = []
-    for ev in events:
-        if sink is not None:
-            sink(ev)
-        stats.update(ev)
-        if as_json:  # only the JSON lists every pass: the text summary streams in flat memory
-            kept.append(ev)
-        if not as_json and isinstance(ev, PassEvent):
-            text = "".join(t.text for t in ev.emitted)
-            if text:
-                out.write(visible(text))  # text from the model or a trace: never a control sequence
-                out.flush()
-    if as_json:
-        out.write(json_text(summary_dict(stats, kept)) + "\n")  # strict JSON, no control character
-    else:
-        out.write("\n\n" + visible(summary_text(stats)) + "\n")
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogatepass") if as_json \
+            else contextlib.nullcontext() as spool:
+        n_passes = 0
+        for ev in events:
+            if sink is not None:
+                sink(ev)
+            stats.update(ev)
+            if as_json and isinstance(ev, PassEvent):  # each pass as the whole object would print it
+                spool.write((", " if n_passes else "") + _pass_json(ev))
+                n_passes += 1
+            elif not as_json and isinstance(ev, PassEvent):
+                text = "".join(t.text for t in ev.emitted)
+                if text:
+                    out.write(visible(text))  # text from the model or a trace: never a control sequence
+                    out.flush()
+        if as_json:
+            _write_json(out, summary_dict(stats, [], with_tokens=False), stats.tokens, spool)
+        else:
+            out.write("\n\n" + visible(summary_text(stats)) + "\n")
     out.flush()
-    return stats, kept
+    return stats
+
+
+_SAFE_TEXT: dict[str, bool] = {}  # token text -> json_raw_safe(text): a run's texts repeat
+
+
+def _plain_texts(ev: PassEvent) -> bool:
+    """Every free text of the pass (its tokens') needs no escape beyond json.dumps's (asked once per text); False
+    for a pass with inspector or pipeline data (their texts are not looked at here)."""
+    if ev.inspect or ev.pipeline is not None:
+        return False
+    safe = _SAFE_TEXT
+    if len(safe) > 1 << 16:
+        safe.clear()
+    for t in (*ev.drafts, *ev.emitted, *((ev.target,) if ev.target is not None else ())):
+        ok = safe.get(t.text)
+        if ok is None:
+            ok = safe[t.text] = json_raw_safe(t.text)
+        if not ok:
+            return False
+    return True
+
+
+def _pass_json(ev: PassEvent) -> str:
+    """``json_text(to_dict(ev))``, the encoder walking the event itself, and no escaping pass over its text when
+    none of its tokens needs one (a NaN or an infinity, which a live run may hold: through ``to_dict``, as null)."""
+    try:
+        if _plain_texts(ev):
+            return json.dumps(ev, default=event_fields, check_circular=False, ensure_ascii=False, allow_nan=False)
+        return json_text(ev, default=event_fields, check_circular=False)
+    except ValueError:
+        return json_text(to_dict(ev))
+
+
+def _write_json(out: IO[str], summary: dict, tokens, spool: IO[str]) -> None:
+    """The summary as one strict JSON object, its ``tokens`` (the first key) written from the ids in slices and its
+    ``passes`` (the last) copied from ``spool``: the same text ``json_text`` makes of the whole object (each value
+    is serialised alike on its own), without a million-element list in memory."""
+    del summary["passes"], summary["tokens"]
+    out.write('{"tokens": [')
+    for i in range(0, len(tokens), 1 << 16):
+        out.write((", " if i else "") + ", ".join(map(str, tokens[i:i + (1 << 16)])))
+    head = json_text(summary)  # strict JSON, no control character
+    out.write("], " + head[1:-1] + ', "passes": [')
+    spool.seek(0)
+    shutil.copyfileobj(spool, out, 1 << 20)
+    out.write("]}\n")
 
 
 def _prediction(snap: StatsSnapshot, current_k: int | None = None, probe=None):
@@ -93,13 +146,14 @@ def measured(snap: StatsSnapshot) -> dict:
     }
 
 
-def summary_dict(stats: RunStats, events: list[Event]) -> dict:
+def summary_dict(stats: RunStats, events: list[Event], *, with_tokens: bool = True) -> dict:
     """The run as ``--json`` prints it: llama.cpp's counts (``n_draft``, ``n_accept``, ...), the measured figures
     (``measured``: null where nothing was measured), the run's start, the cost model's advice and every pass.
 
     Args:
         stats: the statistics of the whole run.
         events: the run's events, for the passes (each as its trace line's object).
+        with_tokens: False: ``tokens`` left empty (``consume`` writes a long run's token ids in slices).
 
     Returns:
         A JSON-ready dict, its keys in a fixed order.
@@ -111,7 +165,7 @@ def summary_dict(stats: RunStats, events: list[Event]) -> dict:
     probe = start.probe if start is not None else None  # the machine's verify curve, if measured
     pred = _prediction(snap, stats.last_draft_max, probe)
     return {
-        "tokens": list(stats.tokens),
+        "tokens": list(stats.tokens) if with_tokens else [],
         "text": stats.text,
         "n_draft": start.settings.draft_max if start else 0,
         "draft_p_min": start.settings.draft_p_min if start else 0.0,

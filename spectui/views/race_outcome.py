@@ -89,6 +89,8 @@ class Outcome:
 
 
 def lane_stats(lane: Lane) -> StatsSnapshot:
+    if lane.digest is not None:  # read as a stream (race --headless)
+        return lane.digest.stats
     return RunStats(keep_tokens=False).extend(lane.events).snapshot()
 
 

@@ -19,9 +19,11 @@ import bisect
 import dataclasses
 import os
 import sys
+from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
+from ..analysis.stats import RunStats, StatsSnapshot
 from ..contract.errors import SpectuiError
 from ..contract.events import AttachStarted, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 from ..contract.text import visible_line
@@ -95,6 +97,19 @@ def machine_text(header: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class Digest:
+    """What the race's outcome needs of a lane (``race --headless``), read as a stream: a lane of a million passes
+    then holds its statistics and its tokens, not a million events (``load_race(..., keep_events=False)``)."""
+
+    stats: StatsSnapshot
+    start: RunStarted | None
+    end: RunEnded | None
+    finish_t: float  # the last pass's trace time
+    ids: array  # every emitted token's id, in order
+    texts: list  # ... and its text (one shared string per distinct text)
+
+
+@dataclass(frozen=True)
 class Lane:
     name: str  # "A", "B", "C"
     path: str
@@ -107,13 +122,18 @@ class Lane:
     machine: str
     changed_settings: bool  # the run changed settings mid-way (a key in the live TUI)
     truncated: bool  # no RunEnded: the trace was cut off (killed run, partial file)
+    digest: Digest | None = None  # a lane read for its outcome only: no events (``events`` and ``times`` empty)
 
     @property
     def start(self) -> RunStarted | None:
+        if self.digest is not None:
+            return self.digest.start
         return next((ev for ev in self.events if isinstance(ev, RunStarted)), None)
 
     @property
     def end(self) -> RunEnded | None:
+        if self.digest is not None:
+            return self.digest.end
         return next((ev for ev in reversed(self.events) if isinstance(ev, RunEnded)), None)
 
     @property
@@ -124,6 +144,8 @@ class Lane:
     def finish_s(self) -> float:
         """Race time of the lane's last pass: its decode time (from the first token), or with
         ``from_start`` its time from the run's start to the last token."""
+        if self.digest is not None:
+            return self.digest.finish_t - self.t0
         last = next(ev for ev in reversed(self.events) if isinstance(ev, PassEvent))
         return last.timing.t_end - self.t0
 
@@ -142,10 +164,14 @@ class Lane:
             return start.prompt
         return str(self.header.get("prompt") or "")
 
-    def token_ids(self) -> list[int]:
+    def token_ids(self) -> list[int] | array:
+        if self.digest is not None:
+            return self.digest.ids
         return [t.id for ev in self.events if isinstance(ev, PassEvent) for t in ev.emitted]
 
     def token_texts(self) -> list[str]:
+        if self.digest is not None:
+            return self.digest.texts
         return [t.text for ev in self.events if isinstance(ev, PassEvent) for t in ev.emitted]
 
     def due(self, t: float) -> int:
@@ -177,19 +203,55 @@ def make_lane(name: str, path: str, header: dict, events: list[Event], from_star
     )
 
 
+def digest_lane(name: str, path: str, header: dict, events: Iterable[Event], from_start: bool = False) -> Lane:
+    """A lane for the race's outcome only, its events read as a stream and let go (see ``Digest``)."""
+    stats, ids, texts = RunStats(keep_tokens=False), array("q"), []
+    start = end = None
+    first_t = finish_t = None
+    changed = False
+    for ev in events:
+        stats.update(ev)
+        if isinstance(ev, PassEvent):
+            first_t = ev.timing.t_end if first_t is None else first_t
+            finish_t = ev.timing.t_end
+            for t in ev.emitted:
+                ids.append(t.id)
+                texts.append(t.text)
+        elif isinstance(ev, RunStarted):
+            start = start or dataclasses.replace(ev, replay=True)
+        elif isinstance(ev, RunEnded):
+            end = ev
+        changed = changed or isinstance(ev, SettingsChanged)
+    if first_t is None or finish_t is None:
+        raise SpectuiError(f"{path}: the trace holds no passes to race")
+    return Lane(name=name, path=path, header=header, events=(), t0=0.0 if from_start else first_t, times=(),
+                setting=visible_line(setting_text(start)), models=visible_line(models_text(start)),
+                machine=visible_line(machine_text(header)), changed_settings=changed, truncated=end is None,
+                digest=Digest(stats.snapshot(), start, end, finish_t, ids, texts))
+
+
+def _not_attach(path: str, events: Iterable[Event]) -> Iterable[Event]:
+    for i, ev in enumerate(events):
+        if i == 0 and isinstance(ev, AttachStarted):
+            raise SpectuiError(f"{path}: an attach trace (spectui attach --record) has no passes to race; "
+                               "race run traces (spectui --record, spectui bench --record-dir)")
+        yield ev
+
+
 def load_lane(name: str, path: str | os.PathLike, from_start: bool = False,
-              on_warning: Callable[[str], None] | None = _warn) -> Lane:
+              on_warning: Callable[[str], None] | None = _warn, keep_events: bool = True) -> Lane:
     """One trace as a lane; a damaged or cut-off trace is read as far as it goes (the replay's reader
-    warns), a file that is not a run trace is a one-line error."""
+    warns), a file that is not a run trace is a one-line error. ``keep_events`` False: a ``digest_lane``
+    (the outcome's figures in flat memory, for ``race --headless``)."""
     p = os.fspath(path)
     header, reader = iter_trace(p, on_warning=on_warning)  # the replay's reader: damage is a warning
     try:
-        events = [dataclasses.replace(ev, replay=True) if isinstance(ev, RunStarted) else ev for ev in reader]
+        if not keep_events:
+            return digest_lane(name, p, header, _not_attach(p, reader), from_start)
+        events = [dataclasses.replace(ev, replay=True) if isinstance(ev, RunStarted) else ev
+                  for ev in _not_attach(p, reader)]
     finally:
         reader.close()
-    if events and isinstance(events[0], AttachStarted):
-        raise SpectuiError(f"{p}: an attach trace (spectui attach --record) has no passes to race; "
-                           "race run traces (spectui --record, spectui bench --record-dir)")
     return make_lane(name, p, header, events, from_start)
 
 
@@ -259,10 +321,11 @@ def check_prompts(lanes: list[Lane]) -> bool:
 
 
 def load_race(paths: list[str], *, from_start: bool = False, any_prompt: bool = False,
-              on_warning: Callable[[str], None] | None = _warn) -> Race:
+              on_warning: Callable[[str], None] | None = _warn, keep_events: bool = True) -> Race:
+    """The traces as lanes on one clock (``keep_events`` False: for the outcome only, in flat memory)."""
     if not 2 <= len(paths) <= MAX_LANES:
         raise SpectuiError(f"a race takes 2 or {MAX_LANES} traces, not {len(paths)}")
-    lanes = [load_lane(LANE_NAMES[i], p, from_start, on_warning) for i, p in enumerate(paths)]
+    lanes = [load_lane(LANE_NAMES[i], p, from_start, on_warning, keep_events) for i, p in enumerate(paths)]
     differ = check_prompts(lanes)
     if differ and not any_prompt:
         which = ", ".join(f"{lane.name} {lane.prompt[:24]!r}" for lane in lanes)

@@ -125,7 +125,7 @@ def test_run_1_model_fails_mid_run(make_engine, tiny_target, tiny_draft_noisy):
     try:
         import io
 
-        stats, _ = consume(engine.run("the cat", RunControl(Settings(draft_max=2)), 40), io.StringIO())
+        stats = consume(engine.run("the cat", RunControl(Settings(draft_max=2)), 40), io.StringIO())
     finally:
         engine.debug_hook = None
     assert stats.end.error and "llama_decode returned -1" in stats.end.error

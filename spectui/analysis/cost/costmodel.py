@@ -107,8 +107,10 @@ class Prediction:
     draft_stop_cause: str = ""  # why drafting stopped early in the run: "p_min", "no_match" or ""
 
     def drafted(self, k: int) -> float:
-        """D(k): the drafts a pass asked for k makes on average (k when drafting never stops early)."""
-        return self.drafted_per_pass_by_k[k] if self.drafted_per_pass_by_k else float(k)
+        """D(k): the drafts a pass asked for k makes on average (k when drafting never stops early, or for a k past
+        the k_max predicted: -k 32 is a draft length, the prediction stops at K_MAX)."""
+        by_k = self.drafted_per_pass_by_k
+        return by_k[k] if 0 <= k < len(by_k) else float(k)
 
     def stops_early(self, k: int) -> bool:
         """True when a pass asked for k drafts visibly fewer on average (D(k) < k - 0.05)."""
