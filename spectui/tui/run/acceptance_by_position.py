@@ -1,9 +1,12 @@
-"""AcceptanceByPosition: one bar per draft position with its rate and counts (StatsSnapshot)."""
+"""AcceptanceByPosition: one bar per draft position with its rate and counts (StatsSnapshot); when more than one
+drafter drafted (a chain, or ``d`` mid-run), one line per drafter under the bars: its passes, acceptance and mean
+acceptance length (``StatsSnapshot.by_drafter``)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
+from ...contract.text import visible_line
 from ..shared.panel import Panel
 from ..shared.sparkline import bar
 
@@ -18,7 +21,8 @@ class AcceptanceByPosition(Panel):
         if not rows:
             out.append("\nno drafts yet", st["dim"])
             return out
-        room = max(1, height - 1)
+        drafters = stats.by_drafter if len(stats.by_drafter) > 1 else ()
+        room = max(1, height - 1 - len(drafters))
         shown = rows if len(rows) <= room else rows[: room - 1]
         bw = max(4, width - 22)
         for p in shown:
@@ -28,4 +32,9 @@ class AcceptanceByPosition(Panel):
             out.append(f" {100 * p.rate:5.1f}% {p.accepted}/{p.drafted}")
         if len(shown) < len(rows):
             out.append(f"\n   … {len(rows) - len(shown)} deeper positions", st["dim"])
+        for d in drafters[: max(0, height - 1 - len(shown))]:
+            line = Text(f"\n{visible_line(d.name)}: {d.passes} passes {100 * d.acceptance_rate:.0f}% "
+                        f"len {d.mean_acceptance_length:.2f}", st["dim"])
+            line.truncate(width + 1, overflow="ellipsis")
+            out.append_text(line)
         return out

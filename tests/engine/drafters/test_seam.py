@@ -170,3 +170,23 @@ def test_the_inspector_says_which_member_of_a_chain_drafted(make_engine, tiny_ta
         events, _ = run_with_hook(e, Settings(draft_max=3), prompt=PROMPT)
     single = [p for p in events if isinstance(p, PassEvent) and p.drafts]
     assert single and all(drafted_by(p, 0) == "" for p in single)  # one drafter: nothing to tell apart
+
+
+async def test_the_acceptance_panel_has_a_line_per_drafter_of_a_chain(make_engine, tiny_target, tiny_draft_noisy):
+    from spectui.analysis.stats import compute
+    from spectui.contract.control import RunControl
+    from spectui.tui.run.acceptance_by_position import AcceptanceByPosition
+    from spectui.tui.run.app import SpectuiApp
+
+    with make_engine(tiny_target, tiny_draft_noisy, spec_options=SMALL) as e:
+        events, _ = run_with_hook(e, Settings(draft_max=3, drafter="ngram-simple,model"), prompt=PROMPT)
+    by = {d.name: d for d in compute(events).by_drafter}
+    assert set(by) == {"ngram-simple", "model"}
+    app = SpectuiApp(lambda c, p: iter(events), RunControl())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        app.refresh_from_state()
+        await pilot.pause()
+        text = app.query_one(AcceptanceByPosition).draw(40, 12).plain
+    for name, d in by.items():
+        assert f"{name}: {d.passes} passes {100 * d.acceptance_rate:.0f}%" in text, text
