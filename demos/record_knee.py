@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spectui.commands.cast import write_asciicast  # noqa: E402
-from spectui.commands.probe import probe_main  # noqa: E402
+from spectui.commands.probe import ProbeOptions, probe_main  # noqa: E402
+from spectui.contract.options import ModelOptions  # noqa: E402
 
 MODELS = [ROOT.parent / "shared" / "models", Path(os.environ.get("SPECTUI_MODELS", Path.home() / ".cache" / "spectui"
                                                                   / "models"))]
@@ -36,10 +37,10 @@ PAUSE_S = 4.0  # between the acts
 
 def probe_text(target: str, draft: str | None, args, acceptance: float | None) -> str:
     buf = io.StringIO()
-    kw = dict(target=target, draft=draft, threads=args.threads, ctx_size=1024)
-    probe_main(out=buf, max_batch=4, repeats=args.repeats, batched=True, batch_seqs=args.batch_seqs,
-               batch_ks=args.ks, acceptance=acceptance, acceptance_from=args.acceptance_from,
-               drafter="model" if draft else "ngram", **kw)
+    models = ModelOptions(target=target, draft=draft, threads=args.threads, ctx_size=1024)
+    probe_main(ProbeOptions(models=models, max_batch=4, repeats=args.repeats, batched=True,
+                            batch_seqs=args.batch_seqs, batch_ks=args.ks, acceptance=acceptance,
+                            acceptance_from=args.acceptance_from, drafter="model" if draft else "ngram"), out=buf)
     text = buf.getvalue()
     return text[text.index("spectui probe --batched"):]  # the batched act (the probe's own figures are elsewhere)
 

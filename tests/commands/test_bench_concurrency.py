@@ -248,6 +248,7 @@ def test_sweep_against_the_cpu_vllm(tmp_path):
 @pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
 @pytest.mark.timeout(1800)
 @pytest.mark.slow
+@pytest.mark.timing  # how long a level's ramp runs with fewer than 4 requests depends on the load: alone under xdist
 def test_the_sweep_shows_vllm_switching_speculation_off(tmp_path):
     """vLLM's dynamic speculative decoding (num_speculative_tokens_per_batch_size: k = 3 for one running request,
     0 from two on) switches speculation off by itself at concurrency 4: the sweep sees the drafts per output token
