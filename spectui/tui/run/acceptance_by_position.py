@@ -1,11 +1,13 @@
-"""AcceptanceByPosition: one bar per draft position with its rate and counts (StatsSnapshot); when more than one
-drafter drafted (a chain, or ``d`` mid-run), one line per drafter under the bars: its passes, acceptance and mean
-acceptance length (``StatsSnapshot.by_drafter``)."""
+"""AcceptanceByPosition: one bar per draft position with its rate and counts (StatsSnapshot); while a chain drafts
+(``--spec-type ngram-mod,draft-simple``) and more than one of its drafters has drafted, one line per drafter under
+the bars: its passes, acceptance and mean acceptance length (``StatsSnapshot.by_drafter``; the summary and
+``--json`` have them for any run)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
+from ...contract.events import CHAIN_SEPARATOR
 from ...contract.text import visible_line
 from ..shared.panel import Panel
 from ..shared.sparkline import bar
@@ -21,7 +23,8 @@ class AcceptanceByPosition(Panel):
         if not rows:
             out.append("\nno drafts yet", st["dim"])
             return out
-        drafters = stats.by_drafter if len(stats.by_drafter) > 1 else ()
+        chain = self.snap.settings is not None and CHAIN_SEPARATOR in self.snap.settings.drafter
+        drafters = stats.by_drafter if chain and len(stats.by_drafter) > 1 else ()
         room = max(1, height - 1 - len(drafters))
         shown = rows if len(rows) <= room else rows[: room - 1]
         bw = max(4, width - 22)
