@@ -8,13 +8,16 @@ from __future__ import annotations
 import os
 import struct
 
+import numpy as np
 import pytest
 
 from spectui.contract.errors import SpectuiError
+from spectui.engine.drafters import by_name, canonical
+from spectui.engine.drafters.base import DrafterResources
+from spectui.engine.drafters.chain import ChainDrafter
 from spectui.engine.drafters.libstdcxx_map import IntCounts
 from spectui.engine.drafters.llama_spec import OPTIONS, PRIORITY, cap, chain_order
 from spectui.engine.drafters.ngram_cache import NgramCache, NgramCacheParams, load_cache, static_from_tokens
-from spectui.engine.drafters.ngram_chain import NgramChain, make_drafter
 from spectui.engine.drafters.ngram_map import NgramMap, NgramMapParams, map_hash
 from spectui.engine.drafters.ngram_mod import NgramMod, NgramModParams, NgramModPool
 from spectui.engine.drafters.ngram_simple import NgramSimple, NgramSimpleParams
@@ -307,27 +310,27 @@ def test_chain_order_is_llama_priority_not_the_users():
     assert PRIORITY[:5] == ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
     with pytest.raises(SpectuiError, match="unknown speculative type: ngram-foo"):
         chain_order(["ngram-foo"])
-    with pytest.raises(SpectuiError, match="not one of llama.cpp's n-gram types"):
-        make_drafter("draft-simple")
-    with pytest.raises(SpectuiError, match="key_only=True"):
-        make_drafter("ngram-map-k", NgramMapParams(key_only=False))
-    assert isinstance(make_drafter("ngram-map-k4v"), NgramMap)
+    assert isinstance(by_name("ngram-map-k4v").make(DrafterResources(target=None)).algo, NgramMap)
 
 
 def test_chain_takes_the_first_draft_and_accept_reaches_the_last_drafter():
+    """The engine's chain (drafters/chain.py) over the types' drafters, as common_speculative_draft / _accept."""
     params = {"ngram-simple": NgramSimpleParams(size_n=3, size_m=3),
               "ngram-mod": NgramModParams(n_match=2, n_min=1, n_max=4)}
-    chain = NgramChain(["ngram-mod", "ngram-simple"], params)
-    assert chain.types == ("ngram-simple", "ngram-mod")
-    with pytest.raises(ValueError):
-        chain.accept(1)  # nothing drafted yet
-    chain.begin([1, 2, 3, 4, 5, 1, 2])
-    assert chain.draft([1, 2, 3, 4, 5, 1, 2, 3]) == [4, 5, 1, 2]  # simple: too short a history; mod drafts
-    assert chain.last == "ngram-mod"
-    assert chain.draft([9, 9]) == [] and chain.last == "ngram-mod"  # an empty round leaves the last drafter
+    names = canonical("ngram-mod,ngram-simple").split(",")
+    assert names == ["ngram-simple", "ngram-mod"]  # llama.cpp's priority, not the order written
+    members = [(n, by_name(n).make(DrafterResources(target=None, params=params))) for n in names]
+    chain = ChainDrafter(members)
+    rng = np.random.default_rng(0)
+    chain.accept(1)  # nothing drafted yet: no member is told (llama.cpp's impl_last is null)
+    for _, d in members:
+        d.algo.begin([1, 2, 3, 4, 5, 1, 2])
+    p = chain.propose([1, 2, 3, 4, 5, 1, 2, 3], 8, 0.0, rng)
+    assert p.ids == [4, 5, 1, 2] and p.drafter == "ngram-mod"  # simple: too short a history; mod drafts
+    assert chain.propose([9, 9], 8, 0.0, rng).ids == []  # an empty round leaves the last drafter
     chain.accept(0)
-    ctx = [6, 1, 2, 3, 4, 5, 9, 1, 2, 3]
-    assert chain.draft(ctx, n_max=2) == [4, 5] and chain.last == "ngram-simple"  # simple first, cut to 2
+    p = chain.propose([6, 1, 2, 3, 4, 5, 9, 1, 2, 3], 2, 0.0, rng)
+    assert p.ids == [4, 5] and p.drafter == "ngram-simple"  # simple first, cut to k = 2
 
 
 def test_options_match_the_params_defaults_and_arg_cpp_bounds():
