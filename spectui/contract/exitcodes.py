@@ -20,6 +20,7 @@ here: the engine-side code and the headless faces import it.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -33,6 +34,7 @@ SIGHUP_STATUS = 128 + int(getattr(signal, "SIGHUP", 1))  # 129
 SIGINT_STATUS = 128 + int(signal.SIGINT)  # 130
 SIGTERM_STATUS = 128 + int(signal.SIGTERM)  # 143
 
+REDELIVER_S = 0.02  # a signal noted inside a callback from C is sent again this often until it lands outside one
 STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 
@@ -71,8 +73,10 @@ class SignalStop:
     signal; ``status(otherwise)`` is 128 + that signal, or ``otherwise``. A second SIGINT raises
     KeyboardInterrupt (interrupt at once). Without ``on_stop`` the first signal raises
     :class:`Interrupted`, except in a frame running one of the ``quiet_in`` code objects (Python called back
-    from C, where an exception is printed and dropped): there the signal is only noted, and the command
-    stops at its next :meth:`raise_if_stopped`. Installed only from the main thread (else a no-op).
+    from C, where an exception is printed and dropped): there the signal is noted and sent again every
+    ``REDELIVER_S`` until it lands outside such a frame, where it raises (a probe measuring for minutes, whose
+    llama.cpp logs as it makes contexts, stops within milliseconds, never at its end); :meth:`raise_if_stopped`
+    raises it at once. Installed only from the main thread (else a no-op).
 
     ``hand_over``: a face that starts under it may install its own quit over it and acts on a signal already
     noted (``tui.shared.lifecycle.install_quit_signals``: the TUI, whose startup follows the loading);
@@ -93,18 +97,31 @@ class SignalStop:
         self.signum: int | None = None
         self.at = 0.0  # time.monotonic() of the first signal
         self._old: dict[int, object] = {}
+        self._again: threading.Timer | None = None  # the noted signal's next delivery
 
     def _handler(self, signum, frame) -> None:
-        if self.signum is not None and signum == signal.SIGINT and self.second_sigint_raises:
+        again, self._again = self._again, None
+        if again is None and self.signum is not None and signum == signal.SIGINT and self.second_sigint_raises:
             raise KeyboardInterrupt
         if self.signum is None:
             self.signum = int(signum)
             self.at = time.monotonic()
         if self.on_stop is None:
             if frame is not None and frame.f_code in self.quiet_in:
-                return  # a callback from C (llama.cpp's log): noted; the command's raise_if_stopped() stops it
-            raise Interrupted(signum)
+                self._send_again()  # a callback from C (llama.cpp's log): raised once outside it
+                return
+            raise Interrupted(self.signum)
         self.on_stop()
+
+    def _send_again(self) -> None:
+        def send() -> None:
+            if self._again is timer and self._old:  # still waited for, and the handler still installed
+                os.kill(os.getpid(), self.signum)
+
+        timer = threading.Timer(REDELIVER_S, send)
+        timer.daemon = True
+        self._again = timer
+        timer.start()
 
     def __enter__(self) -> "SignalStop":
         if threading.current_thread() is threading.main_thread():
@@ -114,6 +131,9 @@ class SignalStop:
         return self
 
     def __exit__(self, *exc) -> bool:
+        if self._again is not None:
+            self._again.cancel()
+            self._again = None
         for s, h in self._old.items():
             signal.signal(s, h)
         self._old.clear()

@@ -21,7 +21,14 @@ from pathlib import Path
 import pytest
 from pty_term import read_to_close
 
-from spectui.contract.exitcodes import SIGHUP_STATUS, SIGINT_STATUS, SIGTERM_STATUS, Interrupted, SignalStop
+from spectui.contract.exitcodes import (
+    REDELIVER_S,
+    SIGHUP_STATUS,
+    SIGINT_STATUS,
+    SIGTERM_STATUS,
+    Interrupted,
+    SignalStop,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -234,6 +241,24 @@ def test_a_stop_never_raises_inside_a_callback_from_c():
     assert exc.value.status == SIGTERM_STATUS
     with SignalStop() as stop, pytest.raises(Interrupted):  # anywhere else: at once
         _called_back()
+
+
+def test_a_stop_noted_inside_a_callback_raises_once_outside_it():
+    """A command that never calls raise_if_stopped() again (a probe measuring, its contexts logging as they are
+    made) still stops: the noted signal comes again until it lands outside the callback, and raises there,
+    within a few of its re-deliveries; a first SIGINT so delivered is no second SIGINT."""
+    for sig, status in ((signal.SIGTERM, SIGTERM_STATUS), (signal.SIGINT, SIGINT_STATUS)):
+        def called_back(sig=sig):
+            signal.raise_signal(sig)
+            return "went on"
+
+        with SignalStop(quiet_in=[called_back.__code__]), pytest.raises(Interrupted) as exc:
+            assert called_back() == "went on"
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 2.0:  # the work after the callback: plain Python
+                pass
+        assert exc.value.status == status
+        assert time.monotonic() - t0 < 20 * REDELIVER_S
 
 
 
