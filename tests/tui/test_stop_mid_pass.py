@@ -66,8 +66,8 @@ def pinned() -> list[str]:
 
 
 def run_argv(target: Path, *extra) -> list[str]:
-    return [*POLICY, *pinned(), sys.executable, "-m", "spectui", "--target", str(target), "--drafter", "ngram", "-k", "2",
-            "-p", PROMPT, "-t", THREADS, *map(str, extra)]
+    return [*POLICY, *pinned(), sys.executable, "-m", "spectui", "--target", str(target), "--drafter", "ngram",
+            "-k", "2", "-p", PROMPT, "-t", THREADS, *map(str, extra)]
 
 
 def passes_in(trace: Path) -> int:
