@@ -34,12 +34,12 @@ from ..bench.plan import (
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 from ..contract.draft_length import parse_k, parse_ks
-from ..contract.errors import NeverAnswered, SpectuiError, echo_error, fail
+from ..contract.errors import NeverAnswered, SpectuiError, echo_error, echo_line, fail
 from ..contract.exitcodes import SIGINT_STATUS, signal_name
 from ..contract.options import options_from
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
-from ..contract.text import json_text, visible, visible_line
+from ..contract.text import json_text, visible
 from ..text.bench import render_chart, render_table
 from . import command
 from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting
@@ -294,7 +294,7 @@ def _noise(engine, settings):
     max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
 
     def say(m: str) -> None:
-        print(f"spectui: {visible_line(m)}", file=sys.stderr)
+        echo_line(f"spectui: {m}")
 
     progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
                 ) if sys.stderr.isatty() else None
