@@ -18,6 +18,17 @@ from dataclasses import dataclass
 # and SGLang's draft tokens are all far below): a label past it is not a draft position (docs/attach.md).
 MAX_POSITIONS = 256
 
+# vLLM's speculative counters (drafts, drafted and accepted tokens, accepted by position); llama-server names
+# its own after them (llamacpp.py)
+SPEC_DECODE_COUNTERS = {
+    "drafts": ("spec_decode_num_drafts",),
+    "draft_tokens": ("spec_decode_num_draft_tokens",),
+    "accepted": ("spec_decode_num_accepted_tokens",),
+    "per_pos": ("spec_decode_num_accepted_tokens_per_pos",),
+}
+# vLLM's generated tokens counter and time-to-first-token histogram; SGLang names its own after them (sglang.py)
+TOKEN_METRICS = {"generated": ("generation_tokens",), "ttft": ("time_to_first_token_seconds",)}
+
 
 @dataclass(frozen=True)
 class Dialect:

@@ -17,15 +17,12 @@ Per request: the response's ``timings.draft_n`` and ``timings.draft_n_accepted``
 from __future__ import annotations
 
 from ..contract.events import KIND_LLAMA_SERVER
-from .dialect import Dialect
+from .dialect import SPEC_DECODE_COUNTERS, Dialect
 
 DIALECT = Dialect(
     kind=KIND_LLAMA_SERVER,
     prefix="llamacpp:",
-    drafts=("spec_decode_num_drafts",),
-    draft_tokens=("spec_decode_num_draft_tokens",),
-    accepted=("spec_decode_num_accepted_tokens",),
-    per_pos=("spec_decode_num_accepted_tokens_per_pos",),
+    **SPEC_DECODE_COUNTERS,
     generated=("tokens_predicted",),
     per_request="timings.draft_n / draft_n_accepted in the response",
     words="llama-server: drafts, drafted and accepted counters, accepted per position (when a request ends)",

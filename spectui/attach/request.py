@@ -284,27 +284,34 @@ def stream_completion(
     deadline = Deadline(timeout)  # the whole request and its stream, not per read
     deadline.__enter__()
     try:
-        yield from _streamed(req, deadline, got, timeout, stop)
+        yield from read_stream(req, deadline, got, timeout, stop)
     finally:
         deadline.cancel()
 
 
-def _streamed(req: urllib.request.Request, deadline: Deadline, got: _Received, timeout: float,
-              stop: threading.Event | None) -> Events:
-    """The request sent and its stream read into events (``stream_completion``), RequestEnded last."""
-    why = deadline.why
+def read_stream(req: urllib.request.Request, deadline: Deadline, got, timeout: float,
+                stop: threading.Event | None = None, where: str = "") -> Events:
+    """The request sent and its stream read into events, RequestEnded last: request mode's
+    (``stream_completion``) and ``spectui bench --url``'s (``bench.server.chat_request``). ``got`` turns each
+    JSON chunk into its RequestChunk (``take(msg)``: the chunk or None, and whether it was the last) and says
+    how the request ended (``ended(reason, error)``, ``finish``); ``where`` starts each error line (the URL a
+    bench row names)."""
+    def why(message: str) -> str:
+        return deadline.why(where + message, where)
+
     try:
         resp = open_url(req, deadline)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        yield got.ended(REQ_ERROR, deadline.message() if deadline.fired else describe_error(exc, timeout))
+        yield got.ended(REQ_ERROR, where + (deadline.message() if deadline.fired else describe_error(exc, timeout)))
         return
     except http.client.HTTPException as exc:
-        yield got.ended(REQ_ERROR, deadline.message() if deadline.fired else f"bad HTTP response: {type(exc).__name__}")
+        yield got.ended(REQ_ERROR, where + (deadline.message() if deadline.fired
+                                            else f"bad HTTP response: {type(exc).__name__}"))
         return
     ctype = (resp.headers.get("Content-Type") or "").lower()
     if "html" in ctype:  # a web UI, not the API: say so, not "the server closed the stream"
         resp.close()
-        yield got.ended(REQ_ERROR, f"not a completion stream: got an HTML page ({NOT_THE_API})")
+        yield got.ended(REQ_ERROR, f"{where}not a completion stream: got an HTML page ({NOT_THE_API})")
         return
     try:
         with resp:

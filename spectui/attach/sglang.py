@@ -28,14 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract.events import KIND_SGLANG
-from .dialect import Dialect, count_list, positions_from_histogram
+from .dialect import TOKEN_METRICS, Dialect, count_list, positions_from_histogram
 
 DIALECT = Dialect(
     kind=KIND_SGLANG,
     prefix="sglang:",
     engine_labels=("dp_rank",),
-    generated=("generation_tokens",),
-    ttft=("time_to_first_token_seconds",),
+    **TOKEN_METRICS,
     itl=("inter_token_latency_seconds",),
     accept_length=("spec_accept_length",),
     accept_rate=("spec_accept_rate",),

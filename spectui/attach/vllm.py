@@ -18,20 +18,16 @@ Per request: with ``--per-request-spec-decode-metrics summary``, the response's
 from __future__ import annotations
 
 from ..contract.events import KIND_VLLM
-from .dialect import Dialect
+from .dialect import SPEC_DECODE_COUNTERS, TOKEN_METRICS, Dialect
 
 DIALECT = Dialect(
     kind=KIND_VLLM,
     prefix="vllm:",
     engine_labels=("engine",),
-    drafts=("spec_decode_num_drafts",),
-    draft_tokens=("spec_decode_num_draft_tokens",),
-    accepted=("spec_decode_num_accepted_tokens",),
-    per_pos=("spec_decode_num_accepted_tokens_per_pos",),
-    emitted=("spec_decode_num_emitted_tokens",),
-    generated=("generation_tokens",),
-    ttft=("time_to_first_token_seconds",),
+    **TOKEN_METRICS,
     itl=("inter_token_latency_seconds", "time_per_output_token_seconds"),
+    **SPEC_DECODE_COUNTERS,
+    emitted=("spec_decode_num_emitted_tokens",),
     per_request="metrics.speculative_decoding in the response (--per-request-spec-decode-metrics summary)",
     words="vLLM: drafts, drafted and accepted counters, accepted per position, TTFT / ITL histograms",
 )

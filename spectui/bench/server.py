@@ -27,8 +27,6 @@ report says where it stopped (exit 1).
 
 from __future__ import annotations
 
-import functools
-import http.client
 import json
 import time
 import urllib.error
@@ -41,7 +39,7 @@ from ..analysis.attach_stats import OK, engine_window, sum_windows
 from ..analysis.stats import PositionStat, StatsSnapshot
 from ..attach.metrics import BadCounters
 from ..attach.metrics import parse as parse_metrics
-from ..attach.request import CLOSED_EARLY, JsonStream, StreamError, openai_model, server_float, server_int
+from ..attach.request import openai_model, read_stream, server_float, server_int
 from ..attach.scraper import (
     USER_AGENT,
     Deadline,
@@ -49,9 +47,7 @@ from ..attach.scraper import (
     abort_all,
     base_url,
     check_scheme,
-    describe_error,
     http_get,
-    open_url,
 )
 from ..contract.errors import NeverAnswered, SpectuiError
 from ..contract.events import (
@@ -168,29 +164,10 @@ def chat_request(dep: Deployment, messages: list[dict], n_predict: int, temperat
     req = urllib.request.Request(  # noqa: S310 - http(s) checked in probe_deployment
         dep.root + "/v1/chat/completions", data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": USER_AGENT})
-    reply = _Reply(t0, dep.timing_problems)
     deadline = Deadline(timeout)  # the whole request and its stream, not per read (--timeout)
-    why = functools.partial(deadline.why, where=f"{dep.url}: ")
     deadline.__enter__()
     try:
-        try:
-            resp = open_url(req, deadline)
-        except urllib.error.HTTPError as exc:
-            detail = ""
-            try:
-                detail = exc.read(4096).decode("utf-8", "replace")[:160]
-            except OSError:
-                pass
-            yield reply.ended(REQ_ERROR, f"{dep.url}: {deadline.message()}" if deadline.fired
-                              else f"HTTP {exc.code} from {dep.url}: {detail or exc.reason}")
-            return
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            yield reply.ended(REQ_ERROR, why(f"{dep.url}: {describe_error(exc, timeout)}"))
-            return
-        except http.client.HTTPException as exc:
-            yield reply.ended(REQ_ERROR, why(f"{dep.url}: bad HTTP response: {type(exc).__name__}"))
-            return
-        yield from reply.read(resp, dep.url, why, timeout)
+        yield from read_stream(req, deadline, _Reply(t0, dep.timing_problems), timeout, where=f"{dep.url}: ")
     finally:
         deadline.cancel()
 
@@ -224,31 +201,21 @@ class _Reply:
             prompt_n=server_int(usage.get("prompt_tokens", timings.get("prompt_n", -1))),
         )
 
-    def read(self, resp, url: str, why, timeout: float) -> Iterator[RequestChunk | RequestEnded]:
-        """The stream's content chunks, then its end (an error when it broke or closed before it finished)."""
-        try:
-            with resp:
-                stream = JsonStream(resp)
-                for msg in stream:
-                    self.last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
-                    for c in msg.get("choices") or []:
-                        text = (c.get("delta") or {}).get("content") or ""
-                        if text:
-                            self.n_chunks += 1
-                            yield RequestChunk(t=time.monotonic() - self.t0, text=text, n_tokens=1)
-                        fr = c.get("finish_reason")
-                        if fr:
-                            self.finish = REQ_LENGTH if fr == "length" else REQ_STOP
-                if not (stream.done or self.finish):
-                    yield self.ended(REQ_ERROR, why(f"{url}: {CLOSED_EARLY}"))
-                    return
-        except StreamError as exc:
-            yield self.ended(REQ_ERROR, why(f"{url}: {exc}"))
-            return
-        except (OSError, http.client.HTTPException) as exc:
-            yield self.ended(REQ_ERROR, why(f"{url}: stream broken: {describe_error(exc, timeout)}"))
-            return
-        yield self.ended(self.finish or REQ_STOP)
+    def take(self, msg: dict) -> tuple[RequestChunk | None, bool]:
+        """One JSON chunk of the stream: its content as a RequestChunk (None when it has none); never the last
+        (the stream's ``[DONE]`` ends it)."""
+        self.last.update({k: v for k, v in msg.items() if k in ("timings", "usage")})
+        texts = []
+        for c in msg.get("choices") or []:
+            text = (c.get("delta") or {}).get("content") or ""
+            if text:
+                texts.append(text)
+            fr = c.get("finish_reason")
+            if fr:
+                self.finish = REQ_LENGTH if fr == "length" else REQ_STOP
+        self.n_chunks += len(texts)
+        chunk = RequestChunk(t=time.monotonic() - self.t0, text="".join(texts), n_tokens=len(texts)) if texts else None
+        return chunk, False
 
 
 def request_stats(events: Sequence, window=None) -> StatsSnapshot:

@@ -2,13 +2,12 @@
 ``--url`` the same prompts go to a deployment instead (``bench.server``). Prints the table, the chart and the
 report; ``--json`` / ``--csv`` / ``--markdown`` print an export on stdout, ``-o FILE`` writes it (the old
 ``--json FILE``, one file per export, still works), ``--record-dir`` keeps the traces, every file through
-:func:`output_path`. Ctrl+C / SIGTERM / SIGHUP print and write the partial report (exit 130 / 143 / 129);
-a run or a server that fails keeps the rows done (exit 1)."""
+``contract.outputs.check_output``. Ctrl+C / SIGTERM / SIGHUP print and write the partial report (exit 130 /
+143 / 129); a run or a server that fails keeps the rows done (exit 1)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import sys
@@ -35,15 +34,15 @@ from ..bench.plan import (
 from ..bench.report import report_lines
 from ..bench.runner import TURNS, BenchResult, Templater, run_bench
 from ..contract.draft_length import parse_k, parse_ks
-from ..contract.errors import NeverAnswered, SpectuiError, echo_error, fail
-from ..contract.exitcodes import signal_name
+from ..contract.errors import NeverAnswered, SpectuiError, echo_error, echo_line, fail
+from ..contract.exitcodes import SIGINT_STATUS, signal_name
 from ..contract.options import options_from
 from ..contract.outputs import TRACE, check_distinct, check_output, csv_report, json_report, record_folder, text_report
 from ..contract.params import AT_LEAST_ONE, N_PREDICT, REPEAT, SECONDS, SEED
-from ..contract.text import json_text, visible, visible_line
+from ..contract.text import json_text, visible
 from ..text.bench import render_chart, render_table
 from . import command
-from .common import ModelOptions, default_drafters, load_engine, plan_drafting
+from .common import ModelOptions, default_drafters, load_engine, loading_stop, plan_drafting
 from .options import deprecated, draft_max_option, drafter_help, model_options, record_dir_option
 
 EXIT_FAILED = 1
@@ -56,66 +55,15 @@ CSV_KIND = csv_report("bench", CSV_FIELDS)
 MD_KIND = text_report("bench", MARKDOWN_MARKER)  # the --markdown file's first line
 
 
-def output_path(path: str | os.PathLike, kind, inputs=(), force: bool = False, own_name: bool = False):
-    """Every file the bench writes goes through here: the project's output rule (spectui.contract.outputs:
-    checked before any work, never one of the bench's inputs - the prompt file, the models - and an
-    existing file replaced only when it is a spectui file of the same kind, or with --force)."""
-    return check_output(path, kind, inputs, force, own_name)
-
-
 def write_text(path: str, text: str, kind, inputs=(), force: bool = False) -> None:
-    """Write a report file atomically (through ``output_path``), or print it for "-"."""
+    """Write a report file atomically (the project's output rule: ``contract.outputs.check_output``), or print
+    it for "-"."""
     if path == "-":
         sys.stdout.write(visible(text))  # stdout may be a terminal: a dataset's words, controls made visible
         sys.stdout.flush()
         return
-    with output_path(path, kind, inputs, force).atomic_write() as fh:
+    with check_output(path, kind, inputs, force).atomic_write() as fh:
         fh.write(text)
-
-
-class _Signals:
-    """SIGINT / SIGTERM / SIGHUP end the bench like Ctrl+C (a KeyboardInterrupt at the next Python instruction:
-    the engine ends its run with reason "stopped"); ``signum`` says which, for the exit status. Inside
-    llama.cpp's log callback (the models loading), where an exception would be printed and dropped, the signal
-    is only noted (``pending``) and ``raise_if_stopped`` raises it once the load has returned."""
-
-    def __init__(self) -> None:
-        from ..engine.llama.llama_lib import CALLBACK_CODES  # noqa: PLC0415
-
-        self.signum = signal.SIGINT
-        self.old = {}
-        self.pending = False
-        self.quiet_in = frozenset(CALLBACK_CODES)
-
-    def _handler(self, signum, frame):
-        self.signum = signum
-        if frame is not None and frame.f_code in self.quiet_in:
-            self.pending = True
-            return
-        raise KeyboardInterrupt
-
-    def raise_if_stopped(self) -> None:
-        if self.pending:
-            self.pending = False
-            raise KeyboardInterrupt
-
-    def __enter__(self):
-        for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if s is not None:
-                try:
-                    self.old[s] = signal.signal(s, self._handler)
-                except ValueError:  # not the main thread
-                    pass
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-        return False
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + int(self.signum)
 
 
 @command("bench")
@@ -167,7 +115,7 @@ class _Signals:
 @click.option("--timeout", "timeout_s", type=SECONDS, default=600.0, show_default=True,
               help="server mode: seconds one request may take")
 def bench_cmd(**kwargs):
-    sig = _Signals()
+    sig = loading_stop()  # SIGINT / SIGTERM / SIGHUP end the bench like Ctrl+C (the engine ends its run "stopped")
     try:
         _exports_to_files(kwargs)
         o = options_from(BenchOptions, kwargs)
@@ -179,9 +127,9 @@ def bench_cmd(**kwargs):
     except SpectuiError as exc:
         fail(str(exc))
     except KeyboardInterrupt:  # before any run started (loading): nothing measured, nothing written
-        click.echo(f"spectui: bench stopped by {signal_name(sig.signum)} before any run (while loading): "
-                   "nothing written", err=True)
-        sys.exit(sig.exit_code)
+        click.echo(f"spectui: bench stopped by {signal_name(sig.signum or signal.SIGINT)} before any run (while "
+                   "loading): nothing written", err=True)
+        sys.exit(sig.status(SIGINT_STATUS))
     sys.exit(code)
 
 
@@ -231,7 +179,7 @@ def bench_main(o: BenchOptions, signals=None, out=None) -> int:
     check_distinct(zip(("--json", "--csv", "--markdown"), o.exports))  # one file each
     for p, kind in zip(o.exports, (JSON_KIND, CSV_KIND, MD_KIND)):
         if p and p != "-":
-            output_path(p, kind, inputs, o.force)  # before any work: a bad path costs nothing
+            check_output(p, kind, inputs, o.force)  # before any work: a bad path costs nothing
     if o.urls or o.baseline_url:
         return _server_main(o, ps, inputs, out, signals)
     if str(o.concurrency) != "1" or o.knee_probe:
@@ -258,7 +206,7 @@ def _engine_main(o: BenchOptions, ps, inputs, out, signals) -> int:
         def open_trace(name: str, extra: dict):
             from ..recording.trace import TraceWriter  # noqa: PLC0415
 
-            return TraceWriter(output_path(rec / name, TRACE, inputs, o.force, own_name=True).path, extra,
+            return TraceWriter(check_output(rec / name, TRACE, inputs, o.force, own_name=True).path, extra,
                                inputs=inputs, force=o.force)
 
         t0 = time.perf_counter()
@@ -346,7 +294,7 @@ def _noise(engine, settings):
     max_batch = min(max(NOISE_MAX_BATCH, max(ks) + 1), engine.target.n_batch)
 
     def say(m: str) -> None:
-        print(f"spectui: {visible_line(m)}", file=sys.stderr)
+        echo_line(f"spectui: {m}")
 
     progress = (lambda m: say(f"measuring the kernels' noise (once per target and machine, cached): {m}")
                 ) if sys.stderr.isatty() else None
@@ -428,7 +376,7 @@ def _finish(res: BenchResult, params: dict, has_base: bool, o: BenchOptions, inp
     if failed_exports:
         return 2
     if res.status == "interrupted":
-        return signals.exit_code if signals is not None else 130
+        return signals.status(SIGINT_STATUS) if signals is not None else SIGINT_STATUS
     if res.status.startswith("failed"):
         return EXIT_FAILED
     if not any(s.runs for s in summaries if s.category == OVERALL):

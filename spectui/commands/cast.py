@@ -39,6 +39,7 @@ from ..contract.options import options_from
 from ..contract.outputs import CAST, OutputPath, check_output
 from ..contract.params import SPEED, TERMINAL_CELLS
 from ..contract.text import json_text, visible_line
+from ..race.spec import RaceClock
 from ..views.animation import PENDING_S, SETTLED, VERDICT_S, phase_steps
 from . import command
 
@@ -351,18 +352,15 @@ def render_race_cast(race, out_path: str | os.PathLike | OutputPath, *, cols: in
 
 
 @dataclass(frozen=True)
-class CastOptions:
-    """``spectui cast``'s options as the command line gave them (``contract.options.options_from``)."""
+class CastOptions(RaceClock):
+    """``spectui cast``'s options as the command line gave them (``contract.options.options_from``); with
+    ``race``, the traces race on the clock as in ``spectui race``."""
 
     files: tuple[str, ...]
     output: str
     race: bool = False
-    from_start: bool = False
-    any_prompt: bool = False
     cols: int = DEFAULT_COLS
     rows: int = DEFAULT_ROWS
-    speed: str = "1"
-    theme: str | None = None
     title: str | None = None
     inspect: str | None = None
     force: bool = False
@@ -400,12 +398,9 @@ def cast_cmd(**values) -> None:
         if o.race:
             if inspect is not None:
                 raise SpectuiError("--inspect is for one trace, not --race")
-            from ..views.race_timeline import load_race
-
             out = check_output(output, CAST, inputs=list(files), force=o.force)  # never a trace raced; before any work
             with SignalStop(lambda: _stop_rendering(signals, output)) as signals:
-                info = render_race_cast(load_race(list(files), from_start=o.from_start, any_prompt=o.any_prompt), out,
-                                        cols=cols, rows=rows, speed=sp, theme=theme, title=title)
+                info = render_race_cast(o.load(files), out, cols=cols, rows=rows, speed=sp, theme=theme, title=title)
             echo_line(f"wrote {info.path}: {info.width}x{info.height}, {info.n_passes} passes, "
                       f"{info.duration_s:.1f} s, {info.n_events} output events")
             return

@@ -90,10 +90,8 @@ def race_main(o) -> None:
     if not traces:
         raise SpectuiError("give 2 or 3 traces to race (spectui race A.jsonl B.jsonl), or --target to record")
     _need_terminal(headless)
-    from ..views.race_timeline import load_race
-
     # headless: each lane's figures read as a stream, in flat memory; the TUI plays (and seeks in) the events
-    race = load_race(list(traces), from_start=o.from_start, any_prompt=o.any_prompt, keep_events=not headless)
+    race = o.load(traces, keep_events=not headless)
     race.note = note
     if headless:
         _print_outcome(race, o.as_json)

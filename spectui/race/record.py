@@ -11,17 +11,16 @@ cold caches (weights paged in, buffers allocated) that the second would not. The
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from ..contract.control import RunControl
+from ..contract.errors import echo_line
 from ..contract.events import RunEnded, Settings
 from ..contract.exitcodes import SignalStop
 from ..contract.outputs import record_folder
-from ..contract.text import visible_line
 from ..recording.trace import TraceWriter
 from ..views.race_timeline import LANE_NAMES
 from .spec import slug, spec_settings
@@ -33,10 +32,6 @@ SEQUENTIAL_NOTE = ("recorded one after the other on the same loaded models (neve
 
 class RunFailed(Exception):
     """A recording run ended with an error (exit status 1)."""
-
-
-def _say(message: str) -> None:
-    print(f"spectui: {visible_line(message)}", file=sys.stderr, flush=True)  # paths: the one escaping rule
 
 
 def free_name(folder: str, stem: str) -> str:
@@ -68,7 +63,7 @@ class RaceRecording:
     header_extra: dict | None = None
 
 
-def record_race(load: Callable[[bool], object], rec: RaceRecording, say=_say,
+def record_race(load: Callable[[bool], object], rec: RaceRecording, say=lambda m: echo_line(f"spectui: {m}"),
                 signals: SignalStop | None = None) -> tuple[list[str], str]:
     """Run each spec in turn on one engine, record each; returns (trace paths, the note for the face).
 

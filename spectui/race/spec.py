@@ -20,20 +20,34 @@ from ..contract.params import temperature
 from ..engine.drafters import names as drafter_names
 
 
-@dataclass(frozen=True)
-class RaceOptions:
-    """``spectui race``'s options as the command line gave them (``contract.options.options_from``), handed whole
-    from the command on: the traces to race, or the models, the prompt and the two settings to record (``spec_a``
-    / ``spec_b``, else -k, --drafter, --temp, --seed); the face (``headless``, ``as_json``, ``theme``, ``speed``)
-    and the race's clock (``from_start``, ``any_prompt``)."""
+@dataclass(frozen=True, kw_only=True)
+class RaceClock:
+    """How recorded runs race (``spectui race``, ``spectui cast --race``): the clock from each run's start or
+    its first token (``from_start``), traces of different prompts allowed (``any_prompt``), the speed and the
+    TUI theme."""
 
-    traces: tuple[str, ...] = ()
-    headless: bool = False
-    as_json: bool = False
     from_start: bool = False
     any_prompt: bool = False
     speed: str = "1"
     theme: str | None = None
+
+    def load(self, traces, *, keep_events: bool = True):
+        """The traces as lanes on this clock (``views.race_timeline.load_race``)."""
+        from ..views.race_timeline import load_race  # noqa: PLC0415
+
+        return load_race(list(traces), from_start=self.from_start, any_prompt=self.any_prompt,
+                         keep_events=keep_events)
+
+
+@dataclass(frozen=True)
+class RaceOptions(RaceClock):
+    """``spectui race``'s options as the command line gave them (``contract.options.options_from``), handed whole
+    from the command on: the traces to race, or the models, the prompt and the two settings to record (``spec_a``
+    / ``spec_b``, else -k, --drafter, --temp, --seed); the face (``headless``, ``as_json``) and the clock."""
+
+    traces: tuple[str, ...] = ()
+    headless: bool = False
+    as_json: bool = False
     models: ModelOptions = ModelOptions()
     prompt: str | None = None
     prompt_file: str | None = None

@@ -249,7 +249,7 @@ class PageServer(Server):
                    for ws in list(self.sockets)]
         await asyncio.gather(*going, *closing, return_exceptions=True)
 
-    def serve(self, debug: bool = False, ready: Callable[[], None] | None = None) -> int:
+    def serve(self, ready: Callable[[], None] | None = None) -> int:
         """Listen until SIGINT, SIGTERM or SIGHUP; end every session; return 128 + the signal's number.
         ``ready`` is called once the socket listens. OSError: the address cannot be had."""
         return asyncio.run(self._serve(ready))

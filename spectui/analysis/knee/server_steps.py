@@ -1,44 +1,12 @@
-"""The knee on the server's own batch shapes: llama-server's steps at concurrency c, replayed on this machine's
-measured costs, for the same requests the bench sends (docs/batch-knee.md, "Prediction on the server's steps").
-
-The batched curve (``batch_knee``) prices one decode or verify step of B sequences. A served level is more than
-that: requests arrive, their prompts are evaluated in the same steps as the others' decodes, the draft model
-evaluates every batch the target does, and a step's tokens are cut into micro-batches by sequence. So the level
-is replayed step by step, as llama-server's ``update_slots`` makes its steps (tools/server/server-context.cpp of
-the llama.cpp vendored in llama-cpp-python 0.3.36, which scripts/build-llama-server.sh builds):
-
-1. A request that has arrived takes a free slot (``get_available_slot``): the free slot whose tokens share the
-   longest prefix with its prompt, above 10% of the prompt (``slot_prompt_similarity``), else the least recently
-   used one (ties: the highest slot id).
-2. One step (one ``update_slots``): every generating slot drafts, all of them together on the draft model
-   (``common_speculative_draft``: k steps of one token a drafting slot; a slot drafts
-   ``min(k, tokens left - 1)``); the batch is each generating slot's last token and its drafts, in slot order,
-   then the prompts of new slots until ``n_batch`` (2048) tokens (continuous batching: a prompt is evaluated
-   beside the others' decodes, in one step when it fits).
-3. ``llama_decode`` of the batch cuts it into micro-batches (``split_equal``, sequential: with ``-np N`` each
-   slot has its own KV stream): a run of consecutive slot ids, the same number of tokens from each, at most
-   ``n_ubatch`` (512) tokens. Each micro-batch is one pass through the model. With speculation the draft model
-   then evaluates the same batch, cut the same way (``common_speculative_process``; draft-simple re-evaluates
-   the drafted tokens).
-4. Each row with logits that the server samples costs ``sample_ms``: a slot's accepted drafts and one more
-   (``common_sampler_sample_and_accept_n`` stops at the first rejection), a finished prompt's last row, each
-   drafting slot's row on the draft at every draft step.
-5. A slot that reached its request's output tokens is released; its client sends its next request
-   (``max(prompts, 2c)`` requests a level, c in flight, as ``spectui bench --concurrency`` sends them).
-
-Costs of a micro-batch of T tokens, o of them with logits: ``chunk(T) + excess(o)`` on the target, where
-``chunk(T)`` is one prompt chunk of T tokens (``step_probe``) and ``excess(o)`` is what o rows of logits add:
-the batched curve's B x n step (o = T = B n) minus the chunk of the same T. A decode or verify micro-batch the
-curve measured is priced exactly at its point. The draft model's evaluation of a batch costs its own
-``chunk(T)``; a draft step of s slots its ``draft(s)`` from the curve. Between measured sizes the costs are
-interpolated linearly (beyond the largest, along the last two points); a measured cost is taken as at most
-what any larger size cost (``monotone``: a busy machine only slows a sample).
-
-The acceptance is the level's own, as the decode-only prediction takes it: the rate whose Leviathan expectation
-is the level's tokens a drafted pass, and (prompt lookup) the share of passes that drafted. Expected values, no
-sampling: a slot gains ``leviathan(a, d)`` tokens a pass of d drafts.
-
-No Textual imports.
+"""The knee on the server's own batch shapes: llama-server's steps at concurrency c (``update_slots`` in
+tools/server/server-context.cpp of the llama.cpp vendored in llama-cpp-python 0.3.36), replayed on this machine's
+measured costs for the same requests the bench sends. docs/batch-knee.md ("Prediction on the server's own
+steps") gives the rules this follows: the slot a request takes, what one step batches (every generating slot's
+drafts, then new prompts up to ``N_BATCH``), its micro-batches (``split_equal``, at most ``N_UBATCH``), the draft
+model's evaluation of the same batch, the sampled rows; and the prices: ``chunk(T) + excess(o)`` a target
+micro-batch, a measured decode or verify at its own point, interpolated between measured sizes (``interp``) and
+never dearer than a larger size (``monotone``). Expected values, no sampling: a slot gains ``leviathan(a, d)``
+tokens a pass of d drafts, at the level's own acceptance. No Textual imports.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Footer, Static
 
 from ...views.attach_state import AttachView
 from ..shared.screen import FaceScreen
@@ -25,7 +24,7 @@ class AttachScreen(FaceScreen):
         super().__init__()
         self.request_mode = request_mode
 
-    def compose(self) -> ComposeResult:
+    def compose_face(self) -> ComposeResult:
         yield AttachStatusLine(id="attach-status")
         yield AttachEngines(id="attach-engines")
         if self.request_mode:
@@ -34,8 +33,6 @@ class AttachScreen(FaceScreen):
             yield AttachAcceptance(id="attach-acceptance")
             yield AttachSummary(id="attach-summary")
         yield AttachThroughput(id="attach-throughput")
-        yield Static("", id="too-small")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.set_class(self.request_mode, "request-mode")

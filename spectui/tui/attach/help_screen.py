@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.help_screen import CLOSE_HINT, HelpPage, key_lines
+from ..shared.help_screen import CLOSE_HINT, HelpPage, face_keys, key_lines
 
-KEYS = [
-    ("c", "cycle theme"),
-    ("? / h / f1", "this help"),
-    ("q / ctrl+c", "quit (the session ends, a --record trace is closed readable)"),
-]
+KEYS = face_keys("the session ends, a --record trace is closed readable")
 PANELS = [
     ("engines", "one row per URL (and vLLM engine label), then the sum: acceptance rate, mean acceptance "
                 "length, drafted and accepted tokens/s over the last interval, or the URL's state"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.help_screen import CLOSE_HINT, INSPECT_KEYS, LEGEND, HelpPage, key_lines
+from ..shared.help_screen import CLOSE_HINT, INSPECT_KEYS, LEGEND, HelpPage, face_keys, key_lines
 
 ABOUT = (
     "Each pane (a lane) replays one recorded run of the same prompt with another setting: the target alone, "
@@ -35,11 +35,6 @@ RACE_KEYS = [
     ("r", "restart the race from the start gun"),
     ("tab / shift+tab", "focus the next / previous lane (the inspector works in the focused lane)"),
 ]
-COMMON_KEYS = [
-    ("c", "cycle theme"),
-    ("? / h / f1", "this help"),
-    ("q / ctrl+c", "quit"),
-]
 
 
 def help_text() -> Text:
@@ -49,7 +44,7 @@ def help_text() -> Text:
     for name, what in PARTS:
         t.append(f"  {name}: ", "bold").append(f"{what}\n")
     t.append("\nkeys\n\n", "bold")
-    key_lines(t, RACE_KEYS + INSPECT_KEYS + COMMON_KEYS, width=16)
+    key_lines(t, RACE_KEYS + INSPECT_KEYS + face_keys(), width=16)
     t.append("\ntoken styles (colour is never the only cue)\n\n", "bold")
     key_lines(t, LEGEND, width=16)
     t.append("\n" + CLOSE_HINT, "dim")

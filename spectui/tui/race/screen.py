@@ -12,13 +12,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer, Static
 
 from ...views.inspector import first_cursor
 from ...views.view import InspectCursor
 from ..shared.inspect_mode import INSPECT_BINDINGS, InspectMode
 from ..shared.pass_ribbon import PassRibbon
-from ..shared.replay_keys import ReplayKeys
+from ..shared.replay_keys import JUMP, PAUSE, RESTART, STEP, ReplayKeys
 from ..shared.screen import FaceScreen
 from ..shared.token_stream import TokenStream
 from .finish_line import FinishLine
@@ -37,14 +36,10 @@ class RaceScreen(ReplayKeys, InspectMode, FaceScreen):
     SHADOWED_IN_INSPECT = frozenset({"step_forward", "step_back"})
     NOTHING_TO_INSPECT = "no passes to inspect in this pane yet"
     BINDINGS = [
-        Binding("space,p", "pause", "pause"),
-        Binding("right", "step_forward", "step▶"),
-        Binding("left", "step_back", "◀step"),
+        PAUSE, *STEP,
         Binding("plus,greater_than_sign,equals_sign", "faster", "faster"),
         Binding("minus,less_than_sign", "slower", "slower"),
-        Binding("home", "jump_start", "start", show=False),
-        Binding("end", "jump_end", "end", show=False),
-        Binding("r", "restart", "restart"),
+        *JUMP, RESTART,
         Binding("tab", "next_lane", "pane", priority=True),
         Binding("shift+tab", "prev_lane", "pane", show=False, priority=True),
     ] + INSPECT_BINDINGS
@@ -56,7 +51,7 @@ class RaceScreen(ReplayKeys, InspectMode, FaceScreen):
         self.cursor: InspectCursor | None = None  # inspect mode's cursor in the focused lane
         self._paused_for_inspect = False
 
-    def compose(self) -> ComposeResult:
+    def compose_face(self) -> ComposeResult:
         # the widgets are kept as they are made (no queries: a paint may come before the mount is done)
         self.banner = RaceBanner(id="banner")
         self.finish = FinishLine(id="finish")
@@ -65,7 +60,6 @@ class RaceScreen(ReplayKeys, InspectMode, FaceScreen):
         self.ribbons = [PassRibbon(id=f"ribbon-{i}") for i in range(self.n_lanes)]
         self.panes = [Lane(id=f"lane-{i}", classes="lane") for i in range(self.n_lanes)]
         self.lanes_box = Container(id="lanes", classes="three" if self.n_lanes > 2 else "")
-        self.too_small = Static("", id="too-small")
         yield self.banner
         with self.lanes_box:
             for i in range(self.n_lanes):
@@ -74,8 +68,6 @@ class RaceScreen(ReplayKeys, InspectMode, FaceScreen):
                     yield self.streams[i]
                     yield self.ribbons[i]
         yield self.finish
-        yield self.too_small
-        yield Footer()
 
     def on_mount(self) -> None:
         self.apply_layout()

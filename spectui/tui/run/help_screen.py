@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..shared.help_screen import CLOSE_HINT, INSPECT_KEYS, LEGEND, HelpPage, key_lines
+from ..shared.help_screen import CLOSE_HINT, INSPECT_KEYS, LEGEND, HelpPage, face_keys, key_lines
 
 LIVE_KEYS = [
     ("↑ / +", "draft length k + 1"),
@@ -29,9 +29,7 @@ REPLAY_KEYS = [
 COMMON_KEYS = [
     ("b", "80x24: acceptance by position / by confidence"),
     ("s", "save the trace so far (spectui-trace-*.jsonl)"),
-    ("c", "cycle theme"),
-    ("? / h / f1", "this help"),
-    ("q / ctrl+c", "quit (stops the engine, flushes the trace)"),
+    *face_keys("stops the engine, flushes the trace"),
 ]
 
 

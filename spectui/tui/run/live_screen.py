@@ -11,6 +11,7 @@ from textual.binding import Binding
 from ...contract.control import RunControl
 from ...contract.events import CHAIN_SEPARATOR, Event
 from ...engine.drafters import head_names, specs
+from ..shared.replay_keys import PAUSE, RESTART
 from .prompt_screen import PromptScreen
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
@@ -38,8 +39,7 @@ class LiveScreen(RunScreen):
         Binding("down,minus", "k_down", "k-"),
         Binding("right,t", "temp_up", "temp+"),
         Binding("left,T", "temp_down", "temp-"),
-        Binding("space,p", "pause", "pause"),
-        Binding("r", "restart", "restart"),
+        PAUSE, RESTART,
         Binding("n", "new_prompt", "prompt"),
         Binding("d", "drafter", "drafter"),
         Binding("a", "auto_k", "auto k"),

@@ -13,7 +13,7 @@ from ...contract.control import RunControl
 from ...contract.events import Event, RunStarted
 from ...recording.player import ReplayPlayer
 from ...views.view import ReplayPosition, ScreenView
-from ..shared.replay_keys import ReplayKeys
+from ..shared.replay_keys import JUMP, PAUSE, RESTART, STEP, ReplayKeys
 from .replay_banner import ReplayBanner
 from .run_screen import INSPECT_BINDINGS, RunScreen
 
@@ -22,14 +22,10 @@ class ReplayScreen(ReplayKeys, RunScreen):
     HELP_FOR_REPLAY = True
     SHADOWED_IN_INSPECT = frozenset({"step_forward", "step_back"})
     BINDINGS = [
-        Binding("right", "step_forward", "step▶"),
-        Binding("left", "step_back", "◀step"),
-        Binding("home", "jump_start", "start", show=False),
-        Binding("end", "jump_end", "end", show=False),
+        *STEP, *JUMP,
         Binding("greater_than_sign", "faster", "faster"),
         Binding("less_than_sign", "slower", "slower"),
-        Binding("space,p", "pause", "pause"),
-        Binding("r", "restart", "restart"),
+        PAUSE, RESTART,
     ] + INSPECT_BINDINGS
 
     def __init__(self, player: ReplayPlayer) -> None:

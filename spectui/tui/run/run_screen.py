@@ -10,7 +10,7 @@ from typing import Iterator
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from ...contract.control import RunControl
 from ...contract.events import Event
@@ -48,13 +48,14 @@ class RunScreen(InspectMode, KeepLines, FaceScreen):
     """The run's panels; ``show`` repaints only the groups the app says changed."""
 
     HELP_FOR_REPLAY = False
+    FOOTER = KeyFooter
 
     def __init__(self) -> None:
         super().__init__()
         self.cursor: InspectCursor | None = None  # inspect mode's cursor (None: not inspecting)
         self._paused_for_inspect = False
 
-    def compose(self) -> ComposeResult:
+    def compose_face(self) -> ComposeResult:
         yield StatusLine(id="status")
         yield ContentionBar(id="contention")
         with Body(id="body"):
@@ -66,8 +67,6 @@ class RunScreen(InspectMode, KeepLines, FaceScreen):
             yield TokensPerSecond(id="tps")
             yield InterTokenLatency(id="itl")
             yield PredictionPanel(id="prediction")
-        yield Static("", id="too-small")
-        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.pass_panels = (self.query_one(TokenStream), self.query_one(PassRibbon))  # follow every pass

@@ -43,6 +43,14 @@ LEGEND = [
     ("▸ reverse", "the inspect cursor (inspector: * emitted, d drafted)"),
 ]
 
+
+
+def face_keys(quit_note: str = "") -> list[tuple[str, str]]:
+    """The keys every face has (``shared.app.FACE_BINDINGS``); ``quit_note``: what quitting does on this face."""
+    quit_what = f"quit ({quit_note})" if quit_note else "quit"
+    return [("c", "cycle theme"), ("? / h / f1", "this help"), ("q / ctrl+c", quit_what)]
+
+
 SCROLL_HINT = "↑↓ / PgUp PgDn / Home End scroll · escape, q or ? close"
 
 

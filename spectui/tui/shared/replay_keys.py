@@ -6,13 +6,20 @@ A seek moves the player's cursor, then the app rebuilds its state from the event
 (``app.rebuild()``) and repaints. The worker ends at the end of the recording (or at a pause it was told
 to); ``play_on`` starts a new one from the cursor (``app.restart_worker()``) when there is more to play.
 A screen mixes it in with InspectMode (resuming after inspect mode plays on too), lists its own bindings
-for these actions (the footer's order is the face's) and may repaint more on a change of the clock
-(``clock_changed``).
+for these actions from the bindings below (the footer's order is the face's) and may repaint more on a change
+of the clock (``clock_changed``).
 """
 
 from __future__ import annotations
 
 from typing import Callable
+
+from textual.binding import Binding
+
+PAUSE = Binding("space,p", "pause", "pause")  # a live run's pause too
+RESTART = Binding("r", "restart", "restart")  # a live run's restart too
+STEP = [Binding("right", "step_forward", "step▶"), Binding("left", "step_back", "◀step")]
+JUMP = [Binding("home", "jump_start", "start", show=False), Binding("end", "jump_end", "end", show=False)]
 
 
 class ReplayKeys:
