@@ -62,7 +62,12 @@ NGRAM_SIMPLE_1 = (("spec_ngram_simple_size_n", 1), ("spec_ngram_simple_size_m", 
 @pytest.mark.parametrize(
     "drafter,prompt,spec",
     [("model", "the hash map handles collisions", ()), ("ngram", "at if false same it true", ()),
-     ("ngram-simple", "at if false same it true", NGRAM_SIMPLE_1)],
+     ("ngram-simple", "at if false same it true", NGRAM_SIMPLE_1),
+     # suffix decoding: a point mass, the most frequent continuation of the longest suffix match
+     ("suffix", "at if false same it true", ()),
+     # a chain: ngram-mod (its pool fills in chunks of more than 32 tokens) finds nothing in this short prompt, so
+     # the pass falls through to ngram-simple's point mass; the draft model behind them is not asked
+     ("ngram-mod,ngram-simple,model", "at if false same it true", NGRAM_SIMPLE_1)],
 )
 @pytest.mark.slow  # a law checked over many samples
 def test_speculative_sampling_matches_target_law(make_engine, tiny_target, tiny_draft_noisy, drafter, prompt, spec):
