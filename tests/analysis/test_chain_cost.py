@@ -5,9 +5,14 @@ tokens/s fall below the target alone's is left out, the others keep drafting, an
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from spectui.analysis.cost.chain_cost import ChainCost, is_chain, model_free
 from spectui.analysis.cost.draft_policy import CostPolicy, PolicyByMode
 from spectui.analysis.drafter_stats import ByDrafter, drafter_dicts, drafter_lines
+from spectui.contract.event_json import EventFormatError, from_dict, to_dict
 from spectui.contract.events import (
     ACCEPTED,
     REJECTED,
@@ -125,3 +130,14 @@ def test_the_statistics_count_the_passes_a_member_was_left_out_of():
     assert lines[0].endswith("; auto left it out of 2 passes (its predicted tokens/s below the target alone's)")
     assert "left out" not in lines[1]
     assert [d["left_out"] for d in drafter_dicts(by.snapshot())] == [2, 0]
+
+
+def test_left_out_goes_through_a_trace_and_a_forged_name_is_refused():
+    ev = _pass(3, "ngram-mod", 4, 4, 3, LOOKUP_MS, ("model",))
+    assert from_dict(json.loads(json.dumps(to_dict(ev)))) == ev
+    old = to_dict(ev)
+    del old["left_out"]  # a trace from before the field
+    assert from_dict(old).left_out == ()
+    for bad in (["model\x1b[2J"], "model", [3], ["A" * 40]):
+        with pytest.raises(EventFormatError, match="left_out"):
+            from_dict({**to_dict(ev), "left_out": bad})

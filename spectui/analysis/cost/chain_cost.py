@@ -10,7 +10,7 @@ measured cost and its own acceptance, and left out of the passes where it loses 
   member drafts);
 - a pass that drafted nothing teaches every member the pass's cost: where the member was asked (k > 0 and not left
   out) that it found no draft, as a pass of its own asking for drafts and making none; the others, a k = 0 pass
-  (the target alone);
+  (the target alone); each member counts as asked for its own k, not the pass's (the largest of theirs);
 - before its own drafts are measured, a draft model's cost per token is the run's start calibration
   (``RunStarted.draft_decode_ms``, a single draft decode measured at start), a model-free drafter's (the n-gram
   types, suffix) ``NGRAM_DRAFT_MS``: its lookup time once it has drafted.
@@ -93,6 +93,21 @@ class ChainCost:
         self.policies: dict[str, MemberPolicy] = {name: make() for name in drafter.split(CHAIN_SEPARATOR)}
         self.caps: tuple[tuple[str, int], ...] = ()  # the last choice: (member, its k), priority order
 
+    @classmethod
+    def started(cls, start: RunStarted, make: Callable[[], MemberPolicy]) -> "ChainCost":
+        """The member policies of the chain ``start.settings.drafter``, each started as at ``start``.
+
+        Args:
+            start: the run's start (or one made for a chain switched to mid-run).
+            make: a fresh member policy.
+
+        Returns:
+            The ChainCost, ``start`` observed.
+        """
+        chain = cls(start.settings.drafter, make)
+        chain.observe(start)
+        return chain
+
     def observe(self, event: Event) -> None:
         """One event of the run, routed to the members it teaches (see the module docstring).
 
@@ -109,16 +124,14 @@ class ChainCost:
             self._observe_pass(event)
 
     def _observe_pass(self, ev: PassEvent) -> None:
-        if ev.drafts:
-            for name, pol in self.policies.items():
-                if name == ev.drafter:
-                    pol.observe(ev)
-                else:  # it learned nothing of this pass, but the run went on (its re-probes count passes)
-                    pol.n_decode_passes += 1
-            return
+        # under auto each member was asked for its own k (the pass's is the largest); a fixed k asks them all for it
+        caps = dict(self.caps) if ev.settings.auto else {}
         for name, pol in self.policies.items():
-            asked = ev.k > 0 and name not in ev.left_out
-            pol.observe(ev if asked else dataclasses.replace(ev, k=0))
+            k = min(ev.k, caps.get(name, ev.k))
+            if ev.drafts and name != ev.drafter:  # it learned nothing of this pass, but the run went on (its
+                pol.n_decode_passes += 1  # re-probes count passes)
+            else:  # the pass it drafted, or one no member drafted: asked for its k (0: left out, or a k = 0 pass)
+                pol.observe(ev if k == ev.k else dataclasses.replace(ev, k=k))
 
     def choose(self, settings: Settings) -> int:
         """Each member's k for the next pass (``caps``); the pass's k is the largest.

@@ -57,8 +57,9 @@ maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0
 - cost of the policy itself: a prediction takes 0.2-0.5 ms of Python, about 1-2% of a 30 ms pass, so while settled at
   k = 0 (no drafts, hence no new acceptance) the model is consulted again only every ``CURVE_RECHECK`` passes or at a
   re-probe.
-- draft cost before any draft was made: the start event's calibration of the draft model for the ``model`` drafter,
-  ``NGRAM_DRAFT_MS`` for a model-free one (prompt lookup, the n-gram types, suffix).
+- draft cost: a model's per drafted token; a model-free drafter's (prompt lookup, the n-gram types, suffix) per pass
+  that drafts (its lookup costs the same whatever it drafts). Before any draft was made: the start event's
+  calibration of the draft model, ``NGRAM_DRAFT_MS`` for a model-free drafter.
 - a chain (``--spec-type ngram-mod,draft-simple``): one such policy per member, each priced by its own measured cost
   and acceptance; a member that loses is left out of the pass (``members``): :mod:`.chain_cost`.
 
@@ -119,6 +120,12 @@ def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
     return new if old is None else old + alpha * (new - old)
 
 
+def _per(drafter: str, nd: int) -> int:
+    """What a drafting pass's draft time is divided by: its ``nd`` drafts (a model decodes each), or 1 (a model-free
+    drafter's lookup costs the same whatever it drafts: ``CostPolicy.draft_ms_per_token`` is then ms per pass)."""
+    return 1 if model_free(drafter) else nd
+
+
 @dataclass
 class CostPolicy:
     """Choose k each pass by maximising predicted tokens/s from a running cost model."""
@@ -128,7 +135,7 @@ class CostPolicy:
     positions: list[DecayedRate] = field(default_factory=list)
     continuation: list[DecayedRate] = field(default_factory=list)
     verify_ms: dict[int, float] = field(default_factory=dict)  # k -> EWMA verify ms (k = 0: whole k=0 pass cost)
-    draft_ms_per_token: float | None = None
+    draft_ms_per_token: float | None = None  # a model-free drafter's: per pass that drafts (_per)
     calib_draft_ms: float = 0.0
     calib_target_ms: float = 0.0
     other_ms: float | None = None
@@ -173,15 +180,15 @@ class CostPolicy:
             self.drafter = event.settings.drafter
             self.curve = dict(self.given_curve) if self.given_curve else (event.probe.curve if event.probe else None)
             self.curve = self.curve or None
-            self._chain_for(event)
+            self.chain = ChainCost.started(event, self._member) if is_chain(event.settings.drafter) else None
         elif isinstance(event, SettingsChanged):
             key = (event.new.temperature, event.new.drafter)
             if event.new.drafter != self.drafter:  # a different drafter costs differently
                 self.drafter = event.new.drafter
-                self._chain_for(RunStarted(settings=event.new, target_decode_ms=self.calib_target_ms,
-                                           draft_decode_ms=self.calib_draft_ms))
-                self.draft_ms_per_token = None
-                self._draft_steady = False
+                start = RunStarted(settings=event.new, target_decode_ms=self.calib_target_ms,
+                                   draft_decode_ms=self.calib_draft_ms)
+                self.chain = ChainCost.started(start, self._member) if is_chain(event.new.drafter) else None
+                self.draft_ms_per_token, self._draft_steady = None, False
                 self._curve_check_at = self.n_decode_passes  # judge the curve again at once
             if self._settings_key is not None and key != self._settings_key:
                 self._reset_acceptance()
@@ -195,23 +202,14 @@ class CostPolicy:
         if self.chain is not None and not isinstance(event, RunStarted):
             self.chain.observe(event)
 
-    def _chain_for(self, start: RunStarted) -> None:
-        """A chain's member policies, started as at ``start`` (None: the drafter is not a chain)."""
-        self.chain = None
-        if is_chain(start.settings.drafter):
-            self.chain = ChainCost(start.settings.drafter, lambda: CostPolicy(self.k_max, given_curve=self.curve))
-            self.chain.observe(start)
+    def _member(self) -> "CostPolicy":
+        """A chain member's policy: this one's k range and the hardware's curve."""
+        return CostPolicy(self.k_max, given_curve=self.curve)
 
     def _reset_all(self) -> None:
-        self._curve_check_at = 0
-        self._curve_hopeless = False
         self.verify_ms.clear()
-        self.draft_ms_per_token = None
-        self._draft_steady = False
-        self.other_ms = None
-        self.n_decode_passes = 0
-        self.prev_k = 0
-        self.zero_run = 0
+        self._curve_check_at, self._curve_hopeless, self.draft_ms_per_token, self._draft_steady = 0, False, None, False
+        self.other_ms, self.n_decode_passes, self.prev_k, self.zero_run = None, 0, 0, 0
         self._reset_acceptance()
         self._reset_continuation()
 
@@ -221,12 +219,8 @@ class CostPolicy:
 
     def _reset_acceptance(self) -> None:
         self.positions.clear()
-        self.best_positive_k = 0
-        self.probe_every = FIRST_PROBE
-        self.next_probe = self.n_decode_passes + FIRST_PROBE
-        self.probing = False
-        self._at_zero = False
-        self.warmup_left = WARMUP_PASSES
+        self.best_positive_k, self.probe_every, self.next_probe = 0, FIRST_PROBE, self.n_decode_passes + FIRST_PROBE
+        self.probing, self._at_zero, self.warmup_left = False, False, WARMUP_PASSES
 
     def _observe_pass(self, ev: PassEvent) -> None:
         self.n_decode_passes += 1
@@ -248,8 +242,7 @@ class CostPolicy:
         if nd == 0 and asked > 0:
             # asked for drafts, made none (confidence below --draft-p-min at the first, no n-gram match): the
             # target verified one token, and the draft model did catch up (no k = 0 stretch)
-            self.zero_run = 0
-            self.other_ms = _ewma(self.other_ms, t.other_ms)
+            self.zero_run, self.other_ms = 0, _ewma(self.other_ms, t.other_ms)
             self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms)
             self.prev_k = asked  # the draft model is in sync: the next pass's drafting is steady
             return
@@ -262,10 +255,10 @@ class CostPolicy:
             if self.prev_k > 0:
                 # steady state; the first steady figure replaces a catch-up one outright
                 old = self.draft_ms_per_token if self._draft_steady else None
-                self.draft_ms_per_token = _ewma(old, t.draft_ms / nd)
+                self.draft_ms_per_token = _ewma(old, t.draft_ms / _per(self.drafter, nd))
                 self._draft_steady = True
             elif self.draft_ms_per_token is None:
-                self.draft_ms_per_token = t.draft_ms / nd
+                self.draft_ms_per_token = t.draft_ms / _per(self.drafter, nd)
             while len(self.positions) < nd:
                 self.positions.append(DecayedRate())
             # position i is reached when drafts 1..i-1 were accepted; observe up to the first rejection
@@ -306,36 +299,37 @@ class CostPolicy:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
-    def _draft_ms(self) -> float:
-        """Draft ms per token: measured, else the prior for the drafter in use."""
-        if self.draft_ms_per_token is not None:
-            return self.draft_ms_per_token
-        return NGRAM_DRAFT_MS if model_free(self.drafter) else self.calib_draft_ms
+    def _draft_costs(self) -> tuple[float, float]:
+        """(ms per drafted token, ms per pass that drafts): a model's, measured or the start's calibration, per
+        token; a model-free drafter's lookup, measured or ``NGRAM_DRAFT_MS``, per pass."""
+        if model_free(self.drafter):
+            return 0.0, NGRAM_DRAFT_MS if self.draft_ms_per_token is None else self.draft_ms_per_token
+        return (self.calib_draft_ms if self.draft_ms_per_token is None else self.draft_ms_per_token), 0.0
 
     def _points(self) -> dict[int, float]:
-        points = dict(self.verify_ms)
-        if 0 not in points and self.calib_target_ms > 0:
-            points[0] = self.calib_target_ms
-        return points
+        points = {0: self.calib_target_ms, **self.verify_ms} if self.calib_target_ms > 0 else dict(self.verify_ms)
+        # a pass that drafts never costs less than one that does not: a stale or noisy point is raised to k = 0's
+        return {k: max(ms, points[0]) for k, ms in points.items()} if 0 in points else points
 
     def bound_prediction(self, rate: float = 1.0) -> Prediction:
         """The best case: every draft accepted (or ``rate`` per draft), with the measured times (and the
         hardware's curve)."""
-        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), self._draft_ms(),
-                            self.other_ms or 0.0, k_max=self.k_max, curve=self.curve)
+        d, fixed = self._draft_costs()
+        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), d, self.other_ms or 0.0,
+                            k_max=self.k_max, curve=self.curve, draft_ms_fixed=fixed)
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         rates, weights = self.rates(optimism)
         c_rates, c_weights = self.continue_rates()
-        return predict_from(rates, weights, self._points(), self._draft_ms(), self.other_ms or 0.0,
+        d, fixed = self._draft_costs()
+        return predict_from(rates, weights, self._points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
                             k_max=self.k_max, current_k=current_k, curve=self.curve, continue_rates=c_rates,
                             continue_weights=c_weights, draft_stop_cause=self.draft_stop_cause)
 
     # ------------------------------------------------------------ choosing
     def choose(self, settings: Settings) -> int:
         k, why = self._choose(settings)
-        self.last_choice = clamp_draft_length(k)
-        self.last_reason = why
+        self.last_choice, self.last_reason = clamp_draft_length(k), why
         return self.last_choice
 
     def members(self) -> tuple[tuple[str, int], ...]:
@@ -423,7 +417,7 @@ class CostPolicy:
             if self.probe_cost_ms == 0.0:
                 # no probe measured yet: estimate the draft model's catch-up on the skipped text
                 k0 = self._k0_pass_ms()
-                d = self._draft_ms()
+                d = self._draft_costs()[0]
                 if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
                     self.probe_every = PROBE_MAX
             self.next_probe = max(self.next_probe, n + self.probe_every)

@@ -90,6 +90,11 @@ def limits(s: Settings, k: int, inspect_top: int, defer: bool,
     return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer, members=members)
 
 
+def left_out(members: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+    """The chain members a pass's caps leave out (capped at 0), in order (``PassEvent.left_out``)."""
+    return tuple(name for name, most in members if most <= 0)
+
+
 def _verify_record(index: int, g: Generation, rows: np.ndarray, ids: list[int], prop: Proposal | None, v,
                    temperature: float) -> dict:
     """What the debug hook is handed for a verified pass (tests: the logits behind the verdict)."""
@@ -363,11 +368,10 @@ class PassLoop:
         # event is part of it, so the clock stops when the event is made. Other processes' CPU is sampled then.
         timing = pass_timing(draft_ms, verify_ms, tp, self.t0) if self.fin.overlap else None
         work = PassWork(index=index, settings=s, k=k, ids=ids, prop=prop, p=p, verdict=v, kind=kind, n_out=n_out,
-                        timing=timing, n_ctx_used=g.n_past, decoder=g.decoder,
+                        timing=timing, n_ctx_used=g.n_past, decoder=g.decoder, left_out=left_out(self.members),
                         rows_buf=rows_buf, holds_view=keep_view, clock=(draft_ms, verify_ms, tp, self.t0),
                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
-                        resid_buf=resid if g.debug_hook is None else None, pipe=pipe,
-                        left_out=tuple(name for name, most in self.members if most <= 0))
+                        resid_buf=resid if g.debug_hook is None else None, pipe=pipe)
         return work, stop
 
     def _verify(self, g: Generation, s: Settings, ids: list[int], prop: Proposal | None, index: int):

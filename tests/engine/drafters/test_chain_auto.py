@@ -2,7 +2,10 @@
 acceptance (spectui/analysis/cost/chain_cost.py); a member that loses here is left out of the passes
 (``PassEvent.left_out``: it is not asked, its model does not decode) while the members that pay keep drafting; the
 output stays the target's own at T = 0; a pass in which nothing drafted is one target decode of one token; the
-summary says which member auto left out and why."""
+summary says which member auto left out and why.
+
+The tiny models are all the same size, so a draft model never pays here (each draft costs a target decode);
+the member that pays is a model-free one whose drafts the target takes."""
 
 from __future__ import annotations
 
@@ -33,8 +36,10 @@ def _decode_passes(events):
     return [ev for ev in events if isinstance(ev, PassEvent) and not ev.prefill]
 
 
-def test_auto_leaves_out_the_member_that_loses_and_keeps_the_one_that_pays(make_engine, tiny_target,
-                                                                          tiny_draft_wrong):
+def test_auto_leaves_out_the_member_that_loses(make_engine, tiny_target, tiny_draft_wrong):
+    """A draft model whose drafts the target refuses: auto leaves it out once it has measured that. (Whether
+    ngram-mod pays on this text is a close call on these models, where a Python lookup costs about what a target
+    decode does; the next test has a member that pays.)"""
     model_kv = []  # the draft model's accepted context after each pass
 
     with make_engine(tiny_target, tiny_draft_wrong, spec_options=MOD) as e:
@@ -49,23 +54,34 @@ def test_auto_leaves_out_the_member_that_loses_and_keeps_the_one_that_pays(make_
     # the draft model, whose drafts the target refuses, is left out of most of the second half of the run
     out = [p for p in late if "model" in p.left_out]
     assert len(out) >= 0.8 * len(late), [(p.index, p.k, p.drafter, p.left_out) for p in late]
-    # ngram-mod, whose drafts the target takes on this looping text (a third of them), keeps drafting there
-    mod = [p for p in late if p.drafter == "ngram-mod"]
-    assert len(mod) >= 5 and sum(p.n_accepted for p in mod) > 0, [(p.index, len(p.drafts), p.n_accepted) for p in mod]
-    assert "ngram-mod" not in {name for p in late for name in p.left_out}
     # a member left out of a pass does not draft it, and its model decodes nothing in it
-    by_index = {p.index: i for i, p in enumerate(_decode_passes(events))}
+    assert [p.index for p in passes] == list(range(1, len(model_kv)))  # model_kv[i]: after pass i (0: prefill)
     for p in passes:
         assert not (p.drafter and p.drafter in p.left_out), p
-        i = by_index[p.index]
-        if "model" in p.left_out and i > 0:
-            assert model_kv[i + 1] == model_kv[i], (p.index, model_kv[i], model_kv[i + 1])  # +1: the prefill's
+        if "model" in p.left_out:
+            assert model_kv[p.index] == model_kv[p.index - 1], (p.index, model_kv[p.index - 1:p.index + 1])
     # a pass in which no member drafted is one target decode of one token
     for r in records[1:]:
         if not r["draft_ids"]:
             assert r["target_logits_all"].shape[0] == 1, r["index"]
 
 
+
+
+def test_a_member_that_pays_keeps_drafting(make_engine, tiny_target, tiny_draft_wrong):
+    """suffix with the session's earlier output in its global tree: the same prompt again at T = 0 repeats it, so
+    its drafts are taken and it pays; auto never leaves it out, and it drafts nearly every pass."""
+    with make_engine(tiny_target, tiny_draft_wrong) as e:
+        ref = reference(e, 96, prompt=PROMPT)
+        run_with_hook(e, Settings(draft_max=4, drafter="suffix"), 96, prompt=PROMPT)  # the global tree learns it
+        events, _ = run_with_hook(e, Settings(draft_max=4, auto="cost", drafter="suffix,model"), 96, prompt=PROMPT)
+    assert_lossless(emitted_ids(events), *ref)
+    passes = _decode_passes(events)
+    assert not any("suffix" in p.left_out for p in passes), [(p.index, p.k, p.left_out) for p in passes]
+    by_suffix = [p for p in passes if p.drafter == "suffix"]
+    assert len(by_suffix) >= 0.8 * len(passes), [(p.index, p.k, p.drafter) for p in passes]
+    assert sum(p.n_accepted for p in by_suffix) >= 0.9 * sum(len(p.drafts) for p in by_suffix)
+    assert len(passes) < 96 // 2  # more than two tokens a pass
 
 
 def test_the_summary_and_json_say_which_member_auto_left_out(tiny_target, tiny_draft_wrong):
@@ -80,4 +96,4 @@ def test_the_summary_and_json_say_which_member_auto_left_out(tiny_target, tiny_d
     r = subprocess.run(args + ["--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     by = {d["drafter"]: d for d in json.loads(r.stdout)["by_drafter"]}
-    assert by["model"]["left_out"] > 0 and by["ngram-mod"]["left_out"] == 0, by
+    assert by["model"]["left_out"] > 0 and by["model"]["accepted"] == 0 and "ngram-mod" in by, by
