@@ -36,6 +36,7 @@ def _decode_passes(events):
     return [ev for ev in events if isinstance(ev, PassEvent) and not ev.prefill]
 
 
+@pytest.mark.timing  # auto decides from the passes' clocks (a load spike while it measures sways it)
 def test_auto_leaves_out_the_member_that_loses(make_engine, tiny_target, tiny_draft_wrong):
     """A draft model whose drafts the target refuses: auto leaves it out once it has measured that. (Whether
     ngram-mod pays on this text is a close call on these models, where a Python lookup costs about what a target
@@ -68,6 +69,7 @@ def test_auto_leaves_out_the_member_that_loses(make_engine, tiny_target, tiny_dr
 
 
 
+@pytest.mark.timing  # auto decides from the passes' clocks (a load spike while it measures sways it)
 def test_a_member_that_pays_keeps_drafting(make_engine, tiny_target, tiny_draft_wrong):
     """suffix with the session's earlier output in its global tree: the same prompt again at T = 0 repeats it, so
     its drafts are taken and it pays; auto never leaves it out, and it drafts nearly every pass."""
@@ -84,6 +86,7 @@ def test_a_member_that_pays_keeps_drafting(make_engine, tiny_target, tiny_draft_
     assert len(passes) < 96 // 2  # more than two tokens a pass
 
 
+@pytest.mark.timing  # auto decides from the passes' clocks
 def test_the_summary_and_json_say_which_member_auto_left_out(tiny_target, tiny_draft_wrong):
     args = [sys.executable, "-m", "spectui", "-m", str(tiny_target), "-md", str(tiny_draft_wrong), "--headless",
             "-n", str(N), "-t", "1", "--temp", "0", "--draft-max", "auto", "--spec-type", "ngram-mod,draft-simple",
