@@ -20,6 +20,7 @@ from spectui.contract.events import (
     PassEvent,
     RunStarted,
     Settings,
+    SettingsChanged,
     TargetToken,
     Timing,
     Token,
@@ -141,3 +142,35 @@ def test_left_out_goes_through_a_trace_and_a_forged_name_is_refused():
     for bad in (["model\x1b[2J"], "model", [3], ["A" * 40]):
         with pytest.raises(EventFormatError, match="left_out"):
             from_dict({**to_dict(ev), "left_out": bad})
+
+
+def test_a_model_free_drafter_is_priced_per_pass_and_a_model_per_token():
+    policy = CostPolicy()
+    _run(policy, 60, model_acc=0.9, model_draft_ms=2.0)
+    mod, model = (policy.chain.policies[n].prediction() for n in ("ngram-mod", "model"))
+    assert mod.draft_ms_per_token == 0.0 and abs(mod.draft_ms_fixed - LOOKUP_MS) < 1e-9, mod.draft_ms_fixed
+    assert model.draft_ms_fixed == 0.0 and 1.5 < model.draft_ms_per_token < 2.5, model.draft_ms_per_token
+
+
+def test_a_verify_time_below_the_target_alones_is_raised_to_it():
+    """A stale or noisy verify figure never makes a drafting pass look cheaper than a plain one: with acceptance
+    near 0, k = 0 stays best even where a k = 1 verify was once measured below the k = 0 one."""
+    policy = CostPolicy()
+    s = Settings(draft_max=1, auto="cost", drafter="model")
+    policy.observe(RunStarted(settings=s, target_decode_ms=TARGET_MS, draft_decode_ms=0.0))
+    policy.verify_ms.update({0: TARGET_MS, 1: 0.5 * TARGET_MS})
+    pred = policy.prediction()
+    assert pred.verify_ms_by_k[1] >= pred.verify_ms_by_k[0] == TARGET_MS
+    assert pred.best_k == 0
+
+
+def test_a_switch_to_a_chain_mid_run_prices_its_members():
+    policy = PolicyByMode()
+    single = Settings(draft_max=4, auto="cost", drafter="model")
+    policy.observe(RunStarted(settings=single, target_decode_ms=TARGET_MS, draft_decode_ms=DRAFT_MS))
+    policy.choose(single)
+    assert policy.members() == ()
+    policy.observe(SettingsChanged(before_pass=2, old=single, new=SETTINGS))
+    policy.choose(SETTINGS)
+    assert [name for name, _ in policy.members()] == ["ngram-mod", "model"]
+    assert policy.current("cost").chain.policies["model"].calib_draft_ms == DRAFT_MS
