@@ -100,3 +100,25 @@ def test_the_summary_and_json_say_which_member_auto_left_out(tiny_target, tiny_d
     assert r.returncode == 0, r.stderr
     by = {d["drafter"]: d for d in json.loads(r.stdout)["by_drafter"]}
     assert by["model"]["left_out"] > 0 and by["model"]["accepted"] == 0 and "ngram-mod" in by, by
+
+
+@pytest.mark.timing  # auto decides from the passes' clocks
+async def test_the_acceptance_panel_says_how_often_auto_left_a_member_out(make_engine, tiny_target, tiny_draft_wrong):
+    from spectui.analysis.stats import compute
+    from spectui.contract.control import RunControl
+    from spectui.tui.run.acceptance_by_position import AcceptanceByPosition
+    from spectui.tui.run.app import SpectuiApp
+
+    with make_engine(tiny_target, tiny_draft_wrong, spec_options=MOD) as e:
+        events, _ = run_with_hook(e, Settings(draft_max=4, auto="cost", drafter="ngram-mod,model"), N, prompt=PROMPT)
+    by = {d.name: d for d in compute(events).by_drafter}
+    assert by["model"].left_out > 0, by
+    app = SpectuiApp(lambda c, p: iter(events), RunControl())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        app.refresh_from_state()
+        await pilot.pause()
+        text = app.query_one(AcceptanceByPosition).draw(60, 12).plain
+    d = by["model"]
+    assert f"model: {d.passes} passes {100 * d.acceptance_rate:.0f}% len {d.mean_acceptance_length:.2f} " \
+           f"off {d.left_out}" in text, text
