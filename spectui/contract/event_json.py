@@ -436,6 +436,7 @@ _ENUMS.update(
         ("Settings", "drafter"): _drafter_name(empty=False),
         ("HeadInfo", "kind"): _drafter_name(empty=True),
         ("PassEvent", "drafter"): _drafter_name(empty=True),
+        ("PassEvent", "left_out"): _each(_drafter_name(empty=False)),
         ("PassEvent", "draft_stop"): _one_of(DRAFT_STOPS),
         ("PipeInfo", "thrown_why"): _one_of(SPEC_WHYS),
         ("Settings", "auto"): _optional(_one_of(AUTO_MODES)),

@@ -293,6 +293,9 @@ class PassEvent:
     # The drafter that proposed this pass's drafts (Settings.drafter, or in a chain the member that drafted);
     # "" for a pass without drafts and for traces from before this field.
     drafter: str = ""
+    # A chain under --draft-max auto: the members the cost model left out of this pass (their predicted tokens/s
+    # below the target alone's: spectui/analysis/cost/chain_cost.py); () otherwise and in older traces.
+    left_out: tuple[str, ...] = ()
     # A pipelined pass (--pipeline): what the draft thread did meanwhile. In such a pass Timing.draft_ms is the
     # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the
     # drafting itself. None for a sequential pass.

@@ -1,77 +1,75 @@
 """Draft-length policies for ``--draft-max auto`` (mode "cost") and ``--draft-max schedule``.
 
-The engine's loop, when ``settings.auto`` is set, calls ``policy.observe(event)`` for every event it
-emits and ``policy.choose(settings)`` before each pass; ``choose`` returns the k for that pass (0..32).
+The engine's loop, when ``settings.auto`` is set, calls ``policy.observe(event)`` for every event it emits and
+``policy.choose(settings)`` before each pass; ``choose`` returns the k for that pass (0..32).
 
-``cost`` (``CostPolicy``): keeps a running cost model built from the events it has seen and picks the k
-that maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0 included when speculation loses.
+``cost`` (``CostPolicy``): keeps a running cost model built from the events it has seen and picks the k that
+maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0 included when speculation loses.
 
-- acceptance: the conditional acceptance of each draft position (accepted / reached with every earlier
-  draft accepted), exponentially weighted per observation of that position (``ACC_DECAY``), so it
-  follows a change of text within a few dozen passes; a weak prior (``PRIOR_RATE`` with weight
-  ``PRIOR_WEIGHT``) keeps the first decisions sane. A position not seen for ``STALE_PASSES`` passes
-  counts as unmeasured (the cost model then holds the last measured rate). A change of temperature
-  or drafter resets acceptance (it is a different game) and keeps the timings.
-- drafting continuation (``--draft-p-min``, short n-gram matches): per position i, the chance that a
-  pass that asked for at least i drafts and drafted the i - 1 before drafts position i, learned the
-  same way (``ACC_DECAY`` per observation, ``STALE_PASSES``, ``MIN_WEIGHT``) with a weak prior of 1
-  (``PRIOR_WEIGHT``: drafting continues); beyond the deepest measured position the cost model holds the
-  weighted mean of the last measured ones, as for acceptance, and assumes 1 before anything is
-  measured. A change of drafter, ``draft_p_min`` or ``draft_min`` resets it (and only it, for the last
-  two). A pass that asked for drafts and made none is not a k = 0 pass:
-  its verify time counts for a batch of 1 (the k = 0 verify size), but the draft model caught up during
-  it, so it is not a skipped pass for the catch-up accounting below, and its draft time teaches no
-  per-token cost. Predictions use the measured continuation (``bound_prediction`` keeps c = 1: with
-  every draft accepted, stopping early can only lower the best tokens/s, so that bound stays a bound).
-- times: target verify ms per batch size k (EWMA), the k = 0 pass cost (target decode, plus whatever
-  draft work the engine does in a k = 0 pass), draft ms per drafted token measured only on passes
-  that follow a drafting pass (a pass right after k = 0 passes also pays the draft model's catch-up on
-  the skipped text: a one-off cost, not the price of the next k), and the loop's other ms per pass.
-  Before anything is measured it uses the start event's calibration (``target_decode_ms``,
-  ``draft_decode_ms``).
-- warm-up: the first ``WARMUP_PASSES`` decode passes draft ``WARMUP_K`` token(s): the cheapest way to
-  measure the first position's acceptance and a second verify size besides k = 0 (deeper positions
-  are extrapolated until measured; when k > 0 pays, the k + 1 probes measure them).
-- leaving k > 0: k = 0 stops the flow of acceptance data, so the policy settles on k = 0 only when
-  even an optimistic reading of acceptance (``OPTIMISM`` standard errors up) says speculation loses,
-  and after at least ``MIN_EVIDENCE`` first drafts (until then it explores with k = 1, the cheapest).
-  When even drafts that are always accepted could not pay with the measured times (the case on a
-  2-core CPU: verifying 2 tokens plus one draft costs more than two plain decodes), it settles on
-  k = 0 right after the warm-up: acceptance cannot change that verdict.
-- re-probing: while at k = 0, one pass every ``probe_every`` passes drafts the last profitable k (or
-  ``WARMUP_K``); the first comes after ``FIRST_PROBE`` passes, and each probe that confirms k = 0
-  doubles the interval (up to ``PROBE_MAX``), or stretches it further so that probes cost at most
-  ``PROBE_BUDGET`` of the time (a probe's cost is measured: its wall time minus what a k = 0 pass takes
-  for the tokens it yielded; it includes the draft model catching up on the text it skipped). When
-  that catch-up alone costs more per skipped pass than the budget allows (the case on a 2-core CPU:
-  a few ms per skipped token against an 85 ms decode), no interval fits the budget and the policy
-  waits ``PROBE_MAX`` passes between probes. Before any probe is measured, the catch-up is estimated
-  as ``CATCHUP_FRACTION`` of a draft decode per skipped token (measured on the Qwen pair: 85 ms to
-  catch up 16 tokens against 21 ms per single draft decode). The interval resets when speculation starts
-  paying again. While the model says k > 0, every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper
-  positions and the next verify size stay measured.
+- acceptance: the conditional acceptance of each draft position (accepted / reached with every earlier draft
+  accepted), exponentially weighted per observation of that position (``ACC_DECAY``), so it follows a change of text
+  within a few dozen passes; a weak prior (``PRIOR_RATE`` with weight ``PRIOR_WEIGHT``) keeps the first decisions
+  sane. A position not seen for ``STALE_PASSES`` passes counts as unmeasured (the cost model then holds the last
+  measured rate). A change of temperature or drafter resets acceptance (it is a different game) and keeps the
+  timings.
+- drafting continuation (``--draft-p-min``, short n-gram matches): per position i, the chance that a pass that asked
+  for at least i drafts and drafted the i - 1 before drafts position i, learned the same way (``ACC_DECAY`` per
+  observation, ``STALE_PASSES``, ``MIN_WEIGHT``) with a weak prior of 1 (``PRIOR_WEIGHT``: drafting continues);
+  beyond the deepest measured position the cost model holds the weighted mean of the last measured ones, as for
+  acceptance, and assumes 1 before anything is measured. A change of drafter, ``draft_p_min`` or ``draft_min`` resets
+  it (and only it, for the last two). A pass that asked for drafts and made none is not a k = 0 pass: its verify time
+  counts for a batch of 1 (the k = 0 verify size), but the draft model caught up during it, so it is not a skipped
+  pass for the catch-up accounting below, and its draft time teaches no per-token cost. Predictions use the measured
+  continuation (``bound_prediction`` keeps c = 1: with every draft accepted, stopping early can only lower the best
+  tokens/s, so that bound stays a bound).
+- times: target verify ms per batch size k (EWMA), the k = 0 pass cost (target decode, plus whatever draft work the
+  engine does in a k = 0 pass), draft ms per drafted token measured only on passes that follow a drafting pass (a
+  pass right after k = 0 passes also pays the draft model's catch-up on the skipped text: a one-off cost, not the
+  price of the next k), and the loop's other ms per pass. Before anything is measured it uses the start event's
+  calibration (``target_decode_ms``, ``draft_decode_ms``).
+- warm-up: the first ``WARMUP_PASSES`` decode passes draft ``WARMUP_K`` token(s): the cheapest way to measure the
+  first position's acceptance and a second verify size besides k = 0 (deeper positions are extrapolated until
+  measured; when k > 0 pays, the k + 1 probes measure them).
+- leaving k > 0: k = 0 stops the flow of acceptance data, so the policy settles on k = 0 only when even an optimistic
+  reading of acceptance (``OPTIMISM`` standard errors up) says speculation loses, and after at least ``MIN_EVIDENCE``
+  first drafts (until then it explores with k = 1, the cheapest). When even drafts that are always accepted could not
+  pay with the measured times (the case on a 2-core CPU: verifying 2 tokens plus one draft costs more than two plain
+  decodes), it settles on k = 0 right after the warm-up: acceptance cannot change that verdict.
+- re-probing: while at k = 0, one pass every ``probe_every`` passes drafts the last profitable k (or ``WARMUP_K``);
+  the first comes after ``FIRST_PROBE`` passes, and each probe that confirms k = 0 doubles the interval (up to
+  ``PROBE_MAX``), or stretches it further so that probes cost at most ``PROBE_BUDGET`` of the time (a probe's cost is
+  measured: its wall time minus what a k = 0 pass takes for the tokens it yielded; it includes the draft model
+  catching up on the text it skipped). When that catch-up alone costs more per skipped pass than the budget allows
+  (the case on a 2-core CPU: a few ms per skipped token against an 85 ms decode), no interval fits the budget and the
+  policy waits ``PROBE_MAX`` passes between probes. Before any probe is measured, the catch-up is estimated as
+  ``CATCHUP_FRACTION`` of a draft decode per skipped token (measured on the Qwen pair: 85 ms to catch up 16 tokens
+  against 21 ms per single draft decode). The interval resets when speculation starts paying again. While the model
+  says k > 0, every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper positions and the next verify size stay
+  measured.
 
-- the hardware's curve: when the target's verify cost by batch size was measured on this machine
-  (``spectui probe``; the run records it in ``RunStarted.probe``, or ``make_policy(mode, curve)`` is
-  handed one), the model uses it from the first
-  pass for every batch size the run has not measured (scaled to the run's level: see
+- the hardware's curve: when the target's verify cost by batch size was measured on this machine (``spectui probe``;
+  the run records it in ``RunStarted.probe``, or ``make_policy(mode, curve)`` is handed one), the model uses it from
+  the first pass for every batch size the run has not measured (scaled to the run's level: see
   :mod:`spectui.analysis.cost.costmodel`). When the curve says that even a per-draft acceptance of ``PLAUSIBLE_RATE``
-  at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no
-  re-probing (on the Qwen pair on 2 cores only k = 15 with 98.5% acceptance would break even);
-  otherwise it proceeds as above, without needing passes to learn verify costs.
-- cost of the policy itself: a prediction takes 0.2-0.5 ms of Python, about 1-2% of a 30 ms pass, so
-  while settled at k = 0 (no drafts, hence no new acceptance) the model is consulted again only every
-  ``CURVE_RECHECK`` passes or at a re-probe.
-- draft cost before any draft was made: the start event's calibration of the draft model for the
-  ``model`` drafter, ``NGRAM_DRAFT_MS`` for prompt lookup (a dictionary lookup, not a model decode).
+  at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no re-probing
+  (on the Qwen pair on 2 cores only k = 15 with 98.5% acceptance would break even); otherwise it proceeds as above,
+  without needing passes to learn verify costs.
+- cost of the policy itself: a prediction takes 0.2-0.5 ms of Python, about 1-2% of a 30 ms pass, so while settled at
+  k = 0 (no drafts, hence no new acceptance) the model is consulted again only every ``CURVE_RECHECK`` passes or at a
+  re-probe.
+- draft cost: a model's per drafted token; a model-free drafter's (prompt lookup, the n-gram types, suffix) per pass
+  that drafts (its lookup costs the same whatever it drafts). Before any draft was made: the start event's
+  calibration of the draft model, ``NGRAM_DRAFT_MS`` for a model-free drafter.
+- a chain (``--spec-type ngram-mod,draft-simple``): one such policy per member, each priced by its own measured cost
+  and acceptance; a member that loses is left out of the pass (``members``): :mod:`.chain_cost`.
 
-One run, any mode (``PolicyByMode``, what the engine is handed): the user may switch auto k on, off or
-between modes mid-run, so one policy per mode observes every event from ``RunStarted`` on and the mode
-in ``settings.auto`` chooses. A mode switched on mid-run has therefore seen the whole run, settings
-changes included, yet no event is kept: what a policy learns is aggregates (decayed rates per position,
-EWMAs per batch size, counters), bounded by ``K_LIMIT`` positions, so memory stays flat over a long run.
-A mode switched back on resumes where it left off (the cost model has kept learning meanwhile); the
-schedule starts again from ``settings.draft_max``, as a fresh HF schedule does.
+One run, any mode (``PolicyByMode``, what the engine is handed): the user may switch auto k on, off or between modes
+mid-run, so one policy per mode observes every event from ``RunStarted`` on and the mode in ``settings.auto``
+chooses. A mode switched on mid-run has therefore seen the whole run, settings changes included, yet no event is
+kept: what a policy learns is aggregates (decayed rates per position, EWMAs per batch size, counters), bounded by
+``K_LIMIT`` positions, so memory stays flat over a long run. A mode switched back on resumes where it left off (the
+cost model has kept learning meanwhile); the schedule starts again from ``settings.draft_max``, as a fresh HF
+schedule does.
 
 ``schedule``: ``SchedulePolicy`` (spectui/analysis/cost/schedule_policy.py), Hugging Face's heuristic schedule.
 
@@ -87,12 +85,13 @@ from typing import Mapping
 from ...contract.draft_length import DRAFT_MAX_LIMIT, K_MAX, clamp_draft_length
 from ...contract.errors import SpectuiError
 from ...contract.events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
+from .chain_cost import ChainCost, is_chain, model_free
 from .costmodel import Prediction, predict_from
+from .decayed import DecayedRate
 from .schedule_policy import SchedulePolicy
 
 K_LIMIT = DRAFT_MAX_LIMIT  # the draft length range, 0..32 (the one rule: contract.draft_length)
 
-ACC_DECAY = 0.97  # weight kept by older acceptance observations of a position at each new one
 PRIOR_RATE = 0.6
 PRIOR_WEIGHT = 0.5
 STALE_PASSES = 96
@@ -121,20 +120,10 @@ def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
     return new if old is None else old + alpha * (new - old)
 
 
-@dataclass
-class _DecayedRate:
-    """A decayed success count at one draft position: ``trials`` passes that reached the question (acceptance:
-    drafted this position with all earlier accepted; continuation: asked for it with the one before drafted),
-    ``hits`` of them said yes (accepted; drafted)."""
-
-    trials: float = 0.0
-    hits: float = 0.0
-    last_pass: int = -1  # decode-pass number when last observed
-
-    def observe(self, hit: bool, pass_no: int) -> None:
-        self.trials = self.trials * ACC_DECAY + 1.0
-        self.hits = self.hits * ACC_DECAY + (1.0 if hit else 0.0)
-        self.last_pass = pass_no
+def _per(drafter: str, nd: int) -> int:
+    """What a drafting pass's draft time is divided by: its ``nd`` drafts (a model decodes each), or 1 (a model-free
+    drafter's lookup costs the same whatever it drafts: ``CostPolicy.draft_ms_per_token`` is then ms per pass)."""
+    return 1 if model_free(drafter) else nd
 
 
 @dataclass
@@ -143,10 +132,10 @@ class CostPolicy:
 
     k_max: int = K_MAX
     name: str = "cost"
-    positions: list[_DecayedRate] = field(default_factory=list)
-    continuation: list[_DecayedRate] = field(default_factory=list)
+    positions: list[DecayedRate] = field(default_factory=list)
+    continuation: list[DecayedRate] = field(default_factory=list)
     verify_ms: dict[int, float] = field(default_factory=dict)  # k -> EWMA verify ms (k = 0: whole k=0 pass cost)
-    draft_ms_per_token: float | None = None
+    draft_ms_per_token: float | None = None  # a model-free drafter's: per pass that drafts (_per)
     calib_draft_ms: float = 0.0
     calib_target_ms: float = 0.0
     other_ms: float | None = None
@@ -174,6 +163,7 @@ class CostPolicy:
     _curve_check_at: int = 0  # decode pass at which the curve's verdict is evaluated next
     _curve_hopeless: bool = False
     _zero_check_at: int = 0  # while settled at k = 0: the pass at which the model is consulted again
+    chain: ChainCost | None = None  # the drafter is a chain: one policy per member (chain_cost.py)
 
     def __post_init__(self) -> None:
         if self.given_curve:
@@ -190,12 +180,15 @@ class CostPolicy:
             self.drafter = event.settings.drafter
             self.curve = dict(self.given_curve) if self.given_curve else (event.probe.curve if event.probe else None)
             self.curve = self.curve or None
+            self.chain = ChainCost.started(event, self._member) if is_chain(event.settings.drafter) else None
         elif isinstance(event, SettingsChanged):
             key = (event.new.temperature, event.new.drafter)
             if event.new.drafter != self.drafter:  # a different drafter costs differently
                 self.drafter = event.new.drafter
-                self.draft_ms_per_token = None
-                self._draft_steady = False
+                start = RunStarted(settings=event.new, target_decode_ms=self.calib_target_ms,
+                                   draft_decode_ms=self.calib_draft_ms)
+                self.chain = ChainCost.started(start, self._member) if is_chain(event.new.drafter) else None
+                self.draft_ms_per_token, self._draft_steady = None, False
                 self._curve_check_at = self.n_decode_passes  # judge the curve again at once
             if self._settings_key is not None and key != self._settings_key:
                 self._reset_acceptance()
@@ -206,17 +199,17 @@ class CostPolicy:
             self._continue_key = ckey
         elif isinstance(event, PassEvent) and not event.prefill:
             self._observe_pass(event)
+        if self.chain is not None and not isinstance(event, RunStarted):
+            self.chain.observe(event)
+
+    def _member(self) -> "CostPolicy":
+        """A chain member's policy: this one's k range and the hardware's curve."""
+        return CostPolicy(self.k_max, given_curve=self.curve)
 
     def _reset_all(self) -> None:
-        self._curve_check_at = 0
-        self._curve_hopeless = False
         self.verify_ms.clear()
-        self.draft_ms_per_token = None
-        self._draft_steady = False
-        self.other_ms = None
-        self.n_decode_passes = 0
-        self.prev_k = 0
-        self.zero_run = 0
+        self._curve_check_at, self._curve_hopeless, self.draft_ms_per_token, self._draft_steady = 0, False, None, False
+        self.other_ms, self.n_decode_passes, self.prev_k, self.zero_run = None, 0, 0, 0
         self._reset_acceptance()
         self._reset_continuation()
 
@@ -226,12 +219,8 @@ class CostPolicy:
 
     def _reset_acceptance(self) -> None:
         self.positions.clear()
-        self.best_positive_k = 0
-        self.probe_every = FIRST_PROBE
-        self.next_probe = self.n_decode_passes + FIRST_PROBE
-        self.probing = False
-        self._at_zero = False
-        self.warmup_left = WARMUP_PASSES
+        self.best_positive_k, self.probe_every, self.next_probe = 0, FIRST_PROBE, self.n_decode_passes + FIRST_PROBE
+        self.probing, self._at_zero, self.warmup_left = False, False, WARMUP_PASSES
 
     def _observe_pass(self, ev: PassEvent) -> None:
         self.n_decode_passes += 1
@@ -241,31 +230,23 @@ class CostPolicy:
         if asked > 0:
             # drafting continuation: positions 1..min(k, nd + 1) were asked for with the one before drafted
             while len(self.continuation) < min(asked, nd + 1):
-                self.continuation.append(_DecayedRate())
+                self.continuation.append(DecayedRate())
             for i in range(min(asked, nd + 1)):
                 self.continuation[i].observe(i < nd, self.n_decode_passes)
             if nd < asked and ev.draft_stop:
                 self.draft_stop_cause = ev.draft_stop
+        if self.probing and asked > 0:  # the probe pass: its cost over a k = 0 pass's
+            k0 = self._k0_pass_ms()
+            self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
+            self.probe_skipped = self.zero_run
         if nd == 0 and asked > 0:
             # asked for drafts, made none (confidence below --draft-p-min at the first, no n-gram match): the
             # target verified one token, and the draft model did catch up (no k = 0 stretch)
-            if self.probing:
-                self.probe_skipped = self.zero_run
-                k0 = self._k0_pass_ms()
-                self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
-            self.zero_run = 0
-            self.other_ms = _ewma(self.other_ms, t.other_ms)
+            self.zero_run, self.other_ms = 0, _ewma(self.other_ms, t.other_ms)
             self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms)
             self.prev_k = asked  # the draft model is in sync: the next pass's drafting is steady
             return
-        if nd == 0:
-            self.zero_run += 1
-        else:
-            if self.probing:
-                k0 = self._k0_pass_ms()
-                self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
-                self.probe_skipped = self.zero_run
-            self.zero_run = 0
+        self.zero_run = self.zero_run + 1 if nd == 0 else 0
         self.other_ms = _ewma(self.other_ms, t.other_ms)
         if nd == 0:
             self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms + t.draft_ms)
@@ -274,12 +255,12 @@ class CostPolicy:
             if self.prev_k > 0:
                 # steady state; the first steady figure replaces a catch-up one outright
                 old = self.draft_ms_per_token if self._draft_steady else None
-                self.draft_ms_per_token = _ewma(old, t.draft_ms / nd)
+                self.draft_ms_per_token = _ewma(old, t.draft_ms / _per(self.drafter, nd))
                 self._draft_steady = True
             elif self.draft_ms_per_token is None:
-                self.draft_ms_per_token = t.draft_ms / nd
+                self.draft_ms_per_token = t.draft_ms / _per(self.drafter, nd)
             while len(self.positions) < nd:
-                self.positions.append(_DecayedRate())
+                self.positions.append(DecayedRate())
             # position i is reached when drafts 1..i-1 were accepted; observe up to the first rejection
             for i in range(min(nd, ev.n_accepted + 1)):
                 self.positions[i].observe(i < ev.n_accepted, self.n_decode_passes)
@@ -318,41 +299,49 @@ class CostPolicy:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
-    def _draft_ms(self) -> float:
-        """Draft ms per token: measured, else the prior for the drafter in use."""
-        if self.draft_ms_per_token is not None:
-            return self.draft_ms_per_token
-        return NGRAM_DRAFT_MS if self.drafter == "ngram" else self.calib_draft_ms
+    def _draft_costs(self) -> tuple[float, float]:
+        """(ms per drafted token, ms per pass that drafts): a model's, measured or the start's calibration, per
+        token; a model-free drafter's lookup, measured or ``NGRAM_DRAFT_MS``, per pass."""
+        if model_free(self.drafter):
+            return 0.0, NGRAM_DRAFT_MS if self.draft_ms_per_token is None else self.draft_ms_per_token
+        return (self.calib_draft_ms if self.draft_ms_per_token is None else self.draft_ms_per_token), 0.0
 
     def _points(self) -> dict[int, float]:
-        points = dict(self.verify_ms)
-        if 0 not in points and self.calib_target_ms > 0:
-            points[0] = self.calib_target_ms
-        return points
+        points = {0: self.calib_target_ms, **self.verify_ms} if self.calib_target_ms > 0 else dict(self.verify_ms)
+        # a pass that drafts never costs less than one that does not: a stale or noisy point is raised to k = 0's
+        return {k: max(ms, points[0]) for k, ms in points.items()} if 0 in points else points
 
     def bound_prediction(self, rate: float = 1.0) -> Prediction:
         """The best case: every draft accepted (or ``rate`` per draft), with the measured times (and the
         hardware's curve)."""
-        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), self._draft_ms(),
-                            self.other_ms or 0.0, k_max=self.k_max, curve=self.curve)
+        d, fixed = self._draft_costs()
+        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), d, self.other_ms or 0.0,
+                            k_max=self.k_max, curve=self.curve, draft_ms_fixed=fixed)
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         rates, weights = self.rates(optimism)
         c_rates, c_weights = self.continue_rates()
-        return predict_from(rates, weights, self._points(), self._draft_ms(), self.other_ms or 0.0,
+        d, fixed = self._draft_costs()
+        return predict_from(rates, weights, self._points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
                             k_max=self.k_max, current_k=current_k, curve=self.curve, continue_rates=c_rates,
                             continue_weights=c_weights, draft_stop_cause=self.draft_stop_cause)
 
     # ------------------------------------------------------------ choosing
     def choose(self, settings: Settings) -> int:
         k, why = self._choose(settings)
-        self.last_choice = clamp_draft_length(k)
-        self.last_reason = why
+        self.last_choice, self.last_reason = clamp_draft_length(k), why
         return self.last_choice
+
+    def members(self) -> tuple[tuple[str, int], ...]:
+        """A chain's members and their k in the pass just chosen (0: left out); () for a single drafter."""
+        return self.chain.caps if self.chain is not None else ()
 
     def _choose(self, settings: Settings) -> tuple[int, str]:
         if settings.drafter == "none":
             return 0, "no drafter"
+        if self.chain is not None:
+            k = self.chain.choose(settings)
+            return k, self.chain.why()
         if self.curve and self._curve_hopeless_now():
             return 0, (f"speculation loses: even {PLAUSIBLE_RATE:.0%} acceptance at every draft cannot pay "
                        "(probe's curve): k = 0")
@@ -428,7 +417,7 @@ class CostPolicy:
             if self.probe_cost_ms == 0.0:
                 # no probe measured yet: estimate the draft model's catch-up on the skipped text
                 k0 = self._k0_pass_ms()
-                d = self._draft_ms()
+                d = self._draft_costs()[0]
                 if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
                     self.probe_every = PROBE_MAX
             self.next_probe = max(self.next_probe, n + self.probe_every)
@@ -491,6 +480,11 @@ class PolicyByMode:
             policy.k = None  # a schedule switched on starts from settings.draft_max
         self._active = mode
         return policy.choose(settings)
+
+    def members(self) -> tuple[tuple[str, int], ...]:
+        """A chain's members and their k in the pass just chosen (0: left out), from the mode that chose it."""
+        policy = self.policies.get(self._active) if self._active else None
+        return policy.members() if policy is not None else ()
 
     def current(self, mode: str | None):
         """The policy of ``mode`` (its last choice, reason and prediction), or None."""

@@ -36,6 +36,10 @@ class SchedulePolicy:
             full = len(event.drafts) == event.k and event.n_accepted == event.k
             self.k = min(DRAFT_MAX_LIMIT, self.k + 2) if full else max(1, self.k - 1)
 
+    def members(self) -> tuple[tuple[str, int], ...]:
+        """Every member of a chain drafts up to the schedule's k: ()."""
+        return ()
+
     def choose(self, settings: Settings) -> int:
         if self.k is None:
             self.k = settings.draft_max if settings.draft_max >= 1 else 5

@@ -140,6 +140,9 @@ class DraftLimits:
     defer: bool = False
     # set: stop before the next draft decode (a pipelined block drafted ahead and no longer wanted: pipeline.py)
     cancel: threading.Event | None = None
+    # a chain (chain.ChainDrafter) under --draft-max auto: (member, its most drafts) pairs, 0 leaving the member
+    # out of the pass; a member not named drafts up to k
+    members: tuple[tuple[str, int], ...] = ()
 
 
 class Drafter:

@@ -7,12 +7,17 @@ that drafted last (this pass, or an earlier one when no member drafted: llama.cp
 many were accepted; the others are not told (llama.cpp's ``is_other`` accept, a no-op for every type spectui
 chains; a draft model's KV catches up with the accepted text at its next proposal, as draft-simple's does). The
 proposal names its member (``Proposal.drafter``), so every pass says which drafter proposed it.
+
+Under ``--draft-max auto`` the pass's ``DraftLimits.members`` caps each member's drafts (the cost model's choice
+for that member: spectui/analysis/cost/chain_cost.py); a member capped at 0 is left out of the pass, not asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...contract.events import CHAIN_SEPARATOR, DRAFT_STOP_NO_MATCH
-from .base import Drafter, Proposal
+from .base import Drafter, DraftLimits, Proposal
 
 
 class ChainDrafter(Drafter):
@@ -37,9 +42,14 @@ class ChainDrafter(Drafter):
             d.prefill(prompt)
 
     def propose(self, tokens, k, temperature, rng) -> Proposal:
+        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
+        caps = dict(lim.members)
         prop = Proposal(stop=DRAFT_STOP_NO_MATCH)
         for name, d in self.members:
-            prop = d.propose(tokens, k, temperature, rng)
+            most = min(lim.k, caps.get(name, lim.k))
+            if most <= 0:  # --draft-max auto left this member out of the pass: it is not asked (no lookup)
+                continue
+            prop = d.propose(tokens, dataclasses.replace(lim, k=most, members=()), temperature, rng)
             if prop.ids:
                 prop.drafter = name
                 self._last = d

@@ -111,6 +111,7 @@ class PassWork:
     between: Callable[[], object] | None = None
     clock: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # draft_ms, verify_ms, pass start, run start
     pipe: PipeWork | None = None  # a pipelined pass (pipeline.py): what the draft thread did meanwhile
+    left_out: tuple[str, ...] = ()  # the chain's members auto k left out of this pass (PassEvent.left_out)
 
 
 def pass_timing(draft_ms: float, verify_ms: float, tp: float, t0: float) -> Timing:
@@ -157,6 +158,7 @@ class PassEventMaker:
             draft_stop=prop.stop if prop is not None else "", draft_stop_p=prop.stop_p if prop is not None else -1.0,
             inspect=inspect, draft_heads=tuple(prop.heads) if prop is not None else (),
             drafter=(prop.drafter or w.settings.drafter) if prop is not None and prop.ids else "",
+            left_out=w.left_out,
             pipeline=self._pipe_info(w.pipe) if w.pipe is not None else None,
         )
         # the pass's probability rows are read no more: back to the pool for the next passes

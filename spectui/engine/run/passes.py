@@ -83,9 +83,16 @@ def cap_k(draft_max: int, n_past: int, n_emitted: int, n_ctx: int, n_batch: int,
     return max(0, k)
 
 
-def limits(s: Settings, k: int, inspect_top: int, defer: bool) -> DraftLimits:
-    """How far a pass under ``s`` drafts (k, --draft-p-min / --draft-min, the inspector's top-N, deferred)."""
-    return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer)
+def limits(s: Settings, k: int, inspect_top: int, defer: bool,
+           members: tuple[tuple[str, int], ...] = ()) -> DraftLimits:
+    """How far a pass under ``s`` drafts (k, --draft-p-min / --draft-min, the inspector's top-N, deferred; a
+    chain's caps per member under auto k)."""
+    return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer, members=members)
+
+
+def left_out(members: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+    """The chain members a pass's caps leave out (capped at 0), in order (``PassEvent.left_out``)."""
+    return tuple(name for name, most in members if most <= 0)
 
 
 def _verify_record(index: int, g: Generation, rows: np.ndarray, ids: list[int], prop: Proposal | None, v,
@@ -122,6 +129,7 @@ class PassLoop:
         self.may_overlap = request.overlap and parts.spare_core
         self.st = RunCounters()
         self.policy: DraftPolicy | None = None
+        self.members: tuple[tuple[str, int], ...] = ()  # auto k with a chain: each member's cap this pass
         self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
         self.t0 = 0.0
         self.graph = parts.graph  # graph_path.GraphRun: the run's backend chains, or None
@@ -312,6 +320,7 @@ class PassLoop:
             if self.policy is None:
                 raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             draft_max = clamp_draft_length(self.policy.choose(s))  # the one range rule, where a policy's k enters
+        self.members = self.policy.members() if s.auto and self.policy is not None else ()
         return cap_k(draft_max, g.n_past, self.st.n_emitted, self.parts.n_ctx, self.target.n_batch, self.n_predict)
 
     def _spare_core_for(self, s: Settings) -> bool:
@@ -329,7 +338,7 @@ class PassLoop:
     def _draft(self, g: Generation, s: Settings, k: int, drafter: Drafter) -> tuple[Proposal | None, float]:
         """``drafter``'s proposal of at most k tokens after ``g.tokens`` (None for k = 0) and its ms."""
         t_d = time.perf_counter()
-        lim = limits(s, k, self.parts.inspect_top, self.fin.overlap)
+        lim = limits(s, k, self.parts.inspect_top, self.fin.overlap, self.members)
         prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
         return prop, (time.perf_counter() - t_d) * 1000.0
 
@@ -359,7 +368,7 @@ class PassLoop:
         # event is part of it, so the clock stops when the event is made. Other processes' CPU is sampled then.
         timing = pass_timing(draft_ms, verify_ms, tp, self.t0) if self.fin.overlap else None
         work = PassWork(index=index, settings=s, k=k, ids=ids, prop=prop, p=p, verdict=v, kind=kind, n_out=n_out,
-                        timing=timing, n_ctx_used=g.n_past, decoder=g.decoder,
+                        timing=timing, n_ctx_used=g.n_past, decoder=g.decoder, left_out=left_out(self.members),
                         rows_buf=rows_buf, holds_view=keep_view, clock=(draft_ms, verify_ms, tp, self.t0),
                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
                         resid_buf=resid if g.debug_hook is None else None, pipe=pipe)

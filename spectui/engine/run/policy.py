@@ -3,7 +3,8 @@
 The engine never imports a policy: it is handed a factory (``Engine(draft_policy=...)``, in spectui
 ``analysis.draft_policy.PolicyByMode``), makes one policy per run and lets it see every event of that run;
 before each decode pass under automatic k (``Settings.auto``) the loop asks it for the pass's draft length and
-caps the answer like any other (context, batch, n_predict).
+caps the answer like any other (context, batch, n_predict). For a chain it then asks which members draft
+(``members``): the pass's ``DraftLimits.members``, and ``PassEvent.left_out`` names those left out.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ class DraftPolicy(Protocol):
 
         Returns:
             k, a number of draft tokens (0: the pass drafts nothing).
+        """
+
+    def members(self) -> tuple[tuple[str, int], ...]:
+        """After ``choose``: for a chain (``Settings.drafter`` "ngram-mod,model"), each member's most drafts in the
+        pass just chosen, 0 leaving it out (it loses on this machine); () drafts with every member up to k.
+
+        Returns:
+            (member name, its most drafts) pairs, or ().
         """
 
 

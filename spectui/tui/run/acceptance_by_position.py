@@ -1,7 +1,7 @@
 """AcceptanceByPosition: one bar per draft position with its rate and counts (StatsSnapshot); while a chain drafts
 (``--spec-type ngram-mod,draft-simple``) and more than one of its drafters has drafted, one line per drafter under
 the bars: its passes, acceptance and mean acceptance length (``StatsSnapshot.by_drafter``; the summary and
-``--json`` have them for any run)."""
+``--json`` have them for any run); "off N": auto left that member out of N passes (it loses on this machine)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class AcceptanceByPosition(Panel):
             out.append(f"\n   … {len(rows) - len(shown)} deeper positions", st["dim"])
         for d in drafters[: max(0, height - 1 - len(shown))]:
             line = Text(f"\n{visible_line(d.name)}: {d.passes} passes {100 * d.acceptance_rate:.0f}% "
-                        f"len {d.mean_acceptance_length:.2f}", st["dim"])
+                        f"len {d.mean_acceptance_length:.2f}" + (f" off {d.left_out}" if d.left_out else ""), st["dim"])
             line.truncate(width + 1, overflow="ellipsis")
             out.append_text(line)
         return out
