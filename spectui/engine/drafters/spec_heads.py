@@ -40,9 +40,10 @@ def check_head(kind: str, target: str, draft: str | None) -> str | None:
             raise SpectuiError(f"--drafter {kind} needs the {kind} draft as --draft PATH")
         found = spec_kinds.check_not_shared_kv(spec_kinds.spec_info(draft)).kind
         if found != kind:
-            also = f" (use --drafter {found})" if found in BLOCK_KINDS else ""
-            raise SpectuiError(f"--drafter {kind} needs a {kind} draft (architecture 'dflash'), but the draft "
-                               f"{draft} is a {found} model{also}")
+            what = {spec_kinds.KIND_EAGLE3: "an EAGLE-3 head", spec_kinds.KIND_MTP: "a model with MTP layers",
+                    spec_kinds.KIND_MODEL: "a plain model (a draft model: --drafter model)"}
+            raise SpectuiError(f"--drafter {kind} needs a {kind} draft (architecture 'dflash'), but the draft {draft} "
+                               f"is " + what.get(found, f"a {found} draft (use --drafter {found})"))
         return draft
     raise SpectuiError(f"unknown head kind {kind!r} (one of {', '.join(HEAD_KINDS)})")
 

@@ -1,0 +1,273 @@
+"""The block drafters (``--drafter dflash | dspark``, llama.cpp's ``draft-dflash`` / ``draft-dspark``) on the
+generated pairs of ``benchmarks/make_spec_models.py DIR --dflash-agree A --dspark-agree A``:
+
+- llama.cpp itself loads and runs the pairs (llama-speculative-simple, llama-server);
+- greedy output equals the target alone's (lossless), drafts partly accepted;
+- at T = 0 spectui's drafter, in llama-speculative-simple's own loop, drafts and accepts pass for pass (and so in
+  total) what ``llama-speculative-simple --spec-type draft-dflash / draft-dspark`` does on the same models,
+  prompt, -n, k and --spec-draft-p-min; the engine's run (whose prefill pass samples the first token, as
+  llama-server's) does what llama-server does, pass for pass;
+- one draft decode per drafting pass, whatever k (the block is drafted at once);
+- at T = 1 the token emitted after the greedy first one follows the target's law (chi-square);
+- what they cannot draft with gets one line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/engine: the shared law and server helpers
+
+from test_engine_sampling import chi2_check, target_law  # noqa: E402
+from test_vs_llama_cpp import logged, speculative_simple  # noqa: E402
+
+from spectui.contract.control import RunControl  # noqa: E402
+from spectui.contract.errors import SpectuiError  # noqa: E402
+from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings  # noqa: E402
+from spectui.engine.loop import Engine  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+MAKER = ROOT / "benchmarks" / "make_spec_models.py"
+PROMPT = "the hash map handles collisions"
+KINDS = ("dflash", "dspark")
+ACCEPTED = re.compile(r"accepted (\d+)/(\d+) draft tokens")
+DRAFTED, ACCEPTS = re.compile(r"n_drafted = (\d+)"), re.compile(r"n_accept  = (\d+)")
+
+
+def _make(out: Path, agree: float) -> Path:
+    r = subprocess.run([sys.executable, str(MAKER), str(out), "--dflash-agree", str(agree), "--dspark-agree",
+                        str(agree)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory) -> dict[float, Path]:
+    """Two agreement levels: 0 (each mask slot carries the anchor only) and 30 (the context mixed in)."""
+    root = tmp_path_factory.mktemp("block")
+    return {a: _make(root / f"a{a:g}", a) for a in (0.0, 30.0)}
+
+
+def _files(d: Path, kind: str) -> tuple[str, str]:
+    return str(d / f"{kind}-agree-target.gguf"), str(d / f"{kind}-agree-draft.gguf")
+
+
+def _engine(d: Path, kind: str, **kw) -> Engine:
+    t, dr = _files(d, kind)
+    return Engine(t, dr, n_ctx=512, threads=1, head=kind, warn=lambda m: None, **kw)
+
+
+def _run(e: Engine, settings: Settings, n: int, prompt: str = PROMPT, on_event=None) -> list:
+    control = RunControl(settings)
+    evs = []
+    for ev in e.run(prompt, control, n):
+        evs.append(ev)
+        if on_event is not None:
+            on_event(control, ev)
+    return evs
+
+
+def _emitted(evs) -> list[int]:
+    return [t.id for ev in evs if isinstance(ev, PassEvent) for t in ev.emitted]
+
+
+def test_maker_writes_pairs_of_the_two_kinds(pairs):
+    from spectui.engine.files.spec_kinds import spec_info
+
+    for kind in KINDS:
+        t, d = _files(pairs[0.0], kind)
+        ti, di = spec_info(t), spec_info(d)
+        assert (ti.architecture, ti.kind) == ("llama", "model")
+        assert (di.architecture, di.kind, di.llama_cpp_types) == ("dflash", kind, (f"draft-{kind}",))
+        assert di.target_layer_ids == (1, 3)
+
+
+# ---------------------------------------------------------------- llama-speculative-simple, pass for pass
+
+
+def _theirs(d: Path, kind: str, n: int, k: int, p_min: float) -> tuple[list[tuple[int, int]], tuple[int, int]]:
+    t, dr = _files(d, kind)
+    argv = [str(speculative_simple()), "-m", t, "-md", dr, "--spec-type", f"draft-{kind}", "--spec-draft-n-max",
+            str(k), "--spec-draft-p-min", str(p_min), "-p", PROMPT, "-n", str(n), "--temp", "0", "-t", "1", "-c",
+            "512", "-lv", "5"]
+    log = logged(argv)
+    drafted, accepted = DRAFTED.search(log), ACCEPTS.search(log)
+    assert drafted and accepted, log[-2000:]
+    return [(int(a), int(b)) for a, b in ACCEPTED.findall(log)], (int(drafted[1]), int(accepted[1]))
+
+
+def _ours_in_their_loop(d: Path, kind: str, n: int, k: int, p_min: float) -> list[tuple[int, int]]:
+    """examples/speculative-simple/speculative-simple.cpp, step for step, drafting with spectui's BlockDrafter:
+    the prompt but its last token into the target, that token the first anchor; each pass drafts after the last
+    token, verifies [anchor, drafts] at once, keeps the agreeing prefix, feeds the batch to the drafter and rolls
+    both caches back; a draft is cut to what -n leaves (not when that is 0: the reference's ``n_max > 0``)."""
+    from spectui.engine.drafters.base import DraftLimits
+    from spectui.engine.drafters.block import BlockDrafter
+    from spectui.engine.drafters.block_head import BlockHead
+    from spectui.engine.llama.models import LoadedModel
+
+    t_path, d_path = _files(d, kind)
+    t = LoadedModel(t_path, "target", 512, 1, False)
+    h = BlockHead(d_path, t.model, t.ctx, 512, dspark=kind == "dspark")
+    drafter = BlockDrafter(kind, h)
+    try:
+        ids = t.tokenize(PROMPT)
+        t.decode(ids[:-1], 0, "none")
+        drafter.target_decoded(ids[:-1], 0)
+        ctx, n_past, n_predict, passes = list(ids), len(ids) - 1, 0, []
+        while True:
+            n_draft_max = max(0, min(512 - n_past - 2, n - n_predict - 1))
+            prop = drafter.propose(ctx, DraftLimits(k, p_min), 0.0, np.random.default_rng(0))
+            drafts = prop.ids[:n_draft_max] if n_draft_max > 0 else prop.ids
+            batch = [ctx[-1], *drafts]
+            t.decode(batch, n_past, "all")
+            rows = t.logits_rows(len(batch))
+            out = []
+            for i in range(len(batch)):
+                out.append(int(np.argmax(rows[i])))
+                if i == len(drafts) or out[-1] != drafts[i]:
+                    break
+            acc = len(out) - 1
+            drafter.target_decoded(batch, n_past, acc)
+            t.rollback(n_past + 1 + acc)
+            passes.append((acc, len(drafts)))
+            n_past += 1 + acc
+            n_predict += len(out)
+            ctx += out
+            if n_predict > n or any(t.is_eog(x) for x in out):
+                return passes
+    finally:
+        h.close()
+        t.close()
+
+
+@pytest.mark.slow  # llama-speculative-simple runs
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("agree, k, p_min", [(0.0, 4, 0.0), (30.0, 8, 0.0), (30.0, 6, 0.6)])
+def test_counts_equal_llama_speculative_simple(pairs, kind, agree, k, p_min):
+    n = 48
+    theirs, (drafted, accepted) = _theirs(pairs[agree], kind, n, k, p_min)
+    ours = _ours_in_their_loop(pairs[agree], kind, n, k, p_min)
+    assert ours == theirs
+    assert (sum(b for _, b in ours), sum(a for a, _ in ours)) == (drafted, accepted)
+    assert accepted > 0 and drafted > accepted
+    if p_min:  # the threshold cut some blocks short (else this case tests nothing more)
+        assert any(b < k for _, b in ours[:-3])
+
+
+# ---------------------------------------------------------------- the engine's runs
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("agree", [0.0, 30.0])
+def test_greedy_block_run_is_lossless(pairs, kind, agree):
+    """Drafts partly accepted, the output the target's own greedy output; q(d) and the inspector's top-N from
+    the block's rows (T = 0: the draft is its slot's argmax)."""
+    with _engine(pairs[agree], kind) as e:
+        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), 40))
+        evs = _run(e, Settings(draft_max=6, drafter=kind), 40)
+    start, end = evs[0], evs[-1]
+    assert isinstance(start, RunStarted) and start.head is not None and start.head.kind == kind
+    assert isinstance(end, RunEnded) and end.reason == "n_predict" and end.error == ""
+    assert _emitted(evs) == ref and len(ref) == 40
+    assert end.n_drafted > 0 and 0 < end.n_accepted < end.n_drafted
+    for ev in evs:
+        if isinstance(ev, PassEvent) and not ev.prefill and ev.drafts:
+            assert ev.drafter == kind
+            for dr, ins in zip(ev.drafts, ev.inspect):
+                assert 0.0 < dr.prob <= 1.0
+                assert ins.draft_top and ins.draft_top[0].id == dr.id
+                assert ins.draft_top[0].prob == pytest.approx(dr.prob)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_engine_counts_equal_llama_server(pairs, tmp_path, kind):
+    """The engine's run (prefill pass first, as llama-server's slot) drafts and accepts pass for pass what
+    llama-server --spec-type draft-KIND does on the same pair, prompt, -n and k (the server logs no line for the
+    pass that ends the completion)."""
+    from servers import SKIP_REASON, LlamaServer, llama_server_binary
+
+    binary = llama_server_binary()
+    if binary is None:
+        pytest.skip(SKIP_REASON)
+    import json
+    import urllib.request
+
+    t, dr = _files(pairs[30.0], kind)
+    n, k = 32, 5
+    s = LlamaServer(binary, ["-m", t, "-md", dr, "--spec-type", f"draft-{kind}", "--spec-draft-n-max", str(k),
+                             "--no-spec-draft-backend-sampling", "-lv", "5", "-c", "512", "-t", "1", "-np", "1"],
+                    tmp_path / "server.log", ready_s=60)
+    try:
+        req = urllib.request.Request(s.url + "/completion", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"prompt": PROMPT, "n_predict": n, "temperature": 0,
+                                                      "cache_prompt": False}).encode())
+        with urllib.request.urlopen(req, timeout=60) as r:
+            timings = json.load(r)["timings"]
+    finally:
+        s.stop()
+    theirs = [(int(a), int(b)) for a, b in ACCEPTED.findall((tmp_path / "server.log").read_text(errors="replace"))]
+    with _engine(pairs[30.0], kind) as e:
+        evs = _run(e, Settings(draft_max=k, drafter=kind), n)
+    ours = [(p.n_accepted, len(p.drafts)) for p in evs if isinstance(p, PassEvent) and not p.prefill]
+    assert len(theirs) >= 5 and ours[:len(theirs)] == theirs
+    assert (evs[-1].n_drafted, evs[-1].n_accepted) == (timings["draft_n"], timings["draft_n_accepted"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_draft_decode_per_pass_whatever_k(pairs, kind):
+    """The block is drafted at once: each drafting pass costs the draft model one decode, at k 2, 8 and 15."""
+    with _engine(pairs[30.0], kind) as e:
+        head = e.parts().head.head
+        for k in (2, 8, 15):
+            before = head.n_runs
+            evs = _run(e, Settings(draft_max=k, drafter=kind), 24)
+            drafting = [ev for ev in evs if isinstance(ev, PassEvent) and not ev.prefill and ev.drafts]
+            assert drafting and head.n_runs - before == len(drafting)
+            assert max(len(ev.drafts) for ev in drafting) == min(k, head.n_draft_max)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow  # a law checked over many samples
+def test_block_sampling_matches_target_law(pairs, kind):
+    """At T = 1 the token a block pass emits after the greedy first token follows the target's law, whatever the
+    block proposed (q from each slot's row, the same rejection sampling as a draft model)."""
+    runs = 600
+    t, _ = _files(pairs[30.0], kind)
+    with _engine(pairs[30.0], kind) as e:
+        prompt_ids = e.tokenize(PROMPT)
+        second, verdicts, t0 = Counter(), Counter(), None
+        for seed in range(runs):
+            def at(control, ev):
+                if isinstance(ev, PassEvent):
+                    if ev.prefill:
+                        control.update(temperature=1.0)
+                    elif ev.index == 1:
+                        verdicts.update(d.verdict for d in ev.drafts)
+            out = _emitted(_run(e, Settings(draft_max=3, drafter=kind, seed=seed), 3, on_event=at))
+            t0 = out[0] if t0 is None else t0
+            assert out[0] == t0 and len(out) >= 2
+            second[out[1]] += 1
+    assert verdicts["accepted"] > 20 and verdicts["rejected"] > 20, verdicts
+    chi2, bound = chi2_check(second, target_law(t, prompt_ids + [t0]), runs)
+    assert chi2 < bound, (chi2, bound)
+
+
+def test_refusals_are_one_line(pairs):
+    d = pairs[0.0]
+    t, dflash_draft = _files(d, "dflash")
+    _, dspark_draft = _files(d, "dspark")
+    cases = [(dict(draft_path=dspark_draft, head="dflash"), "is a dspark draft (use --drafter dspark)"),
+             (dict(draft_path=dflash_draft, head="dspark"), "is a dflash draft (use --drafter dflash)"),
+             (dict(draft_path=None, head="dflash"), "--drafter dflash needs the dflash draft as --draft PATH"),
+             (dict(draft_path=t, head="dspark"), "is a plain model")]
+    for kw, msg in cases:
+        with pytest.raises(SpectuiError) as exc:
+            Engine(t, n_ctx=256, threads=1, **kw)
+        assert msg in str(exc.value) and "\n" not in str(exc.value) and exc.value.exit_code == 2
