@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
-from ..contract.events import MachineProbe
+from ..contract.events import BLOCK_DRAFTERS, MachineProbe
 from ..contract.exitcodes import SignalStop
 from ..contract.options import Drafting, EngineOptions, ModelOptions
 from ..contract.prompt import DEFAULT_PROMPT
@@ -85,9 +85,6 @@ def default_drafters(models: ModelOptions) -> list[str]:
     return out or ["ngram"]
 
 
-BLOCK_HEADS = ("dflash", "dspark")  # the block drafters: their draft model is the head (engine/drafters/block.py)
-
-
 def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     """The one convention of every command (docs/conventions.md): ``--draft FILE`` is the separate draft model,
     or, when its header says so, the EAGLE-3 head or the target itself (MTP), as llama.cpp's -md; ``--head FILE``
@@ -122,7 +119,7 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         why = {None: "or use --drafter ngram",
                "eagle3": f"--draft {models.draft} is an EAGLE-3 head: give it as --head",
                "mtp": f"--draft {models.draft} is the target with its MTP layers: use --drafter mtp",
-               **{b: f"--draft {models.draft} is a {b} block drafter: use --drafter {b}" for b in BLOCK_HEADS}}
+               **{b: f"--draft {models.draft} is a {b} block drafter: use --drafter {b}" for b in BLOCK_DRAFTERS}}
         raise SpectuiError(f"--drafter model needs a separate draft model as --draft PATH ({why.get(kind, '')})")
     head = heads[0] if heads else None
     if head == "eagle3":  # --head, or --draft as the head (llama.cpp's -md: the engine checks its header)
@@ -130,7 +127,7 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         if head_file is None:
             raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head: --head FILE (or --draft FILE)")
         return Drafting(draft_model=want_model, head=head, head_file=head_file)
-    if head in BLOCK_HEADS:  # a block drafter's draft is --draft (llama.cpp's -md)
+    if head in BLOCK_DRAFTERS:  # a block drafter's draft is --draft (llama.cpp's -md)
         if kind != head:
             raise SpectuiError(f"--drafter {head} needs the {head} draft as --draft FILE" + (
                 f" (--draft {models.draft} is a {kind} model)" if kind else ""))

@@ -271,3 +271,55 @@ def test_refusals_are_one_line(pairs):
         with pytest.raises(SpectuiError) as exc:
             Engine(t, n_ctx=256, threads=1, **kw)
         assert msg in str(exc.value) and "\n" not in str(exc.value) and exc.value.exit_code == 2
+
+
+# ---------------------------------------------------------------- what the faces say of a block drafter
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cost_model_prices_the_block_by_its_one_pass(pairs, kind):
+    """The run's draft time goes to a fixed cost per drafting pass, none per draft token: the draft cost the
+    model predicts is the same at every k > 0 (only verification grows with k)."""
+    from spectui.analysis.cost.block_cost import block_drafted
+    from spectui.analysis.cost.costmodel import predict
+    from spectui.analysis.stats import compute
+
+    with _engine(pairs[30.0], kind) as e:
+        snap = compute(_run(e, Settings(draft_max=6, drafter=kind), 32))
+    assert block_drafted(snap)
+    p = predict(snap, k_max=12)
+    per_pass = snap.draft_ms_total / max(snap.passes_drafted, sum(dict(snap.draft_stops).values()))
+    assert p.draft_ms_per_token == 0.0 and p.draft_ms_fixed == pytest.approx(per_pass) and per_pass > 0
+    drafting = [m - v - p.other_ms_per_pass for m, v in zip(p.ms_per_pass_by_k, p.verify_ms_expected_by_k)]
+    assert drafting[0] == pytest.approx(0.0, abs=1e-9)
+    assert all(x == pytest.approx(per_pass) for x in drafting[1:])
+    assert "a draft pass costs" in p.advice or "(draft pass " in p.advice
+
+
+def test_a_draft_model_run_is_not_priced_as_a_block(make_engine, tiny_target, tiny_draft_noisy):
+    from spectui.analysis.cost.block_cost import block_drafted
+    from spectui.analysis.stats import compute
+
+    with make_engine(tiny_target, tiny_draft_noisy) as e:
+        snap = compute(_run(e, Settings(draft_max=3, drafter="model"), 16))
+    assert snap.n_drafted > 0 and not block_drafted(snap)
+
+
+@pytest.mark.slow  # a CLI run and its replay
+@pytest.mark.parametrize("kind", KINDS)
+def test_headless_summary_says_one_draft_step_a_block_and_replays(pairs, tmp_path, kind):
+    """Detected from the draft's header (llama.cpp's rule), the run's summary names the block drafter and its
+    step: one draft pass per drafting pass; the trace replays with the same words."""
+    t, dr = _files(pairs[30.0], kind)
+    trace = tmp_path / f"{kind}.trace"
+    r = subprocess.run([sys.executable, "-m", "spectui", "--target", t, "--draft", dr, "--headless", "-n", "24", "-p",
+                        PROMPT, "--no-probe", "-k", "5", "--record", str(trace)], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    name = {"dflash": "DFlash", "dspark": "DSpark"}[kind]
+    assert f"drafter                {kind} (a {name} block drafter on the target's hidden states" in r.stdout
+    assert f"draft step cost        {name} " in r.stdout and "per draft step (one a pass, the whole block)" in r.stdout
+    rp = subprocess.run([sys.executable, "-m", "spectui", "replay", str(trace), "--headless"], capture_output=True,
+                        text=True, timeout=300, cwd=ROOT)
+    assert rp.returncode == 0, rp.stderr
+    assert "per draft step (one a pass, the whole block)" in rp.stdout
