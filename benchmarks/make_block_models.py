@@ -61,8 +61,9 @@ def _rms_rows(x: np.ndarray) -> np.ndarray:
 
 
 def build_block_draft(path: str | Path, target: dict[str, np.ndarray], agree: float, dspark: bool,
-                      seed: int = 11) -> Path:
-    """A ``dflash`` draft for ``target`` (its weights): DFlash, or DSpark with ``dspark`` (see the docstring)."""
+                      seed: int = 11, conf_head: bool = True) -> Path:
+    """A ``dflash`` draft for ``target`` (its weights): DFlash, or DSpark with ``dspark`` (see the docstring;
+    ``conf_head`` False: a DSpark draft without the confidence head, ``dflash.has_confidence_head`` false)."""
     import gguf  # noqa: PLC0415 - a test/benchmark dependency
 
     path = Path(path)
@@ -94,8 +95,9 @@ def build_block_draft(path: str | Path, target: dict[str, np.ndarray], agree: fl
     if dspark:
         t["markov_w1.weight"] = _rms_rows(target["token_embd.weight"])  # ne {R, n_vocab}: one row per token
         t["markov_w2.weight"] = (MARKOV_SCALE * target["output.weight"]).astype(np.float32)
-        t["conf_proj.weight"] = (rng.standard_normal((1, 2 * N_EMBD)) / 4).astype(np.float32)
-        t["conf_proj.bias"] = np.zeros(1, dtype=np.float32)
+        conf = (rng.standard_normal((1, 2 * N_EMBD)) / 4).astype(np.float32)
+        if conf_head:
+            t["conf_proj.weight"], t["conf_proj.bias"] = conf, np.zeros(1, dtype=np.float32)
     w = gguf.GGUFWriter(str(path), "dflash")
     w.add_name(f"tiny-{'dspark' if dspark else 'dflash'}-agree-{agree:g}")
     w.add_context_length(tinymodels.N_CTX_TRAIN)
@@ -112,7 +114,7 @@ def build_block_draft(path: str | Path, target: dict[str, np.ndarray], agree: fl
     w.add_uint32("dflash.block_size", BLOCK_SIZE)
     if dspark:
         w.add_bool("dflash.sample_from_anchor", True)
-        w.add_bool("dflash.has_confidence_head", True)
+        w.add_bool("dflash.has_confidence_head", conf_head)
     tinymodels.add_tokenizer(w, vocab)
     w.add_mask_token_id(MASK_ID)
     tinymodels.write_tensors(w, t)

@@ -20,8 +20,8 @@ spectui.engine.llama.llama_ext:
   caller's ``llama_memory_seq_rm(ctx_dft, pos_max + 1)`` in examples/speculative-simple).
 
 ``n_max`` is clamped to the trained block (``block_size - 1``; ``block_size`` for DSpark with sample_from_anchor).
-DFlash2 drafts (a candidate selector: ``llama_model_dflash_selector_top_k`` > 0) and DeepSeek-V4 DSpark
-backbones are refused in one line. One sequence (seq 0). No UI imports.
+DFlash2 drafts (a candidate selector: ``llama_model_dflash_selector_top_k`` > 0), drafts for M-RoPE targets
+and DeepSeek-V4 DSpark backbones are refused in one line. One sequence (seq 0). No UI imports.
 """
 
 from __future__ import annotations
@@ -113,6 +113,9 @@ class BlockHead(HeadContext):
         if x.dflash_selector_top_k(self.model) > 0:
             raise SpectuiError(f"the draft {path} is a DFlash2 draft (a candidate selector); spectui drafts with "
                                "DFlash and DSpark drafts only (llama.cpp runs it: --spec-type draft-dflash)")
+        if int(L.llama_model_rope_type(self.model)) == int(L.LLAMA_ROPE_TYPE_MROPE):  # 4 positions a token
+            raise SpectuiError(f"the draft {path} is an M-RoPE {self.name} draft; spectui drafts with 1-D positions "
+                               f"only (llama.cpp runs it: --spec-type draft-{self.name})")
         if _meta(self.model, "dflash.hyper_connection_count") is not None:
             raise SpectuiError(f"the draft {path} is a DeepSeek-V4 DSpark draft; spectui drafts with DFlash-backbone "
                                "drafts only (llama.cpp runs it: --spec-type draft-dspark)")

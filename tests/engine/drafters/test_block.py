@@ -323,3 +323,33 @@ def test_headless_summary_says_one_draft_step_a_block_and_replays(pairs, tmp_pat
                         text=True, timeout=300, cwd=ROOT)
     assert rp.returncode == 0, rp.stderr
     assert "per draft step (one a pass, the whole block)" in rp.stdout
+
+
+def test_a_dspark_draft_without_confidence_head_refuses_p_min(pairs, tmp_path):
+    """As llama.cpp ("DSpark draft has no confidence head: please set --spec-draft-p-min 0"): without the head, a
+    p_min > 0 is refused in one line; at 0 the draft drafts."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import make_block_models
+
+    from spectui.engine.drafters.base import DraftLimits
+    from spectui.engine.drafters.block import BlockDrafter
+    from spectui.engine.drafters.block_head import BlockHead
+    from spectui.engine.llama.models import LoadedModel
+
+    t_path, weights = make_block_models.build_block_target(tmp_path / "t.gguf")
+    d_path = make_block_models.build_block_draft(tmp_path / "d.gguf", weights, 0.0, dspark=True, conf_head=False)
+    t = LoadedModel(str(t_path), "target", 256, 1, False)
+    h = BlockHead(str(d_path), t.model, t.ctx, 256, dspark=True)
+    try:
+        ids = t.tokenize(PROMPT)
+        t.decode(ids, 0, "last")
+        drafter = BlockDrafter("dspark", h)
+        drafter.target_decoded(ids, 0)
+        ctx = ids + [int(np.argmax(t.logits_last()))]
+        assert not h.has_conf and len(drafter.propose(ctx, DraftLimits(4), 0.0, None).ids) == 4
+        with pytest.raises(SpectuiError) as exc:
+            drafter.propose(ctx, DraftLimits(4, p_min=0.5), 0.0, None)
+        assert "no confidence head" in str(exc.value) and "\n" not in str(exc.value)
+    finally:
+        h.close()
+        t.close()
