@@ -1,5 +1,6 @@
-"""Tiny generated pairs for llama.cpp's block drafters, ``draft-dflash`` and ``draft-dspark`` (``make_spec_models.py
-DIR --dflash-agree A --dspark-agree A`` calls these).
+"""Tiny generated pairs for llama.cpp's block drafters, ``draft-dflash`` and ``draft-dspark``.
+
+    python benchmarks/make_block_models.py DIR [--agree A]     # or: make_spec_models.py DIR --dflash-agree A ...
 
 Each pair is a target and a ``dflash``-architecture draft (src/models/dflash.cpp) written with gguf's GGUFWriter,
 float32, no downloads:
@@ -23,10 +24,14 @@ float32, no downloads:
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
-import tinymodels
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import tinymodels  # noqa: E402 - the tests' tiny-model helpers (vocabulary, token types, sizes)
 
 N_EMBD = tinymodels.N_EMBD
 N_HEAD = tinymodels.N_HEAD
@@ -130,3 +135,19 @@ def build_block_pair(out_dir: str | Path, kind: str, agree: float) -> tuple[Path
     target, weights = build_block_target(d / f"{kind}-agree-target.gguf")
     draft = build_block_draft(d / f"{kind}-agree-draft.gguf", weights, agree, dspark=kind == "dspark")
     return target, draft
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", help="output folder (created)")
+    ap.add_argument("--agree", type=float, default=0.0, metavar="A",
+                    help="the weight of the injected context in the drafts (default %(default)s: the anchor alone)")
+    a = ap.parse_args(argv)
+    for kind in ("dflash", "dspark"):
+        for p in build_block_pair(a.dir, kind, a.agree):
+            print(f"{p} ({p.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

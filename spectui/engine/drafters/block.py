@@ -24,7 +24,6 @@ import numpy as np
 
 from ...contract.errors import SpectuiError
 from ...contract.events import DRAFT_STOP_K, DRAFT_STOP_P_MIN
-from ..llama.llama_ext import TOP_K, top_of_row
 from ..topn import LLAMA_DRAFT_TOP_K, llama_confidence, top_ids
 from ..verify import sample, softmax
 from .base import DrafterSpec, DraftLimits, Proposal, finish_row, loaded_head
@@ -54,6 +53,7 @@ class BlockDrafter(HeadDrafter):
         prop = Proposal(ids=[], q_probs=[], q_rows=[] if temperature > 0 else None, logit_rows=keep,
                         top=[] if lim.top_n > 0 else None, stop=DRAFT_STOP_K)
         n_top = max(lim.top_n, LLAMA_DRAFT_TOP_K if lim.p_min > 0 else 0)
+        greedy = block.rows.argmax(axis=1) if len(block.rows) else []  # T = 0: each slot's first best, at once
         for j, row in enumerate(block.rows):
             if self._refused(prop, row, j, block.conf, lim.p_min, n_top):
                 break
@@ -64,7 +64,7 @@ class BlockDrafter(HeadDrafter):
                 prop.q_rows.append(q)  # type: ignore[union-attr]
                 prop.q_probs.append(float(q[d]))
             else:
-                q, (d, _) = None, top_of_row(row, TOP_K)
+                q, d = None, greedy[j]  # the reference's top-k 10 sampler's choice (llama_ext.top_of_row's)
             if keep is not None:
                 keep.append(row)
             finish_row(prop, row, best, q, int(d), temperature, lim.top_n, n_top)
