@@ -353,3 +353,19 @@ def test_a_dspark_draft_without_confidence_head_refuses_p_min(pairs, tmp_path):
     finally:
         h.close()
         t.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_probe_measures_the_block_as_one_draft_pass(pairs, kind):
+    """``spectui probe --drafter dflash | dspark``: the block drafter's step is its whole propose of k (one draft
+    decode), not that divided by k; the line says so."""
+    from spectui.analysis.measured.head_cost import measure, render
+
+    with _engine(pairs[30.0], kind) as e:
+        head = e.parts().head.head
+        before = head.n_runs
+        c = measure(e, k=8, repeats=3)
+        assert head.n_runs - before == 4  # the warm-up and 3 timed proposals: one draft decode each
+    name = {"dflash": "DFlash", "dspark": "DSpark"}[kind]
+    assert f"{name} block ({kind}), 1 draft pass of 8" in render(c)
+    assert c.head_step_ms > 0
