@@ -167,11 +167,13 @@ def test_counts_equal_llama_speculative_simple(pairs, kind, agree, k, p_min):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("agree", [0.0, 30.0])
 def test_greedy_block_run_is_lossless(pairs, kind, agree):
-    """Drafts partly accepted, the output the target's own greedy output; q(d) and the inspector's top-N from
-    the block's rows (T = 0: the draft is its slot's argmax)."""
+    """Drafts partly accepted, the output the target's own greedy output (passes finished inline and overlapped);
+    q(d) and the inspector's top-N from the block's rows (T = 0: the draft is its slot's argmax)."""
     with _engine(pairs[agree], kind) as e:
         ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), 40))
         evs = _run(e, Settings(draft_max=6, drafter=kind), 40)
+        over = list(e.run(PROMPT, RunControl(Settings(draft_max=6, drafter=kind)), 40, overlap=True))
+    assert _emitted(over) == ref and over[-1].n_accepted == evs[-1].n_accepted  # finished on the other thread
     start, end = evs[0], evs[-1]
     assert isinstance(start, RunStarted) and start.head is not None and start.head.kind == kind
     assert isinstance(end, RunEnded) and end.reason == "n_predict" and end.error == ""
@@ -184,6 +186,26 @@ def test_greedy_block_run_is_lossless(pairs, kind, agree):
                 assert 0.0 < dr.prob <= 1.0
                 assert ins.draft_top and ins.draft_top[0].id == dr.id
                 assert ins.draft_top[0].prob == pytest.approx(dr.prob)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_switching_drafters_mid_run_stays_lossless(pairs, kind):
+    """The block drafter reads every target decode, whoever drafted (the TUI's d): after ngram and none drafted,
+    its blocks are accepted again and the output stays the target's greedy output."""
+    order = [kind, "ngram", kind, "none", kind]
+
+    def switch(control, ev):
+        if isinstance(ev, PassEvent) and ev.index % 3 == 2:
+            control.update(drafter=order[(ev.index // 3) % len(order)])
+
+    with _engine(pairs[30.0], kind, head_in_every_run=True) as e:
+        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), 48))
+        evs = _run(e, Settings(draft_max=4, drafter=kind), 48, on_event=switch)
+    passes = [ev for ev in evs if isinstance(ev, PassEvent) and not ev.prefill]
+    assert {ev.settings.drafter for ev in passes} >= {kind, "ngram", "none"}
+    first_other = next(i for i, ev in enumerate(passes) if ev.settings.drafter != kind)
+    assert "accepted" in [d.verdict for ev in passes[first_other:] if ev.settings.drafter == kind for d in ev.drafts]
+    assert _emitted(evs) == ref
 
 
 @pytest.mark.parametrize("kind", KINDS)
