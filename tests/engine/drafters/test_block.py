@@ -13,6 +13,7 @@ generated pairs of ``benchmarks/make_spec_models.py DIR --dflash-agree A --dspar
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -391,3 +392,23 @@ def test_probe_measures_the_block_as_one_draft_pass(pairs, kind):
     name = {"dflash": "DFlash", "dspark": "DSpark"}[kind]
     assert f"{name} block ({kind}), 1 draft pass of 8" in render(c)
     assert c.head_step_ms > 0
+
+
+@pytest.mark.slow  # three CLI commands
+def test_bench_sweep_and_race_draft_with_a_block_drafter(pairs):
+    """The draft's header makes it the drafter in every command (llama.cpp's -md convention): bench, sweep and
+    race run with it and exit 0, and the greedy outputs match the target alone's where the command checks."""
+    t, dr = _files(pairs[30.0], "dspark")
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "spectui", *args, "--target", t, "--draft", dr, "--json"],
+                           capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert r.returncode == 0, (args, r.stderr[-2000:])
+        return json.loads(r.stdout)
+
+    bench = cli("bench", "-n", "16", "-k", "4", "--temp", "0")
+    assert bench["params"]["drafters"] == ["dspark"] and bench["params"]["head"] == dr
+    sweep = cli("sweep", "-n", "16", "-k", "2,4", "--temp", "0")
+    assert sweep["params"]["drafter"] == "dspark"
+    race = cli("race", "-n", "24", "-p", PROMPT)
+    assert race["same_tokens"] and race["lanes"][1]["drafted"] > 0 and "dspark" in race["lanes"][1]["label"]
