@@ -34,7 +34,7 @@ class BlockDrafter(HeadDrafter):
     """A ``BlockHead`` behind the drafter interface. The pass loop hands it every target decode
     (``target_decoded``: the features go into the draft's cache; after a verify the rejected positions go)."""
 
-    block = True  # one draft decode per pass, whatever k (the cost model and the faces read this)
+    block = True  # one draft decode per pass, whatever k (probes.head_probe: its step is the whole propose)
 
     def start(self) -> None:
         """A new run: the draft's cache is empty."""
