@@ -28,7 +28,9 @@ Prints one line per file. ``--eagle3-layers A,B,C`` changes the target layer ids
 ``--mtp-agree NOISE`` also writes ``DIR/mtp-agree-target.gguf``, an MTP target whose block agrees with it
 (accepted drafts, for the tests of what follows an acceptance); ``--mtp-heads N`` also writes
 ``DIR/mtp-chain-target.gguf``, the same mimo2 target with N chained NextN blocks (``nextn_predict_layers`` N,
-``blk.2..{N+1}.nextn.*``), and with ``--mtp-agree`` its agreeing variant ``DIR/mtp-chain-agree-target.gguf``.
+``blk.2..{N+1}.nextn.*``), and with ``--mtp-agree`` its agreeing variant ``DIR/mtp-chain-agree-target.gguf``;
+``--dflash-agree A`` / ``--dspark-agree A`` also write ``DIR/dflash-agree-{target,draft}.gguf`` /
+``DIR/dspark-agree-{target,draft}.gguf``, a block drafter's pair (benchmarks/make_block_models.py).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import tinymodels  # noqa: E402 - the tests' tiny-model helpers (vocabulary, token types, sizes)
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import make_block_models  # noqa: E402 - the block drafters' pairs
 
 N_EMBD = tinymodels.N_EMBD
 N_HEAD = tinymodels.N_HEAD
@@ -233,7 +238,8 @@ def build_eagle3_agreeing(out_dir: str | Path, noise: float) -> tuple[Path, Path
 
 
 def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float | None = None,
-              eagle3_agree: float | None = None, mtp_heads: int | None = None) -> dict[str, Path]:
+              eagle3_agree: float | None = None, mtp_heads: int | None = None,
+              block_agree: dict[str, float] | None = None) -> dict[str, Path]:
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     out = {
@@ -250,6 +256,8 @@ def build_all(out_dir: str | Path, eagle3_layers=EAGLE3_LAYERS, mtp_agree: float
         if mtp_agree is not None:
             out["mtp-chain-agree-target"] = build_mtp_target(d / "mtp-chain-agree-target.gguf", agree=mtp_agree,
                                                              n_nextn=mtp_heads)
+    for kind, agree in (block_agree or {}).items():  # dflash / dspark: make_block_models.py
+        out[f"{kind}-agree-target"], out[f"{kind}-agree-draft"] = make_block_models.build_block_pair(d, kind, agree)
     return out
 
 
@@ -267,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mtp-heads", type=int, default=None, metavar="N",
                     help="also write DIR/mtp-chain-target.gguf, an MTP target with N chained NextN blocks (one per "
                          "draft position), and with --mtp-agree DIR/mtp-chain-agree-target.gguf")
+    for kind in ("dflash", "dspark"):
+        ap.add_argument(f"--{kind}-agree", type=float, default=None, metavar="A",
+                        help=f"also write DIR/{kind}-agree-{{target,draft}}.gguf, a draft-{kind} pair whose drafts "
+                             "are accepted (A: the weight of the injected context; see make_block_models.py)")
     a = ap.parse_args(argv)
     if a.mtp_heads is not None and a.mtp_heads < 2:
         ap.error(f"--mtp-heads must be 2 or more (one NextN block is DIR/mtp-target.gguf), not {a.mtp_heads}")
@@ -276,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
     if len(layers) != 3:
         ap.error(f"--eagle3-layers must be three integers, not {a.eagle3_layers!r}")
-    for name, p in build_all(a.dir, layers, a.mtp_agree, a.eagle3_agree, a.mtp_heads).items():
+    block = {k: v for k, v in (("dflash", a.dflash_agree), ("dspark", a.dspark_agree)) if v is not None}
+    for name, p in build_all(a.dir, layers, a.mtp_agree, a.eagle3_agree, a.mtp_heads, block).items():
         print(f"{name}: {p} ({p.stat().st_size} bytes)")
     return 0
 

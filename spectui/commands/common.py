@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
-from ..contract.events import MachineProbe
+from ..contract.events import BLOCK_DRAFTERS, MachineProbe
 from ..contract.exitcodes import SignalStop
 from ..contract.options import Drafting, EngineOptions, ModelOptions
 from ..contract.prompt import DEFAULT_PROMPT
@@ -58,22 +58,18 @@ def check_local_files(models: ModelOptions) -> None:
 
 def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
     """--drafter as given, or, when it is not and a local draft file is, the kind its metadata says (as llama.cpp
-    picks --spec-type: spectui.engine.files.spec_kinds.detect_drafter): eagle3, mtp or model. None stays None (the
-    command's own default). One line, exit 2, for a kind spectui cannot draft with (dflash, dspark)."""
+    picks --spec-type: spectui.engine.files.spec_kinds.detect_drafter): eagle3, mtp, dflash, dspark or model. None
+    stays None (the command's own default)."""
     if drafter is not None or not models.draft or not models.target or not Path(models.draft).is_file():
         return drafter
     from ..engine.files import spec_kinds
 
-    kind = spec_kinds.detect_drafter(models.target, models.draft)
-    if kind in (spec_kinds.KIND_DFLASH, spec_kinds.KIND_DSPARK):
-        raise SpectuiError(f"the draft {models.draft} is a {kind} drafter, which spectui cannot draft with; "
-                           "give --drafter model, ngram, eagle3 or mtp")
-    return kind
+    return spec_kinds.detect_drafter(models.target, models.draft)
 
 
 def draft_kind(models: ModelOptions) -> str | None:
-    """What --draft is, from its header (spectui.engine.files.spec_kinds: eagle3, mtp or model; None without one;
-    model for a Hugging Face draft, which is resolved later). dflash/dspark: one line, exit 2."""
+    """What --draft is, from its header (spectui.engine.files.spec_kinds: eagle3, mtp, dflash, dspark or model;
+    None without one; model for a Hugging Face draft, which is resolved later)."""
     if not models.draft or not models.target or not Path(models.draft).is_file():
         return "model" if models.has_draft else None
     return detected_drafter(None, models)
@@ -122,7 +118,8 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     if want_model and kind != "model":
         why = {None: "or use --drafter ngram",
                "eagle3": f"--draft {models.draft} is an EAGLE-3 head: give it as --head",
-               "mtp": f"--draft {models.draft} is the target with its MTP layers: use --drafter mtp"}
+               "mtp": f"--draft {models.draft} is the target with its MTP layers: use --drafter mtp",
+               **{b: f"--draft {models.draft} is a {b} block drafter: use --drafter {b}" for b in BLOCK_DRAFTERS}}
         raise SpectuiError(f"--drafter model needs a separate draft model as --draft PATH ({why.get(kind, '')})")
     head = heads[0] if heads else None
     if head == "eagle3":  # --head, or --draft as the head (llama.cpp's -md: the engine checks its header)
@@ -130,6 +127,11 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         if head_file is None:
             raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head: --head FILE (or --draft FILE)")
         return Drafting(draft_model=want_model, head=head, head_file=head_file)
+    if head in BLOCK_DRAFTERS:  # a block drafter's draft is --draft (llama.cpp's -md)
+        if kind != head:
+            raise SpectuiError(f"--drafter {head} needs the {head} draft as --draft FILE" + (
+                f" (--draft {models.draft} is a {kind} model)" if kind else ""))
+        return Drafting(draft_model=False, head=head, head_file=models.draft)
     if head == "mtp" and kind == "eagle3":
         raise SpectuiError(f"--drafter mtp drafts with the target's own MTP layers; --draft {models.draft} is an "
                            "EAGLE-3 head (drop it, or use --drafter eagle3)")

@@ -41,6 +41,8 @@ STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 # one, so a trace of a newer drafter still replays): lower-case letters, digits, "-" and "_", at most 32; a chain
 # is up to 8 of them joined by commas ("ngram-mod,model": spectui.engine.drafters.chain).
 CHAIN_SEPARATOR = ","  # joins a chain's drafters in Settings.drafter
+# the drafters that propose a whole block in one draft pass, whatever k (spectui.engine.drafters.block)
+BLOCK_DRAFTERS = ("dflash", "dspark")
 DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}(,[a-z0-9][a-z0-9_-]{0,31}){0,7}")
 
 

@@ -373,7 +373,9 @@ def _drafter_lines(start) -> list[str]:
     lines: list[str] = []
     if start is None:
         return lines
-    heads = {"eagle3": "an EAGLE-3 head on the target's hidden states", "mtp": "the target's own MTP layers"}
+    heads = {"eagle3": "an EAGLE-3 head on the target's hidden states", "mtp": "the target's own MTP layers",
+             "dflash": "a DFlash block drafter on the target's hidden states",
+             "dspark": "a DSpark block drafter on the target's hidden states"}
     if start.settings.drafter in heads:
         head = start.head if start.head is not None and start.head.kind == start.settings.drafter else None
         kind = f": {head_kind(head)}" if head is not None else ""
@@ -441,7 +443,8 @@ def _cost_lines(snap: StatsSnapshot, start, decoded: bool) -> list[str]:
         lines.append(f"draft cost ratio c     - (nothing drafted; target {snap.target_decode_ms:.1f} ms/token)")
     if start is not None and start.head is not None and snap.target_decode_ms and snap.n_drafted:
         # a head's step beside a target decode, as measured in this run (its reading of each verify included)
-        cost = step_cost(snap.draft_ms_per_token, snap.target_decode_ms, start.head.kind)
+        cost = step_cost(snap.draft_ms_per_token, snap.target_decode_ms, start.head.kind,
+                         per_pass_ms=snap.draft_ms_total / max(1, snap.passes_drafted))
         lines.append(f"draft step cost        {cost}")
     if snap.verify_ms_by_k:
         vk = "  ".join(f"k={k}:{ms:.0f}ms" for k, ms, _ in snap.verify_ms_by_k)

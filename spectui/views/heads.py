@@ -4,10 +4,10 @@ costs beside a target decode. Text from a trace (the head's path) is made visibl
 
 from __future__ import annotations
 
-from ..contract.events import CHAIN_SEPARATOR, HeadInfo, PassEvent, RunStarted
+from ..contract.events import BLOCK_DRAFTERS, CHAIN_SEPARATOR, HeadInfo, PassEvent, RunStarted
 from ..contract.text import visible_line
 
-KIND_NAMES = {"eagle3": "EAGLE-3", "mtp": "MTP"}
+KIND_NAMES = {"eagle3": "EAGLE-3", "mtp": "MTP", "dflash": "DFlash", "dspark": "DSpark"}
 
 
 def _layers(head: HeadInfo) -> str:
@@ -19,6 +19,9 @@ def head_kind(head: HeadInfo) -> str:
     "EAGLE-3 head, features from target layers 1, 2, 3"."""
     if head.kind == "eagle3":
         return "EAGLE-3 head, features from target layers " + (_layers(head) or "?")
+    if head.kind in BLOCK_DRAFTERS:
+        return (f"{KIND_NAMES[head.kind]} block drafter, features from target layers {_layers(head) or '?'} "
+                "(one draft pass a block)")
     if head.kind == "mtp":
         if head.chained:
             return f"{head.n_heads} chained MTP heads (head i drafts position i, at most {head.n_heads} a pass)"
@@ -30,6 +33,8 @@ def head_short(head: HeadInfo) -> str:
     """The status line's words: "3 chained heads", "1 head, repeated", "layers 1,2,3"."""
     if head.kind == "eagle3":
         return "layers " + ",".join(str(i) for i in head.target_layers)
+    if head.kind in BLOCK_DRAFTERS:
+        return "block, layers " + ",".join(str(i) for i in head.target_layers)
     if head.chained:
         return f"{head.n_heads} chained heads"
     return "1 head, repeated"
@@ -78,9 +83,15 @@ def head_file(start: RunStarted | None) -> str:
     return visible_line(start.head.path)
 
 
-def step_cost(draft_ms_per_token: float, target_decode_ms: float, drafter: str) -> str:
+def step_cost(draft_ms_per_token: float, target_decode_ms: float, drafter: str, per_pass_ms: float = 0.0) -> str:
     """The draft's cost per step beside one target decode, as the run measured them: "MTP head 0.41 ms per
-    draft step · target decode 2.10 ms (0.20x)"."""
+    draft step · target decode 2.10 ms (0.20x)". A block drafter's step is its one draft pass for the whole block
+    (``per_pass_ms``: the draft time per drafting pass): "DFlash 0.90 ms per draft step (one a pass, the whole
+    block) · target decode 2.10 ms (0.43x)"."""
+    if drafter in BLOCK_DRAFTERS:
+        ratio = f" ({per_pass_ms / target_decode_ms:.2f}x)" if target_decode_ms > 0 else ""
+        return (f"{KIND_NAMES[drafter]} {per_pass_ms:.2f} ms per draft step (one a pass, the whole block) · target "
+                f"decode {target_decode_ms:.2f} ms{ratio}")
     name = {"eagle3": "EAGLE-3 head", "mtp": "MTP head", "model": "draft model"}.get(drafter, "draft")
     ratio = f" ({draft_ms_per_token / target_decode_ms:.2f}x)" if target_decode_ms > 0 else ""
     return f"{name} {draft_ms_per_token:.2f} ms per draft step · target decode {target_decode_ms:.2f} ms{ratio}"

@@ -40,7 +40,8 @@ Where the numbers come from (each figure says whether it was measured or extrapo
   it and the run's mean per drafted token, and ``draft_ms_fixed`` = the run's draft ms per pass that
   asked for drafts (passes in ``draft_stops``; a pass that stopped before its first draft paid the draft
   model too) minus that slope times the drafts per such pass; without a calibration, the run's mean per
-  drafted token and no fixed part.
+  drafted token and no fixed part. A run drafted by block drafters alone (``block_cost``) pays one draft
+  pass whatever k: nothing per token, and ``draft_ms_fixed`` = its draft ms per such pass.
 - verify time (``analysis.verify_time``): measured means by batch size (the snapshot's ``verify_ms_by_k``,
   the target's single
   decode ``target_decode_ms`` for k = 0, and any figures measured on demand and passed in as
@@ -66,6 +67,7 @@ from typing import Mapping, Sequence
 
 from ...contract.draft_length import K_MAX
 from ..stats import StatsSnapshot
+from .block_cost import block_drafted, draft_unit
 from .verify_time import SRC_CURVE, SRC_RUN, verify_sources
 from .wording import LOSES, WINS, outcome
 
@@ -399,7 +401,7 @@ def advice(p: Prediction, have_rates: bool = True) -> str:
     if not p.ready:
         return "no timings measured yet: nothing to predict"
     t0 = p.target_decode_ms
-    c = p.draft_ms_per_token / t0 if t0 else 0.0
+    unit, c, whatever = draft_unit(p.draft_ms_per_token, p.draft_ms_fixed, t0)  # a block drafter: its one pass
     if not have_rates or p.k_max == 0:
         return (
             f"one target decode takes {t0:.0f} ms; no drafts measured yet, so acceptance is unknown: "
@@ -418,7 +420,7 @@ def advice(p: Prediction, have_rates: bool = True) -> str:
         verdict = ("speculation loses here" if outcome(best_spec, 1.0, SPEEDUP_TIE) == LOSES else
                    f"speculation at best ties the target alone here ({best_spec:.2f}x)")
         return (
-            f"verifying {ref + 1} tokens costs {v:.1f}x one decode and a draft token costs {c:.1f}x, "
+            f"verifying {ref + 1} tokens costs {v:.1f}x one decode and a draft {unit} costs {c:.1f}x{whatever}, "
             f"while a pass of k = {ref}{_drafts_clause(p, ref)} yields only "
             f"{p.tokens_per_pass_by_k[ref]:.2f} tokens: "
             f"{verdict}; best k = 0{cur}"
@@ -431,7 +433,7 @@ def advice(p: Prediction, have_rates: bool = True) -> str:
     return (
         f"with {a1:.0%} acceptance at the first draft, a pass of k = {b}{_drafts_clause(p, b)} yields "
         f"{p.tokens_per_pass_by_k[b]:.2f} tokens for {pass_cost:.1f}x the time of one decode "
-        f"(draft token {c:.1f}x): best k = {b}, {tail}{cur}"
+        f"(draft {unit} {c:.1f}x{whatever}): best k = {b}, {tail}{cur}"
     )
 
 
@@ -464,12 +466,8 @@ def predict(
     Returns:
         The Prediction (``predict_from``).
     """
-    points: dict[int, float] = {}
-    if snapshot.target_decode_ms > 0:
-        points[0] = snapshot.target_decode_ms
-    for k, ms, n in snapshot.verify_ms_by_k:
-        if n > 0 and ms > 0:
-            points[int(k)] = float(ms)
+    points: dict[int, float] = {0: snapshot.target_decode_ms} if snapshot.target_decode_ms > 0 else {}
+    points.update({int(k): float(ms) for k, ms, n in snapshot.verify_ms_by_k if n > 0 and ms > 0})
     if verify_ms_by_k:
         for k, ms in verify_ms_by_k.items():
             if ms and ms > 0:
@@ -485,6 +483,8 @@ def predict(
     fixed = 0.0
     if draft_ms_per_token is not None:
         d = draft_ms_per_token
+    elif block_drafted(snapshot):  # one draft pass whatever k (a block drafter): priced by that pass
+        d, fixed = 0.0, snapshot.draft_ms_total / passes_asked
     elif snapshot.draft_decode_ms > 0 and snapshot.passes_drafted and snapshot.n_drafted:
         # slope: a back-to-back draft decode (calibration); intercept: what the measured passes cost
         # beyond that (the first draft decode after a target pass is slower, and catches up accepted text)

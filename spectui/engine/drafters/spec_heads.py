@@ -1,5 +1,6 @@
-"""EAGLE-3 heads and MTP layers as engine drafters: the one-line checks at load and the drafter made for an
-``Engine(head=...)`` (``head.HeadDrafter`` around ``eagle3.Eagle3Head`` / ``mtp.MtpHead``). No UI imports."""
+"""EAGLE-3 heads, MTP layers and the block drafters (DFlash, DSpark) as engine drafters: the one-line checks at
+load and the drafter made for an ``Engine(head=...)`` (``head.HeadDrafter`` around ``eagle3.Eagle3Head`` /
+``mtp.MtpHead``; ``block.BlockDrafter`` around ``block_head.BlockHead``). No UI imports."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ import os
 from ...contract.errors import SpectuiError
 from ...contract.events import HeadInfo
 from ..files import spec_kinds
+from .block import BlockDrafter
+from .block_head import BlockHead
 from .eagle3 import Eagle3Head
 from .head import HeadDrafter
 from .mtp import MtpHead
 
-HEAD_KINDS = (spec_kinds.KIND_EAGLE3, spec_kinds.KIND_MTP)
+HEAD_KINDS = (spec_kinds.KIND_EAGLE3, spec_kinds.KIND_MTP, spec_kinds.KIND_DFLASH, spec_kinds.KIND_DSPARK)
+BLOCK_KINDS = (spec_kinds.KIND_DFLASH, spec_kinds.KIND_DSPARK)
 
 
 def check_head(kind: str, target: str, draft: str | None) -> str | None:
     """Refuse, in one line (exit 2), what the head ``kind`` cannot draft with; returns the head's file (the
-    draft for eagle3, None for mtp: the target's own layers)."""
+    draft for eagle3, dflash and dspark, None for mtp: the target's own layers)."""
     if kind == spec_kinds.KIND_EAGLE3:
         if not draft:
             raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head as --draft PATH")
@@ -31,11 +35,27 @@ def check_head(kind: str, target: str, draft: str | None) -> str | None:
             raise SpectuiError("--drafter mtp drafts with the target's own MTP layers; spectui does not take an MTP "
                                f"sidecar file yet (drop --draft {draft})")
         return None
+    if kind in BLOCK_KINDS:
+        if not draft:
+            raise SpectuiError(f"--drafter {kind} needs the {kind} draft as --draft PATH")
+        found = spec_kinds.check_not_shared_kv(spec_kinds.spec_info(draft)).kind
+        if found != kind:
+            what = {spec_kinds.KIND_EAGLE3: "an EAGLE-3 head", spec_kinds.KIND_MTP: "a model with MTP layers",
+                    spec_kinds.KIND_MODEL: "a plain model (a draft model: --drafter model)"}
+            raise SpectuiError(f"--drafter {kind} needs a {kind} draft (architecture 'dflash'), but the draft {draft} "
+                               f"is " + what.get(found, f"a {found} draft (use --drafter {found})"))
+        return draft
     raise SpectuiError(f"unknown head kind {kind!r} (one of {', '.join(HEAD_KINDS)})")
 
 
 def make_head_drafter(kind: str, target, head_path: str | None, n_ctx: int, threads: int):
     """The drafter for ``kind`` on the loaded target (``models.LoadedModel``; for mtp loaded with load_mtp)."""
+    if kind in BLOCK_KINDS:
+        block = BlockHead(str(head_path), target.model, target.ctx, n_ctx, dspark=kind == spec_kinds.KIND_DSPARK,
+                          threads=threads)
+        drafter = BlockDrafter(kind, block)
+        drafter.info = HeadInfo(kind=kind, path=str(head_path), target_layers=tuple(int(i) for i in block.layer_ids))
+        return drafter
     if kind == spec_kinds.KIND_EAGLE3:
         head = Eagle3Head(str(head_path), target.model, target.ctx, n_ctx, threads=threads)
         info = HeadInfo(kind=kind, path=str(head_path), target_layers=tuple(int(i) for i in head.layer_ids))

@@ -17,6 +17,7 @@ line, any llama-cpp-python other than the version spectui pins.
 - ``set_embeddings_layer_inp(ctx, layer, on)``, ``get_embeddings_layer_inp(ctx, layer)``: the input of a block;
 - ``set_nextn_layer_offset(ctx, k)``: which NextN block an MTP context runs (chained heads);
 - ``get_ctx_other(ctx)``;
+- ``dflash_selector_top_k(model)``: a DFlash2 draft's candidate selector width (0: none);
 - ``batch_ext_*`` / ``process``: the bindings' own extended-batch calls, re-exported.
 
 Embedding getters return an address (int, 0 for none); ``rows(addr, n_rows, n_embd)`` makes a numpy view.
@@ -53,6 +54,7 @@ _STAGING = {
                                        [_vp, _u32, _b]),
     "llama_get_embeddings_layer_inp": ("_Z30llama_get_embeddings_layer_inpP13llama_contextj", _vp, [_vp, _u32]),
     "llama_get_ctx_other": ("_Z19llama_get_ctx_otherP13llama_context", _vp, [_vp]),
+    "llama_model_dflash_selector_top_k": ("_Z33llama_model_dflash_selector_top_kPK11llama_model", _i32, [_vp]),
 }
 # C symbols the bindings already declare (checked present, used through the bindings)
 _BOUND = ("llama_model_n_layer_nextn", "llama_model_n_embd_out", "llama_batch_ext_init", "llama_batch_ext_free",
@@ -128,6 +130,9 @@ class Ext:
 
     def get_ctx_other(self, ctx) -> int:
         return self.fns["llama_get_ctx_other"](ctx) or 0
+
+    def dflash_selector_top_k(self, model) -> int:
+        return int(self.fns["llama_model_dflash_selector_top_k"](model))
 
     @staticmethod
     def rows(addr: int, n_rows: int, n_embd: int) -> np.ndarray:
@@ -211,6 +216,18 @@ class ExtBatch:
         self._pos(idx, pos)
         if not self.L.llama_batch_ext_set_embd_token(self.batch, idx, self._embd(row, self.n_embd)):
             raise RuntimeError(f"llama_batch_ext_set_embd_token failed on the {self.role}")
+        if output:
+            self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
+            self.last = idx
+        self.n += 1
+        return idx
+
+    def add_token(self, token: int, pos: int, output: bool) -> int:
+        """A token alone (a block drafter's noise block: the anchor, then mask tokens)."""
+        idx = self.L.llama_batch_ext_add_token(self.batch, 0, int(token))
+        if idx < 0:
+            raise RuntimeError(f"llama_batch_ext_add_token failed on the {self.role} ({idx})")
+        self._pos(idx, pos)
         if output:
             self.L.llama_batch_ext_set_output_logits(self.batch, idx, True)
             self.last = idx

@@ -52,7 +52,8 @@ def _median_ms(fn, repeats: int) -> float:
 
 
 def _per_step_ms(drafter, tokens: list[int], k: int, repeats: int) -> tuple[float, list[int]]:
-    """Median ms of one draft step of ``drafter`` (a propose of k at temperature 0, divided by its drafts)."""
+    """Median ms of one draft step of ``drafter`` (a propose of k at temperature 0, divided by its drafts; a block
+    drafter's whole propose: one draft pass for the block)."""
     rng = np.random.default_rng(0)
     made: list[list[int]] = []
 
@@ -60,7 +61,7 @@ def _per_step_ms(drafter, tokens: list[int], k: int, repeats: int) -> tuple[floa
         made.append(drafter.propose(tokens, DraftLimits(k), 0.0, rng).ids)
 
     ms = _median_ms(step, repeats)
-    n = max(1, len(made[-1]))
+    n = 1 if getattr(drafter, "block", False) else max(1, len(made[-1]))  # a block drafter's step: its one pass
     return ms / n, made[-1]
 
 

@@ -67,8 +67,9 @@ class RunMetrics(Panel):
         # does not make the model's steps the head's)
         drafter = snap.settings.drafter if snap.settings is not None else (head.kind if head is not None else "")
         if head is not None and drafter in (head.kind, "model") and s.n_drafted and s.target_decode_ms:
-            lines.append(Text.assemble(("step ", "bold"), step_cost(s.draft_ms_per_token, s.target_decode_ms,
-                                                                    drafter)))
+            per_pass = s.draft_ms_total / max(1, s.passes_drafted)  # a block drafter's step: its one draft pass
+            lines.append(Text.assemble(("step ", "bold"), step_cost(s.draft_ms_per_token, s.target_decode_ms, drafter,
+                                                                    per_pass_ms=per_pass)))
         for line in lines[: max(0, height - 1)]:
             line.truncate(width, overflow="ellipsis")
             out.append("\n")
