@@ -57,9 +57,12 @@ maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0
 - cost of the policy itself: a prediction takes 0.2-0.5 ms of Python, about 1-2% of a 30 ms pass, so while settled at
   k = 0 (no drafts, hence no new acceptance) the model is consulted again only every ``CURVE_RECHECK`` passes or at a
   re-probe.
-- draft cost: a model's per drafted token; a model-free drafter's (prompt lookup, the n-gram types, suffix) per pass
-  that drafts (its lookup costs the same whatever it drafts). Before any draft was made: the start event's
-  calibration of the draft model, ``NGRAM_DRAFT_MS`` for a model-free drafter.
+- draft cost (``DraftCost``, :mod:`.draft_cost`): a model's per drafted token; a model-free drafter's (prompt
+  lookup, the n-gram types, suffix) per pass that drafts (its lookup costs the same whatever it drafts); a block
+  drafter's (DFlash, DSpark) by its one draft pass, as the run measures that pass's cost by k (flat when it is
+  flat), so an extra draft costs the verify's extra row, not a draft step, and the best k is longer than a draft
+  model's with the same acceptance and step cost. Before any draft was made: the start event's calibration of the
+  draft model (a block's pass is one draft decode), ``NGRAM_DRAFT_MS`` for a model-free drafter.
 - a chain (``--spec-type ngram-mod,draft-simple``): one such policy per member, each priced by its own measured cost
   and acceptance; a member that loses is left out of the pass (``members``): :mod:`.chain_cost`.
 
@@ -85,9 +88,10 @@ from typing import Mapping
 from ...contract.draft_length import DRAFT_MAX_LIMIT, K_MAX, clamp_draft_length
 from ...contract.errors import SpectuiError
 from ...contract.events import AUTO_MODES, Event, PassEvent, RunStarted, Settings, SettingsChanged
-from .chain_cost import ChainCost, is_chain, model_free
+from .chain_cost import ChainCost, is_chain
 from .costmodel import Prediction, predict_from
 from .decayed import DecayedRate
+from .draft_cost import DraftCost, ewma
 from .schedule_policy import SchedulePolicy
 
 K_LIMIT = DRAFT_MAX_LIMIT  # the draft length range, 0..32 (the one rule: contract.draft_length)
@@ -96,7 +100,6 @@ PRIOR_RATE = 0.6
 PRIOR_WEIGHT = 0.5
 STALE_PASSES = 96
 MIN_WEIGHT = 1.5  # a position counts as measured once its (decayed) observation weight reaches this
-TIME_ALPHA = 0.25  # EWMA weight of a new timing observation
 WARMUP_K = 1
 WARMUP_PASSES = 2
 FIRST_PROBE = 16  # passes at k = 0 before the first re-probe (then 32, 64, ... up to PROBE_MAX)
@@ -109,21 +112,10 @@ PROBE_MAX = 192
 PLAUSIBLE_RATE = 0.95  # with the hardware's curve: settle on k = 0 at once when even this per-draft
 # acceptance, held at every position, could not pay (a 0.5B draft of a 1.5B target holds 60-80%)
 CURVE_RECHECK = 32  # passes between re-evaluations of a settled k = 0 (the model costs 0.2-0.5 ms a pass)
-NGRAM_DRAFT_MS = 0.0  # prior draft cost per token of prompt lookup (measured: microseconds)
 
 def _continue_key(s: Settings) -> tuple:
     """What drafting continuation depends on (a change re-learns it)."""
     return (s.drafter, s.draft_p_min, s.draft_min)
-
-
-def _ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
-    return new if old is None else old + alpha * (new - old)
-
-
-def _per(drafter: str, nd: int) -> int:
-    """What a drafting pass's draft time is divided by: its ``nd`` drafts (a model decodes each), or 1 (a model-free
-    drafter's lookup costs the same whatever it drafts: ``CostPolicy.draft_ms_per_token`` is then ms per pass)."""
-    return 1 if model_free(drafter) else nd
 
 
 @dataclass
@@ -135,8 +127,7 @@ class CostPolicy:
     positions: list[DecayedRate] = field(default_factory=list)
     continuation: list[DecayedRate] = field(default_factory=list)
     verify_ms: dict[int, float] = field(default_factory=dict)  # k -> EWMA verify ms (k = 0: whole k=0 pass cost)
-    draft_ms_per_token: float | None = None  # a model-free drafter's: per pass that drafts (_per)
-    calib_draft_ms: float = 0.0
+    draft: DraftCost = field(default_factory=DraftCost)  # per drafted token, or per pass (draft_cost.py)
     calib_target_ms: float = 0.0
     other_ms: float | None = None
     n_decode_passes: int = 0
@@ -155,7 +146,6 @@ class CostPolicy:
     _settings_key: tuple | None = None
     _continue_key: tuple | None = None  # (drafter, draft_p_min, draft_min): what drafting continuation depends on
     draft_stop_cause: str = ""  # "p_min" / "no_match": why the passes seen stopped drafting early (advice)
-    _draft_steady: bool = False
     _at_zero: bool = False
     curve: dict[int, float] | None = None  # the hardware's verify ms by k in use (None: none known)
     given_curve: dict[int, float] | None = None  # passed in; else the run's own (RunStarted.probe)
@@ -174,10 +164,11 @@ class CostPolicy:
         if isinstance(event, RunStarted):
             self._reset_all()
             self.calib_target_ms = max(0.0, event.target_decode_ms)
-            self.calib_draft_ms = max(0.0, event.draft_decode_ms)
+            self.draft.calib_ms = max(0.0, event.draft_decode_ms)
             self._settings_key = (event.settings.temperature, event.settings.drafter)
             self._continue_key = _continue_key(event.settings)
             self.drafter = event.settings.drafter
+            self.draft.reset(self.drafter)
             self.curve = dict(self.given_curve) if self.given_curve else (event.probe.curve if event.probe else None)
             self.curve = self.curve or None
             self.chain = ChainCost.started(event, self._member) if is_chain(event.settings.drafter) else None
@@ -188,7 +179,7 @@ class CostPolicy:
                 start = RunStarted(settings=event.new, target_decode_ms=self.calib_target_ms,
                                    draft_decode_ms=self.calib_draft_ms)
                 self.chain = ChainCost.started(start, self._member) if is_chain(event.new.drafter) else None
-                self.draft_ms_per_token, self._draft_steady = None, False
+                self.draft.reset(self.drafter)
                 self._curve_check_at = self.n_decode_passes  # judge the curve again at once
             if self._settings_key is not None and key != self._settings_key:
                 self._reset_acceptance()
@@ -208,7 +199,7 @@ class CostPolicy:
 
     def _reset_all(self) -> None:
         self.verify_ms.clear()
-        self._curve_check_at, self._curve_hopeless, self.draft_ms_per_token, self._draft_steady = 0, False, None, False
+        self._curve_check_at, self._curve_hopeless = 0, False
         self.other_ms, self.n_decode_passes, self.prev_k, self.zero_run = None, 0, 0, 0
         self._reset_acceptance()
         self._reset_continuation()
@@ -242,23 +233,17 @@ class CostPolicy:
         if nd == 0 and asked > 0:
             # asked for drafts, made none (confidence below --draft-p-min at the first, no n-gram match): the
             # target verified one token, and the draft model did catch up (no k = 0 stretch)
-            self.zero_run, self.other_ms = 0, _ewma(self.other_ms, t.other_ms)
-            self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms)
+            self.zero_run, self.other_ms = 0, ewma(self.other_ms, t.other_ms)
+            self.verify_ms[0] = ewma(self.verify_ms.get(0), t.verify_ms)
             self.prev_k = asked  # the draft model is in sync: the next pass's drafting is steady
             return
         self.zero_run = self.zero_run + 1 if nd == 0 else 0
-        self.other_ms = _ewma(self.other_ms, t.other_ms)
+        self.other_ms = ewma(self.other_ms, t.other_ms)
         if nd == 0:
-            self.verify_ms[0] = _ewma(self.verify_ms.get(0), t.verify_ms + t.draft_ms)
+            self.verify_ms[0] = ewma(self.verify_ms.get(0), t.verify_ms + t.draft_ms)
         else:
-            self.verify_ms[nd] = _ewma(self.verify_ms.get(nd), t.verify_ms)
-            if self.prev_k > 0:
-                # steady state; the first steady figure replaces a catch-up one outright
-                old = self.draft_ms_per_token if self._draft_steady else None
-                self.draft_ms_per_token = _ewma(old, t.draft_ms / _per(self.drafter, nd))
-                self._draft_steady = True
-            elif self.draft_ms_per_token is None:
-                self.draft_ms_per_token = t.draft_ms / _per(self.drafter, nd)
+            self.verify_ms[nd] = ewma(self.verify_ms.get(nd), t.verify_ms)
+            self.draft.observe(nd, t.draft_ms, steady=self.prev_k > 0)
             while len(self.positions) < nd:
                 self.positions.append(DecayedRate())
             # position i is reached when drafts 1..i-1 were accepted; observe up to the first rejection
@@ -299,12 +284,15 @@ class CostPolicy:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
-    def _draft_costs(self) -> tuple[float, float]:
-        """(ms per drafted token, ms per pass that drafts): a model's, measured or the start's calibration, per
-        token; a model-free drafter's lookup, measured or ``NGRAM_DRAFT_MS``, per pass."""
-        if model_free(self.drafter):
-            return 0.0, NGRAM_DRAFT_MS if self.draft_ms_per_token is None else self.draft_ms_per_token
-        return (self.calib_draft_ms if self.draft_ms_per_token is None else self.draft_ms_per_token), 0.0
+    @property
+    def draft_ms_per_token(self) -> float | None:
+        """The measured draft cost (None before any draft): per drafted token, or per pass (``draft.per_pass``)."""
+        return self.draft.per_unit
+
+    @property
+    def calib_draft_ms(self) -> float:
+        """The start's single draft decode (ms)."""
+        return self.draft.calib_ms
 
     def _points(self) -> dict[int, float]:
         points = {0: self.calib_target_ms, **self.verify_ms} if self.calib_target_ms > 0 else dict(self.verify_ms)
@@ -314,14 +302,14 @@ class CostPolicy:
     def bound_prediction(self, rate: float = 1.0) -> Prediction:
         """The best case: every draft accepted (or ``rate`` per draft), with the measured times (and the
         hardware's curve)."""
-        d, fixed = self._draft_costs()
+        d, fixed = self.draft.costs()
         return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), d, self.other_ms or 0.0,
                             k_max=self.k_max, curve=self.curve, draft_ms_fixed=fixed)
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         rates, weights = self.rates(optimism)
         c_rates, c_weights = self.continue_rates()
-        d, fixed = self._draft_costs()
+        d, fixed = self.draft.costs()
         return predict_from(rates, weights, self._points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
                             k_max=self.k_max, current_k=current_k, curve=self.curve, continue_rates=c_rates,
                             continue_weights=c_weights, draft_stop_cause=self.draft_stop_cause)
@@ -417,7 +405,7 @@ class CostPolicy:
             if self.probe_cost_ms == 0.0:
                 # no probe measured yet: estimate the draft model's catch-up on the skipped text
                 k0 = self._k0_pass_ms()
-                d = self._draft_costs()[0]
+                d = self.draft.costs()[0]
                 if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
                     self.probe_every = PROBE_MAX
             self.next_probe = max(self.next_probe, n + self.probe_every)
