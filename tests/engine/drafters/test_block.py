@@ -190,6 +190,31 @@ def test_greedy_block_run_is_lossless(pairs, kind, agree):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_auto_k_with_a_block_drafter_is_lossless_and_priced_by_the_pass(pairs, kind):
+    """--draft-max auto on the generated pair: the target's greedy output; the policy replayed on the run's
+    events chooses every pass's k as the engine did, and prices the block by its measured pass, nothing per draft
+    token."""
+    from spectui.analysis.cost.draft_policy import PolicyByMode, make_policy
+
+    n = 48
+    with _engine(pairs[30.0], kind, draft_policy=PolicyByMode) as e:
+        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), n))
+        evs = _run(e, Settings(draft_max=2, drafter=kind, auto="cost"), n)
+    assert isinstance(evs[-1], RunEnded) and evs[-1].reason == "n_predict" and evs[-1].error == ""
+    assert _emitted(evs) == ref and evs[-1].n_drafted > 0
+    pol, emitted, drafting = make_policy("cost"), 0, []
+    for ev in evs:
+        if isinstance(ev, PassEvent) and not ev.prefill:
+            assert ev.k == max(0, min(pol.choose(ev.settings), n - emitted - 1))
+            drafting += [ev] if ev.drafts else []
+        emitted += len(ev.emitted) if isinstance(ev, PassEvent) else 0
+        pol.observe(ev)
+    assert drafting and all(ev.drafter == kind for ev in drafting)
+    per_token, per_pass = pol.draft.costs()
+    assert per_pass > 0 and per_token <= per_pass  # one pass for the block; at most its measured growth by k
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_switching_drafters_mid_run_stays_lossless(pairs, kind):
     """The block drafter reads every target decode, whoever drafted (the TUI's d): after ngram and none drafted,
     its blocks are accepted again and the output stays the target's greedy output."""
