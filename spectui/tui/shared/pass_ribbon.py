@@ -4,8 +4,10 @@ In inspect mode (``ScreenView.inspect``) the title says so, the cursor's pass is
 its token under the cursor marked (▸ and reverse), and the list scrolls to keep that pass in view. A
 pass whose drafting stopped at --draft-p-min carries ``‖p-min``; a pipelined pass whose drafts were drafted during
 the previous verify starts with ``⇉``, one that threw speculative tokens away ends with ``✂`` and their number
-(detailed: their texts and why; ``views.pipeline``). A click on a token posts
-``TokenClicked`` (its pass and slot, ``spectui.views.inspector_model.slots`` order); the screen opens the inspector.
+(detailed: their texts and why; ``views.pipeline``). A block drafter's pass (DFlash, DSpark) has its drafts in
+brackets, ``[✓✓✗·]``: the block arrived at once, from one draft pass (detailed: that pass's draft time; the title's
+legend says ``[ ] one pass``). A click on a token posts ``TokenClicked`` (its pass and slot,
+``spectui.views.inspector_model.slots`` order); the screen opens the inspector.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from textual.events import Click
 from textual.message import Message
 from textual.strip import Strip
 
-from ...contract.events import CHAIN_SEPARATOR, DRAFT_STOP_P_MIN
+from ...contract.events import BLOCK_DRAFTERS, CHAIN_SEPARATOR, DRAFT_STOP_P_MIN
 from ...contract.text import token_cell
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
@@ -28,6 +30,8 @@ TITLE_LEGEND = "  (✓ acc ✗ rej · discarded ● correction ★ bonus)"
 INSPECT_TITLE = "inspect  ←→ token ↑↓ pass  enter open  esc leave"
 CURSOR = Style(reverse=True, bold=True)  # the token under the inspect cursor (with ▸: not colour alone)
 P_MIN_MARK = "‖p-min"  # drafting stopped: the draft's confidence fell below --draft-p-min
+BLOCK_MARKS = ("[", "]")  # around a block drafter's drafts: one draft pass proposed them all (ASCII as it is)
+BLOCK_LEGEND = " [ ] one pass"
 
 Hits = tuple[tuple[int, int, int], ...]  # (x from, x to, token slot) of one line
 
@@ -65,6 +69,8 @@ class PassRibbon(Panel):
         if p.pipelined:  # a column of its own: drafted during the previous verify, or not
             t.append(OVERLAPPED if p.overlapped else " ", st["title"])
         cell = max(3, min(10, (width - 30) // max(1, len(p.drafts) + 1))) if detailed else 0
+        block = bool(p.drafts) and (p.drafter or p.settings.drafter) in BLOCK_DRAFTERS
+        t.append(BLOCK_MARKS[0] if block else "", st["title"])
         for i, (txt, verdict) in enumerate(p.drafts):
             shown = "pending" if phase == PENDING else verdict
             x0 = t.cell_len
@@ -76,6 +82,7 @@ class PassRibbon(Panel):
                 t.append(f"{i + 1}:", st["dim"] + CURSOR if on else st["dim"])
                 t.append(token_cell(txt, cell), st[shown] + CURSOR if on else st[shown])
             hits.append((x0, t.cell_len, i))
+            t.append(BLOCK_MARKS[1] if block and i == len(p.drafts) - 1 else "", st["title"])
             if detailed:
                 t.append(" ")
         if p.draft_stop == DRAFT_STOP_P_MIN:
@@ -97,6 +104,8 @@ class PassRibbon(Panel):
             if detailed:
                 t.append(f" {kind}", st["dim"])
         t.append(f"  +{p.n_emitted} tok {fmt_ms(p.wall_ms)}", st["dim"])
+        if block and detailed and p.event is not None:  # the block's draft cost: one pass, whatever k
+            t.append(f"  draft 1 pass {fmt_ms(p.event.timing.draft_ms)}", st["dim"])
         if p.thrown:
             t.append(f"  {THROWN}{len(p.thrown)}", st["discarded"])
             if detailed:
@@ -114,7 +123,9 @@ class PassRibbon(Panel):
         else:
             t.append("current pass", st["title"])
             piped = self.snap is not None and self.snap.stats.pipeline is not None
-            t.append(TITLE_LEGEND + (PIPELINE_LEGEND if piped else ""), st["dim"])
+            block = self.snap is not None and self.snap.settings is not None and (
+                self.snap.settings.drafter in BLOCK_DRAFTERS)
+            t.append(TITLE_LEGEND + (PIPELINE_LEGEND if piped else "") + (BLOCK_LEGEND if block else ""), st["dim"])
         t.truncate(width, overflow="ellipsis")
         return t
 

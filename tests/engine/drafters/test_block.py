@@ -344,6 +344,51 @@ def test_cost_model_prices_the_block_by_its_one_pass(pairs, kind):
     assert "a draft pass costs" in p.advice or "(draft pass " in p.advice
 
 
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_ribbon_shows_the_block_arriving_at_once(pairs, kind):
+    """Each drafting pass's drafts in brackets (one block, one draft pass), within 80 columns, the same in the
+    ASCII face (no colour needed: the brackets are characters); the newest pass says its draft cost as one pass,
+    the title's legend explains the brackets, and the step line prices the draft by its pass."""
+    from dataclasses import replace
+
+    from rich.cells import cell_len
+
+    from spectui.tui.run.app import SpectuiApp
+    from spectui.tui.run.run_metrics import RunMetrics
+    from spectui.tui.shared.ascii import to_ascii
+    from spectui.tui.shared.panel import fmt_ms
+    from spectui.tui.shared.pass_ribbon import BLOCK_LEGEND, PassRibbon
+
+    with _engine(pairs[30.0], kind) as e:
+        events = _run(e, Settings(draft_max=6, drafter=kind), 32)
+    app = SpectuiApp(lambda c, p: iter(events), RunControl())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        app.refresh_from_state()
+        await pilot.pause()
+        ribbon = app.query_one(PassRibbon)
+        lines = ribbon.render().plain.splitlines()
+        metrics = app.screen.query_one(RunMetrics).draw(80, 12).plain
+        view = next(p for p in reversed(app.snap.recent) if p.drafts)  # the newest drafting pass, drawn in detail
+        width = ribbon.content_region.width
+        detailed = ribbon.pass_line(view, ribbon.styles_map(), width, "", True).plain
+        wide = ribbon.pass_line(view, ribbon.styles_map(), 200, "", True).plain  # the whole line, untruncated
+        as_model = replace(view, drafter="model", settings=replace(view.settings, drafter="model"))
+        model_line = ribbon.pass_line(as_model, ribbon.styles_map(), width, "", False).plain
+    assert BLOCK_LEGEND.strip() in lines[0] and 0 < width <= 80
+    older = [line for line in lines[2:] if line.startswith("#") and "prefill" not in line]
+    assert re.match(r"#\d+ +k=\d+ +\[[✓✗·]1:", detailed) and "]" in detailed
+    assert "[" not in model_line and "]" not in model_line  # a draft model's drafts: one step each, no block
+    assert wide.endswith(f"  draft 1 pass {fmt_ms(view.event.timing.draft_ms)}") and cell_len(detailed) <= width
+    drafted = [line for line in older if "[" in line]
+    assert drafted and all(cell_len(line) <= 80 for line in lines)
+    for line in drafted:
+        block = line[line.index("[") + 1:line.index("]")]
+        assert block and set(block) <= set("✓✗·★●"), line
+        assert to_ascii(line).count("[") == 1 and to_ascii(line).count("]") == 1
+    assert "one a pass, the whole block" in metrics
+
+
 def test_a_draft_model_run_is_not_priced_as_a_block(make_engine, tiny_target, tiny_draft_noisy):
     from spectui.analysis.cost.block_cost import block_drafted
     from spectui.analysis.stats import compute
