@@ -70,6 +70,8 @@ def test_block_line_is_the_measured_pass_cost_by_k():
     slope, fixed = block_line({2: 10.2, 4: 10.4, 8: 10.8}, 7.0)
     assert slope == pytest.approx(0.1) and fixed == pytest.approx(10.0)
     assert block_line({2: 11.0, 8: 10.0}, 7.0) == (0.0, pytest.approx(10.5))  # never cheaper with more slots
+    slope, fixed = block_line({1: 1.0, 7: 1.2, 15: 6.0}, 7.0)  # grows faster than in proportion: through 0
+    assert fixed == 0.0 and slope == pytest.approx((1.0 + 7 * 1.2 + 15 * 6.0) / (1 + 49 + 225))
 
 
 def test_a_switch_to_a_block_drafter_reprices_the_draft():

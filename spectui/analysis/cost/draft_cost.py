@@ -47,7 +47,7 @@ def ewma(old: float | None, new: float, alpha: float = TIME_ALPHA) -> float:
 def block_line(by_k: Mapping[int, float], fallback: float) -> tuple[float, float]:
     """A block drafter's pass cost as (ms per draft token, ms per pass that drafts): the least-squares line
     through the measured draft ms per pass by drafts made, its slope held at 0 or more (a larger block never
-    costs less) and its value at k = 1 at 0 or more.
+    costs less) and its value at k = 0 at 0 or more (else the least-squares line through 0).
 
     Args:
         by_k: measured draft ms per pass by the number of drafts it made.
@@ -64,8 +64,8 @@ def block_line(by_k: Mapping[int, float], fallback: float) -> tuple[float, float
     var = sum((k - mk) ** 2 for k in ks)
     slope = max(0.0, sum((k - mk) * (m - mm) for k, m in zip(ks, ms)) / var) if var > 0 else 0.0
     fixed = mm - slope * mk
-    if fixed + slope < 0:  # the line dips below 0 at k = 1: flat at the mean instead
-        return 0.0, max(0.0, mm)
+    if fixed < 0:  # the pass grows faster than in proportion to k: the line through 0 instead
+        return sum(k * m for k, m in zip(ks, ms)) / sum(k * k for k in ks), 0.0
     return slope, fixed
 
 

@@ -194,6 +194,7 @@ def test_auto_k_with_a_block_drafter_is_lossless_and_priced_by_the_pass(pairs, k
     """--draft-max auto on the generated pair: the target's greedy output; the policy replayed on the run's
     events chooses every pass's k as the engine did, and prices the block by its measured pass, nothing per draft
     token."""
+    from spectui.analysis.cost.draft_cost import block_line
     from spectui.analysis.cost.draft_policy import PolicyByMode, make_policy
 
     n = 48
@@ -210,8 +211,13 @@ def test_auto_k_with_a_block_drafter_is_lossless_and_priced_by_the_pass(pairs, k
         emitted += len(ev.emitted) if isinstance(ev, PassEvent) else 0
         pol.observe(ev)
     assert drafting and all(ev.drafter == kind for ev in drafting)
-    per_token, per_pass = pol.draft.costs()
-    assert per_pass > 0 and per_token <= per_pass  # one pass for the block; at most its measured growth by k
+    # priced by the pass: the pass's draft time kept by block length (not divided by its drafts), the price the
+    # line through them
+    by_k = pol.draft.by_k
+    assert pol.draft.per_pass() and by_k and set(by_k) <= {len(ev.drafts) for ev in drafting}
+    times = [ev.timing.draft_ms for ev in drafting]
+    assert all(min(times) <= ms <= max(times) for ms in by_k.values())
+    assert pol.draft.costs() == block_line(by_k, pol.draft.per_unit)
 
 
 @pytest.mark.parametrize("kind", KINDS)
