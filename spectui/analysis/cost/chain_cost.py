@@ -5,9 +5,10 @@ measured cost and its own acceptance, and left out of the passes where it loses 
 :mod:`spectui.analysis.cost.draft_policy`), fed what that member did:
 
 - a pass the member drafted (``PassEvent.drafter``) teaches it its acceptance by draft position, its drafting
-  continuation, the target's verify time for that many drafts and its draft ms per token: the time the pass spent
+  continuation, the target's verify time for that many drafts and its draft cost: the time the pass spent
   drafting, lookups of the members before it that found nothing included (the chain pays for them before this
-  member drafts);
+  member drafts), per drafted token for a model or a head, per pass for a model-free member, per pass by block
+  length for a block drafter (DFlash, DSpark: :mod:`.draft_cost`);
 - a pass that drafted nothing teaches every member the pass's cost: where the member was asked (k > 0 and not left
   out) that it found no draft, as a pass of its own asking for drafts and making none; the others, a k = 0 pass
   (the target alone); each member counts as asked for its own k, not the pass's (the largest of theirs);
