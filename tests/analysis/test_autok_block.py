@@ -88,3 +88,19 @@ def test_a_switch_to_a_block_drafter_reprices_the_draft():
         pol.observe(make_pass(i, 6, 2, draft_ms_per_token=STEP_MS / 6, verify_ms=V0 + 6, settings=s_block))
     assert pol.draft.costs() == (0.0, pytest.approx(STEP_MS))
     assert isinstance(pol.draft, DraftCost) and pol.draft_ms_per_token == pytest.approx(STEP_MS)
+
+
+def test_a_block_drafter_in_a_chain_is_priced_by_its_pass():
+    from dataclasses import replace
+
+    chain = Settings(draft_max=6, auto="cost", drafter="ngram-mod,dflash")
+    pol = CostPolicy()
+    pol.observe(make_start(target_decode_ms=V0, draft_decode_ms=STEP_MS, settings=chain))
+    for i in range(1, 6):
+        k = pol.choose(chain)
+        ev = make_pass(i, 6, 2, draft_ms_per_token=STEP_MS / 6, verify_ms=V0 + 6, settings=chain)
+        pol.observe(replace(ev, drafter="dflash"))
+        assert k >= 1
+    member = pol.chain.policies["dflash"]
+    assert member.draft.drafter == "dflash" and member.draft.costs() == (0.0, pytest.approx(STEP_MS))
+    assert pol.chain.policies["ngram-mod"].draft.costs()[0] == 0.0  # a lookup: per pass too, none measured
