@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the venv's console scripts (ruff, lint-imports) sit next to its python
 
@@ -67,12 +69,14 @@ def _textual_loaded_by(modules: list[str]) -> str:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_core_modules_do_not_import_textual():
     assert {"spectui.engine.loop", "spectui.text.run", "spectui.bench.server", "spectui.race.spec"} <= set(CORE)
     bad = _textual_loaded_by(CORE)
     assert bad == "", f"core imported textual: {bad}"
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_commands_import_textual_only_to_open_a_tui():
     """Importing a command (its --help, its errors, --headless) loads no Textual: it imports the TUI lazily."""
     commands = [m for name in COMMANDS for m in modules_of(name)]

@@ -21,6 +21,7 @@ def test_the_scripts_are_where_we_think():
     assert len(SCRIPTS) > 20 and (ROOT / "benchmarks" / "bench_attach_parse.py") in SCRIPTS
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("script", SCRIPTS, ids=[str(p.relative_to(ROOT)) for p in SCRIPTS])
 def test_every_script_starts_and_says_how_to_run_it(script):
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")

@@ -63,6 +63,7 @@ def test_the_check_finds_a_dead_function(tmp_path):
     assert dead_units(tmp_path) == ["spectui/m.py:5: unused function 'dead'"]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_no_dead_function_method_class_or_property():
     dead = dead_units()
     assert not dead, "dead code (remove it; or, if a framework calls it by name, add it with the reason):\n" + \

@@ -103,6 +103,7 @@ def _expand(path: str) -> list[str]:
     return [x for alt in m.group(1).split(",") for x in _expand(path[:m.start()] + alt + path[m.end():])]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_every_file_path_named_exists():
     texts = prose_texts()
     assert {ROOT / "pyproject.toml", ROOT / ".ci" / "run", ROOT / "scripts" / "install.sh"} <= {p for p, _ in texts}
@@ -171,6 +172,7 @@ print(json.dumps(bad))
 """
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_every_module_path_named_imports():
     names = _module_names()
     assert "spectui.analysis.stats" in names  # the scan reads the docs (a regex that matches nothing proves nothing)

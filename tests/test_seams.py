@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import spectui
 
 PACKAGE = Path(spectui.__file__).parent
@@ -160,6 +162,7 @@ def test_the_measures_find_what_they_should(tmp_path):
     assert import_loops(graph) == [["pkg.a", "pkg.sub.b"]]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_no_module_reads_another_modules_private_members():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -171,6 +174,7 @@ def test_no_module_reads_another_modules_private_members():
         "\n".join(found)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_every_allowed_private_read_is_still_there():
     """The allow-list names only what the code still does (a stale entry would hide a new read later)."""
     seen = {(path.relative_to(ROOT).as_posix(), name)
@@ -178,6 +182,7 @@ def test_every_allowed_private_read_is_still_there():
     assert set(ALLOWED) <= seen, sorted(set(ALLOWED) - seen)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_no_import_loop_lazy_imports_included():
     loops = import_loops(import_graph(PACKAGE))
     assert not loops, f"modules that import each other (move what they share into its own module): {loops}"
@@ -198,6 +203,7 @@ def hand_written_error_lines(root: Path = PACKAGE) -> list[str]:
     return sorted(set(out))
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_every_error_line_goes_through_the_one_rule(tmp_path):
     (tmp_path / "m.py").write_text('import click\nclick.echo(f"spectui: error: {x}", err=True)\n')
     assert hand_written_error_lines(tmp_path) == ["m.py:2"]

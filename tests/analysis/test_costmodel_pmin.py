@@ -195,6 +195,7 @@ def test_ngram_short_matches_are_named_in_the_advice():
 # ---------------------------------------------------------------- against a simulated run
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("seed", [0, 1])
 def test_prediction_matches_a_simulated_run(seed):
     c, a = [0.9, 0.6, 0.5, 0.5], [0.8, 0.7, 0.7, 0.6]

@@ -166,6 +166,7 @@ def predictions(draw):
         current_k=draw(st.one_of(st.none(), st.integers(0, k_max))), advice="")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @SETTINGS
 @given(predictions())
 def test_advice_says_loses_wins_or_ties_from_the_speedups(p):

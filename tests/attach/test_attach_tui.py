@@ -139,6 +139,7 @@ async def test_request_mode_streams_the_text_and_the_request_figures():
         assert "TTFT " in line and "ITL p50/p95 " in line
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_keys_help_theme_and_quit():
     app = replay_app(recorded(WATCH))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -240,6 +241,7 @@ def test_snapshot_watch_80x24(snap_compare, theme):
     assert snap_compare(replay_app(recorded(WATCH), theme), terminal_size=(80, 24), run_before=settle)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_snapshot_help(snap_compare):
     async def run_before(pilot):
         await settle(pilot)
@@ -262,6 +264,7 @@ def test_snapshot_request_80x24(snap_compare):
 BINARY = llama_server_binary()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.skipif(BINARY is None, reason=SKIP_REASON)
 @pytest.mark.timeout(300)
 async def test_tui_against_a_live_llama_server(tiny_target, tiny_draft_noisy, tmp_path):

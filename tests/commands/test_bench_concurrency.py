@@ -90,6 +90,7 @@ def test_a_deployment_that_drafted_nothing_has_no_knee():
     assert "measured: speculation pays up to concurrency = 2, stops at concurrency = 4" in "\n".join(report_lines(res))
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("value, msg", [("1,two", "comma-separated numbers"), ("0,2", "between 1 and"),
                                          ("2,2", "twice")])
 def test_bad_concurrency_is_one_line(value, msg, tmp_path):
@@ -97,6 +98,7 @@ def test_bad_concurrency_is_one_line(value, msg, tmp_path):
     assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_knee_probe_file_must_be_a_probe(tmp_path):
     bad = tmp_path / "not-a-probe.json"
     bad.write_text('{"schema": "spectui.bench"}\n')

@@ -95,6 +95,7 @@ def _race_act_text(act):
     return race_reason(act, race) + "\n\n" + out.getvalue()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_demo_headless_plays_every_act_with_its_reason():
     stdout = _demo_headless()
     assert stdout == _act_text(ACTS[0]) + "\n" + _act_text(ACTS[1]) + "\n" + _race_act_text(ACTS[2])

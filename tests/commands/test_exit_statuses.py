@@ -77,6 +77,7 @@ def long_prompt(tmp_path) -> Path:
 # ------------------------------------------------------------------ run (headless)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_run_0_done(tiny_target, tiny_draft_noisy):
     r = spectui("-m", tiny_target, "-md", tiny_draft_noisy, "--headless", "-p", "the cat", "-n", 8, "-t", 1,
                 "--no-probe")
@@ -84,6 +85,7 @@ def test_run_0_done(tiny_target, tiny_draft_noisy):
     assert "encoded" in r.stdout and "decoded" in r.stdout
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_run_1_prompt_does_not_fit_and_prints_no_false_numbers(tiny_target, long_prompt):
     r = spectui("-m", tiny_target, "--drafter", "ngram", "--headless", "-c", 64, "-f", long_prompt, "-t", 1,
                 "--no-probe")
@@ -93,6 +95,7 @@ def test_run_1_prompt_does_not_fit_and_prints_no_false_numbers(tiny_target, long
     assert "not evaluated" in r.stdout and "nothing was decoded" in r.stdout
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_run_1_prompt_does_not_fit_json(tiny_target, long_prompt):
     import json
 
@@ -102,6 +105,7 @@ def test_run_1_prompt_does_not_fit_json(tiny_target, long_prompt):
     assert "does not fit" in json.loads(r.stdout)["error"]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_run_1_empty_prompt(tiny_target):
     r = spectui("-m", tiny_target, "--drafter", "ngram", "--headless", "-p", "", "-t", 1, "--no-probe")
     assert r.returncode == FAILED, r.stdout + r.stderr
@@ -161,6 +165,7 @@ def test_run_2_bad_usage_or_input(tiny_target, args):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_run_signals_flush_a_replayable_trace(tiny_target, tiny_draft_noisy, tmp_path, sig, status):
     rec = tmp_path / "t.jsonl"
@@ -179,6 +184,7 @@ def test_run_signals_flush_a_replayable_trace(tiny_target, tiny_draft_noisy, tmp
 # ------------------------------------------------------------------ replay
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_replay_0_and_2(trace, tmp_path):
     assert spectui("replay", trace, "--headless").returncode == OK
     bad = tmp_path / "bad.jsonl"
@@ -189,6 +195,7 @@ def test_replay_0_and_2(trace, tmp_path):
     assert r.returncode == USAGE and "unknown theme" in one_error_line(r.stderr)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_replay_headless_signals_print_the_summary_so_far(trace, sig, status):
     proc = start("replay", trace, "--headless", "--speed", "0.25")
@@ -201,6 +208,7 @@ def test_replay_headless_signals_print_the_summary_so_far(trace, sig, status):
 # ------------------------------------------------------------------ cast
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_cast_0_and_2(cli, tmp_path):
     out = tmp_path / "x.cast"
     small = tmp_path / "small.jsonl"
@@ -213,6 +221,7 @@ def test_cast_0_and_2(cli, tmp_path):
     assert r.returncode == USAGE
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_cast_signals_write_nothing(tmp_path, sig, status):
     big = tmp_path / "big.jsonl"
@@ -229,6 +238,7 @@ def test_cast_signals_write_nothing(tmp_path, sig, status):
 # ------------------------------------------------------------------ demo
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_demo_0_and_2():
     r = spectui("demo", "--headless", "--act", 2)
     assert r.returncode == OK, r.stderr
@@ -251,6 +261,7 @@ def test_demo_headless_signals(sig, status):
 # ------------------------------------------------------------------ sweep
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_sweep_0_and_2(tiny_target):
     r = spectui("sweep", "-m", tiny_target, "--drafter", "ngram", "-k", 2, "--temp", 0, "-n", 8, "-t", 1, "--csv")
     assert r.returncode == OK, r.stderr
@@ -258,6 +269,7 @@ def test_sweep_0_and_2(tiny_target):
     assert r.returncode == USAGE and "comma-separated" in one_error_line(r.stderr)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_sweep_signals_report_the_runs_done(tiny_target, tiny_draft_noisy, tmp_path, sig, status):
     rec = tmp_path / "rec"
@@ -287,6 +299,7 @@ def test_probe_0_and_2(cli, tiny_target, tmp_path, monkeypatch):
     assert r.returncode == USAGE and "--max-batch" in one_error_line(r.stderr)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("sig,status", SIGNALS, ids=SIG_IDS)
 def test_probe_signals_cache_nothing(tiny_target, tmp_path, sig, status):
     proc = start("probe", "-m", tiny_target, "--max-batch", 64, "--repeats", 400, "-t", 1,
@@ -335,6 +348,7 @@ def test_attach_1_refused_with_count():
     assert "never answered: connection refused" in r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_attach_1_http_501_and_html(e501):
     r = spectui("attach", e501.url, "--interval", 0.1, "--count", 1, "--headless")
     assert r.returncode == FAILED and "HTTP 501" in r.stderr

@@ -349,6 +349,7 @@ def test_sweep_outputs_foreign_refused_own_replaced_atomically(inputs, tmp_path)
     assert read_trace(rec / "002-k2-t0-r1.jsonl").events[-1].type == "end"
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_cast_output_never_the_trace_and_foreign_refused(inputs, tmp_path):
     from spectui.commands.cast import cast_cmd
 

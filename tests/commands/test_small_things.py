@@ -50,6 +50,7 @@ def test_same_file_warning_by_path_and_by_link(tmp_path):
     assert same_file_warning(m, other) == ""
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_real_swapped_pair_and_the_same_file_twice_are_named(tiny_target, tiny_model):
     bigger = tiny_model("bigger.gguf", seed=0, pad=128, name="tiny-padded")
     r = spectui("-m", tiny_target, "-md", bigger, "--headless", "-p", "the cat", "-n", 4, "-t", 1, "--no-probe")
@@ -72,6 +73,7 @@ def trace(tmp_path) -> Path:
     return p
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("face", ["run-headless", "run-tui", "replay-headless", "replay-explain", "replay-tui",
                                   "cast", "demo-headless", "demo-tui", "attach-headless", "attach-tui"])
 def test_unknown_theme_is_refused_in_every_face(face, tiny_target, trace, tmp_path):
@@ -146,6 +148,7 @@ async def test_help_at_80x24_scrolls_to_its_end_and_gives_the_keys_back():
         assert not isinstance(app.screen, HelpScreen) and app.is_running
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_help_at_80x24_shows_its_scroll_position(tmp_path):
     """At 80x24 the help says there is more below (the screen is cut no longer without a word)."""
     import asyncio
@@ -176,6 +179,7 @@ def _lines(p: Path) -> list[bytes]:
                                      pytest.param(False, 5, marks=pytest.mark.slow),
                                      pytest.param(True, 1, marks=pytest.mark.slow),
                                      pytest.param(True, 2, marks=pytest.mark.slow), (True, 5)])  # fast: 2 of 6
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_damaged_tail_of_any_length_replays_the_intact_events_with_one_warning(tmp_path, bad, gz):
     evs = list(synthetic_run(10))
     plain = tmp_path / "t.jsonl"

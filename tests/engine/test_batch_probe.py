@@ -148,6 +148,7 @@ def test_qwen_pair_32_by_5(make_engine):
     assert p.seqs[-1] == 32 and (32, 5) in p.target_ms and all(ms > 0 for ms in p.target_ms.values())
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_the_knee_act_records_an_asciicast(tiny_target, tiny_draft_noisy, tmp_path):
     import subprocess
     import sys

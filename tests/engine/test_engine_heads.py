@@ -64,6 +64,7 @@ def _emitted(evs) -> list[int]:
     return [t.id for ev in evs if isinstance(ev, PassEvent) for t in ev.emitted]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("kind", ["eagle3", "mtp"])
 def test_greedy_head_run_is_lossless(spec_dir, kind):
     """The head's drafts are partly accepted, and the output is the target's own greedy output; the events
@@ -213,6 +214,7 @@ def test_headless_run_records_the_kind_and_replays(spec_dir, tmp_path, kind):
     assert f'"drafter": "{kind}"' in js.stdout
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_drafter_is_detected_from_the_draft_metadata(spec_dir, tmp_path):
     t, d = _pair(spec_dir, "eagle3")
     r = _spectui("--target", t, "--draft", d, "--headless", "-n", "8", "-p", PROMPT, "--no-probe", "--json")

@@ -31,6 +31,7 @@ def _run(engine, n: int, temp: float = 0.0, prompt: str = "the cat"):
     return start, passes, (end.reason, end.n_emitted, end.n_drafted, end.n_accepted)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_grown_caches_give_the_same_runs_and_record_the_same_context(make_engine, tiny_target, tiny_draft_noisy):
     full = make_engine(tiny_target, tiny_draft_noisy, n_ctx=2048, n_batch=64)
     grown = make_engine(tiny_target, tiny_draft_noisy, n_ctx=2048, n_batch=64, grow_kv=True)
@@ -51,6 +52,7 @@ def test_grown_caches_give_the_same_runs_and_record_the_same_context(make_engine
             grown.target.decode([1, 2, 3], 0, "last")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_full_context_stops_where_it_did(make_engine, tiny_target, tiny_draft_noisy):
     full = make_engine(tiny_target, tiny_draft_noisy, n_ctx=300, n_batch=64)
     grown = make_engine(tiny_target, tiny_draft_noisy, n_ctx=300, n_batch=64, grow_kv=True)

@@ -178,6 +178,7 @@ def test_cli_ngl_warning_and_json_placement(tiny_target, tiny_draft_same, tmp_pa
     assert header["models"]["target"]["backend"] == "CPU" and header["models"]["draft"]["n_gpu_layers"] == 0
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_text_summary_says_where_models_run(tiny_target, tiny_draft_same):
     r = subprocess.run(
         [sys.executable, "-m", "spectui", "-m", str(tiny_target), "-md", str(tiny_draft_same), "--headless",

@@ -50,6 +50,7 @@ def bombs(tmp_path):
     return noline, blank
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("which", [0, 1])
 def test_gzip_bombs_are_refused_in_bounded_memory_within_seconds(bombs, which):
     path = bombs[which]
@@ -62,12 +63,14 @@ def test_gzip_bombs_are_refused_in_bounded_memory_within_seconds(bombs, which):
     assert mb < 100 and secs < 20, (mb, secs)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 def test_devices_as_a_trace(device):
     rc, mb, secs, err = spectui_peak("replay", device, "--headless")
     assert rc == 2 and "Traceback" not in err and mb < 100 and secs < 20, (rc, mb, secs, err)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 def test_devices_as_prompts_are_refused_before_any_request(device):
     srv = FakeServer("ok")
@@ -109,6 +112,7 @@ def test_reader_limits_with_small_values(tmp_path, monkeypatch):
         list(reader)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_limits_keep_every_ordinary_trace_whole(tmp_path):
     """A long trace, plain and gzip, reads exactly as before (the line splitter across 1 MiB blocks)."""
     for name in ("long.jsonl", "long.jsonl.gz"):
@@ -129,6 +133,7 @@ def test_a_bom_before_the_header_is_accepted(tmp_path):
     assert h1 == h2 and list(r1) == list(r2)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_prompt_set_limits(tmp_path):
     many = tmp_path / "many.txt"
     many.write_text("p\n" * (MAX_PROMPTS + 1))
@@ -140,6 +145,7 @@ def test_prompt_set_limits(tmp_path):
         load_prompts(str(long_line))
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_an_endless_stream_line_is_refused_in_bounded_memory():
     """attach -p against a server streaming one line that never ends: the request fails with the limit's
     line, exit 1, in bounded memory, in seconds."""
@@ -152,6 +158,7 @@ def test_an_endless_stream_line_is_refused_in_bounded_memory():
         srv.stop()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_bench_against_an_endless_stream_line():
     srv = FakeServer("endless")
     try:

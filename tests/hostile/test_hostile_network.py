@@ -111,6 +111,7 @@ def test_count_and_duration_end_the_session_on_a_drip(drip, args):
     assert p.returncode == 1 and "timed out after" in err.decode() and time.monotonic() - t0 < 8
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signals_end_attach_within_a_second_whatever_the_server(drip, tmp_path, signum):
     rec = tmp_path / "drip.jsonl"
@@ -127,6 +128,7 @@ def test_signals_end_attach_within_a_second_whatever_the_server(drip, tmp_path, 
     assert last["type"] == "attach_end"  # the trace is complete
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_bench_on_a_drip_ends_with_its_timeout(drip):
     t0 = time.monotonic()
     p = spectui("bench", "--url", drip.url, "--limit", "1", "-n", "8", "--timeout", "1")

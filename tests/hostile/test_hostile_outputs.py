@@ -54,6 +54,7 @@ def test_a_link_to_what_is_not_ours_is_refused_without_force(tmp_path):
     assert precious.read_text() == "mine\n"
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_dev_stdout_redirected_to_a_file(tmp_path):
     """`cast T -o L > F` with L -> /proc/self/fd/1 (what /dev/stdout is): F gets the cast, L stays a link."""
     trace = tmp_path / "t.jsonl"
@@ -68,6 +69,7 @@ def test_dev_stdout_redirected_to_a_file(tmp_path):
     assert json.loads(target.read_text().split("\n", 1)[0])["version"] == 2
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_dev_stdout_on_a_pipe_is_written_in_place(tmp_path):
     trace = tmp_path / "t.jsonl"
     write_trace(trace, synthetic_run(3))
@@ -108,6 +110,7 @@ def test_bench_exports_to_one_path_refused_before_any_work(tmp_path, ok_server, 
     assert not x.exists() and ok_server.requests == before  # nothing asked of the server
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_one_failed_export_keeps_the_table_and_the_others(tmp_path, ok_server):
     md = tmp_path / "ok.md"
     csv = tmp_path / "ok.csv"

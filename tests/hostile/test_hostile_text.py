@@ -213,6 +213,7 @@ def test_attach_tui_stream(texts):
     assert not terminal_forbidden(stream)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_replay_headless_cli_on_a_poisoned_trace(tmp_path):
     """The command itself (a subprocess, stdout a pipe): exit 0, no forbidden byte, the surrogate too."""
     import subprocess

@@ -56,6 +56,7 @@ def test_finite_refuses_nan_and_inf_naming_the_option():
     ["bench", "--url", "http://127.0.0.1:1", "--timeout", "-5", "--limit", "1"],
     ["--temp", "nan", "--headless"],
 ])
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_the_commands_refuse_nan_inf_at_the_option(args):
     r = spectui(*args)
     opt = next(a for a in args if a in ("--interval", "--timeout", "--duration", "--temp"))
@@ -65,6 +66,7 @@ def test_the_commands_refuse_nan_inf_at_the_option(args):
 @pytest.mark.parametrize("mode,needle", [("nan", "= nan"), pytest.param("inf", "= inf", marks=pytest.mark.slow),
                                           pytest.param("neg", "= -5", marks=pytest.mark.slow),
                                           ("accgtdraft", "accepted tokens > ")])  # fast lane: nan, accepted > drafted
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_impossible_counters_are_named(mode, needle):
     srv = FakeServer(mode)
     s = Scraper([srv.url], timeout=2.0)
@@ -84,6 +86,7 @@ def test_well_formed_counters_still_parse():
     assert (e.num_drafts, e.num_draft_tokens, e.num_accepted_tokens) == (10, 20, 12)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_url_credentials_are_refused_and_never_printed():
     assert redact("http://user:secret@h:1/x") == "http://***@h:1/x"
     with pytest.raises(SpectuiError) as info:
@@ -98,6 +101,7 @@ def test_url_credentials_are_refused_and_never_printed():
             check_url(bad)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_serve_refuses_an_empty_host_and_an_unknown_command():
     r = spectui("serve", "--host", "", "--port", "18203")
     assert r.returncode == 2 and b"--host is empty" in r.stderr
@@ -105,6 +109,7 @@ def test_serve_refuses_an_empty_host_and_an_unknown_command():
     assert r.returncode == 2 and b"no such command 'nosuchcommand'" in r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("value,word", [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity")])
 def test_non_finite_values_in_a_trace_are_named_once(tmp_path, value, word):
     good = tmp_path / "good.jsonl"

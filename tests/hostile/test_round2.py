@@ -78,6 +78,7 @@ def _probe(target, xdg, *extra):
                    env={"XDG_CACHE_HOME": str(xdg)})
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("case", ["L02", "L03"])
 def test_L02_L03_a_symlinked_probe_cache_file_is_replaced_never_written_through(tiny_target, tmp_path, case):
     xdg = tmp_path / "xdg"
@@ -97,6 +98,7 @@ def test_L02_L03_a_symlinked_probe_cache_file_is_replaced_never_written_through(
     assert f"was a symbolic link (to {victim})" in err and "what it named left alone" in err
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_L01_a_symlinked_cache_directory_is_named_as_what_it_names(tiny_target, tmp_path):
     real = tmp_path / "disk" / "probe"
     real.mkdir(parents=True)
@@ -124,6 +126,7 @@ def test_a_record_dir_trace_that_is_a_link_is_refused(tiny_target, tmp_path):
 
 
 # ------------------------------------------------------------------ terminal injection: the "wrote" lines
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_P03_the_wrote_line_escapes_a_path(tmp_path, small):
     src = tmp_path / "t_e\x1b]0;FNAME\x07\x1b[2J.jsonl"
     shutil.copy(small, src)
@@ -135,6 +138,7 @@ def test_P03_the_wrote_line_escapes_a_path(tmp_path, small):
     assert not any(c in r.stderr.decode() for c in RAW)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_O10_a_newline_in_the_output_name_stays_on_one_line(tmp_path, small):
     (tmp_path / "d").mkdir()
     out = tmp_path / "d" / "x\ny\x1b]0;NL\x07.cast"
@@ -162,6 +166,7 @@ def test_E_replay_explain_of_a_long_token_ends(tmp_path, case, name, n):
     assert max(cells(ln) for ln in text.splitlines() if ln.startswith(("pass 1 ·", "*d", " d", "  "))) <= 100
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_CA_insp_long10k_cast_inspect_of_a_long_token_ends(tmp_path):
     trace = text_trace(tmp_path / "tok_long10k.jsonl", long_texts(10_000)["tok_long10k"])
     out = tmp_path / "insp_long.cast"
@@ -386,6 +391,7 @@ def base_trace(tmp_path_factory) -> str:
     ("S_neg_1e309", "timing.verify_ms", "-1E+309", "PassEvent.timing.verify_ms is -1E+309, infinite as a float"),
     ("S_int_400_digits", "timing.wall_ms", "1" * 400, "PassEvent.timing.wall_ms is a 400-digit integer"),
 ])
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_S_1e400_gets_the_warning_nan_gets(tmp_path, base_trace, case, field, raw, named):
     t = with_pass_field(base_trace, tmp_path / f"{case}.jsonl", field, raw)
     for args in (["--headless"], ["--headless", "--json"]):
@@ -399,6 +405,7 @@ def test_S_1e400_gets_the_warning_nan_gets(tmp_path, base_trace, case, field, ra
             assert d["tokens_per_second"] > 0
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("case, digits", [("S_huge_int_5000", 5000), ("S_huge_int_100k", 100_000)])
 def test_S_huge_int_says_what_it_is(tmp_path, base_trace, case, digits):
     t = with_pass_field(base_trace, tmp_path / f"{case}.jsonl", "n_ctx_used", "1" * digits)
@@ -409,6 +416,7 @@ def test_S_huge_int_says_what_it_is(tmp_path, base_trace, case, digits):
 
 
 # ------------------------------------------------------------------ misleading: redirects, a body cut short
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_AT19106_attach_says_where_a_redirect_to_another_host_pointed():
     srv = FakeServer("redirect_away")
     try:
@@ -424,6 +432,7 @@ def test_AT19106_attach_says_where_a_redirect_to_another_host_pointed():
         srv.stop()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_BU19106_bench_is_not_redirected_to_another_host():
     srv = FakeServer("redirect_away")
     try:
@@ -489,6 +498,7 @@ def test_note_help_shows_the_temperature_range():
     assert "x<=None" not in out and "0.0<=x<=2.0" in out
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_note_a_trace_being_written_is_not_called_killed(tmp_path, small):
     growing = tmp_path / "growing.jsonl"
     data = Path(small).read_bytes()

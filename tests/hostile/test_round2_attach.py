@@ -50,6 +50,7 @@ def spectui(*args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("page, label", [(AT19118, "1000"), (ATT19103, "\\x1b[2J")], ids=["AT19118", "TUI_att19103"])
 def test_position_labels_that_are_no_draft_position_are_refused(page, label):
     srv = StaticServer(page, content_type="text/plain; version=0.0.4")

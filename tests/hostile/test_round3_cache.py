@@ -56,6 +56,7 @@ def a_file(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("case", ["F-cache-isfile", "F-cache-spectui-isfile", "F-home-file"])
 def test_a_cache_folder_that_is_a_file_is_named_and_the_probe_still_prints(tiny_target, tmp_path,
                                                                            case):
@@ -82,6 +83,7 @@ def test_a_probe_cache_folder_that_is_a_file(tiny_target, tmp_path):
     assert blocker.read_text() == "not a folder\n"
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_F_cache_rel_a_relative_xdg_cache_home_is_ignored(tiny_target, tmp_path):
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()

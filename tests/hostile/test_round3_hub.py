@@ -41,6 +41,7 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_hfc_symloop_a_model_file_that_is_a_loop_of_links(tmp_path, tiny_target):
     snap = snapshot(tmp_path / "hf", tiny_target)
     (snap / "m-Q4_K_M.gguf").unlink()
@@ -52,6 +53,7 @@ def test_hfc_symloop_a_model_file_that_is_a_loop_of_links(tmp_path, tiny_target)
         f"snapshots/{COMMIT}/m-Q4_K_M.gguf {LOOP}")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_hfc_dirloop_a_snapshot_folder_that_links_to_itself(tmp_path, tiny_target):
     snap = snapshot(tmp_path / "hf", tiny_target)
     shutil.rmtree(snap)
@@ -61,6 +63,7 @@ def test_hfc_dirloop_a_snapshot_folder_that_links_to_itself(tmp_path, tiny_targe
         f"spectui: error: Hugging Face repository user/repo in the local cache: snapshots/{COMMIT} {LOOP}")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_sound_cache_still_runs(tmp_path, tiny_target):
     snapshot(tmp_path / "hf", tiny_target)
     r = run_hf(tmp_path / "hf")

@@ -152,6 +152,7 @@ def attach(url: str, count: str = "2") -> subprocess.CompletedProcess:
 # ------------------------------------------------------------------ /metrics bodies
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_gzip_ok_a_gzip_encoded_page_is_read(serve_raw):
     srv = serve_raw([response(gzip.compress(LLAMA_PAGE.encode()), "Content-Encoding: gzip")])
     ev = scrape(srv.url)
@@ -161,6 +162,7 @@ def test_a_gzip_ok_a_gzip_encoded_page_is_read(serve_raw):
     assert "llama-server" in r.stdout and "invalid metric name" not in r.stdout + r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_gzip_multi_two_layers_are_read_and_a_false_header_is_named(serve_raw):
     twice = gzip.compress(gzip.compress(LLAMA_PAGE.encode()))
     ev = scrape(serve_raw([response(twice, "Content-Encoding: gzip, gzip")]).url)
@@ -231,6 +233,7 @@ def chat_stream(timings: dict) -> bytes:
     return response(body, "Content-Type: text/event-stream")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_bu_sse_esc_impossible_request_timings_are_named_and_left_out(serve_raw, tmp_path):
     models = response(b'{"data": [{"id": "m"}]}', "Content-Type: application/json")
     metrics = response(b"", status="404 Not Found")
@@ -255,6 +258,7 @@ def test_bu_sse_esc_impossible_request_timings_are_named_and_left_out(serve_raw,
     assert data["runs"][0]["n_drafted"] == 0 and data["runs"][0]["n_accepted"] == 0
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_n_1000_bench_urls_a_server_that_is_down_fails_as_attach_says_it():
     down = f"http://{HOST}:{free_port()}"
     a = spectui("attach", down, "--headless", "--count", "1", "--interval", "0.2", "--timeout", "2")
@@ -267,6 +271,7 @@ def test_n_1000_bench_urls_a_server_that_is_down_fails_as_attach_says_it():
     assert many.returncode == 1 and "never answered" in one_error(many.stderr)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command for a self-signed certificate")
 def test_n_bench_https_a_self_signed_certificate_fails_as_attach_says_it(serve_raw, tmp_path):
     key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
@@ -287,6 +292,7 @@ def test_n_bench_https_a_self_signed_certificate_fails_as_attach_says_it(serve_r
 # ------------------------------------------------------------------ serve
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_s_trav_deep_a_3000_segment_static_path_is_404_not_500():
     from serve_probe import Serve  # a real `spectui serve demo` on a free port, stopped by its pid
 

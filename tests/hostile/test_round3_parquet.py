@@ -51,6 +51,7 @@ def turns_of(values, n: int):
     return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), values)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_P_prompt200m_parquet(tmp_path, bench):
     path = tmp_path / "prompt200m.parquet"
     size = 200 * MB  # one string of 200 MB of NULs, made without a Python string of it
@@ -63,6 +64,7 @@ def test_P_prompt200m_parquet(tmp_path, bench):
     assert mb < 200 and secs < 30, (mb, secs)  # was 8.6 GB, killed at 95 s
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_P_dict2g_parquet(tmp_path, bench):
     """2000 rows of one 1 MiB turn in one dictionary page: 6 KB of file, 1 MB uncompressed in the footer,
     2 GB decoded; only the decoded sizes (the dictionary's entry sizes, taken by the indices) tell."""
@@ -77,6 +79,7 @@ def test_P_dict2g_parquet(tmp_path, bench):
     assert mb < 250 and secs < 30, (mb, secs)  # was 6.2 GB, killed at 95 s
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_footer_total_is_checked_before_decoding(tmp_path, bench):
     """What pyarrow wrote for the report's P-dict2g (its dictionary fell back to plain pages): rows under
     1 MiB each, but more than 32 MiB uncompressed in the footer: refused before any row group is read."""
@@ -89,6 +92,7 @@ def test_footer_total_is_checked_before_decoding(tmp_path, bench):
     assert mb < 200, mb
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_P_rows10m_parquet(tmp_path, bench):
     path = tmp_path / "rows10m.parquet"
     n = 10_000_000

@@ -76,6 +76,7 @@ def test_c_both_closed_the_same_status_silently():
     assert r.returncode == 2 and r.stderr == ""
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_c_cast_stdout_is_refused_before_rendering_and_a_file_still_works(tmp_path):
     t0 = time.monotonic()
     r = closed("cast", DEMO, "-o", "/dev/stdout", "--cols", "40", "--rows", "10")
@@ -116,6 +117,7 @@ def start_seed(trace: Path) -> int:
     raise AssertionError(f"{trace}: no start event")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_f_two_recorders2_the_second_run_is_refused_and_the_first_trace_kept(tiny_target, tiny_draft_noisy,
                                                                               tmp_path):
     same = tmp_path / "same.jsonl"
@@ -144,6 +146,7 @@ def test_f_two_recorders2_the_second_run_is_refused_and_the_first_trace_kept(tin
     assert start_seed(same) == 3
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_g_parent_deleted_a_trace_whose_folder_went_is_an_error(tiny_target, tiny_draft_noisy, tmp_path):
     gone = tmp_path / "gone"
     gone.mkdir()

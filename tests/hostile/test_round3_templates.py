@@ -69,18 +69,21 @@ def _bounded_case(model, name: str, limit_words: str) -> tuple[float, float]:
     return secs, mb
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_J_tmpl_100mb_one_line_bounded_memory(model):
     secs, mb = _bounded_case(model, "tmpl_100mb", "more than 256 MiB of memory")
     assert mb < 450, mb  # was 3.9 GB and still running at 60 s
     assert secs < 30, secs
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_J_tmpl_1gb_one_line_no_abort(model):
     secs, mb = _bounded_case(model, "tmpl_1gb", "more than 256 MiB of memory")
     assert mb < 450, mb  # was 20 GB, then std::bad_alloc in llama.cpp's tokenizer and SIGABRT
     assert secs < 30, secs
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_J_tmpl_loop2_time_limit(model):
     secs, mb = _bounded_case(model, "tmpl_loop2", "ran longer than 3 s")
     assert 3 <= secs < 30, secs  # was forever
@@ -112,6 +115,7 @@ def test_J_loop2_signal_stops_the_render(model, sig, status):
     assert not renderer.is_running() or renderer.status() == psutil.STATUS_ZOMBIE  # the render ended too
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("name", ["tmpl_fmt", "tmpl_self"], ids=["J-tmpl_fmt", "J-tmpl_self"])
 def test_template_that_drops_the_messages_says_so(model, name):
     path = model(name)

@@ -145,6 +145,7 @@ def check_warnings(got: list[str], want: list[str]) -> None:
         assert words in line, (line, words)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_lie_is_one_warning_per_kind_and_the_json_is_what_a_run_could_record(tmp_path, base, case):
     change, want = CASES[case]
@@ -170,6 +171,7 @@ def test_a_lie_is_one_warning_per_kind_and_the_json_is_what_a_run_could_record(t
         assert got["n_draft"] == 32 and all(p["settings"]["draft_max"] == 32 for p in got["passes"])
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_T_emit_many_replays_the_speed_the_verdicts_allow(tmp_path, base):
     """The report's 1760 t/s and 639 tokens a pass: now the recorded run's figures, with one warning."""
     t = lie(base, tmp_path / "emit_many.jsonl", emit_many)
@@ -187,6 +189,7 @@ def test_T_ctx_bad_says_no_negative_prompt(tmp_path, base):
     assert r.returncode == 0 and "encoded    0 tokens" in r.stdout.decode() and "-100" not in r.stdout.decode()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_T_khuge_cast_and_the_replay_app_draw_it(tmp_path, base):
     """T-khuge-cast and U-khuge-tui: the cast is the replay TUI's own app (its prediction panel crashed on
     k = 10^9, IndexError in costmodel.drafted); it is drawn, with the same warnings."""
@@ -207,6 +210,7 @@ def test_a_run_drafting_k_32_draws_the_prediction_panel(tmp_path):
     assert pred.drafted(32) == 32.0 and not pred.stops_early(32)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("case", ["T-k_huge", "T-prob_bad", "T-emit_many", "T-end_mid"])
 def test_every_face_reads_the_same_cleaned_stream(tmp_path, base, case):
     """race --headless, --explain and replay --headless read the lie as replay --json does: no traceback, the same
@@ -226,6 +230,7 @@ def test_every_face_reads_the_same_cleaned_stream(tmp_path, base, case):
     check_warnings(warnings_of(head, t), want)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_million_lies_are_one_line_each(tmp_path):
     """Every pass of a long trace lies: the warnings stay one line per kind, counted."""
     src = tmp_path / "src.jsonl"
@@ -253,6 +258,7 @@ def long_traces(tmp_path_factory) -> dict[int, Path]:
     return out
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 @pytest.mark.parametrize("face", [["replay", "--headless"], ["replay", "--json"], ["race", "--headless"]])
 def test_T_big_replay_and_race_stay_flat(long_traces, tmp_path, face):
     """T-big1m-replay, T-big1m-json, T-race-100k at a bounded size: 100,000 passes read in flat memory (the peak of

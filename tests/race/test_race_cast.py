@@ -35,6 +35,7 @@ def test_plan_follows_the_race_clock(pair):
     assert plan[-1][1] == len(race.merged) + 1  # every event and the start gun delivered by the end
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_race_cast_shows_both_panes_and_the_finish(tmp_path, pair):
     out = tmp_path / "race.cast"
     info = render_race_cast(load_race(list(pair)), out, cols=100, rows=30, speed=1.0)

@@ -123,6 +123,7 @@ def test_labels_come_from_the_headers(pair):
     assert "2 threads" in b.label  # the machine, from the header
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_different_prompts_are_refused_unless_asked(tmp_path, pair):
     c = write_run(tmp_path / "c.jsonl", prompt="another prompt")
     with pytest.raises(SpectuiError, match="different prompts"):
@@ -161,6 +162,7 @@ def test_bad_traces_are_one_line_errors(tmp_path, pair, bad, message):
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_usage_errors_exit_2(pair):
     for args in (["race", pair[0], "--headless"], ["race", *pair, pair[0], pair[1], "--headless"],
                  ["race", *pair, "--speed", "11"]):
@@ -169,6 +171,7 @@ def test_usage_errors_exit_2(pair):
         assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_headless_text_and_json(pair):
     r = spectui("race", *pair, "--headless")
     assert r.returncode == 0, r.stderr

@@ -50,6 +50,7 @@ def test_bad_specs_are_one_line_errors(text, says):
         parse_spec(text, "--b")
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_bad_spec_on_the_command_line_exits_2_before_loading(tmp_path):
     r = spectui("race", "--target", str(tmp_path / "missing.gguf"), "-p", "x", "--b", "k=4 speed=2")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "unknown key" in r.stderr
@@ -59,6 +60,7 @@ def test_bad_spec_on_the_command_line_exits_2_before_loading(tmp_path):
     assert r.returncode == 2 and "need --target" in r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_recorded_race_on_tiny_models(tmp_path, tiny_target, tiny_draft_same):
     out = tmp_path / "rec"
     prompt = "one two three four five six seven eight nine ten"
@@ -89,6 +91,7 @@ def test_recorded_race_on_tiny_models(tmp_path, tiny_target, tiny_draft_same):
     assert re.search(r"^same \d+ tokens$", r.stdout, re.M), r.stdout
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_recorded_race_without_record_dir_names_its_temp_folder(tiny_target):
     r = spectui("race", "--target", str(tiny_target), "-p", "alpha beta gamma", "-n", "6", "--b", "k=2 drafter=ngram",
                 "-t", "1", "--headless")
@@ -98,6 +101,7 @@ def test_recorded_race_without_record_dir_names_its_temp_folder(tiny_target):
     assert os.path.isdir(folder) and len(os.listdir(folder)) == 2
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_a_prompt_that_does_not_fit_exits_1(tiny_target):
     r = spectui("race", "--target", str(tiny_target), "-p", "word " * 3000, "-n", "4", "-c", "256", "-t", "1",
                 "--headless")

@@ -98,6 +98,7 @@ async def test_pause_step_speed_and_restart_move_the_one_clock(pair):
         assert app.player.at_end
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_tab_and_the_inspector_in_either_pane(pair):
     race = load_race(list(pair))
     app = RaceApp(race, speed="max")
@@ -162,6 +163,7 @@ async def test_ctrl_c_quits_with_sigints_status(pair):
     assert exit_status(app) == 130
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_help_page_says_what_the_race_shows_and_names_real_keys(pair):
     """? opens the race's help page (the lanes, the clock, the finish line, the keys), escape closes it and
     the race goes on; every key the page names is bound on the race screen or the app."""

@@ -45,6 +45,7 @@ def test_headless_replay_prints_what_the_live_face_printed(tmp_path, as_json):
         assert d["n_drafted"] > 0 and len(d["passes"]) == 41
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_replay_cli_headless_and_json(tmp_path):
     p = tmp_path / "t.jsonl.gz"
     write_trace(p, EVENTS)
@@ -82,6 +83,7 @@ def test_replay_of_a_killed_recording_warns_and_summarises_what_is_there(tmp_pat
         (b'{"schema": "other"}\n', "schema 'other' is not a spectui trace"),
     ],
 )
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_bad_trace_is_one_line_exit_2(tmp_path, content, message):
     p = tmp_path / "bad.jsonl"
     p.write_bytes(content)
@@ -93,6 +95,7 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, content, message):
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_missing_file_and_bad_options(tmp_path):
     r = spectui("replay", str(tmp_path / "nope.jsonl"), "--headless")
     assert r.returncode == 2 and "no such file" in r.stderr and r.stderr.count("\n") == 1

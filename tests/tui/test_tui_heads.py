@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_tui_engine import ListRecorder, wait_until
 
 from spectui.analysis.stats import RunStats
@@ -30,6 +31,7 @@ def _paused_app(engine, drafter: str, n: int):
     return control, app
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
     from spectui.engine.loop import Engine
 
@@ -57,6 +59,7 @@ async def test_tui_runs_an_mtp_head_and_names_it(tmp_path):
         engine.close()
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_d_cycles_model_head_ngram_none_when_a_head_drafts_beside_a_draft_model(tmp_path):
     """--drafter model with --head H: d goes model -> eagle3 -> ngram -> none -> model, the status line names the
     head's kind while it is the drafter; a run with the model names the draft model's step and, in the summary,

@@ -104,6 +104,7 @@ def test_llama_cpp_option_out_of_range_is_one_line_before_loading(tiny_target):
         "spectui: error: Invalid value for '--spec-ngram-mod-n-match': 0 is not in the range 1<=x<=1024."]
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 def test_spec_type_chain_runs_headless_and_says_who_drafted(tiny_target, tiny_draft_noisy, tmp_path):
     trace = tmp_path / "chain.jsonl"
     r = subprocess.run([sys.executable, "-m", "spectui", "-m", str(tiny_target), "-md", str(tiny_draft_noisy),
@@ -131,6 +132,7 @@ def test_spec_type_chain_runs_headless_and_says_who_drafted(tiny_target, tiny_dr
     assert sum(d["drafted"] for d in by.values()) == sum(len(p.drafts) for p in passes)
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_the_ribbon_names_the_member_that_drafted_each_pass_of_a_chain(make_engine, tiny_target,
                                                                              tiny_draft_noisy):
     """A chain's passes on the ribbon: the member that drafted each (initials in the compact ribbon, the whole
@@ -172,6 +174,7 @@ def test_the_inspector_says_which_member_of_a_chain_drafted(make_engine, tiny_ta
     assert single and all(drafted_by(p, 0) == "" for p in single)  # one drafter: nothing to tell apart
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
 async def test_the_acceptance_panel_has_a_line_per_drafter_of_a_chain(make_engine, tiny_target, tiny_draft_noisy):
     from spectui.analysis.stats import compute
     from spectui.contract.control import RunControl
