@@ -237,7 +237,8 @@ def test_a_million_lies_are_one_line_each(tmp_path):
     write_trace(src, synthetic_run(20_000, seed=2))
     header, events = _events(src)
     k_huge(events)
-    emit_many(events)
+    for e in passes(events):  # each pass emits twice what its verdicts allow (emit_many's x200 made a 555 MB file)
+        e["emitted"] = e["emitted"] * 2
     t = tmp_path / "long.jsonl"
     t.write_text(header + "\n" + "".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     rc, _s, _mb, out, err = run_peak("replay", "--headless", t, timeout=600)
