@@ -33,7 +33,7 @@ import numpy as np
 
 from ...contract.errors import SpectuiError
 from ..files import spec_kinds
-from ..llama.llama_ext import CONTEXT_TYPE_DEFAULT, PROCESS_DECODE, ExtBatch, HeadContext, ext, head_context
+from ..llama.llama_ext import PROCESS_DECODE, ExtBatch, HeadContext, ext
 from ..llama.llama_lib import llama
 
 DEFAULT_BLOCK_SIZE = 16  # common_speculative_impl_draft_dflash: block_size = 16 unless the draft says
@@ -64,24 +64,9 @@ class BlockHead(HeadContext):
         L = llama()
         self.x = x = ext()
         self.name = "dspark" if dspark else "dflash"
-        self.model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
-        if not self.model:
-            raise SpectuiError(f"llama.cpp could not load the {self.name} draft {path} (unsupported or corrupt GGUF)")
-        self.ctx = None
-        self.batch = None
-        try:
-            self._read_model(path, model_tgt, dspark)
-            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
-            if not self.ctx:
-                raise SpectuiError(f"llama.cpp could not create a context for the {self.name} draft {path}")
-        except BaseException:
-            self.close()
-            raise
-        self.ctx_tgt = ctx_tgt
+        self.open_own(path, f"{self.name} draft", ctx_tgt, n_ctx, n_ubatch, threads,
+                      lambda: self._read_model(path, model_tgt, dspark))
         self.dspark = dspark
-        self.n_ubatch = int(L.llama_n_ubatch(self.ctx))
-        self.n_vocab = int(L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model)))
-        self.mem = L.llama_get_memory(self.ctx)
         for lid in self.layer_ids:  # the target extracts its layers' inputs for every token it decodes
             x.set_embeddings_layer_inp(ctx_tgt, lid, True)
         x.set_embeddings_nextn(self.ctx, True, True)  # DSpark's confidence rides in the nextn rows

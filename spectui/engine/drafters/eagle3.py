@@ -25,7 +25,6 @@ import numpy as np
 
 from ...contract.errors import SpectuiError
 from ..llama.llama_ext import (
-    CONTEXT_TYPE_DEFAULT,
     PROCESS_DECODE,
     PROCESS_ENCODE,
     TOP_K,
@@ -33,7 +32,6 @@ from ..llama.llama_ext import (
     ExtBatch,
     HeadContext,
     ext,
-    head_context,
 )
 from ..llama.llama_lib import llama
 from .base import DrafterSpec, loaded_head
@@ -45,37 +43,9 @@ class Eagle3Head(HeadContext):
     """An ``eagle3`` draft model and its context, drafting for one target context."""
 
     def __init__(self, path: str, model_tgt, ctx_tgt, n_ctx: int, threads: int = 1, n_ubatch: int = 512) -> None:
-        L = llama()
         self.x = x = ext()
-        mp = L.llama_model_default_params()
-        self.model = L.llama_model_load_from_file(str(path).encode(), mp)
-        if not self.model:
-            raise SpectuiError(f"llama.cpp could not load the EAGLE-3 head {path} (unsupported or corrupt GGUF)")
-        self.ctx = None
-        self.batch = None
-        try:
-            self.layer_ids = x.target_layer_ids(self.model)
-            if len(self.layer_ids) != 3:
-                raise SpectuiError(f"draft model is not eagle3 (expected 3 extract layers, got {len(self.layer_ids)})"
-                                   f": {path}")
-            self.n_embd_tgt = int(L.llama_model_n_embd(model_tgt))
-            self.n_embd_dec = int(L.llama_model_n_embd(self.model))
-            self.n_embd_enc = len(self.layer_ids) * self.n_embd_tgt
-            self.n_layer_tgt = int(L.llama_model_n_layer(model_tgt))
-            bad = [i for i in self.layer_ids if not 0 <= i <= self.n_layer_tgt]
-            if bad:
-                raise SpectuiError(f"the EAGLE-3 head {path} reads target layers {self.layer_ids}, but the target has "
-                                   f"{self.n_layer_tgt} (ids 0..{self.n_layer_tgt})")
-            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
-            if not self.ctx:
-                raise SpectuiError(f"llama.cpp could not create a context for the EAGLE-3 head {path}")
-        except BaseException:
-            self.close()
-            raise
-        self.ctx_tgt = ctx_tgt
-        self.n_ubatch = int(L.llama_n_ubatch(self.ctx))
-        self.n_vocab = int(L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model)))
-        self.mem = L.llama_get_memory(self.ctx)
+        self.open_own(path, "EAGLE-3 head", ctx_tgt, n_ctx, n_ubatch, threads,
+                      lambda: self._read_layers(path, model_tgt))
         # the target extracts the three layers for every token it decodes; the head its pre-norm state
         for lid in self.layer_ids:
             if lid < self.n_layer_tgt:
@@ -89,7 +59,21 @@ class Eagle3Head(HeadContext):
         self.verify_g = np.zeros((0, self.n_embd_dec), dtype=np.float32)
         self.verify_pos_first = -1
 
-    # ---- the reference's three calls
+    def _read_layers(self, path: str, model_tgt) -> None:
+        """The three target layers the head reads, checked against the target's depth."""
+        L = llama()
+        self.layer_ids = self.x.target_layer_ids(self.model)
+        if len(self.layer_ids) != 3:
+            raise SpectuiError(f"draft model is not eagle3 (expected 3 extract layers, got {len(self.layer_ids)})"
+                               f": {path}")
+        self.n_embd_tgt = int(L.llama_model_n_embd(model_tgt))
+        self.n_embd_dec = int(L.llama_model_n_embd(self.model))
+        self.n_embd_enc = len(self.layer_ids) * self.n_embd_tgt
+        self.n_layer_tgt = int(L.llama_model_n_layer(model_tgt))
+        bad = [i for i in self.layer_ids if not 0 <= i <= self.n_layer_tgt]
+        if bad:
+            raise SpectuiError(f"the EAGLE-3 head {path} reads target layers {self.layer_ids}, but the target has "
+                               f"{self.n_layer_tgt} (ids 0..{self.n_layer_tgt})")
     def features(self, n_tokens: int) -> np.ndarray:
         """The (n_tokens, 3 x n_embd_tgt) features of the target's last decode, in target_layer_ids order."""
         x = self.x
@@ -99,6 +83,8 @@ class Eagle3Head(HeadContext):
                 else x.get_embeddings_nextn(self.ctx_tgt)
             cols.append(x.rows(addr, n_tokens, self.n_embd_tgt))
         return np.concatenate(cols, axis=1)
+
+    # ---- the reference's three calls
 
     def encode(self, feats: np.ndarray) -> np.ndarray:
         """g for each feature row (the head's fc), in chunks of n_ubatch as the reference."""

@@ -323,6 +323,29 @@ class HeadContext:
     batch = None
     model = None
 
+    def open_own(self, path: str, what: str, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, check) -> None:
+        """Load the head's own model from ``path`` and make its context (EAGLE-3's and the block drafters'):
+        ``check()`` reads the model's metadata first; any failure closes what was made and raises (one line,
+        ``what`` names the file's kind). Sets ``model``, ``ctx``, ``ctx_tgt``, ``n_ubatch``, ``n_vocab``, ``mem``."""
+        L = llama()
+        self.model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
+        if not self.model:
+            raise SpectuiError(f"llama.cpp could not load the {what} {path} (unsupported or corrupt GGUF)")
+        self.ctx = None
+        self.batch = None
+        try:
+            check()
+            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
+            if not self.ctx:
+                raise SpectuiError(f"llama.cpp could not create a context for the {what} {path}")
+        except BaseException:
+            self.close()
+            raise
+        self.ctx_tgt = ctx_tgt
+        self.n_ubatch = int(L.llama_n_ubatch(self.ctx))
+        self.n_vocab = int(L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model)))
+        self.mem = L.llama_get_memory(self.ctx)
+
     def rollback(self, p0: int) -> None:
         """Drop the head's KV at positions >= p0, with the target's (the server rolls both back after a verify:
         slot.mem.seq_rm(pos_next) in tools/server/server-context.cpp)."""
