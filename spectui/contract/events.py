@@ -137,6 +137,18 @@ class DraftToken(Token):
 
 
 @dataclass(frozen=True)
+class TreeNode(Token):
+    """One node of a drafted tree (``PassEvent.tree``): its token, q (``prob``), its parent's index in the tree
+    (-1: the root, the last accepted token), the target's p of it in its parent's row, and what became of it."""
+
+    parent: int = -1
+    # ACCEPTED: on the accepted path; REJECTED: judged at a node of the path and refused; DISCARDED: pruned (below
+    # a node the walk never reached)
+    verdict: str = DISCARDED
+    target_prob: float = 0.0
+
+
+@dataclass(frozen=True)
 class TargetToken(Token):
     kind: str = PLAIN  # CORRECTION / BONUS / PLAIN
 
@@ -297,6 +309,10 @@ class PassEvent:
     # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the
     # drafting itself. None for a sequential pass.
     pipeline: PipeInfo | None = None
+    # A tree pass (--drafter tree): every node verified, in the order drafted; ``drafts`` then holds the accepted
+    # path and the first child refused after it (a chain's view), ``k`` the node budget. Empty for a chain's pass
+    # and for traces from before this field.
+    tree: tuple[TreeNode, ...] = ()
 
 
 @dataclass(frozen=True)

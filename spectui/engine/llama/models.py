@@ -69,13 +69,16 @@ def _seq_rm_fn(L):
     return fn
 
 
-def context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs):
-    """llama_context_params for one sequence of n_ctx cells."""
+def context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs, n_seq: int = 1):
+    """llama_context_params for n_ctx cells: one sequence, or ``n_seq`` sharing one unified KV buffer (a token tree's
+    branches: every cell one set of sequence ids, so copying a sequence copies no KV data)."""
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
     cp.n_batch = n_batch
     cp.n_ubatch = n_ubatch
-    cp.n_seq_max = 1
+    cp.n_seq_max = max(1, int(n_seq))
+    if cp.n_seq_max > 1:
+        cp.kv_unified = True
     cp.n_threads = threads
     cp.n_threads_batch = threads
     if any(is_lavapipe(d) for d in offload_devs):
@@ -107,6 +110,7 @@ class LoadedModel:
         n_outputs_max_per_seq: output rows one decode may have with a backend sampler (0: ``n_batch``).
         kv_cells: the KV cells the context starts with (None: ``n_ctx``; at least ``n_batch``, at most ``n_ctx``):
             ``resize_cells`` grows them where a run begins.
+        n_seq: the sequences the context holds (1; more for token trees: ``decode_tree``, ``seq_copy``).
 
     Raises:
         SpectuiError: llama.cpp cannot load the file or make its context.
@@ -114,7 +118,8 @@ class LoadedModel:
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
                  n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
-                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1, kv_cells: int | None = None) -> None:
+                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1, kv_cells: int | None = None,
+                 n_seq: int = 1) -> None:
         L = llama()
         self.path = path
         self.role = role
@@ -131,6 +136,8 @@ class LoadedModel:
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
         # never fewer cells than n_batch: llama.cpp would cut its batch to the cells (other decodes, other numbers)
         cells = n_ctx if kv_cells is None else min(n_ctx, max(int(kv_cells), self.n_batch))
+        self.n_seq = max(1, int(n_seq))
+        self.kv_user: object | None = None  # the drafter whose accepted context the cache holds (drafters share it)
         self.context_made = (offload_devs, int(n_outputs_max_per_seq))  # what resize_cells makes a context with
         self.ctx = new_context(self, cells, threads)
         self.threads = threads  # of every decode, one-token and batched (set_threads changes it)
@@ -148,7 +155,7 @@ class LoadedModel:
             self.n_gpu_layers = min(self.n_layer + 1, n_gpu_layers if n_gpu_layers > 0 else self.n_layer + 1)
         self.mem = L.llama_get_memory(self.ctx)
         self._sync = L.llama_synchronize if self.n_gpu_layers else None
-        self.batch = L.llama_batch_init(self.n_batch, 0, 1)
+        self.batch = L.llama_batch_init(self.n_batch, 0, self.n_seq)
         for i in range(self.n_batch):  # one sequence, fixed: set once
             self.batch.n_seq_id[i] = 1
             self.batch.seq_id[i][0] = 0
@@ -160,6 +167,7 @@ class LoadedModel:
         self.chain_rows = False
         self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
         self._seq_rm = _seq_rm_fn(L)
+        self._seq_cp, self._seq_keep = L.llama_memory_seq_cp, L.llama_memory_seq_keep
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self.decode_s = 0.0  # cumulative seconds inside llama_decode (benchmarks: time outside decode)
@@ -285,6 +293,12 @@ class LoadedModel:
         else:
             n_out = 0
         b.n_tokens = n
+        self._run_batch()
+        return n_out
+
+    def _run_batch(self) -> None:
+        """llama_decode of the batch as filled (the engine's gate open meanwhile, the time counted)."""
+        b = self.batch
         gate = self.gate
         if gate is not None:
             gate.set()
@@ -302,7 +316,50 @@ class LoadedModel:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"
             )
-        return n_out
+
+    def decode_tree(self, tokens, positions, seqs) -> None:
+        """Decode a token tree in one llama_decode, every row's logits kept (``logits_rows``): token i at
+        ``positions[i]`` in the sequences ``seqs[i]`` (those of the leaves below it: llama.cpp's attention mask
+        then lets a token see exactly its ancestors). The sequences must each hold the accepted context
+        (``seq_copy``) and at most ``n_seq`` ids are used.
+
+        Args:
+            tokens: the token ids, each after its parent.
+            positions: each token's position.
+            seqs: each token's sequence ids.
+
+        Raises:
+            RuntimeError: llama.cpp failed (1: no KV slot, other: error).
+        """
+        b = self.batch
+        n = len(tokens)
+        for i in range(n):
+            b.token[i], b.pos[i], b.logits[i] = tokens[i], positions[i], 1
+            b.n_seq_id[i] = len(seqs[i])
+            for j, s in enumerate(seqs[i]):
+                b.seq_id[i][j] = s
+        b.n_tokens = n
+        try:
+            self._run_batch()
+        finally:
+            for i in range(n):  # back to what decode() expects: sequence 0 alone
+                b.n_seq_id[i] = 1
+                b.seq_id[i][0] = 0
+
+    def seq_copy(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        """Sequence ``dst`` joins every cell of ``src`` at positions [p0, p1) (-1: no bound); in a unified cache
+        only the cells' sequence sets change."""
+        self._seq_cp(self.mem, src, dst, p0, p1)
+
+    def seq_keep(self, seq: int) -> None:
+        """Drop every cell not in ``seq``; the cells kept hold ``seq`` alone."""
+        self._seq_keep(self.mem, seq)
+
+    def seq_drop(self, seq: int, p0: int = -1, p1: int = -1) -> None:
+        """Sequence ``seq`` leaves the cells at positions [p0, p1) (-1: no bound); a cell left in no sequence is
+        freed."""
+        if not self._seq_rm(self.mem, seq, p0, p1):
+            raise RuntimeError(f"llama_memory_seq_rm failed on the {self.role} model")
 
     def decode_chunked(self, tokens, pos0: int) -> None:
         """Decode a long sequence in n_batch chunks with logits only at the very last position."""
@@ -394,7 +451,7 @@ def new_context(m: LoadedModel, n_cells: int, threads: int):
     """A llama_context of ``n_cells`` cells on ``m``'s model, with its batch sizes and offload (NULL: it failed)."""
     L = llama()
     offload_devs, n_outputs = m.context_made
-    cp = context_params(L, n_cells, m.n_batch, m.n_ubatch, threads, offload_devs)
+    cp = context_params(L, n_cells, m.n_batch, m.n_ubatch, threads, offload_devs, m.n_seq)
     # output rows one decode may have per sequence with a backend sampler (0: n_batch; llama.cpp's default
     # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
     cp.n_outputs_max_per_seq = n_outputs
