@@ -308,7 +308,6 @@ class RunStats:
         nd = len(ev.drafts)
         acc = sum(1 for d in ev.drafts if d.verdict == ACCEPTED)
         self.n_drafted += len(ev.tree) or nd  # a tree pass drafted (and verified) every node
-        self.trees.add(ev)
         self.n_accepted += acc
         if nd:
             self.passes_drafted += 1
@@ -346,7 +345,8 @@ class RunStats:
 
     def _drafting(self, ev: PassEvent) -> None:
         """A decode pass's drafting time: on its path (Timing.draft_ms), itself (c), and a pipelined pass's figures;
-        the counts of the drafter that proposed it (``by_drafter``)."""
+        the counts of the drafter that proposed it (``by_drafter``) and of its tree (``trees``)."""
+        self.trees.add(ev)
         self.by_drafter.add(ev)
         self.draft_ms += ev.timing.draft_ms
         self.draft_work_ms += ev.timing.draft_ms if ev.pipeline is None else ev.pipeline.draft_busy_ms

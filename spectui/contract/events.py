@@ -137,13 +137,8 @@ class DraftToken(Token):
 
 
 @dataclass(frozen=True)
-class TreeNode(Token):
-    """One node of a drafted tree (``PassEvent.tree``): its token, q (``prob``), its parent's index in the tree
-    (-1: the root, the last accepted token), the target's p of it in its parent's row, and what became of it."""
-
+class TreeNode(Token):  # PassEvent.tree: q (prob), parent (-1: the root), target p; ACCEPTED / REJECTED / DISCARDED
     parent: int = -1
-    # ACCEPTED: on the accepted path; REJECTED: judged at a node of the path and refused; DISCARDED: pruned (below
-    # a node the walk never reached)
     verdict: str = DISCARDED
     target_prob: float = 0.0
 
@@ -309,9 +304,8 @@ class PassEvent:
     # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the
     # drafting itself. None for a sequential pass.
     pipeline: PipeInfo | None = None
-    # A tree pass (--drafter tree): every node verified, in the order drafted; ``drafts`` then holds the accepted
-    # path and the first child refused after it (a chain's view), ``k`` the node budget. Empty for a chain's pass
-    # and for traces from before this field.
+    # A tree pass: every node verified, in drafting order (``drafts``: the accepted path then the first child
+    # refused after it, ``k``: the node budget); empty for a chain's pass and for traces from before this field.
     tree: tuple[TreeNode, ...] = ()
 
 
@@ -334,7 +328,6 @@ class RunEnded:
     n_drafted: int = 0
     n_accepted: int = 0
     wall_s: float = 0.0  # seconds from start to end
-
 
 
 # ------------------------------------------------------------------ attach: observing a serving engine

@@ -18,6 +18,7 @@ from typing import IO, Callable, Iterable
 from ..analysis.cost.costmodel import predict
 from ..analysis.drafter_stats import drafter_dicts, drafter_lines
 from ..analysis.stats import RunStats, StatsSnapshot
+from ..analysis.tree_stats import TreeStats
 from ..contract.event_json import event_fields, to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from ..contract.text import json_raw_safe, json_text, visible, visible_line
@@ -387,6 +388,21 @@ def _drafter_lines(start) -> list[str]:
     return lines
 
 
+def tree_lines(t: TreeStats) -> list[str]:
+    """The tree passes' figures (--drafter tree): nodes verified per pass, pruned, acceptance by depth.
+
+    Args:
+        t: the run's ``StatsSnapshot.tree``.
+
+    Returns:
+        Two lines.
+    """
+    depth = "  ".join(f"{d.depth}:{100 * d.rate:.0f}% ({d.accepted}/{d.nodes})" for d in t.by_depth)
+    return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
+            f"{t.passes} tree passes)",
+            f"acceptance by depth    {depth}"]
+
+
 def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> list[str]:
     """Passes, the mean acceptance length, tokens per pass, acceptance by position and by the draft's
     confidence, and how often --draft-p-min stopped drafting."""
@@ -400,6 +416,8 @@ def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> li
             f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position
         )
         lines.append(f"acceptance by position {pos}")
+    if snap.tree is not None:
+        lines.extend(tree_lines(snap.tree))
     conf = confidence_text(snap)
     if conf:
         lines.append(f"acceptance by draft confidence {conf}")

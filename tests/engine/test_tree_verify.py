@@ -61,7 +61,8 @@ def _law(p, q_root, q_nodes, split, rank_cap, seed, runs):
         ids.append(y)
         parents.append(0)
         qs = {-1: q_root, 0: q_nodes[ids[0]]}
-        tv = rrs_tree_verify(lambda i: p[0] if i == 0 else p[1][ids[i - 1]], qs.__getitem__, ids, parents, split, rng)
+        tv = rrs_tree_verify(lambda i, ids=ids: p[0] if i == 0 else p[1][ids[i - 1]], qs.__getitem__, ids, parents,
+                             split, rng)
         out = [ids[c] for c in tv.path] + [tv.token]
         first[out[0]] += 1
         if len(out) > 1 and out[0] == ids[0]:
@@ -106,8 +107,8 @@ def test_joint_law_two_levels():
             ids.append(sample(q_nodes[ids[root_child]], rng2))
             parents.append(root_child)
         qs = {-1: q_root, 0: q_nodes[ids[0]], 1: q_nodes[ids[1]]}
-        tv = rrs_tree_verify(lambda i: p_root if i == 0 else p_next[ids[i - 1]], qs.__getitem__, ids, parents, 0.0,
-                             rng2)
+        p_of = lambda i, ids=ids: p_root if i == 0 else p_next[ids[i - 1]]  # noqa: E731
+        tv = rrs_tree_verify(p_of, qs.__getitem__, ids, parents, 0.0, rng2)
         out = [ids[c] for c in tv.path] + [tv.token]
         if len(out) == 1:  # the second token comes from the next pass: draw it from the target itself
             out.append(sample(p_next[out[0]], rng2))

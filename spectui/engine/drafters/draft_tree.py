@@ -35,6 +35,7 @@ import numpy as np
 
 from ...contract.draft_length import DRAFT_MAX_LIMIT
 from ...contract.events import DRAFT_STOP_K
+from ..llama.kv_tree import decode_tree, seq_copy, seq_drop, seq_keep
 from ..llama.models import LoadedModel
 from ..rowmath import RowPool
 from ..topn import top_ids
@@ -275,7 +276,7 @@ class TreeDrafter(Drafter):
                 self._extended.add(par)
             elif self._next_seq < self.model.n_seq:
                 seq, self._next_seq = self._next_seq, self._next_seq + 1
-                self.model.seq_copy(self._seq_of[par], seq, -1, self._pos(par, s) + 1)
+                seq_copy(self.model, self._seq_of[par], seq, -1, self._pos(par, s) + 1)
             else:
                 continue
             self._seq_of[w] = seq
@@ -283,7 +284,7 @@ class TreeDrafter(Drafter):
             seqs.append([seq])
         if not batch:
             return False
-        self.model.decode_tree([s.ids[w] for w in batch], [self._pos(w, s) for w in batch], seqs)
+        decode_tree(self.model, [s.ids[w] for w in batch], [self._pos(w, s) for w in batch], seqs)
         rows = self.model.logits_rows(len(batch))
         for j, w in enumerate(batch):
             s.read_row(w, rows[j])
@@ -304,10 +305,10 @@ class TreeDrafter(Drafter):
         while c < len(path) and path[c] in self._seq_of:
             c += 1
         seq = self._seq_of[path[c - 1]] if c else 0
-        m.seq_keep(seq)
+        seq_keep(m, seq)
         if seq != 0:
-            m.seq_copy(seq, 0)
-            m.seq_drop(seq)
+            seq_copy(m, seq, 0)
+            seq_drop(m, seq)
         m.rollback(self.n_past + c)
         self.n_past += c
         self._seq_of = {}

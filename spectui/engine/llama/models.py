@@ -110,7 +110,7 @@ class LoadedModel:
         n_outputs_max_per_seq: output rows one decode may have with a backend sampler (0: ``n_batch``).
         kv_cells: the KV cells the context starts with (None: ``n_ctx``; at least ``n_batch``, at most ``n_ctx``):
             ``resize_cells`` grows them where a run begins.
-        n_seq: the sequences the context holds (1; more for token trees: ``decode_tree``, ``seq_copy``).
+        n_seq: the sequences the context holds (1; more for token trees: kv_tree.py).
 
     Raises:
         SpectuiError: llama.cpp cannot load the file or make its context.
@@ -136,8 +136,7 @@ class LoadedModel:
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
         # never fewer cells than n_batch: llama.cpp would cut its batch to the cells (other decodes, other numbers)
         cells = n_ctx if kv_cells is None else min(n_ctx, max(int(kv_cells), self.n_batch))
-        self.n_seq = max(1, int(n_seq))
-        self.kv_user: object | None = None  # the drafter whose accepted context the cache holds (drafters share it)
+        self.n_seq, self.kv_user = max(1, int(n_seq)), None  # kv_user: the drafter whose context the KV holds
         self.context_made = (offload_devs, int(n_outputs_max_per_seq))  # what resize_cells makes a context with
         self.ctx = new_context(self, cells, threads)
         self.threads = threads  # of every decode, one-token and batched (set_threads changes it)
@@ -167,7 +166,6 @@ class LoadedModel:
         self.chain_rows = False
         self._views: dict[tuple[int, int], np.ndarray] = {}  # (address, rows) -> a view over llama.cpp's logits
         self._seq_rm = _seq_rm_fn(L)
-        self._seq_cp, self._seq_keep = L.llama_memory_seq_cp, L.llama_memory_seq_keep
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self.decode_s = 0.0  # cumulative seconds inside llama_decode (benchmarks: time outside decode)
@@ -208,19 +206,12 @@ class LoadedModel:
             backend = devs[0].backend if devs else "GPU"
             device = ", ".join(d.description or d.name for d in devs)
         return ModelInfo(
-            path=self.path,
-            name=model_meta(self.model, "general.name") or os.path.basename(self.path),
-            size_bytes=os.path.getsize(self.path),
-            quantization=quant,
-            n_params=self.n_params,
-            n_vocab=self.n_vocab,
+            path=self.path, name=model_meta(self.model, "general.name") or os.path.basename(self.path),
+            size_bytes=os.path.getsize(self.path), quantization=quant, n_params=self.n_params, n_vocab=self.n_vocab,
             vocab_type=VOCAB_TYPES.get(L.llama_vocab_type(self.vocab), "unknown"),
             architecture=model_meta(self.model, "general.architecture"),
-            n_ctx_train=int(L.llama_model_n_ctx_train(self.model)),
-            backend=backend,
-            device=device,
-            n_layer=self.n_layer,
-            n_gpu_layers=self.n_gpu_layers,
+            n_ctx_train=int(L.llama_model_n_ctx_train(self.model)), backend=backend, device=device,
+            n_layer=self.n_layer, n_gpu_layers=self.n_gpu_layers,
         )
 
     # ---- tokens
@@ -293,11 +284,11 @@ class LoadedModel:
         else:
             n_out = 0
         b.n_tokens = n
-        self._run_batch()
+        self.run_batch()
         return n_out
 
-    def _run_batch(self) -> None:
-        """llama_decode of the batch as filled (the engine's gate open meanwhile, the time counted)."""
+    def run_batch(self) -> None:
+        """llama_decode of ``batch`` as filled (the engine's gate open meanwhile, the time counted; kv_tree.py)."""
         b = self.batch
         gate = self.gate
         if gate is not None:
@@ -316,50 +307,6 @@ class LoadedModel:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"
             )
-
-    def decode_tree(self, tokens, positions, seqs) -> None:
-        """Decode a token tree in one llama_decode, every row's logits kept (``logits_rows``): token i at
-        ``positions[i]`` in the sequences ``seqs[i]`` (those of the leaves below it: llama.cpp's attention mask
-        then lets a token see exactly its ancestors). The sequences must each hold the accepted context
-        (``seq_copy``) and at most ``n_seq`` ids are used.
-
-        Args:
-            tokens: the token ids, each after its parent.
-            positions: each token's position.
-            seqs: each token's sequence ids.
-
-        Raises:
-            RuntimeError: llama.cpp failed (1: no KV slot, other: error).
-        """
-        b = self.batch
-        n = len(tokens)
-        for i in range(n):
-            b.token[i], b.pos[i], b.logits[i] = tokens[i], positions[i], 1
-            b.n_seq_id[i] = len(seqs[i])
-            for j, s in enumerate(seqs[i]):
-                b.seq_id[i][j] = s
-        b.n_tokens = n
-        try:
-            self._run_batch()
-        finally:
-            for i in range(n):  # back to what decode() expects: sequence 0 alone
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = 0
-
-    def seq_copy(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
-        """Sequence ``dst`` joins every cell of ``src`` at positions [p0, p1) (-1: no bound); in a unified cache
-        only the cells' sequence sets change."""
-        self._seq_cp(self.mem, src, dst, p0, p1)
-
-    def seq_keep(self, seq: int) -> None:
-        """Drop every cell not in ``seq``; the cells kept hold ``seq`` alone."""
-        self._seq_keep(self.mem, seq)
-
-    def seq_drop(self, seq: int, p0: int = -1, p1: int = -1) -> None:
-        """Sequence ``seq`` leaves the cells at positions [p0, p1) (-1: no bound); a cell left in no sequence is
-        freed."""
-        if not self._seq_rm(self.mem, seq, p0, p1):
-            raise RuntimeError(f"llama_memory_seq_rm failed on the {self.role} model")
 
     def decode_chunked(self, tokens, pos0: int) -> None:
         """Decode a long sequence in n_batch chunks with logits only at the very last position."""

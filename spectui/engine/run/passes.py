@@ -35,7 +35,7 @@ from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .parts import RunParts, RunRequest
 from .policy import DraftPolicy
 from .prefill import decode_prompt, first_token, run_started
-from .tree_pass import TreeOutcome, verify_tree
+from .tree_pass import tree_pass
 
 
 def _described(exc: BaseException) -> str:
@@ -340,13 +340,9 @@ class PassLoop:
         from and the stop reason (EOG or n_predict reached) or None. Only what decides the pass happens here;
         the inspector's top-N, the probabilities the event reports, the token texts and the event itself are
         left to the Finisher (on copies of the logit rows when it runs overlapped)."""
-        ids = prop.ids if prop is not None else []
-        tree = None
-        if prop is not None and prop.parents is not None:  # a tree (tree_pass.py): seen as a chain from here on
-            tree = self._verify_tree(g, s, prop, drafter)
-            p, v, resid, verify_ms, ids = tree.p, tree.verdict, None, tree.verify_ms, tree.ids
-        else:
-            p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
+        tree = tree_pass(self, g, s, prop, drafter) if prop is not None and prop.parents is not None else None
+        ids = tree.ids if tree is not None else prop.ids if prop is not None else []  # a tree: seen as a chain
+        p, v, resid, verify_ms = tree.chain() if tree is not None else self._verify(g, s, ids, prop, index)
         t_v = time.perf_counter()
         span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode, which a draft thread may overlap
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
@@ -371,15 +367,6 @@ class PassLoop:
                         resid_buf=resid if g.debug_hook is None else None, pipe=pipe,
                         tree=tree.nodes if tree is not None else ())
         return work, stop
-
-    def _verify_tree(self, g: Generation, s: Settings, prop: Proposal, drafter: Drafter) -> TreeOutcome:
-        """A tree proposal verified in one target decode (tree_pass.py); the drafter keeps the accepted path."""
-        if self.head is not None or self.graph is not None:
-            raise SpectuiError("--drafter tree runs on an engine without a head and with --sampling cpu")
-        self.fin.free_rows()  # the decode overwrites the rows the previous pass's finishing may still read
-        out = verify_tree(self.target, self.parts.rows, g.tokens[-1], g.n_past, s.temperature, prop, g.rng)
-        drafter.accept_tree(out.path)
-        return out
 
     def _verify(self, g: Generation, s: Settings, ids: list[int], prop: Proposal | None, index: int):
         """One target decode over [last, d1..dk] with logits for all k + 1 positions, and the verdict: (target
@@ -407,8 +394,7 @@ class PassLoop:
         return None if prop is None else drafter.accept(v.n_accepted)
 
     def _advance(self, g: Generation, ids: list[int], n_acc: int, tok: int, n_out: int, n_drafted: int) -> None:
-        """Roll back (the target keeps [last, accepted drafts]), the accepted tokens in, the run's counters
-        (``n_drafted``: the tokens drafted and verified, a tree's every node)."""
+        """Roll back (the target keeps [last, accepted drafts]), the accepted tokens in, the counters."""
         if n_acc < len(ids):
             self.target.rollback(g.n_past + 1 + n_acc)
         g.accepted(ids[:n_acc], tok)

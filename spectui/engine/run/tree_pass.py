@@ -24,6 +24,7 @@ import numpy as np
 from ...contract.errors import SpectuiError
 from ...contract.events import ACCEPTED, DISCARDED, REJECTED
 from ..drafters.base import Proposal
+from ..llama.kv_tree import decode_tree, seq_copy, seq_drop, seq_keep
 from ..llama.models import LoadedModel
 from ..rowmath import RowPool
 from ..tree_verify import TreeVerdict, children, depths, greedy_tree_verify, rrs_tree_verify
@@ -42,6 +43,10 @@ class TreeOutcome:
     path: tuple[int, ...]
     nodes: tuple[tuple[int, int, float, float, str], ...]
     verify_ms: float
+
+    def chain(self) -> tuple[TargetProbs, Verdict, None, float]:
+        """What a chain's verify gives the pass loop: (probabilities, verdict, no residual buffer, verify ms)."""
+        return self.p, self.verdict, None, self.verify_ms
 
 
 def leaf_sequences(parents: list[int]) -> tuple[list[list[int]], int]:
@@ -67,7 +72,7 @@ def leaf_sequences(parents: list[int]) -> tuple[list[list[int]], int]:
     return seqs, n_leaves
 
 
-def decode_tree(target: LoadedModel, last: int, n_past: int, prop: Proposal) -> tuple[list[list[int]], float]:
+def decode_all(target: LoadedModel, last: int, n_past: int, prop: Proposal) -> tuple[list[list[int]], float]:
     """The root and every node in one target decode (see the module docstring). Returns the nodes' sequences and
     the decode's ms."""
     parents = prop.parents or []
@@ -75,9 +80,9 @@ def decode_tree(target: LoadedModel, last: int, n_past: int, prop: Proposal) -> 
     if n_leaves > target.n_seq:
         raise SpectuiError(f"a tree of {n_leaves} leaves needs a context of as many sequences ({target.n_seq})")
     for j in range(1, n_leaves):
-        target.seq_copy(0, j)
+        seq_copy(target, 0, j)
     t = time.perf_counter()
-    target.decode_tree([last] + list(prop.ids), [n_past] + [n_past + d for d in depths(parents)],
+    decode_tree(target, [last] + list(prop.ids), [n_past] + [n_past + d for d in depths(parents)],
                        [list(range(n_leaves))] + seqs)
     return seqs, (time.perf_counter() - t) * 1000.0
 
@@ -90,10 +95,10 @@ def keep_path(target: LoadedModel, n_past: int, parents: list[int], seqs: list[l
     while kids[node + 1]:  # a leaf below the last accepted node: its sequence holds the path
         node = kids[node + 1][0]
     keep = seqs[node][0] if node >= 0 else 0
-    target.seq_keep(keep)
+    seq_keep(target, keep)
     if keep != 0:
-        target.seq_copy(keep, 0)
-        target.seq_drop(keep)
+        seq_copy(target, keep, 0)
+        seq_drop(target, keep)
     target.rollback(n_past + 1 + len(path))
 
 
@@ -165,10 +170,34 @@ def verify_tree(target: LoadedModel, pool: RowPool, last: int, n_past: int, temp
     """
     if target.chain_rows:
         raise SpectuiError("--drafter tree verifies with numpy's rows: run it with --sampling cpu")
-    seqs, verify_ms = decode_tree(target, last, n_past, prop)
+    seqs, verify_ms = decode_all(target, last, n_past, prop)
     rows = target.logits_rows(len(prop.ids) + 1)
     tv, tp = walk(rows, temperature, prop, rng, pool)
     nodes = node_records(rows, temperature, prop, tv)
     p, verdict, ids = chain_view(rows, tv, tp, prop, pool)
     keep_path(target, n_past, prop.parents or [], seqs, tv.path)
     return TreeOutcome(p=p, verdict=verdict, ids=ids, path=tv.path, nodes=nodes, verify_ms=verify_ms)
+
+
+def tree_pass(loop, g, s, prop: Proposal, drafter) -> TreeOutcome:
+    """A pass loop's tree proposal verified (``verify_tree``); the drafter keeps the accepted path.
+
+    Args:
+        loop: the pass loop (``passes.PassLoop``: its target, row pool, finisher, head and graph path).
+        g: the run's ``Generation``.
+        s: the pass's settings.
+        prop: the tree.
+        drafter: the drafter that proposed it.
+
+    Returns:
+        The outcome, seen as a chain.
+
+    Raises:
+        SpectuiError: a head reads the run's target decodes, or the graph path is on.
+    """
+    if loop.head is not None or loop.graph is not None:
+        raise SpectuiError("--drafter tree runs on an engine without a head and with --sampling cpu")
+    loop.fin.free_rows()  # the decode overwrites the rows the previous pass's finishing may still read
+    out = verify_tree(loop.target, loop.parts.rows, g.tokens[-1], g.n_past, s.temperature, prop, g.rng)
+    drafter.accept_tree(out.path)
+    return out

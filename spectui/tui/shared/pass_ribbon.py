@@ -4,7 +4,8 @@ In inspect mode (``ScreenView.inspect``) the title says so, the cursor's pass is
 its token under the cursor marked (▸ and reverse), and the list scrolls to keep that pass in view. A
 pass whose drafting stopped at --draft-p-min carries ``‖p-min``; a pipelined pass whose drafts were drafted during
 the previous verify starts with ``⇉``, one that threw speculative tokens away ends with ``✂`` and their number
-(detailed: their texts and why; ``views.pipeline``). A click on a token posts
+(detailed: their texts and why; ``views.pipeline``). A tree pass (--drafter tree) draws its accepted path as
+the drafts and ``⑂`` with its pruned branches (``views.tree``). A click on a token posts
 ``TokenClicked`` (its pass and slot, ``spectui.views.inspector_model.slots`` order); the screen opens the inspector.
 """
 
@@ -21,6 +22,7 @@ from ...contract.text import token_cell
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
 from ...views.state import PassView
+from ...views.tree import tree_text
 from .ascii import key_names
 from .panel import GLYPH, Panel, fmt_ms
 
@@ -96,6 +98,8 @@ class PassRibbon(Panel):
             hits.append((x0, t.cell_len, len(p.drafts)))
             if detailed:
                 t.append(f" {kind}", st["dim"])
+        if p.tree:  # a tree pass: the path is drawn above; its pruned branches (views.tree)
+            t.append(f"  {tree_text(p.tree, detailed)}", st["discarded"])
         t.append(f"  +{p.n_emitted} tok {fmt_ms(p.wall_ms)}", st["dim"])
         if p.thrown:
             t.append(f"  {THROWN}{len(p.thrown)}", st["discarded"])
