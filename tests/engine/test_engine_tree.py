@@ -132,3 +132,20 @@ def test_tree_sampling_matches_target_law(make_engine, tiny_target, tiny_draft_n
     t1, n1 = second.most_common(1)[0]
     chi2, bound = chi2_check(third[t1], target_law(tiny_target, prompt_ids + [t0, t1]), n1)
     assert chi2 < bound, (chi2, bound, t1, n1)
+
+
+@pytest.mark.parametrize("temp", [0.0, 0.8])
+def test_tree_overlapped_and_seeded_runs_repeat(make_engine, tiny_target, tiny_draft_noisy, temp):
+    """Passes finished on the finishing thread record what inline passes record; a seeded T > 0 run repeats."""
+    e = make_engine(tiny_target, tiny_draft_noisy, spare_core=True, inspect_top=5)
+
+    def fields(events):
+        return [(ev.index, [t.id for t in ev.emitted], [(nd.id, nd.parent, nd.verdict, nd.prob) for nd in ev.tree],
+                 [d.target_prob for d in ev.drafts], [(i.margin, i.accept_p, i.u) for i in ev.inspect])
+                for ev in _passes(events)]
+
+    s = Settings(draft_max=6, drafter="tree", temperature=temp, seed=5)
+    inline, _ = run_with_hook(e, s, n_predict=48)
+    overlapped, _ = run_with_hook(e, s, n_predict=48, overlap=True)
+    assert fields(inline) == fields(overlapped)
+    assert any(ev.tree for ev in _passes(inline))
