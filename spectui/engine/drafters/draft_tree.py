@@ -5,9 +5,10 @@ slot has a score, and the best slot of the whole tree is filled next, until the 
 temperature 0 a node's children are its top tokens and a slot's score is the child's path probability (the
 product of q along the path), so the tree is the ``budget`` most probable paths' nodes with at most ``topk``
 children each (EAGLE-2's rerank). At temperature > 0 the children are drawn from q without replacement
-(``tree_verify.child_proposal``) and a slot's score is its parent's path probability times the mass q has left
-for it, known before the child is drawn: whether a child exists never depends on its own draw, which keeps the
-target's recursive rejection sampling exact (``tree_verify``).
+(``tree_verify.child_proposal``) and a slot's score is its parent's path score times the chance, learned from
+the run's earlier verdicts (``RankRates``), that the walk takes the child of that rank: known before the child is
+drawn, so whether a child exists never depends on its own draw, which keeps the target's recursive rejection
+sampling exact (``tree_verify``).
 
 The limits, in llama.cpp's and SGLang's spellings (``TreeParams``): the pass's k (``--draft-max``) is the node
 budget, as llama-speculative stops once its target batch holds ``--draft-max`` drafts; ``-np N`` (llama-speculative's
@@ -99,6 +100,39 @@ def tree_params(given: Sequence[tuple[str, object]]) -> TreeParams | None:
     return TreeParams(**fields) if fields else None
 
 
+class RankRates:
+    """What a run's verdicts taught the tree drafter at T > 0: how often a node's child of each rank was accepted
+    when it was judged, by the node's draft confidence (its top q, in fifths). A node's first sampled child is
+    accepted far more often than its rank's q says where q is flat (the target samples alike), so at T > 0 a slot's
+    score is its parent's path score times the learned chance that the walk takes it (the ranks before it refused,
+    this one accepted); each rate starts from q's own conditional chance of the rank, worth ``PRIOR`` verdicts.
+    Learned from earlier passes only: a slot's score never depends on the draws of its own pass."""
+
+    PRIOR = 2.0
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[int, int], list[float]] = {}  # (confidence fifth, rank) -> [judged, accepted]
+
+    def rate(self, conf: float, rank: int, prior: float) -> float:
+        """The chance a judged child of this rank is accepted under a node of confidence ``conf``."""
+        judged, accepted = self.counts.get((min(int(conf * 5), 4), rank), (0.0, 0.0))
+        return min(0.999, max(1e-6, (accepted + self.PRIOR * prior) / (judged + self.PRIOR)))
+
+    def learn(self, conf: float, rank: int, accepted: bool) -> None:
+        c = self.counts.setdefault((min(int(conf * 5), 4), rank), [0.0, 0.0])
+        c[0] += 1
+        c[1] += accepted
+
+    def log_score(self, probs: list[float], rank: int) -> float:
+        """log of the chance the walk takes the child of ``rank``: the ranks before it refused, it accepted."""
+        out, left = 0.0, 1.0
+        for j in range(1, rank + 1):
+            a = self.rate(probs[0], j, min(1.0, probs[j - 1] / left) if left > 0 else 0.0)
+            out += math.log(a if j == rank else 1.0 - a)
+            left -= probs[j - 1]
+        return out
+
+
 class _Search:
     """One pass's best-first search (see the module docstring): the nodes, the slots, the draft's rows."""
 
@@ -112,6 +146,7 @@ class _Search:
         self.depth: list[int] = []
         self.logp: list[float] = []  # log path score: the product of the q of the ranks along the path
         self.q_probs: list[float] = []
+        self.rank: list[int] = []  # each node's rank among its parent's children
         self.info: dict[int, tuple] = {}  # decoded node (-1 root) -> (top ids, their q, the q row at T > 0)
         self.drawn: dict[int, list[int]] = {}
         self.heap: list[tuple[float, int, int, int, bool]] = []  # (-score, order, node, rank, exact)
@@ -136,13 +171,14 @@ class _Search:
 
     def slot_score(self, v: int, rank: int) -> float | None:
         """The log score of v's child slot ``rank``, v's row read: v's path score times the q of v's token of that
-        rank (EAGLE-2's path probability; at T > 0 the rank's q whatever child is drawn: a slot's score never
-        depends on its own draw). None: the slot cannot be filled (past the top-k, or at most the split)."""
+        rank (T = 0: EAGLE-2's path probability), or at T > 0 the learned chance that the walk takes the rank's
+        child (``RankRates``: whatever child is drawn, a slot's score never depends on its own draw). None: the
+        slot cannot be filled (past the top-k, or at most the split)."""
         lp = self.logp[v] if v >= 0 else 0.0
-        _, probs, _ = self.info[v]
+        _, probs, q = self.info[v]
         if rank > len(probs) or probs[rank - 1] <= 0 or (rank >= 2 and probs[rank - 1] <= self.split):
             return None
-        return lp + math.log(probs[rank - 1])
+        return lp + (self.d.rates.log_score(probs, rank) if q is not None else math.log(probs[rank - 1]))
 
     def draw(self, v: int, rank: int) -> tuple[int, float] | None:
         """v's child number ``rank``: its id and q (None: nothing left to draw). T = 0: v's token of that rank;
@@ -189,6 +225,7 @@ class _Search:
         self.depth.append(1 if v < 0 else self.depth[v] + 1)
         self.logp.append(score)
         self.q_probs.append(qx)
+        self.rank.append(rank)
         self.drawn.setdefault(v, []).append(x)
         self.leaves += 1 if adds_leaf else 0
         if rank < self.topk:
@@ -223,10 +260,13 @@ class TreeDrafter(Drafter):
         self._extended: set[int] = set()  # decoded nodes (-1 root) whose sequence a child extends
         self._next_seq = 1
         self._parents: list[int] = []  # the last proposal's parents
+        self.rates = RankRates()  # T > 0: the run's verdicts by rank and confidence
+        self._judged: tuple | None = None  # T > 0: the last proposal's (parents, ranks, confidence by node)
 
     def start(self) -> None:
         self.n_past = 0
         self._seq_of = {}
+        self.rates = RankRates()
 
     def prefill(self, prompt: list[int]) -> None:
         self.model.decode_chunked(prompt, 0)
@@ -256,6 +296,7 @@ class TreeDrafter(Drafter):
         self._parents = s.parents
         s.read_row(-1, self.model.logits_last())
         s.run()
+        self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()}) if temperature > 0 else None
         tree_q = None
         if temperature > 0:  # the rows children were drawn from; the others back to the pool
             tree_q = {v: s.info[v][2] for v in s.drawn}
@@ -312,6 +353,23 @@ class TreeDrafter(Drafter):
         m.rollback(self.n_past + c)
         self.n_past += c
         self._seq_of = {}
+        if self._judged is not None:
+            self._learn(path)
+
+    def _learn(self, path: Sequence[int]) -> None:
+        """T > 0: the verdicts of the last tree into ``rates`` (at each node of the path, its children were judged
+        in rank order up to the one accepted; at the last, all of them, refused)."""
+        parents, ranks, conf = self._judged
+        self._judged = None
+        kids: dict[int, list[int]] = {}
+        for i, par in enumerate(parents):
+            kids.setdefault(par, []).append(i)
+        for j, u in enumerate([-1, *path]):
+            nxt = path[j] if j < len(path) else -1
+            for c in kids.get(u, ()):
+                self.rates.learn(conf[u], ranks[c], c == nxt)
+                if c == nxt:
+                    break
 
     def accept(self, n_accepted: int) -> None:
         """Without the tree's path (a caller that knows only a count): the chain of first children.
