@@ -181,6 +181,7 @@ def summary_dict(stats: RunStats, events: list[Event], *, with_tokens: bool = Tr
         "tokens_per_pass": figures["tokens_per_pass"],
         **_acceptance_dict(snap),
         "by_drafter": drafter_dicts(snap.by_drafter),
+        "tree": tree_dict(snap.tree),
         "tokens_per_second": figures["tokens_per_second"],
         "ttft_ms": figures["ttft_ms"],
         "itl_ms_p50": figures["itl_ms_p50"],
@@ -401,6 +402,22 @@ def tree_lines(t: TreeStats) -> list[str]:
     return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
             f"{t.passes} tree passes)",
             f"acceptance by depth    {depth}"]
+
+
+def tree_dict(t: TreeStats | None) -> dict | None:
+    """The tree passes' figures for --json (null: no tree pass).
+
+    Args:
+        t: the run's ``StatsSnapshot.tree``.
+
+    Returns:
+        passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes, accepted).
+    """
+    if t is None:
+        return None
+    return {"passes": t.passes, "nodes": t.nodes, "accepted": t.accepted, "pruned": t.pruned,
+            "nodes_per_pass": t.nodes_per_pass, "mean_acceptance_length": t.mean_acceptance_length,
+            "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in t.by_depth]}
 
 
 def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> list[str]:

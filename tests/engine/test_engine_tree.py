@@ -149,3 +149,13 @@ def test_tree_overlapped_and_seeded_runs_repeat(make_engine, tiny_target, tiny_d
     overlapped, _ = run_with_hook(e, s, n_predict=48, overlap=True)
     assert fields(inline) == fields(overlapped)
     assert any(ev.tree for ev in _passes(inline))
+
+
+def test_tree_in_a_chain_is_lossless(make_engine, tiny_target, tiny_draft_noisy):
+    """A chain whose model-based member drafts trees (``ngram,tree``): the tree's verdict reaches it whole."""
+    e = make_engine(tiny_target, tiny_draft_noisy)
+    prompt = "at if false same it true at if false same"
+    ref_toks, margins = reference(e, prompt=prompt)
+    events, _ = run_with_hook(e, Settings(draft_max=5, drafter="ngram,tree"), prompt=prompt)
+    assert_lossless(emitted_ids(events), ref_toks, margins)
+    assert {ev.drafter for ev in _passes(events) if ev.drafts} == {"ngram", "tree"}
