@@ -134,3 +134,21 @@ def test_tree_params_from_options():
                      ("spec_tree_p_split", 0.0)])
     assert (p.topk, p.depth(8), p.budget(8), p.split()) == (2, 3, 5, 0.0)
     assert TreeParams().budget(40) == 32 and TreeParams().depth(5) == 5
+
+
+def test_rank_rates_learn_from_the_verdicts():
+    """T > 0: a slot's score is the learned chance that the walk takes the rank's child (RankRates)."""
+    import math
+
+    from spectui.engine.drafters.draft_tree import RankRates
+
+    rates = RankRates()
+    probs = [0.3, 0.2, 0.1]
+    assert math.isclose(rates.log_score(probs, 1), math.log(0.3))  # no verdict yet: the rank's q
+    assert math.isclose(rates.log_score(probs, 2), math.log(0.7) + math.log(0.2))
+    for _ in range(40):  # a flat draft whose first sampled child the target takes 9 times in 10
+        for i in range(10):
+            rates.learn(0.3, 1, i < 9)
+    assert rates.rate(0.3, 1, 0.3) > 0.85
+    assert rates.rate(0.9, 1, 0.9) > 0.85  # another confidence fifth starts from what every fifth learned
+    assert rates.log_score(probs, 2) < math.log(0.15)  # a sibling is worth little after a likely first child

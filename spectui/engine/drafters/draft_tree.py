@@ -101,35 +101,42 @@ def tree_params(given: Sequence[tuple[str, object]]) -> TreeParams | None:
 
 
 class RankRates:
-    """What a run's verdicts taught the tree drafter at T > 0: how often a node's child of each rank was accepted
-    when it was judged, by the node's draft confidence (its top q, in fifths). A node's first sampled child is
+    """What a run's verdicts taught the tree drafter at T > 0: how often a node's first child, and a later one, was
+    accepted when it was judged, by the node's draft confidence (its top q, in fifths). A node's first sampled child is
     accepted far more often than its rank's q says where q is flat (the target samples alike), so at T > 0 a slot's
     score is its parent's path score times the learned chance that the walk takes it (the ranks before it refused,
-    this one accepted); each rate starts from q's own conditional chance of the rank, worth ``PRIOR`` verdicts.
+    this one accepted); each rate starts from the rank's q, worth ``PRIOR`` verdicts.
     Learned from earlier passes only: a slot's score never depends on the draws of its own pass."""
 
     PRIOR = 2.0
 
     def __init__(self) -> None:
-        self.counts: dict[tuple[int, int], list[float]] = {}  # (confidence fifth, rank) -> [judged, accepted]
+        # (confidence fifth, or -1: any, rank 1 or 2: later) -> [judged, accepted]
+        self.counts: dict[tuple[int, int], list[float]] = {}
 
     def rate(self, conf: float, rank: int, prior: float) -> float:
-        """The chance a judged child of this rank is accepted under a node of confidence ``conf``."""
-        judged, accepted = self.counts.get((min(int(conf * 5), 4), rank), (0.0, 0.0))
-        return min(0.999, max(1e-6, (accepted + self.PRIOR * prior) / (judged + self.PRIOR)))
+        """The chance a judged child of this rank (the first, or any later one) is accepted under a node of
+        confidence ``conf``: its confidence fifth's count, starting from the rank's count over every fifth, which
+        starts from ``prior``."""
+        r = min(rank, 2)
+        judged, accepted = self.counts.get((-1, r), (0.0, 0.0))
+        pooled = (accepted + self.PRIOR * prior) / (judged + self.PRIOR)
+        judged, accepted = self.counts.get((min(int(conf * 5), 4), r), (0.0, 0.0))
+        return min(0.999, max(1e-6, (accepted + self.PRIOR * pooled) / (judged + self.PRIOR)))
 
     def learn(self, conf: float, rank: int, accepted: bool) -> None:
-        c = self.counts.setdefault((min(int(conf * 5), 4), rank), [0.0, 0.0])
-        c[0] += 1
-        c[1] += accepted
+        for key in ((min(int(conf * 5), 4), min(rank, 2)), (-1, min(rank, 2))):
+            c = self.counts.setdefault(key, [0.0, 0.0])
+            c[0] += 1
+            c[1] += accepted
 
     def log_score(self, probs: list[float], rank: int) -> float:
-        """log of the chance the walk takes the child of ``rank``: the ranks before it refused, it accepted."""
-        out, left = 0.0, 1.0
+        """log of the chance the walk takes the child of ``rank``: the ranks before it refused, it accepted (each
+        rate starting from the rank's q)."""
+        out = 0.0
         for j in range(1, rank + 1):
-            a = self.rate(probs[0], j, min(1.0, probs[j - 1] / left) if left > 0 else 0.0)
+            a = self.rate(probs[0], j, probs[j - 1])
             out += math.log(a if j == rank else 1.0 - a)
-            left -= probs[j - 1]
         return out
 
 
