@@ -137,7 +137,7 @@ def test_tree_params_from_options():
 
 
 def test_rank_rates_learn_from_the_verdicts():
-    """T > 0: a slot's score is the learned chance that the walk takes the rank's child (RankRates)."""
+    """A slot's score is the learned chance that the walk takes the rank's child (RankRates)."""
     import math
 
     from spectui.engine.drafters.draft_tree import RankRates

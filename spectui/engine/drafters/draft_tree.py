@@ -1,14 +1,14 @@
 """``tree``: the draft model proposes a tree of tokens, verified by the target in one decode (docs/trees.md).
 
 The tree grows best first, as EAGLE-2's dynamic tree: every node offers its children in rank order, each child
-slot has a score, and the best slot of the whole tree is filled next, until the node budget is spent. At
-temperature 0 a node's children are its top tokens and a slot's score is the child's path probability (the
-product of q along the path), so the tree is the ``budget`` most probable paths' nodes with at most ``topk``
-children each (EAGLE-2's rerank). At temperature > 0 the children are drawn from q without replacement
-(``tree_verify.child_proposal``) and a slot's score is its parent's path score times the chance, learned from
-the run's earlier verdicts (``RankRates``), that the walk takes the child of that rank: known before the child is
-drawn, so whether a child exists never depends on its own draw, which keeps the target's recursive rejection
-sampling exact (``tree_verify``).
+slot has a score, and the best slot of the whole tree is filled next, until the node budget is spent. A slot's
+score is its parent's path score times the chance that the walk takes the child of that rank (the ranks before
+it refused, this one accepted), from the run's earlier verdicts by the node's draft confidence, each rate starting
+from the rank's q (``RankRates``); with no verdict yet the score is EAGLE-2's path probability, the product of q
+along the path. At temperature 0 a node's children are its top tokens. At temperature > 0 they are drawn from q
+without replacement (``tree_verify.child_proposal``); a slot's score is known before its child is drawn, so
+whether a child exists never depends on its own draw, which keeps the target's recursive rejection sampling exact
+(``tree_verify``).
 
 The limits, in llama.cpp's and SGLang's spellings (``TreeParams``): the pass's k (``--draft-max``) is the node
 budget, as llama-speculative stops once its target batch holds ``--draft-max`` drafts; ``-np N`` (llama-speculative's
@@ -101,11 +101,11 @@ def tree_params(given: Sequence[tuple[str, object]]) -> TreeParams | None:
 
 
 class RankRates:
-    """What a run's verdicts taught the tree drafter at T > 0: how often a node's first child, and a later one, was
-    accepted when it was judged, by the node's draft confidence (its top q, in fifths). A node's first sampled child is
-    accepted far more often than its rank's q says where q is flat (the target samples alike), so at T > 0 a slot's
-    score is its parent's path score times the learned chance that the walk takes it (the ranks before it refused,
-    this one accepted); each rate starts from the rank's q, worth ``PRIOR`` verdicts.
+    """What a run's verdicts taught the tree drafter: how often a node's first child, and a later one, was accepted
+    when it was judged, by the node's draft confidence (its top q, in fifths). The draft's q is a poor guess of it
+    (at T > 0 a sampled first child is accepted far more often than its rank's q says where q is flat: the target
+    samples alike), so a slot's score is its parent's path score times the learned chance that the walk takes it
+    (the ranks before it refused, this one accepted); each rate starts from the rank's q, worth ``PRIOR`` verdicts.
     Learned from earlier passes only: a slot's score never depends on the draws of its own pass."""
 
     PRIOR = 2.0
@@ -177,15 +177,14 @@ class _Search:
             self.info[v] = (best, [math.exp(float(row[j]) - lse) for j in best], None)
 
     def slot_score(self, v: int, rank: int) -> float | None:
-        """The log score of v's child slot ``rank``, v's row read: v's path score times the q of v's token of that
-        rank (T = 0: EAGLE-2's path probability), or at T > 0 the learned chance that the walk takes the rank's
-        child (``RankRates``: whatever child is drawn, a slot's score never depends on its own draw). None: the
-        slot cannot be filled (past the top-k, or at most the split)."""
+        """The log score of v's child slot ``rank``, v's row read: v's path score times the learned chance that the
+        walk takes the rank's child (``RankRates``: whatever child is drawn at T > 0, a slot's score never depends
+        on its own draw). None: the slot cannot be filled (past the top-k, or at most the split)."""
         lp = self.logp[v] if v >= 0 else 0.0
         _, probs, q = self.info[v]
         if rank > len(probs) or probs[rank - 1] <= 0 or (rank >= 2 and probs[rank - 1] <= self.split):
             return None
-        return lp + (self.d.rates.log_score(probs, rank) if q is not None else math.log(probs[rank - 1]))
+        return lp + self.d.rates.log_score(probs, rank)
 
     def draw(self, v: int, rank: int) -> tuple[int, float] | None:
         """v's child number ``rank``: its id and q (None: nothing left to draw). T = 0: v's token of that rank;
@@ -267,8 +266,8 @@ class TreeDrafter(Drafter):
         self._extended: set[int] = set()  # decoded nodes (-1 root) whose sequence a child extends
         self._next_seq = 1
         self._parents: list[int] = []  # the last proposal's parents
-        self.rates = RankRates()  # T > 0: the run's verdicts by rank and confidence
-        self._judged: tuple | None = None  # T > 0: the last proposal's (parents, ranks, confidence by node)
+        self.rates = RankRates()  # the run's verdicts by rank and confidence
+        self._judged: tuple | None = None  # the last proposal's (parents, ranks, confidence by node)
 
     def start(self) -> None:
         self.n_past = 0
@@ -303,7 +302,7 @@ class TreeDrafter(Drafter):
         self._parents = s.parents
         s.read_row(-1, self.model.logits_last())
         s.run()
-        self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()}) if temperature > 0 else None
+        self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()})
         tree_q = None
         if temperature > 0:  # the rows children were drawn from; the others back to the pool
             tree_q = {v: s.info[v][2] for v in s.drawn}
@@ -364,7 +363,7 @@ class TreeDrafter(Drafter):
             self._learn(path)
 
     def _learn(self, path: Sequence[int]) -> None:
-        """T > 0: the verdicts of the last tree into ``rates`` (at each node of the path, its children were judged
+        """The verdicts of the last tree into ``rates`` (at each node of the path, its children were judged
         in rank order up to the one accepted; at the last, all of them, refused)."""
         parents, ranks, conf = self._judged
         self._judged = None
