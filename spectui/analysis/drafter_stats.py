@@ -50,7 +50,7 @@ class ByDrafter:
             return
         c = self._counts.setdefault(ev.drafter or ev.settings.drafter, [0, 0, 0, 0])
         c[0] += 1
-        c[1] += len(ev.drafts)
+        c[1] += len(ev.tree) or len(ev.drafts)  # a tree pass: every node verified
         c[2] += sum(1 for d in ev.drafts if d.verdict == ACCEPTED)
 
     def snapshot(self) -> tuple[DrafterStat, ...]:

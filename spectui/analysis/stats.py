@@ -59,6 +59,7 @@ from typing import Iterable
 from ..contract.events import ACCEPTED, REJECTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 from .drafter_stats import ByDrafter, DrafterStat
 from .quantiles import percentile
+from .tree_stats import TreeCounts, TreeStats
 
 CONTENDED_CORES = 0.5  # other processes using at least this many of the run's cores ...
 CONTENDED_FRACTION = 0.6  # ... while tokens/s is below this fraction of the run's own uncontended rate
@@ -209,6 +210,7 @@ class StatsSnapshot:
     draft_stops: tuple[tuple[str, int], ...] = ()  # (PassEvent.draft_stop, passes), passes that asked k > 0
     pipeline: PipelineStats | None = None  # None: no pipelined pass
     by_drafter: tuple[DrafterStat, ...] = ()  # per drafter that drafted (drafter_stats.py)
+    tree: TreeStats | None = None  # the tree passes' nodes and acceptance by depth (tree_stats.py); None: none
 
 
 @dataclass
@@ -251,6 +253,7 @@ class RunStats:
     draft_work_ms: float = 0.0  # drafting itself (c): Timing.draft_ms, or the draft thread's in pipelined passes
     pipe: dict[str, float] = field(default_factory=dict)  # PipelineStats' sums
     pipe_thrown: dict[str, int] = field(default_factory=dict)
+    trees: TreeCounts = field(default_factory=TreeCounts)
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=self.window)
@@ -304,7 +307,7 @@ class RunStats:
             self.itl_ms.extend(array("d", (per,)) * n_out)
         nd = len(ev.drafts)
         acc = sum(1 for d in ev.drafts if d.verdict == ACCEPTED)
-        self.n_drafted += nd
+        self.n_drafted += len(ev.tree) or nd  # a tree pass drafted (and verified) every node
         self.n_accepted += acc
         if nd:
             self.passes_drafted += 1
@@ -342,7 +345,8 @@ class RunStats:
 
     def _drafting(self, ev: PassEvent) -> None:
         """A decode pass's drafting time: on its path (Timing.draft_ms), itself (c), and a pipelined pass's figures;
-        the counts of the drafter that proposed it (``by_drafter``)."""
+        the counts of the drafter that proposed it (``by_drafter``) and of its tree (``trees``)."""
+        self.trees.add(ev)
         self.by_drafter.add(ev)
         self.draft_ms += ev.timing.draft_ms
         self.draft_work_ms += ev.timing.draft_ms if ev.pipeline is None else ev.pipeline.draft_busy_ms
@@ -462,7 +466,7 @@ class RunStats:
                 for i, a in enumerate(self.pos_asked)
             ),
             draft_stops=tuple(sorted(self.draft_stop_counts.items())),
-            pipeline=self.pipeline(), by_drafter=self.by_drafter.snapshot(),
+            pipeline=self.pipeline(), by_drafter=self.by_drafter.snapshot(), tree=self.trees.snapshot(),
         )
 
     def confidence(self) -> tuple[ConfidenceBucket, ...]:

@@ -64,7 +64,16 @@ def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
         return drafter
     from ..engine.files import spec_kinds
 
-    return spec_kinds.detect_drafter(models.target, models.draft)
+    kind = spec_kinds.detect_drafter(models.target, models.draft)
+    return "tree" if kind == "model" and wants_tree(models) else kind
+
+
+def wants_tree(models: ModelOptions) -> bool:
+    """The tree drafter's options were given (-np above 1, --draft-p-split, SGLang's): a draft model drafts trees."""
+    given = dict(models.spec_options)
+    if any(k in given for k in ("spec_tree_p_split", "spec_eagle_topk", "spec_num_steps", "spec_num_draft_tokens")):
+        return True
+    return int(given.get("spec_tree_np", 1)) > 1
 
 
 def draft_kind(models: ModelOptions) -> str | None:
@@ -72,14 +81,15 @@ def draft_kind(models: ModelOptions) -> str | None:
     None without one; model for a Hugging Face draft, which is resolved later)."""
     if not models.draft or not models.target or not Path(models.draft).is_file():
         return "model" if models.has_draft else None
-    return detected_drafter(None, models)
+    kind = detected_drafter(None, models)
+    return "model" if kind == "tree" else kind
 
 
 def default_drafters(models: ModelOptions) -> list[str]:
     """The drafters a command runs when --drafter is not given: the draft model (or the head --draft is, as
     llama.cpp's -md) and the --head; prompt lookup (ngram) when no file drafts."""
     kind = draft_kind(models)
-    out = [kind] if kind else []
+    out = [("tree" if kind == "model" and wants_tree(models) else kind)] if kind else []
     if models.head and "eagle3" not in out:
         out.append("eagle3")
     return out or ["ngram"]
@@ -114,13 +124,15 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     if models.head and "eagle3" not in heads:
         raise SpectuiError(f"--head {models.head} is the EAGLE-3 head for --drafter eagle3, which spectui {command} "
                            "is not given")
-    want_model = "model" in names
+    on_model = [n for n in names if n in ("model", "tree")]  # the drafters of the draft model (its chain, its tree)
+    want_model = bool(on_model)
     if want_model and kind != "model":
         why = {None: "or use --drafter ngram",
                "eagle3": f"--draft {models.draft} is an EAGLE-3 head: give it as --head",
                "mtp": f"--draft {models.draft} is the target with its MTP layers: use --drafter mtp",
                **{b: f"--draft {models.draft} is a {b} block drafter: use --drafter {b}" for b in BLOCK_DRAFTERS}}
-        raise SpectuiError(f"--drafter model needs a separate draft model as --draft PATH ({why.get(kind, '')})")
+        raise SpectuiError(f"--drafter {on_model[0]} needs a separate draft model as --draft PATH "
+                           f"({why.get(kind, '')})")
     head = heads[0] if heads else None
     if head == "eagle3":  # --head, or --draft as the head (llama.cpp's -md: the engine checks its header)
         head_file = models.head or (models.draft if not want_model else None)

@@ -71,7 +71,7 @@ def spec_type_options() -> list:
     reaches the drafters through ``ModelOptions.spec_options``."""
     from ..engine.drafters.llama_spec import OPTIONS, option_name
 
-    out = []
+    out = tree_options()
     for spec_type, opts in OPTIONS.items():
         for o in opts:
             kind = whole(o.low, o.high) if isinstance(o.default, int) else click.Path(dir_okay=False)
@@ -79,6 +79,26 @@ def spec_type_options() -> list:
                                     help=f"{spec_type} (--drafter {spec_type}): {o.field.replace('_', '-')} "
                                          f"(llama.cpp's default: {o.default if o.default != '' else 'none'})"))
     return out
+
+
+def tree_options() -> list:
+    """The tree drafter's limits (--drafter tree, docs/trees.md), in llama-speculative's spelling (-np: parallel
+    drafts, the leaves; --draft-p-split) and SGLang's (as long options); given, they make the tree the default
+    drafter of a draft model (-np 1 alone: a chain, as llama-speculative)."""
+    return [
+        click.option("-np", "--parallel", "spec_tree_np", type=whole(1, 32), default=None,
+                     help="tree: parallel drafts, the most leaves (llama-speculative's -np)"),
+        click.option("--draft-p-split", "spec_tree_p_split", type=PROBABILITY, default=None,
+                     help="tree: branch only into tokens whose draft probability is above P (llama.cpp's default "
+                          "0.1 with -np)"),
+        click.option("--spec-eagle-topk", "spec_eagle_topk", type=whole(1, 32), default=None,
+                     help="tree: children per node (SGLang's speculative_eagle_topk; default 4)"),
+        click.option("--spec-num-steps", "spec_num_steps", type=whole(1, 32), default=None,
+                     help="tree: the depth (SGLang's speculative_num_steps; default k)"),
+        click.option("--spec-num-draft-tokens", "spec_num_draft_tokens", type=whole(2, 33), default=None,
+                     help="tree: tokens verified per pass, the root included (SGLang's speculative_num_draft_tokens; "
+                          "default k + 1)"),
+    ]
 
 
 def run_options(f):

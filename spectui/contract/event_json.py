@@ -46,6 +46,7 @@ from .events import (
     TargetToken,
     Timing,
     Token,
+    TreeNode,
     is_drafter_name,
 )
 
@@ -427,11 +428,12 @@ def _build(cls: type, data: Any) -> Any:
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
-                                           Inspection, MachineProbe, HeadInfo, PipeInfo,
+                                           Inspection, MachineProbe, HeadInfo, PipeInfo, TreeNode,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {
         ("DraftToken", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
+        ("TreeNode", "verdict"): _one_of((ACCEPTED, REJECTED, DISCARDED)),
         ("TargetToken", "kind"): _one_of((CORRECTION, BONUS, PLAIN)),
         ("Settings", "drafter"): _drafter_name(empty=False),
         ("HeadInfo", "kind"): _drafter_name(empty=True),

@@ -139,6 +139,13 @@ class DraftToken(Token):
 
 
 @dataclass(frozen=True)
+class TreeNode(Token):  # PassEvent.tree: q (prob), parent (-1: the root), target p; ACCEPTED / REJECTED / DISCARDED
+    parent: int = -1
+    verdict: str = DISCARDED
+    target_prob: float = 0.0
+
+
+@dataclass(frozen=True)
 class TargetToken(Token):
     kind: str = PLAIN  # CORRECTION / BONUS / PLAIN
 
@@ -302,6 +309,9 @@ class PassEvent:
     # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the
     # drafting itself. None for a sequential pass.
     pipeline: PipeInfo | None = None
+    # A tree pass: every node verified, in drafting order (``drafts``: the accepted path then the first child
+    # refused after it, ``k``: the node budget); empty for a chain's pass and for traces from before this field.
+    tree: tuple[TreeNode, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -323,7 +333,6 @@ class RunEnded:
     n_drafted: int = 0
     n_accepted: int = 0
     wall_s: float = 0.0  # seconds from start to end
-
 
 
 # ------------------------------------------------------------------ attach: observing a serving engine

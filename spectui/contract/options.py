@@ -18,7 +18,8 @@ __all__ = ["INSPECT_TOP_DEFAULT", "Drafting", "EngineOptions", "ModelOptions", "
 INSPECT_TOP_DEFAULT = 5  # --inspect-top: candidates recorded per verified position
 
 
-SPEC_OPTION_PREFIXES = ("spec_ngram_", "lookup_cache_")  # the click names of llama.cpp's n-gram types' options
+# the click names of llama.cpp's n-gram types' options and of the tree drafter's (-np, --draft-p-split, SGLang's)
+SPEC_OPTION_PREFIXES = ("spec_ngram_", "lookup_cache_", "spec_tree_", "spec_eagle_", "spec_num_")
 
 
 def options_from(cls, values: dict, *, strict: bool = True):

@@ -18,6 +18,7 @@ from typing import IO, Callable, Iterable
 from ..analysis.cost.costmodel import predict
 from ..analysis.drafter_stats import drafter_dicts, drafter_lines
 from ..analysis.stats import RunStats, StatsSnapshot
+from ..analysis.tree_stats import TreeStats
 from ..contract.event_json import event_fields, to_dict
 from ..contract.events import DRAFT_STOP_P_MIN, Event, PassEvent
 from ..contract.text import json_raw_safe, json_text, visible, visible_line
@@ -180,6 +181,7 @@ def summary_dict(stats: RunStats, events: list[Event], *, with_tokens: bool = Tr
         "tokens_per_pass": figures["tokens_per_pass"],
         **_acceptance_dict(snap),
         "by_drafter": drafter_dicts(snap.by_drafter),
+        "tree": tree_dict(snap.tree),
         "tokens_per_second": figures["tokens_per_second"],
         "ttft_ms": figures["ttft_ms"],
         "itl_ms_p50": figures["itl_ms_p50"],
@@ -389,6 +391,37 @@ def _drafter_lines(start) -> list[str]:
     return lines
 
 
+def tree_lines(t: TreeStats) -> list[str]:
+    """The tree passes' figures (--drafter tree): nodes verified per pass, pruned, acceptance by depth.
+
+    Args:
+        t: the run's ``StatsSnapshot.tree``.
+
+    Returns:
+        Two lines.
+    """
+    depth = "  ".join(f"{d.depth}:{100 * d.rate:.0f}% ({d.accepted}/{d.nodes})" for d in t.by_depth)
+    return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
+            f"{t.passes} tree passes)",
+            f"acceptance by depth    {depth}"]
+
+
+def tree_dict(t: TreeStats | None) -> dict | None:
+    """The tree passes' figures for --json (null: no tree pass).
+
+    Args:
+        t: the run's ``StatsSnapshot.tree``.
+
+    Returns:
+        passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes, accepted).
+    """
+    if t is None:
+        return None
+    return {"passes": t.passes, "nodes": t.nodes, "accepted": t.accepted, "pruned": t.pruned,
+            "nodes_per_pass": t.nodes_per_pass, "mean_acceptance_length": t.mean_acceptance_length,
+            "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in t.by_depth]}
+
+
 def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> list[str]:
     """Passes, the mean acceptance length, tokens per pass, acceptance by position and by the draft's
     confidence, and how often --draft-p-min stopped drafting."""
@@ -402,6 +435,8 @@ def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> li
             f"{p.position}:{100 * p.rate:.0f}% ({p.accepted}/{p.drafted})" for p in snap.acceptance_by_position
         )
         lines.append(f"acceptance by position {pos}")
+    if snap.tree is not None:
+        lines.extend(tree_lines(snap.tree))
     conf = confidence_text(snap)
     if conf:
         lines.append(f"acceptance by draft confidence {conf}")

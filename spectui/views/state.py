@@ -24,6 +24,7 @@ from ..contract.events import (
     SettingsChanged,
 )
 from ..contract.text import visible_cells
+from .tree import tree_counts
 
 # Kinds of committed tokens in the stream.
 K_ACCEPTED = "accepted"  # an accepted draft token
@@ -68,6 +69,7 @@ class PassView:
     thrown: tuple[str, ...] = ()
     thrown_why: str = ""
     drafter: str = ""  # PassEvent.drafter: who proposed the drafts ("" without drafts)
+    tree: tuple[int, ...] = ()  # a tree pass: (nodes verified, branches pruned) (views.tree); () for a chain's
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,8 @@ class ScreenState:
                         pipelined=pipe is not None and ev.settings.pipeline,
                         overlapped=pipe is not None and pipe.overlapped,
                         thrown=tuple(clean_text(t.text) for t in pipe.thrown) if pipe is not None else (),
-                        thrown_why=pipe.thrown_why if pipe is not None else "", drafter=ev.drafter)
+                        thrown_why=pipe.thrown_why if pipe is not None else "", drafter=ev.drafter,
+                        tree=tree_counts(ev))
         for i, tok in enumerate(ev.emitted):
             if i < ev.n_accepted:
                 kind = K_ACCEPTED

@@ -93,11 +93,16 @@ def spec_params(given) -> dict:
         given: ``(option name, value)`` pairs (``llama_spec.option_name``).
 
     Returns:
-        ``{spec type: params}``.
+        ``{spec type: params}``, and the tree drafter's ``TreeParams`` under "tree" when one of its options was given.
 
     Raises:
         SpectuiError: a value llama.cpp refuses, with its message.
     """
+    from .draft_tree import tree_params  # noqa: PLC0415
     from .llama_spec import params_from  # noqa: PLC0415
 
-    return params_from(given, {s.spec_type: s.params for s in specs() if s.params is not None})
+    out = params_from(given, {s.spec_type: s.params for s in specs() if s.params is not None})
+    tree = tree_params(given)  # the tree drafter's limits (-np, --draft-p-split, --spec-eagle-topk ...)
+    if tree is not None:
+        out["tree"] = tree
+    return out

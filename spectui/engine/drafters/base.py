@@ -103,13 +103,20 @@ class Proposal:
     own_rows: bool = False  # the pending rows are pool copies nobody else keeps (not debugging copies)
     heads: list[int] = field(default_factory=list)  # an EAGLE-3 / MTP head: which head drafted each id (0-based)
     drafter: str = ""  # in a chain (chain.ChainDrafter): the member that proposed this pass's drafts
+    # a tree (draft_tree.py): each node's parent (-1: the root, the last accepted token; None: a chain), the q row
+    # each expanded node's children were drawn from at T > 0 (-1: the root's) and the branch threshold
+    parents: list[int] | None = None
+    tree_q: dict[int, np.ndarray] | None = None
+    p_split: float = 0.0
 
     def release(self) -> None:
         """The q rows and row copies are read no more (the pass is finished): back to the drafter's pool."""
         if self.pool is not None:
             for q in self.q_rows or ():
                 self.pool.give(q)
-            self.q_rows = None
+            for q in (self.tree_q or {}).values():
+                self.pool.give(q)
+            self.q_rows = self.tree_q = None
 
     def complete(self, between: Callable[[], object] | None = None) -> "Proposal":
         """Fill in what propose() deferred (DraftLimits.defer): q(d_i) at T = 0 and the top-N, from copies of
@@ -178,6 +185,15 @@ class Drafter:
         Args:
             n_accepted: how many of the proposal's drafts, from its first, were accepted.
         """
+
+    def accept_tree(self, path) -> None:
+        """Verification of a tree proposal (``Proposal.parents``) accepted the nodes ``path``, the root's child
+        first: the drafter keeps them and drops the rest. A chain's path is its first drafts.
+
+        Args:
+            path: the accepted nodes' indices.
+        """
+        self.accept(len(path))
 
 
 def finish_row(prop: Proposal, row: np.ndarray, best: np.ndarray | None, q: np.ndarray | None, d: int,

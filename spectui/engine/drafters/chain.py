@@ -60,6 +60,11 @@ class ChainDrafter(Drafter):
         if self._last is not None:
             self._last.accept(n_accepted)
 
+    def accept_tree(self, path) -> None:
+        """A tree member's verdict goes to it whole (draft_tree.py: the accepted path, not a count)."""
+        if self._last is not None:
+            self._last.accept_tree(path)
+
 
 def chain_names(value: str) -> list[str]:
     """A chain's member names as written: "ngram-mod,model" -> ["ngram-mod", "model"] (blanks dropped)."""

@@ -34,10 +34,14 @@ class DraftModelDrafter(Drafter):
     def prefill(self, prompt: list[int]) -> None:
         self.model.decode_chunked(prompt, 0)
         self.n_past = len(prompt)
+        self.model.kv_user = self
 
     def _catch_up(self, tokens) -> None:
         """Decode, as one batch, every accepted token the draft KV does not hold yet."""
         m = self.model
+        if m.kv_user is not self:  # another drafter (the tree's) kept the cache meanwhile: its context, afresh
+            m.rollback(0)
+            self.n_past, self._decoded_drafts, m.kv_user = 0, 0, self
         pending = tokens[self.n_past :]
         if not pending:  # cannot happen in the loop (the last token is never decoded yet); be safe
             m.rollback(len(tokens) - 1)

@@ -69,13 +69,16 @@ def _seq_rm_fn(L):
     return fn
 
 
-def context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs):
-    """llama_context_params for one sequence of n_ctx cells."""
+def context_params(L, n_ctx: int, n_batch: int, n_ubatch: int, threads: int, offload_devs, n_seq: int = 1):
+    """llama_context_params for n_ctx cells: one sequence, or ``n_seq`` sharing one unified KV buffer (a token tree's
+    branches: every cell one set of sequence ids, so copying a sequence copies no KV data)."""
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
     cp.n_batch = n_batch
     cp.n_ubatch = n_ubatch
-    cp.n_seq_max = 1
+    cp.n_seq_max = max(1, int(n_seq))
+    if cp.n_seq_max > 1:
+        cp.kv_unified = True
     cp.n_threads = threads
     cp.n_threads_batch = threads
     if any(is_lavapipe(d) for d in offload_devs):
@@ -107,6 +110,7 @@ class LoadedModel:
         n_outputs_max_per_seq: output rows one decode may have with a backend sampler (0: ``n_batch``).
         kv_cells: the KV cells the context starts with (None: ``n_ctx``; at least ``n_batch``, at most ``n_ctx``):
             ``resize_cells`` grows them where a run begins.
+        n_seq: the sequences the context holds (1; more for token trees: kv_tree.py).
 
     Raises:
         SpectuiError: llama.cpp cannot load the file or make its context.
@@ -114,7 +118,8 @@ class LoadedModel:
 
     def __init__(self, path: str, role: str, n_ctx: int, threads: int, use_extra_bufts: bool, n_batch: int = 512,
                  n_gpu_layers: int = 0, n_ubatch: int | None = None, use_mmap: bool | None = None,
-                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1, kv_cells: int | None = None) -> None:
+                 load_mtp: bool = False, n_outputs_max_per_seq: int = 1, kv_cells: int | None = None,
+                 n_seq: int = 1) -> None:
         L = llama()
         self.path = path
         self.role = role
@@ -131,6 +136,7 @@ class LoadedModel:
         offload_devs = gpu_devices() if n_gpu_layers and supports_gpu_offload() else []
         # never fewer cells than n_batch: llama.cpp would cut its batch to the cells (other decodes, other numbers)
         cells = n_ctx if kv_cells is None else min(n_ctx, max(int(kv_cells), self.n_batch))
+        self.n_seq, self.kv_user = max(1, int(n_seq)), None  # kv_user: the drafter whose context the KV holds
         self.context_made = (offload_devs, int(n_outputs_max_per_seq))  # what resize_cells makes a context with
         self.ctx = new_context(self, cells, threads)
         self.threads = threads  # of every decode, one-token and batched (set_threads changes it)
@@ -148,7 +154,7 @@ class LoadedModel:
             self.n_gpu_layers = min(self.n_layer + 1, n_gpu_layers if n_gpu_layers > 0 else self.n_layer + 1)
         self.mem = L.llama_get_memory(self.ctx)
         self._sync = L.llama_synchronize if self.n_gpu_layers else None
-        self.batch = L.llama_batch_init(self.n_batch, 0, 1)
+        self.batch = L.llama_batch_init(self.n_batch, 0, self.n_seq)
         for i in range(self.n_batch):  # one sequence, fixed: set once
             self.batch.n_seq_id[i] = 1
             self.batch.seq_id[i][0] = 0
@@ -200,19 +206,12 @@ class LoadedModel:
             backend = devs[0].backend if devs else "GPU"
             device = ", ".join(d.description or d.name for d in devs)
         return ModelInfo(
-            path=self.path,
-            name=model_meta(self.model, "general.name") or os.path.basename(self.path),
-            size_bytes=os.path.getsize(self.path),
-            quantization=quant,
-            n_params=self.n_params,
-            n_vocab=self.n_vocab,
+            path=self.path, name=model_meta(self.model, "general.name") or os.path.basename(self.path),
+            size_bytes=os.path.getsize(self.path), quantization=quant, n_params=self.n_params, n_vocab=self.n_vocab,
             vocab_type=VOCAB_TYPES.get(L.llama_vocab_type(self.vocab), "unknown"),
             architecture=model_meta(self.model, "general.architecture"),
-            n_ctx_train=int(L.llama_model_n_ctx_train(self.model)),
-            backend=backend,
-            device=device,
-            n_layer=self.n_layer,
-            n_gpu_layers=self.n_gpu_layers,
+            n_ctx_train=int(L.llama_model_n_ctx_train(self.model)), backend=backend, device=device,
+            n_layer=self.n_layer, n_gpu_layers=self.n_gpu_layers,
         )
 
     # ---- tokens
@@ -285,6 +284,12 @@ class LoadedModel:
         else:
             n_out = 0
         b.n_tokens = n
+        self.run_batch()
+        return n_out
+
+    def run_batch(self) -> None:
+        """llama_decode of ``batch`` as filled (the engine's gate open meanwhile, the time counted; kv_tree.py)."""
+        b = self.batch
         gate = self.gate
         if gate is not None:
             gate.set()
@@ -302,7 +307,6 @@ class LoadedModel:
             raise RuntimeError(
                 f"llama_decode failed on the {self.role} model (code {rc}{': no KV slot' if rc == 1 else ''})"
             )
-        return n_out
 
     def decode_chunked(self, tokens, pos0: int) -> None:
         """Decode a long sequence in n_batch chunks with logits only at the very last position."""
@@ -394,7 +398,7 @@ def new_context(m: LoadedModel, n_cells: int, threads: int):
     """A llama_context of ``n_cells`` cells on ``m``'s model, with its batch sizes and offload (NULL: it failed)."""
     L = llama()
     offload_devs, n_outputs = m.context_made
-    cp = context_params(L, n_cells, m.n_batch, m.n_ubatch, threads, offload_devs)
+    cp = context_params(L, n_cells, m.n_batch, m.n_ubatch, threads, offload_devs, m.n_seq)
     # output rows one decode may have per sequence with a backend sampler (0: n_batch; llama.cpp's default
     # 1 lets a chain sample a one-row decode only): without a chain attached it changes nothing
     cp.n_outputs_max_per_seq = n_outputs

@@ -35,6 +35,7 @@ from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .parts import RunParts, RunRequest
 from .policy import DraftPolicy
 from .prefill import decode_prompt, first_token, run_started
+from .tree_pass import tree_pass
 
 
 def _described(exc: BaseException) -> str:
@@ -348,8 +349,9 @@ class PassLoop:
         from and the stop reason (EOG or n_predict reached) or None. Only what decides the pass happens here;
         the inspector's top-N, the probabilities the event reports, the token texts and the event itself are
         left to the Finisher (on copies of the logit rows when it runs overlapped)."""
-        ids = prop.ids if prop is not None else []
-        p, v, resid, verify_ms = self._verify(g, s, ids, prop, index)
+        tree = tree_pass(self, g, s, prop, drafter) if prop is not None and prop.parents is not None else None
+        ids = tree.ids if tree is not None else prop.ids if prop is not None else []  # a tree: seen as a chain
+        p, v, resid, verify_ms = tree.chain() if tree is not None else self._verify(g, s, ids, prop, index)
         t_v = time.perf_counter()
         span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode, which a draft thread may overlap
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
@@ -362,8 +364,8 @@ class PassLoop:
         n_acc, kd = v.n_accepted, len(ids)
         kind = E.PLAIN if kd == 0 else (E.BONUS if n_acc == kd else E.CORRECTION)
         n_out, stop = cut(self.target.is_eog, ids, n_acc, v.token, self.st.n_emitted, self.n_predict)
-        pipe = self._settle(drafter, prop, v, stop, span)
-        self._advance(g, ids, n_acc, v.token, n_out)
+        pipe = self._settle(drafter, prop, v, stop, span) if tree is None else None
+        self._advance(g, ids, n_acc, v.token, n_out, len(tree.nodes) if tree is not None else len(ids))
         # The pass's times: overlapped, the pass ends here (what follows is off its path); inline, making the
         # event is part of it, so the clock stops when the event is made. Other processes' CPU is sampled then.
         timing = pass_timing(draft_ms, verify_ms, tp, self.t0) if self.fin.overlap else None
@@ -371,7 +373,8 @@ class PassLoop:
                         timing=timing, n_ctx_used=g.n_past, decoder=g.decoder, left_out=left_out(self.members),
                         rows_buf=rows_buf, holds_view=keep_view, clock=(draft_ms, verify_ms, tp, self.t0),
                         # the verdict's residual is the debug hook's to keep; otherwise its buffer is reused
-                        resid_buf=resid if g.debug_hook is None else None, pipe=pipe)
+                        resid_buf=resid if g.debug_hook is None else None, pipe=pipe,
+                        tree=tree.nodes if tree is not None else ())
         return work, stop
 
     def _verify(self, g: Generation, s: Settings, ids: list[int], prop: Proposal | None, index: int):
@@ -399,10 +402,10 @@ class PassLoop:
         """After the verdict the drafter drops its rejected positions; returns a strategy's record of it, or None."""
         return None if prop is None else drafter.accept(v.n_accepted)
 
-    def _advance(self, g: Generation, ids: list[int], n_acc: int, tok: int, n_out: int) -> None:
-        """Roll back (the target keeps [last, accepted drafts]), the accepted tokens in, the run's counters."""
+    def _advance(self, g: Generation, ids: list[int], n_acc: int, tok: int, n_out: int, n_drafted: int) -> None:
+        """Roll back (the target keeps [last, accepted drafts]), the accepted tokens in, the counters."""
         if n_acc < len(ids):
             self.target.rollback(g.n_past + 1 + n_acc)
         g.accepted(ids[:n_acc], tok)
         self.cursor.n_past, self.cursor.last_token = g.n_past, tok
-        self.st.count_pass(len(ids), n_acc, n_out)
+        self.st.count_pass(n_drafted, n_acc, n_out)

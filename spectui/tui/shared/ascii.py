@@ -25,6 +25,7 @@ _TABLE = {
     "‖": "|", "⚠": "!", "∅": "0", "×": "x", "≈": "~", "≤": "<", "≥": ">", "—": "-", "–": "-", "“": '"',
     "”": '"', "‘": "'", "’": "'", "±": "+", "µ": "u", "°": "o",
     "⇉": "=", "✂": "/",  # --pipeline: drafts drafted ahead (views.pipeline.OVERLAPPED), tokens thrown (THROWN)
+    "⑂": "Y",  # a tree pass's pruned branches (views.tree.TREE)
     # box drawing (Textual's borders) and blocks (sparklines, bars, scrollbars)
     "─": "-", "━": "-", "═": "=", "╍": "-", "┄": "-", "┈": "-", "│": "|", "┃": "|", "║": "|", "╏": "|",
     "┆": "|", "┊": "|", "▔": "-", "▕": "|", "▏": "|", "▎": "|", "▍": "|", "▌": "|", "▐": "|", "▋": "|",

@@ -6,7 +6,8 @@ pass whose drafting stopped at --draft-p-min carries ``‖p-min``; a pipelined p
 the previous verify starts with ``⇉``, one that threw speculative tokens away ends with ``✂`` and their number
 (detailed: their texts and why; ``views.pipeline``). A block drafter's pass (DFlash, DSpark) has its drafts in
 brackets, ``[✓✓✗·]``: the block arrived at once, from one draft pass (detailed: that pass's draft time; the title's
-legend says ``[ ] one pass``). A click on a token posts ``TokenClicked`` (its pass and slot,
+legend says ``[ ] one pass``). A tree pass (--drafter tree) draws its accepted path as the drafts and ``⑂`` with its
+pruned branches (``views.tree``). A click on a token posts ``TokenClicked`` (its pass and slot,
 ``spectui.views.inspector_model.slots`` order); the screen opens the inspector.
 """
 
@@ -23,6 +24,7 @@ from ...contract.text import token_cell
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
 from ...views.state import PassView
+from ...views.tree import tree_text
 from .ascii import key_names
 from .panel import GLYPH, Panel, fmt_ms
 
@@ -103,6 +105,8 @@ class PassRibbon(Panel):
             hits.append((x0, t.cell_len, len(p.drafts)))
             if detailed:
                 t.append(f" {kind}", st["dim"])
+        if p.tree:  # a tree pass: the path is drawn above; its pruned branches (views.tree)
+            t.append(f"  {tree_text(p.tree, detailed)}", st["discarded"])
         t.append(f"  +{p.n_emitted} tok {fmt_ms(p.wall_ms)}", st["dim"])
         if block and detailed and p.event is not None:  # the block's draft cost: one pass, whatever k
             t.append(f"  draft 1 pass {fmt_ms(p.event.timing.draft_ms)}", st["dim"])

@@ -1,0 +1,81 @@
+"""A tree's statistics (--drafter tree: ``PassEvent.tree``): how many nodes each pass verified, how many were pruned,
+and acceptance by depth (a node of depth d is accepted when the walk passed through it).
+
+``TreeCounts.add(ev)`` per pass, ``snapshot()`` the frozen ``TreeStats`` (None: no tree pass); ``RunStats``
+keeps one (``StatsSnapshot.tree``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..contract.events import ACCEPTED, DISCARDED, PassEvent
+
+
+@dataclass(frozen=True)
+class DepthStat:
+    """Nodes verified at one depth of the trees, and how many the walk accepted."""
+
+    depth: int  # 1: the root's children
+    nodes: int
+    accepted: int
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / self.nodes if self.nodes else 0.0
+
+
+@dataclass(frozen=True)
+class TreeStats:
+    """What the tree passes of a run verified."""
+
+    passes: int = 0
+    nodes: int = 0  # every node verified, over the passes
+    accepted: int = 0
+    pruned: int = 0  # nodes below a node the walk never reached
+    by_depth: tuple[DepthStat, ...] = ()
+
+    @property
+    def nodes_per_pass(self) -> float:
+        return self.nodes / self.passes if self.passes else 0.0
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        """Tokens a tree pass emits on average before a cut: its accepted nodes and the target's token."""
+        return 1.0 + self.accepted / self.passes if self.passes else 0.0
+
+
+class TreeCounts:
+    """The running sums behind ``TreeStats``."""
+
+    def __init__(self) -> None:
+        self.passes = self.nodes = self.accepted = self.pruned = 0
+        self.depth_nodes: list[int] = []
+        self.depth_accepted: list[int] = []
+
+    def add(self, ev: PassEvent) -> None:
+        """Count a pass's tree (a pass without one counts for nothing)."""
+        if not ev.tree:
+            return
+        self.passes += 1
+        self.nodes += len(ev.tree)
+        depth: list[int] = []
+        for nd in ev.tree:
+            d = 1 if nd.parent < 0 or nd.parent >= len(depth) else depth[nd.parent] + 1
+            depth.append(d)
+            while len(self.depth_nodes) < d:
+                self.depth_nodes.append(0)
+                self.depth_accepted.append(0)
+            self.depth_nodes[d - 1] += 1
+            if nd.verdict == ACCEPTED:
+                self.accepted += 1
+                self.depth_accepted[d - 1] += 1
+            elif nd.verdict == DISCARDED:
+                self.pruned += 1
+
+    def snapshot(self) -> TreeStats | None:
+        if not self.passes:
+            return None
+        return TreeStats(self.passes, self.nodes, self.accepted, self.pruned,
+                         tuple(DepthStat(i + 1, n, a) for i, (n, a) in enumerate(zip(self.depth_nodes,
+                                                                                     self.depth_accepted))))
