@@ -1,9 +1,8 @@
 """The engine's event stream: plain, immutable, typed records. Their JSON form (``to_dict`` /
 ``from_dict``, type-checked) is in :mod:`spectui.contract.event_json`.
 
-Everything downstream (the TUI, traces, replay, headless summaries, sweeps) consumes exactly these
-events, so a live run and a replayed trace are indistinguishable. This module imports nothing of the
-project and nothing of the UI.
+Everything downstream (the TUI, traces, replay, summaries, sweeps) consumes exactly these events, so a live run
+and a replayed trace are indistinguishable. This module imports nothing of the UI.
 
 One run is: ``RunStarted``, then one ``PassEvent`` per draft/verify pass (pass 0 is the prefill pass
 that emits the first token), ``SettingsChanged`` whenever a setting changed between passes, and
@@ -287,23 +286,19 @@ class PassEvent:
     emitted: tuple[Token, ...] = ()  # accepted drafts then the target token, cut at EOG / n_predict
     timing: Timing = field(default_factory=Timing)
     n_ctx_used: int = 0  # target KV cells holding accepted context after this pass
-    # CPU cores other processes kept busy during this pass (on the CPUs this process may use), from
-    # /proc/stat; -1.0 when not measured. Lets statistics say "another process took the cores".
+    # CPU cores other processes kept busy during this pass (/proc/stat, on our CPUs); -1.0 when not measured
     others_cpu: float = -1.0
     # Drafting: len(drafts) is the k actually drafted (<= k); draft_stop says why it stopped (DRAFT_STOPS),
     # draft_stop_p the confidence that stopped it (p_min) or -1.
     draft_stop: str = DRAFT_STOP_NONE
     draft_stop_p: float = -1.0
-    # The inspector's data, one per verified position (0..len(drafts)); empty when --inspect-top is 0.
+    # The inspector's data, one per verified position (0..len(drafts)); empty when --inspect-top is 0
     inspect: tuple[Inspection, ...] = ()
-    # A head drafted (HeadInfo): which one, per draft, 0-based (chained MTP heads: 0, 1, ..; a single head
-    # repeats: 0, 0, ..). Empty for a draft model, ngram, no drafts, and traces from before this field.
+    # A head drafted (HeadInfo): which one per draft, 0-based (chained MTP heads 0, 1, ..; one head 0, 0, ..); else ()
     draft_heads: tuple[int, ...] = ()
-    # The drafter that proposed this pass's drafts (Settings.drafter, or in a chain the member that drafted);
-    # "" for a pass without drafts and for traces from before this field.
+    # The drafter that proposed the drafts (in a chain, the member that drafted); "" without drafts / in old traces
     drafter: str = ""
-    # A chain under --draft-max auto: the members the cost model left out of this pass (their predicted tokens/s
-    # below the target alone's: spectui/analysis/cost/chain_cost.py); () otherwise and in older traces.
+    # A chain under auto k: the members left out of this pass (predicted below the target alone: cost/chain_cost.py)
     left_out: tuple[str, ...] = ()
     # A pipelined pass (--pipeline): what the draft thread did meanwhile. In such a pass Timing.draft_ms is the
     # loop's wait for the drafts (the part of drafting left on the pass's path); PipeInfo.draft_busy_ms the

@@ -119,11 +119,8 @@ class PassLoop:
     """
 
     def __init__(self, parts: RunParts, request: RunRequest) -> None:
-        self.parts = parts
-        self.request = request
-        self.target = parts.target
-        self.control = request.control
-        self.n_predict = request.n_predict
+        self.parts, self.request, self.target = parts, request, parts.target
+        self.control, self.n_predict = request.control, request.n_predict
         self.cursor = parts.cursor
         self.cursor.run_id += 1
         self.run_id = self.cursor.run_id

@@ -38,6 +38,18 @@ BLOCK_LEGEND = " [ ] one pass"
 Hits = tuple[tuple[int, int, int], ...]  # (x from, x to, token slot) of one line
 
 
+def _pass_head(p: PassView, st, detailed: bool) -> Text:
+    """A pass line's start: its index, prefill or k, the chain member that drafted it, the pipeline's column."""
+    t = Text()
+    t.append(f"#{p.index:<4}", style="bold" if detailed else "dim")
+    t.append("prefill " if p.prefill else f"k={p.k:<2} ", st["dim"])
+    if CHAIN_SEPARATOR in p.settings.drafter and not p.prefill:  # a chain: the member that drafted this pass
+        t.append(drafter_tag(p.drafter, p.settings.drafter, detailed), st["title"] if p.drafter else st["dim"])
+    if p.pipelined:  # a column of its own: drafted during the previous verify, or not
+        t.append(OVERLAPPED if p.overlapped else " ", st["title"])
+    return t
+
+
 class PassRibbon(Panel):
     class TokenClicked(Message):
         """A token of pass ``pass_index`` (slot ``slot``) of ``ribbon`` was clicked."""
@@ -59,17 +71,8 @@ class PassRibbon(Panel):
     def pass_line_hits(self, p: PassView, st, width: int, phase: str, detailed: bool,
                        cursor: int | None = None) -> tuple[Text, Hits]:
         """One pass's line and where each of its tokens is on it; ``cursor``: the slot to mark."""
-        t = Text()
+        t = _pass_head(p, st, detailed)
         hits: list[tuple[int, int, int]] = []
-        t.append(f"#{p.index:<4}", style="bold" if detailed else "dim")
-        if p.prefill:
-            t.append("prefill ", st["dim"])
-        else:
-            t.append(f"k={p.k:<2} ", st["dim"])
-        if CHAIN_SEPARATOR in p.settings.drafter and not p.prefill:  # a chain: the member that drafted this pass
-            t.append(drafter_tag(p.drafter, p.settings.drafter, detailed), st["title"] if p.drafter else st["dim"])
-        if p.pipelined:  # a column of its own: drafted during the previous verify, or not
-            t.append(OVERLAPPED if p.overlapped else " ", st["title"])
         cell = max(3, min(10, (width - 30) // max(1, len(p.drafts) + 1))) if detailed else 0
         block = bool(p.drafts) and (p.drafter or p.settings.drafter) in BLOCK_DRAFTERS
         t.append(BLOCK_MARKS[0] if block else "", st["title"])
