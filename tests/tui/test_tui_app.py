@@ -73,6 +73,8 @@ async def test_live_keys_change_settings_and_status_line(tmp_path):
         assert app.control.settings.temperature == 2.0
 
         assert app.control.settings.drafter == "model"
+        await pilot.press("d")  # the same draft model, drafting trees (--drafter tree)
+        assert app.control.settings.drafter == "tree" and "drafter tree" in status(app)
         await pilot.press("d")
         assert app.control.settings.drafter == "ngram" and "drafter ngram" in status(app)
         # then llama.cpp's n-gram types and suffix decoding, the chain d offers beside a draft model, none, model

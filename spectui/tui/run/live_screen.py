@@ -79,8 +79,8 @@ class LiveScreen(RunScreen):
 
     def drafter_choices(self) -> tuple[str, ...]:
         """What ``d`` cycles through, in the drafters' own order (``spectui.engine.drafters.specs()``): those that
-        need nothing, the draft model's when the run has one and the head (eagle3 / mtp) the engine was loaded
-        with; then the chains: the one the run started with, and with a draft model ``DEFAULT_CHAIN`` (llama.cpp's
+        need nothing, the draft model's when the run has one (the tree's only without a head) and the head (eagle3 /
+        mtp) the engine was loaded with; then the chains: the one the run started with, and with a draft model ``DEFAULT_CHAIN`` (llama.cpp's
         ngram-mod before the draft model); ``none`` last."""
         snap = self.app.snap
         start = snap.start if snap else None
@@ -91,7 +91,8 @@ class LiveScreen(RunScreen):
             start.settings.drafter if start.settings.drafter in heads else None)  # a trace without .head
         have = {"nothing": True, "draft model": start.draft is not None}
         singles = [s.name for s in specs() if s.name != "none" and ((s.name == head) if s.head
-                                                                   else have.get(s.needs, False))]
+                                                                   else have.get(s.needs, False))
+                   and not (s.shape == "tree" and head is not None)]  # a tree never drafts beside a loaded head
         chains = [start.settings.drafter] if CHAIN_SEPARATOR in start.settings.drafter else []
         if start.draft is not None:
             chains.append(DEFAULT_CHAIN)
