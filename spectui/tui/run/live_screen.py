@@ -79,9 +79,9 @@ class LiveScreen(RunScreen):
 
     def drafter_choices(self) -> tuple[str, ...]:
         """What ``d`` cycles through, in the drafters' own order (``spectui.engine.drafters.specs()``): those that
-        need nothing, the draft model's when the run has one (the tree's only without a head) and the head (eagle3 /
-        mtp) the engine was loaded with; then the chains: the one the run started with, and with a draft model ``DEFAULT_CHAIN`` (llama.cpp's
-        ngram-mod before the draft model); ``none`` last."""
+        need nothing, the draft model's when the run has one (the tree's only without a head) and the head (eagle3,
+        mtp, dflash, dspark) the engine was loaded with; then the chains: the one the run started with, and with a
+        draft model ``DEFAULT_CHAIN`` (llama.cpp's ngram-mod before the draft model); ``none`` last."""
         snap = self.app.snap
         start = snap.start if snap else None
         heads = head_names()
