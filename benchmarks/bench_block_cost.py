@@ -18,10 +18,8 @@ drafter costs; run it on an idle machine.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,17 +27,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from bench_spec_heads import median_ms  # noqa: E402 - the heads' benchmark times a draft step the same way
+
 PROMPT = "the hash map handles collisions"
-
-
-def _median_ms(fn, reps: int) -> float:
-    fn()  # warm
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return 1000.0 * statistics.median(ts)
 
 
 def measure(target: Path, block_draft: Path, draft_model: Path, kind: str, ks: list[int], reps: int,
@@ -67,9 +57,9 @@ def measure(target: Path, block_draft: Path, draft_model: Path, kind: str, ks: l
         for k in ks:
             before = block.head.n_runs
             lim = DraftLimits(k)
-            block_ms = _median_ms(lambda lim=lim: block.propose(tokens, lim, 0.0, rng), reps)
+            block_ms = median_ms(lambda lim=lim: block.propose(tokens, lim, 0.0, rng), reps)
             per_call = (block.head.n_runs - before) / (reps + 1)
-            model_ms = _median_ms(lambda lim=lim: model.propose(tokens, lim, 0.0, rng), reps)
+            model_ms = median_ms(lambda lim=lim: model.propose(tokens, lim, 0.0, rng), reps)
             rows.append((k, block_ms, int(round(per_call)), model_ms, target_ms))
     return rows
 

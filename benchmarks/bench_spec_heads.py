@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def _median_ms(fn, reps: int) -> float:
+def median_ms(fn, reps: int) -> float:
     fn()  # warm
     ts = []
     for _ in range(reps):
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         def step():
             t.decode([300], pos, "last")
             t.rollback(pos)
-        return _median_ms(step, reps)
+        return median_ms(step, reps)
 
     # EAGLE-3
     t = LoadedModel(str(d / "eagle3-target.gguf"), "target", n_ctx, th, False)
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     t.decode(ids, 0, "last")
     h.process(ids, 0)
     tgt_e = target_step(t, len(ids))
-    eagle = _median_ms(lambda: h.draft(300, k), reps) / k
+    eagle = median_ms(lambda: h.draft(300, k), reps) / k
     rows.append(("EAGLE-3 head step", eagle, tgt_e))
     dm = LoadedModel(draft_path, "draft", n_ctx, th, False)
     dm.decode(dm.tokenize(prompt), 0, "last")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     t.decode(ids, 0, "last")
     h.process(ids, 0)
     tgt_m = target_step(t, len(ids))
-    mtp = _median_ms(lambda: h.draft(300, len(ids), k), reps) / k
+    mtp = median_ms(lambda: h.draft(300, len(ids), k), reps) / k
     rows.append(("MTP head step", mtp, tgt_m))
     h.close()
     t.close()
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         t.decode(ids, 0, "last")
         h.process(ids, 0)
         n = h.max_drafts(k)  # llama.cpp drafts at most one position per head
-        steps = _median_ms(lambda: h.draft(300, len(ids), n), reps) / n
+        steps = median_ms(lambda: h.draft(300, len(ids), n), reps) / n
         rows.append((f"MTP chained head step ({h.n_mtp_layers} heads)", steps, target_step(t, len(ids))))
         h.close()
         t.close()

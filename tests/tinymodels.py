@@ -132,6 +132,20 @@ def _weights(seed: int, n_vocab: int, eos_logit: str, out_scale: float,
     return w
 
 
+def add_small_hparams(w, n_embd: int, n_ff: int, n_head: int, n_head_kv: int, head_dim: int) -> None:
+    """The one-block hyperparameters a small drafting model's GGUF writes (an EAGLE-3 head, a DFlash/DSpark draft:
+    benchmarks/make_spec_models.py, make_block_models.py), F32 weights."""
+    w.add_context_length(N_CTX_TRAIN)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(1)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(head_dim)
+    w.add_file_type(0)
+
+
 def build_model(
     path: str | Path,
     seed: int = 0,
