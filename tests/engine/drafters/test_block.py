@@ -25,6 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/engine: the shared law and server helpers
 
+from greedy_checks import emitted_ids  # noqa: E402
 from test_engine_sampling import chi2_check, target_law  # noqa: E402
 from test_vs_llama_cpp import logged, speculative_simple  # noqa: E402
 
@@ -72,10 +73,6 @@ def _run(e: Engine, settings: Settings, n: int, prompt: str = PROMPT, on_event=N
         if on_event is not None:
             on_event(control, ev)
     return evs
-
-
-def _emitted(evs) -> list[int]:
-    return [t.id for ev in evs if isinstance(ev, PassEvent) for t in ev.emitted]
 
 
 def test_maker_writes_pairs_of_the_two_kinds(pairs):
@@ -171,14 +168,14 @@ def test_greedy_block_run_is_lossless(pairs, kind, agree):
     """Drafts partly accepted, the output the target's own greedy output (passes finished inline and overlapped);
     q(d) and the inspector's top-N from the block's rows (T = 0: the draft is its slot's argmax)."""
     with _engine(pairs[agree], kind) as e:
-        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), 40))
+        ref = emitted_ids(_run(e, Settings(draft_max=0, drafter="none"), 40))
         evs = _run(e, Settings(draft_max=6, drafter=kind), 40)
         over = list(e.run(PROMPT, RunControl(Settings(draft_max=6, drafter=kind)), 40, overlap=True))
-    assert _emitted(over) == ref and over[-1].n_accepted == evs[-1].n_accepted  # finished on the other thread
+    assert emitted_ids(over) == ref and over[-1].n_accepted == evs[-1].n_accepted  # finished on the other thread
     start, end = evs[0], evs[-1]
     assert isinstance(start, RunStarted) and start.head is not None and start.head.kind == kind
     assert isinstance(end, RunEnded) and end.reason == "n_predict" and end.error == ""
-    assert _emitted(evs) == ref and len(ref) == 40
+    assert emitted_ids(evs) == ref and len(ref) == 40
     assert end.n_drafted > 0 and 0 < end.n_accepted < end.n_drafted
     for ev in evs:
         if isinstance(ev, PassEvent) and not ev.prefill and ev.drafts:
@@ -199,10 +196,10 @@ def test_auto_k_with_a_block_drafter_is_lossless_and_priced_by_the_pass(pairs, k
 
     n = 48
     with _engine(pairs[30.0], kind, draft_policy=PolicyByMode) as e:
-        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), n))
+        ref = emitted_ids(_run(e, Settings(draft_max=0, drafter="none"), n))
         evs = _run(e, Settings(draft_max=2, drafter=kind, auto="cost"), n)
     assert isinstance(evs[-1], RunEnded) and evs[-1].reason == "n_predict" and evs[-1].error == ""
-    assert _emitted(evs) == ref and evs[-1].n_drafted > 0
+    assert emitted_ids(evs) == ref and evs[-1].n_drafted > 0
     pol, emitted, drafting = make_policy("cost"), 0, []
     for ev in evs:
         if isinstance(ev, PassEvent) and not ev.prefill:
@@ -231,13 +228,13 @@ def test_switching_drafters_mid_run_stays_lossless(pairs, kind):
             control.update(drafter=order[(ev.index // 3) % len(order)])
 
     with _engine(pairs[30.0], kind, head_in_every_run=True) as e:
-        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), 48))
+        ref = emitted_ids(_run(e, Settings(draft_max=0, drafter="none"), 48))
         evs = _run(e, Settings(draft_max=4, drafter=kind), 48, on_event=switch)
     passes = [ev for ev in evs if isinstance(ev, PassEvent) and not ev.prefill]
     assert {ev.settings.drafter for ev in passes} >= {kind, "ngram", "none"}
     first_other = next(i for i, ev in enumerate(passes) if ev.settings.drafter != kind)
     assert "accepted" in [d.verdict for ev in passes[first_other:] if ev.settings.drafter == kind for d in ev.drafts]
-    assert _emitted(evs) == ref
+    assert emitted_ids(evs) == ref
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -304,7 +301,7 @@ def test_block_sampling_matches_target_law(pairs, kind):
                         control.update(temperature=1.0)
                     elif ev.index == 1:
                         verdicts.update(d.verdict for d in ev.drafts)
-            out = _emitted(_run(e, Settings(draft_max=3, drafter=kind, seed=seed), 3, on_event=at))
+            out = emitted_ids(_run(e, Settings(draft_max=3, drafter=kind, seed=seed), 3, on_event=at))
             t0 = out[0] if t0 is None else t0
             assert out[0] == t0 and len(out) >= 2
             second[out[1]] += 1
