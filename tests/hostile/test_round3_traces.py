@@ -292,3 +292,21 @@ def test_json_passes_written_as_they_come_say_null_for_a_nan():
     got = json.loads(out.getvalue())
     assert len(got["passes"]) == 7 and got["passes"][2]["timing"]["wall_ms"] is None
     assert got["tokens"] == [t.id for e in events if isinstance(e, PassEvent) for t in e.emitted]
+
+
+def test_a_forged_tree_replays_and_is_counted_as_nodes(base, tmp_path):
+    """A tree pass whose parents point nowhere (before the root, past the nodes, at itself) and whose texts carry
+    escapes: replay reads it, counts its nodes by depth without looping, and never prints the raw escape."""
+    def forged_tree(events):
+        for e in passes(events)[1:]:
+            e["tree"] = [{"id": 5, "text": "\x1b[2Jx", "prob": 0.5, "parent": p, "verdict": "accepted",
+                          "target_prob": 0.4} for p in (-7, 10**9, 2, 0)]
+    t = lie(base, tmp_path / "tree.jsonl", forged_tree)
+    for face in (["replay", "--headless"], ["replay", "--json"]):
+        r = spectui(*face, t)
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+        assert b"\x1b" not in r.stdout and b"\x1b" not in r.stderr
+        warnings_of(r, t)
+    data = json.loads(spectui("replay", "--json", t).stdout)
+    tree = data["tree"]
+    assert tree["nodes"] == 4 * (len(passes(_events(t)[1])) - 1), tree
