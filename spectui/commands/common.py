@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..contract.errors import SpectuiError
-from ..contract.events import BLOCK_DRAFTERS, MachineProbe
+from ..contract.events import MachineProbe
 from ..contract.exitcodes import SignalStop
 from ..contract.options import Drafting, EngineOptions, ModelOptions
 from ..contract.prompt import DEFAULT_PROMPT
@@ -109,7 +109,7 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     Returns:
         The Drafting: whether the draft model loads, and which head, from which file.
     """
-    from ..engine.drafters import head_names
+    from ..engine.drafters import block_names, head_names
     from ..engine.drafters.chain import chain_names
 
     heads_known = head_names()
@@ -130,7 +130,7 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         why = {None: "or use --drafter ngram",
                "eagle3": f"--draft {models.draft} is an EAGLE-3 head: give it as --head",
                "mtp": f"--draft {models.draft} is the target with its MTP layers: use --drafter mtp",
-               **{b: f"--draft {models.draft} is a {b} block drafter: use --drafter {b}" for b in BLOCK_DRAFTERS}}
+               **{b: f"--draft {models.draft} is a {b} block drafter: use --drafter {b}" for b in block_names()}}
         raise SpectuiError(f"--drafter {on_model[0]} needs a separate draft model as --draft PATH "
                            f"({why.get(kind, '')})")
     head = heads[0] if heads else None
@@ -139,7 +139,7 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         if head_file is None:
             raise SpectuiError("--drafter eagle3 needs the EAGLE-3 head: --head FILE (or --draft FILE)")
         return Drafting(draft_model=want_model, head=head, head_file=head_file)
-    if head in BLOCK_DRAFTERS:  # a block drafter's draft is --draft (llama.cpp's -md)
+    if head in block_names():  # a block drafter's draft is --draft (llama.cpp's -md)
         if kind != head:
             raise SpectuiError(f"--drafter {head} needs the {head} draft as --draft FILE" + (
                 f" (--draft {models.draft} is a {kind} model)" if kind else ""))

@@ -41,7 +41,6 @@ STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 # is up to 8 of them joined by commas ("ngram-mod,model": spectui.engine.drafters.chain).
 CHAIN_SEPARATOR = ","  # joins a chain's drafters in Settings.drafter
 # the drafters that propose a whole block in one draft pass, whatever k (spectui.engine.drafters.block)
-BLOCK_DRAFTERS = ("dflash", "dspark")
 DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}(,[a-z0-9][a-z0-9_-]{0,31}){0,7}")
 
 

@@ -4,8 +4,9 @@ costs beside a target decode. Text from a trace (the head's path) is made visibl
 
 from __future__ import annotations
 
-from ..contract.events import BLOCK_DRAFTERS, CHAIN_SEPARATOR, HeadInfo, PassEvent, RunStarted
+from ..contract.events import CHAIN_SEPARATOR, HeadInfo, PassEvent, RunStarted
 from ..contract.text import visible_line
+from ..engine.drafters import block_names
 
 KIND_NAMES = {"eagle3": "EAGLE-3", "mtp": "MTP", "dflash": "DFlash", "dspark": "DSpark"}
 
@@ -19,7 +20,7 @@ def head_kind(head: HeadInfo) -> str:
     "EAGLE-3 head, features from target layers 1, 2, 3"."""
     if head.kind == "eagle3":
         return "EAGLE-3 head, features from target layers " + (_layers(head) or "?")
-    if head.kind in BLOCK_DRAFTERS:
+    if head.kind in block_names():
         return (f"{KIND_NAMES[head.kind]} block drafter, features from target layers {_layers(head) or '?'} "
                 "(one draft pass a block)")
     if head.kind == "mtp":
@@ -33,7 +34,7 @@ def head_short(head: HeadInfo) -> str:
     """The status line's words: "3 chained heads", "1 head, repeated", "layers 1,2,3"."""
     if head.kind == "eagle3":
         return "layers " + ",".join(str(i) for i in head.target_layers)
-    if head.kind in BLOCK_DRAFTERS:
+    if head.kind in block_names():
         return "block, layers " + ",".join(str(i) for i in head.target_layers)
     if head.chained:
         return f"{head.n_heads} chained heads"
@@ -88,7 +89,7 @@ def step_cost(draft_ms_per_token: float, target_decode_ms: float, drafter: str, 
     draft step · target decode 2.10 ms (0.20x)". A block drafter's step is its one draft pass for the whole block
     (``per_pass_ms``: the draft time per drafting pass): "DFlash 0.90 ms per draft step (one a pass, the whole
     block) · target decode 2.10 ms (0.43x)"."""
-    if drafter in BLOCK_DRAFTERS:
+    if drafter in block_names():
         ratio = f" ({per_pass_ms / target_decode_ms:.2f}x)" if target_decode_ms > 0 else ""
         return (f"{KIND_NAMES[drafter]} {per_pass_ms:.2f} ms per draft step (one a pass, the whole block) · target "
                 f"decode {target_decode_ms:.2f} ms{ratio}")

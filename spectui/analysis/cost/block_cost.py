@@ -1,10 +1,10 @@
-"""What a block drafter costs (DFlash, DSpark: ``contract.events.BLOCK_DRAFTERS``): one draft pass proposes the
+"""What a block drafter costs (DFlash, DSpark: ``engine.drafters.block_names()``): one draft pass proposes the
 whole block, so a pass's draft time does not grow with k. ``costmodel.predict`` prices such a run by its draft
 time per drafting pass (a fixed part, nothing per draft token), and its advice says so. Imports nothing of the UI."""
 
 from __future__ import annotations
 
-from ...contract.events import BLOCK_DRAFTERS
+from ...engine.drafters import block_names
 from ..stats import StatsSnapshot
 
 
@@ -18,7 +18,7 @@ def block_drafted(snapshot: StatsSnapshot) -> bool:
         True when at least one draft was made and all by block drafters.
     """
     names = [s.name for s in snapshot.by_drafter if s.drafted]
-    return bool(names) and all(n in BLOCK_DRAFTERS for n in names)
+    return bool(names) and all(n in block_names() for n in names)
 
 
 def draft_unit(draft_ms_per_token: float, draft_ms_fixed: float, target_decode_ms: float) -> tuple[str, float, str]:

@@ -4,7 +4,7 @@
 - a draft model or a head (EAGLE-3, MTP): ms per drafted token, one draft decode each;
 - a model-free drafter (prompt lookup, the n-gram types, suffix): ms per pass that drafts (its lookup costs the
   same whatever it drafts);
-- a block drafter (DFlash, DSpark: ``contract.events.BLOCK_DRAFTERS``): its ONE draft pass proposes the whole
+- a block drafter (DFlash, DSpark: ``engine.drafters.block_names()``): its ONE draft pass proposes the whole
   block, so it is priced by the pass. The pass's draft ms is kept per number of drafts made (EWMA, steady passes
   only), and the price is the straight line through those measured points (least squares, never falling with k):
   flat when the run measures it flat, so an extra draft token costs the verify's extra row and whatever the pass
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ...contract.events import BLOCK_DRAFTERS
+from ...engine.drafters import block_names
 from .chain_cost import model_free
 
 TIME_ALPHA = 0.25  # EWMA weight of a new timing observation
@@ -90,7 +90,7 @@ class DraftCost:
 
     def per_pass(self) -> bool:
         """The drafter pays by the pass, not by the draft token (model-free, or a block)."""
-        return self.drafter in BLOCK_DRAFTERS or model_free(self.drafter)
+        return self.drafter in block_names() or model_free(self.drafter)
 
     def observe(self, nd: int, draft_ms: float, steady: bool) -> None:
         """A pass that made ``nd`` > 0 drafts in ``draft_ms`` of draft time.
@@ -104,7 +104,7 @@ class DraftCost:
         if steady:  # the first steady figure replaces a catch-up one outright
             self.per_unit = ewma(self.per_unit if self.steady else None, per)
             self.steady = True
-            if self.drafter in BLOCK_DRAFTERS:
+            if self.drafter in block_names():
                 self.by_k[nd] = ewma(self.by_k.get(nd), draft_ms)
         elif self.per_unit is None:
             self.per_unit = per
@@ -116,7 +116,7 @@ class DraftCost:
             A model's (its per-token cost, 0); a model-free drafter's (0, its lookup per pass); a block
             drafter's line through its measured pass costs (``block_line``).
         """
-        if self.drafter in BLOCK_DRAFTERS:
+        if self.drafter in block_names():
             return block_line(self.by_k, self.calib_ms if self.per_unit is None else self.per_unit)
         if model_free(self.drafter):
             return 0.0, NGRAM_DRAFT_MS if self.per_unit is None else self.per_unit

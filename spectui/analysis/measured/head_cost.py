@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...contract.events import BLOCK_DRAFTERS
 from ...contract.text import visible
+from ...engine.drafters import block_names
 from .cachefile import CachedRecord, Measurement
 
 HEAD_COST_VERSION = 1
@@ -134,7 +134,7 @@ def render(c: HeadCost) -> str:
              f"load {c.loadavg[0]:.2f}):"]
     lines.append(f"  {'target decode, 1 token':44s} {c.target_ms:9.3f} ms  1.00x")
     word = KIND_WORDS.get(c.kind, c.kind)
-    step = f"1 draft pass of {c.k}" if c.kind in BLOCK_DRAFTERS else "1 draft step"  # a block: the whole k at once
+    step = f"1 draft pass of {c.k}" if c.kind in block_names() else "1 draft step"  # a block: the whole k at once
     lines.append(f"  {word + ' (' + c.kind + '), ' + step:44s} {c.head_step_ms:9.3f} ms  {c.head_ratio:.2f}x"
                  f"  ({visible(os.path.basename(c.head_file))})")
     read_ratio = c.head_read_ms / c.target_ms if c.target_ms > 0 else 0.0

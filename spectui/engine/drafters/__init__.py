@@ -15,7 +15,7 @@ import pkgutil
 
 from .base import DrafterSpec
 
-__all__ = ["DrafterSpec", "by_name", "canonical", "head_names", "names", "spec_params", "specs"]
+__all__ = ["DrafterSpec", "block_names", "by_name", "canonical", "head_names", "names", "spec_params", "specs"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,6 +43,11 @@ def names() -> tuple[str, ...]:
 def head_names() -> tuple[str, ...]:
     """The drafters that need the engine loaded with their head (``Engine(head=name)``)."""
     return tuple(s.name for s in specs() if s.head)
+
+
+def block_names() -> tuple[str, ...]:
+    """The block drafters: each drafts its k tokens in one draft pass (``DrafterSpec.block``)."""
+    return tuple(s.name for s in specs() if s.block)
 
 
 def by_name(name: str) -> DrafterSpec | None:

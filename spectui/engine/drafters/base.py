@@ -68,6 +68,8 @@ class DrafterSpec:
             n-gram types, then the model-based ones).
         params: the maker of its options' params (llama.cpp's ``--spec-ngram-*``: fields named after them), None
             for a drafter without such options.
+        block: it drafts all k tokens in one draft pass (a block drafter: DFlash, DSpark), so its draft cost is
+            that pass's, whatever k.
     """
 
     name: str
@@ -80,6 +82,7 @@ class DrafterSpec:
     head: bool = False
     priority: int = 100
     params: Callable[..., object] | None = None
+    block: bool = False
 
     def __post_init__(self) -> None:
         if self.needs not in NEEDS or self.shape not in SHAPES:

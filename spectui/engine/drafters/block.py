@@ -93,12 +93,12 @@ class BlockDrafter(HeadDrafter):
 
 SPECS = (
     DrafterSpec(name="dflash", spec_type="draft-dflash", needs="target's hidden states", shape="chain",
-                order=13, priority=13, head=True,
+                order=13, priority=13, head=True, block=True,
                 summary="a DFlash block drafter (--draft) proposes a whole block from the target's hidden states "
                         "in one draft pass",
                 make=loaded_head("dflash")),
     DrafterSpec(name="dspark", spec_type="draft-dspark", needs="target's hidden states", shape="chain",
-                order=14, priority=14, head=True,
+                order=14, priority=14, head=True, block=True,
                 summary="a DSpark block drafter (--draft): DFlash plus a Markov head chaining the block's slots",
                 make=loaded_head("dspark")),
 )

@@ -19,8 +19,9 @@ from textual.events import Click
 from textual.message import Message
 from textual.strip import Strip
 
-from ...contract.events import BLOCK_DRAFTERS, CHAIN_SEPARATOR, DRAFT_STOP_P_MIN
+from ...contract.events import CHAIN_SEPARATOR, DRAFT_STOP_P_MIN
 from ...contract.text import token_cell
+from ...engine.drafters import block_names
 from ...views.animation import PENDING
 from ...views.pipeline import OVERLAPPED, PIPELINE_LEGEND, THROWN, WHY_SHORT
 from ...views.state import PassView
@@ -74,7 +75,7 @@ class PassRibbon(Panel):
         t = _pass_head(p, st, detailed)
         hits: list[tuple[int, int, int]] = []
         cell = max(3, min(10, (width - 30) // max(1, len(p.drafts) + 1))) if detailed else 0
-        block = bool(p.drafts) and (p.drafter or p.settings.drafter) in BLOCK_DRAFTERS
+        block = bool(p.drafts) and (p.drafter or p.settings.drafter) in block_names()
         t.append(BLOCK_MARKS[0] if block else "", st["title"])
         for i, (txt, verdict) in enumerate(p.drafts):
             shown = "pending" if phase == PENDING else verdict
@@ -131,7 +132,7 @@ class PassRibbon(Panel):
             t.append("current pass", st["title"])
             piped = self.snap is not None and self.snap.stats.pipeline is not None
             block = self.snap is not None and self.snap.settings is not None and (
-                self.snap.settings.drafter in BLOCK_DRAFTERS)
+                self.snap.settings.drafter in block_names())
             t.append(TITLE_LEGEND + (PIPELINE_LEGEND if piped else "") + (BLOCK_LEGEND if block else ""), st["dim"])
         t.truncate(width, overflow="ellipsis")
         return t
