@@ -12,7 +12,12 @@ target's chat template once, every setting runs on that same text:
   speculative runs sit between two baselines), each drafter alone, and the chains under ``--draft-max auto``;
   the order of the settings between the baselines reverses from one prompt to the next (ABBA);
 - ``llama-speculative-simple`` (built from the same vendored llama.cpp) with the same ``--spec-type``, the same
-  rendered text (``-p``), ``-n``, ``-t``, draft max and n-gram defaults, right after spectui's run of it.
+  rendered text (``-p``), ``-n``, ``-t`` and n-gram defaults, right after spectui's run of it. The draft
+  model's draft max is spectui's ``--k-model`` (p-min 0, n-min 0); llama.cpp's n-gram types draft up to their
+  own size (``size_m`` 48, ngram-mod's ``n_max`` 64: the caller's limit in llama-speculative-simple is what is
+  left of ``-n``), where spectui's are cut at ``--k-ngram``.
+- ``--auto``: every spec type (and chain) under spectui's ``--draft-max auto``, beside llama-speculative-simple
+  at its own defaults (no draft options given): each program as a user runs it with that spec type.
 
 Tokens/s is the decode rate both report: tokens after the first over the time after the prompt's evaluation
 (llama.cpp's ``decoded N tokens in S seconds``; spectui's StatsSnapshot.tokens_per_second). Printed: a row per
@@ -52,6 +57,14 @@ SETTINGS = {
     "ngram-mod,draft-simple": ("ngram-mod,model", False, "ngram-mod,draft-simple"),
     "auto: ngram-mod,suffix,draft-simple": ("ngram-mod,suffix,model", True, None),
     "auto: ngram-mod,suffix": ("ngram-mod,suffix", True, None),
+}
+# --auto: every spec type under spectui's --draft-max auto, beside llama-speculative-simple at its own defaults
+AUTO_SETTINGS = {
+    **{n: (n, True, n) for n in NGRAM},
+    "suffix": ("suffix", True, None),
+    "draft-simple": ("model", True, "draft-simple"),
+    "ngram-mod,draft-simple": ("ngram-mod,model", True, "ngram-mod,draft-simple"),
+    "ngram-mod,suffix,draft-simple": ("ngram-mod,suffix,model", True, None),
 }
 DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds, speed:\s+([\d.]+) t/s")
 
@@ -114,10 +127,11 @@ def spectui_run(engine, text: str, drafter: str, auto: bool, k: int, n: int, set
     return {"tps": s.tokens_per_second, "drafted": s.n_drafted, "accepted": s.n_accepted, "text": emitted}
 
 
-def llama_run(binary: Path, text: str, spec_type: str, k: int, n: int, threads: int, ctx: int) -> dict:
-    cmd = [str(binary), "-m", str(TARGET), "--spec-type", spec_type, "--spec-draft-n-max", str(k),
-           "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", "-n", str(n), "--temp", "0", "-t", str(threads),
-           "-c", str(ctx), "-p", text]
+def llama_run(binary: Path, text: str, spec_type: str, k: int | None, n: int, threads: int, ctx: int) -> dict:
+    """llama-speculative-simple's figures; ``k`` None: its own defaults for the draft model's settings."""
+    own = [] if k is None else ["--spec-draft-n-max", str(k), "--spec-draft-n-min", "0", "--spec-draft-p-min", "0"]
+    cmd = [str(binary), "-m", str(TARGET), "--spec-type", spec_type, *own, "-n", str(n), "--temp", "0",
+           "-t", str(threads), "-c", str(ctx), "-p", text]
     if "draft-simple" in spec_type:
         cmd[3:3] = ["-md", str(DRAFT)]
     p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
@@ -144,13 +158,14 @@ def load() -> str:
 
 
 def run_prompt(engine, binary, i: int, cat: str, text: str, args, rows: list[dict]) -> None:
-    names = list(SETTINGS) if i % 2 == 0 else list(SETTINGS)[::-1]
+    settings = AUTO_SETTINGS if args.auto else SETTINGS
+    names = list(settings) if (i + args.reverse) % 2 == 0 else list(settings)[::-1]
     base = [spectui_run(engine, text, "none", False, 0, args.n)["tps"]]
     for name in names:
-        drafter, auto, spec_type = SETTINGS[name]
+        drafter, auto, spec_type = settings[name]
         k = args.k_model if "model" in drafter else args.k_ngram
         ours = spectui_run(engine, text, drafter, auto, k, args.n, name)
-        theirs = llama_run(binary, text, spec_type, k, args.n, args.threads, args.ctx) if (
+        theirs = llama_run(binary, text, spec_type, None if args.auto else k, args.n, args.threads, args.ctx) if (
             binary is not None and spec_type is not None) else None
         rows.append({"prompt": i, "category": cat, "setting": name, "spectui": ours, "llama": theirs})
     base.append(spectui_run(engine, text, "none", False, 0, args.n)["tps"])
@@ -166,10 +181,11 @@ def run_prompt(engine, binary, i: int, cat: str, text: str, args, rows: list[dic
 
 def table(rows: list[dict]) -> None:
     cats = list(dict.fromkeys(r["category"] for r in rows))
+    names = list(dict.fromkeys(r["setting"] for r in rows))
     print("\nmedian ratio to the target alone (spectui); in brackets spectui / llama-speculative-simple, same "
           "--spec-type")
     print(f"{'setting':36s} " + " ".join(f"{c[:9]:>13s}" for c in cats))
-    for name in SETTINGS:
+    for name in names:
         cells = []
         for c in cats:
             rs = [r for r in rows if r["category"] == c and r["setting"] == name]
@@ -192,7 +208,15 @@ def main() -> int:
     ap.add_argument("--agentic-sessions", type=int, default=1)
     ap.add_argument("--no-llama", action="store_true", help="leave llama-speculative-simple out")
     ap.add_argument("--json", help="write every row to this file")
+    ap.add_argument("--auto", action="store_true",
+                    help="every spec type under --draft-max auto, llama-speculative-simple at its own defaults")
+    ap.add_argument("--reverse", type=int, default=0, choices=(0, 1),
+                    help="1: each prompt's settings in the other order (a second run, for --table)")
+    ap.add_argument("--table", help="print the table of earlier --json files (comma-separated) and stop")
     args = ap.parse_args()
+    if args.table:
+        table([r for f in args.table.split(",") for r in json.loads(Path(f).read_text(encoding="utf-8"))])
+        return 0
     if not (TARGET.is_file() and DRAFT.is_file()):
         raise SystemExit(f"Qwen pair not found in {MODELS} (../shared/models/fetch-qwen-coder-pair.sh)")
     from spectui.analysis.cost.draft_policy import PolicyByMode  # noqa: PLC0415
