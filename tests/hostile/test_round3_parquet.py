@@ -31,13 +31,15 @@ def one_line(err: bytes) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def bench(tiny_target, tiny_draft_noisy):
+@pytest.fixture
+def bench(tiny_target, tiny_draft_noisy, record_property):
     def run(path, timeout: float = 60):
         rc, secs, mb, out, err = run_peak("bench", "-m", tiny_target, "-md", tiny_draft_noisy, "-n", "4",
                                           "--limit", "2", "-t", "1", "--prompts", path, timeout=timeout)
         line = one_line(err)
         assert rc == 2, (rc, line)
+        record_property("seconds", round(secs, 2))  # --junitxml
+        record_property("peak_mb", round(mb, 1))
         return line, secs, mb
     return run
 

@@ -59,33 +59,43 @@ def one_line(err: bytes) -> str:
     return lines[0]
 
 
-def _bounded_case(model, name: str, limit_words: str) -> tuple[float, float]:
+def _bounded_case(model, name: str, *limit_words: str) -> tuple[float, float]:
+    """One case: exit 2 with one line naming the model's file, the ``--no-chat`` way out and one of the budgets in
+    ``limit_words`` (a render that grows memory fast trips the memory budget; on a machine slow enough, or busy
+    enough, the 3 s wall-clock budget comes first: either is the promise of docs/untrusted-input.md)."""
     path = model(name)
     rc, secs, mb, out, err = run_peak("-m", path, *RUN, timeout=60)
     line = one_line(err)
     assert rc == 2, (rc, line)
-    assert f"the chat template of {path}" in line and limit_words in line and "--no-chat" in line, line
+    assert f"the chat template of {path}" in line and "--no-chat" in line, line
+    assert any(words in line for words in limit_words), line
     assert out == b""  # nothing decoded, nothing printed
     return secs, mb
 
 
 @pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
-def test_J_tmpl_100mb_one_line_bounded_memory(model):
-    secs, mb = _bounded_case(model, "tmpl_100mb", "more than 256 MiB of memory")
+def test_J_tmpl_100mb_one_line_bounded_memory(model, record_property):
+    secs, mb = _bounded_case(model, "tmpl_100mb", "more than 256 MiB of memory", "ran longer than 3 s")
+    record_property("seconds", round(secs, 2))  # --junitxml: the figures
+    record_property("peak_mb", round(mb, 1))
     assert mb < 450, mb  # was 3.9 GB and still running at 60 s
     assert secs < 30, secs
 
 
 @pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
-def test_J_tmpl_1gb_one_line_no_abort(model):
-    secs, mb = _bounded_case(model, "tmpl_1gb", "more than 256 MiB of memory")
+def test_J_tmpl_1gb_one_line_no_abort(model, record_property):
+    secs, mb = _bounded_case(model, "tmpl_1gb", "more than 256 MiB of memory", "ran longer than 3 s")
+    record_property("seconds", round(secs, 2))
+    record_property("peak_mb", round(mb, 1))
     assert mb < 450, mb  # was 20 GB, then std::bad_alloc in llama.cpp's tokenizer and SIGABRT
     assert secs < 30, secs
 
 
 @pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
-def test_J_tmpl_loop2_time_limit(model):
+def test_J_tmpl_loop2_time_limit(model, record_property):
     secs, mb = _bounded_case(model, "tmpl_loop2", "ran longer than 3 s")
+    record_property("seconds", round(secs, 2))
+    record_property("peak_mb", round(mb, 1))
     assert 3 <= secs < 30, secs  # was forever
     assert mb < 200, mb
 

@@ -277,6 +277,19 @@ def test_T_big_replay_and_race_stay_flat(long_traces, tmp_path, face):
     assert peaks[100_000] < peaks[10_000] + 60 and peaks[100_000] < 150, peaks
 
 
+@pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
+def test_T_cast_cols1000_100k_stays_under_300_mb(long_traces, tmp_path):
+    """T-cast-cols1000-100k: ``cast`` of a 100,000-pass trace at 1000 x 1000 (was 661 MB at 60 s) plans its frames
+    from a stream and keeps its drawn output in a temporary file: stopped after 40 s (the whole cast takes over an
+    hour at that size), its peak is under the 300 MB the issue allows, and no half-written cast is left at -o."""
+    out = tmp_path / "big.cast"
+    rc, seconds, mb, _out, err = run_peak("cast", long_traces[100_000], "-o", out, "--cols", "1000", "--rows",
+                                          "1000", "--speed", "8", timeout=40)
+    assert rc == -9 and seconds >= 40, (rc, seconds, err.decode()[-2000:])  # still drawing when stopped
+    assert mb < 300, mb
+    assert not out.exists()
+
+
 def test_json_passes_written_as_they_come_say_null_for_a_nan():
     """--json writes each pass as it comes (to a temporary file, then after the summary): a live run's NaN is null
     there as in the whole object, and the text parses as one JSON object with every pass."""
