@@ -31,6 +31,7 @@ INSPECT_KEYS = [
     ("←→ / h l", "in inspect mode: previous / next token"),
     ("↑↓ / k j", "in inspect mode: newer / older pass"),
     ("enter", "open the token inspector (or click a token)"),
+    ("n b p c s", "in the inspector of a tree pass: next / previous node, parent, first child, next sibling"),
     ("escape", "close the inspector / leave inspect mode"),
 ]
 LEGEND = [
