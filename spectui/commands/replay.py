@@ -92,7 +92,7 @@ def explain_json(ev: PassEvent, token: int | None = None, head=None) -> dict:
     explained view of every token (or of token slot ``token`` only); a tree pass's ``tree_nodes``, every node
     explained (or token ``token``'s node only)."""
     from ..views.inspector_model import draft_stop_line, explain, slots, view_dict
-    from ..views.tree_inspector import chain_node, node_dict
+    from ..views.tree_inspector import chain_node, node_dict, shape
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -102,7 +102,8 @@ def explain_json(ev: PassEvent, token: int | None = None, head=None) -> dict:
     d["draft_stop_text"] = draft_stop_line(ev)
     d["explain"] = [view_dict(explain(ev, i, head)) for i in which]
     nodes = range(len(ev.tree)) if token is None else [n for n in [chain_node(ev, token)] if n is not None]
-    d["tree_nodes"] = [node_dict(ev, i) for i in nodes]
+    sh = shape(ev)
+    d["tree_nodes"] = [node_dict(ev, i, sh) for i in nodes]
     return d
 
 

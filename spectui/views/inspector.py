@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..contract.events import DISCARDED
 from .inspector_model import InspectorView, explain, render_view
 from .state import PassView
-from .tree_inspector import TREE_HINT, node_lines, table_lines, tree_heading
+from .tree_inspector import PRUNED, SCREEN_ROWS, TREE_HINT, node_lines, table_lines, tree_heading
 from .view import InspectCursor
 
 HINT = "←/→ token · ↑/↓ pass · esc close"
@@ -133,12 +132,10 @@ def tree_text(view: InspectorView, node: int | None, width: int) -> Text:
     if ev is None or not ev.tree:
         return out
     out.append(tree_heading(ev), "bold")
-    for n, line in enumerate(table_lines(ev, width, node)):
+    for n, line in enumerate(table_lines(ev, width, node, SCREEN_ROWS)):
         out.append("\n")
-        if n == 0:
-            out.append(line, "bold")
-        else:
-            out.append(line, "bold reverse" if n - 1 == node else "dim" if ev.tree[n - 1].verdict == DISCARDED else "")
+        out.append(line, "bold" if n == 0 else "bold reverse" if line.startswith(">") else
+                   "dim" if line.rstrip().endswith(PRUNED) else "")
     if node is None or not 0 <= node < len(ev.tree):
         return out
     for n, line in enumerate(node_lines(ev, node, width)):

@@ -25,34 +25,55 @@ WORDS = {ACCEPTED: "accepted", REJECTED: "rejected", DISCARDED: PRUNED}
 MOVES = ("next", "prev", "parent", "child", "sibling")  # step_node's ways
 TREE_HINT = "n/b node · p parent · c child · s sibling"
 MAX_WIDTH = 80  # the tree's lines fit 80 columns whatever the width asked
+SCREEN_ROWS = 64  # the inspector screen lists at most this many nodes around the chosen one (trees have <= 32)
 
 
 @dataclass(frozen=True)
 class TreeShape:
-    """A tree's parents as read (``-1``: the root), each node's depth (the root's children: 1) and children
-    (index 0 the root's, i + 1 node i's, in drafting order)."""
+    """A tree's parents as read (``-1``: the root), each node's depth (the root's children: 1), children (index 0
+    the root's, i + 1 node i's, in drafting order), rank among its siblings (1-based), each parent's first accepted
+    child (index as ``children``; -1: none) and each node's next sibling that was judged (-1: none). Made in one
+    pass, so a forged tree of many nodes costs what its size does."""
 
     parents: tuple[int, ...]
     depths: tuple[int, ...]
     children: tuple[tuple[int, ...], ...]
+    ranks: tuple[int, ...]
+    accepted: tuple[int, ...]
+    next_judged: tuple[int, ...]
+    path_end: int = -1  # the last accepted node (-1: none, the walk stopped at the root)
 
     def rank(self, i: int) -> tuple[int, int]:
         """(node i's rank among its siblings, 1-based; how many they are)."""
-        sibs = self.children[self.parents[i] + 1]
-        return sibs.index(i) + 1, len(sibs)
+        return self.ranks[i], len(self.children[self.parents[i] + 1])
 
 
 def shape(ev: PassEvent) -> TreeShape:
     """The tree of a pass (empty for a chain's)."""
+    n = len(ev.tree)
     parents: list[int] = []
     depths: list[int] = []
-    kids: list[list[int]] = [[] for _ in range(len(ev.tree) + 1)]
+    ranks: list[int] = []
+    kids: list[list[int]] = [[] for _ in range(n + 1)]
+    accepted = [-1] * (n + 1)
     for i, nd in enumerate(ev.tree):
         par = nd.parent if 0 <= nd.parent < i else -1
         parents.append(par)
         depths.append(1 if par < 0 else depths[par] + 1)
         kids[par + 1].append(i)
-    return TreeShape(tuple(parents), tuple(depths), tuple(tuple(k) for k in kids))
+        ranks.append(len(kids[par + 1]))
+        if nd.verdict == ACCEPTED and accepted[par + 1] < 0:
+            accepted[par + 1] = i
+    nxt = [-1] * n
+    for sibs in kids:
+        after = -1
+        for c in reversed(sibs):
+            nxt[c] = after
+            if ev.tree[c].verdict != DISCARDED:
+                after = c
+    ends = [i for i, nd in enumerate(ev.tree) if nd.verdict == ACCEPTED]
+    return TreeShape(tuple(parents), tuple(depths), tuple(tuple(k) for k in kids), tuple(ranks), tuple(accepted),
+                     tuple(nxt), ends[-1] if ends else -1)
 
 
 def path_of(ev: PassEvent) -> list[int]:
@@ -90,17 +111,15 @@ def step_node(ev: PassEvent, node: int | None, how: str) -> int | None:
     if how == "child":
         return sh.children[node + 1][0] if sh.children[node + 1] else node
     sibs = sh.children[sh.parents[node] + 1]
-    return sibs[(sibs.index(node) + 1) % len(sibs)]
+    return sibs[sh.ranks[node] % len(sibs)]
 
 
 def _top_text(ev: PassEvent, sh: TreeShape, parent: int) -> str:
     """T = 0: the target's argmax in ``parent``'s row where the pass shows it (an accepted child, or the target's
     own token at the path's end), else ""."""
-    for c in sh.children[parent + 1]:
-        if ev.tree[c].verdict == ACCEPTED:
-            return show(ev.tree[c].text)
-    path = path_of(ev)
-    if ev.target is not None and parent == (path[-1] if path else -1):
+    if sh.accepted[parent + 1] >= 0:
+        return show(ev.tree[sh.accepted[parent + 1]].text)
+    if ev.target is not None and parent == sh.path_end:
         return show(ev.target.text)
     return ""
 
@@ -111,7 +130,7 @@ def node_rule(ev: PassEvent, sh: TreeShape, i: int) -> str:
     rank, _ = sh.rank(i)
     if nd.verdict == DISCARDED:
         par = sh.parents[i]
-        first = next((c for c in sh.children[par + 1] if ev.tree[c].verdict == ACCEPTED), -1)
+        first = sh.accepted[par + 1]
         if (par < 0 or ev.tree[par].verdict == ACCEPTED) and 0 <= first < i:
             return f"not judged: node {first}, a sibling drawn before it, was accepted first"
         if par >= 0:
@@ -139,21 +158,21 @@ def node_outcome(ev: PassEvent, sh: TreeShape, i: int) -> str:
         return "accepted: on the path, emitted"
     if nd.verdict == DISCARDED:
         return "pruned: never judged, its subtree with it"
-    sibs = sh.children[sh.parents[i] + 1]
-    later = [c for c in sibs[sibs.index(i) + 1:] if ev.tree[c].verdict != DISCARDED]
+    later = sh.next_judged[i]
     sampled = ev.settings.temperature > 0
-    if later and sampled:
-        return f"rejected: the next sibling, node {later[0]}, is judged against norm(max(0, p - r))"
-    if any(ev.tree[c].verdict == ACCEPTED for c in sibs):
+    if later >= 0 and sampled:
+        return f"rejected: the next sibling, node {later}, is judged against norm(max(0, p - r))"
+    if sh.accepted[sh.parents[i] + 1] >= 0:
         return "rejected"
     how = "drawn from norm(max(0, p - r))" if sampled else "the target's argmax"
     return f"rejected, as every sibling: the correction is {how}"
 
 
-def node_lines(ev: PassEvent, i: int, width: int = MAX_WIDTH) -> list[str]:
-    """Node i explained, a few lines of at most ``min(width, MAX_WIDTH)`` columns."""
+def node_lines(ev: PassEvent, i: int, width: int = MAX_WIDTH, sh: TreeShape | None = None) -> list[str]:
+    """Node i explained, a few lines of at most ``min(width, MAX_WIDTH)`` columns (``sh``: the pass's ``shape``,
+    when the caller has it)."""
     w = min(width, MAX_WIDTH)
-    sh = shape(ev)
+    sh = sh or shape(ev)
     nd = ev.tree[i]
     rank, n = sh.rank(i)
     par = sh.parents[i]
@@ -177,14 +196,25 @@ def node_lines(ev: PassEvent, i: int, width: int = MAX_WIDTH) -> list[str]:
     return [cut(ln, w) for ln in lines]
 
 
-def table_lines(ev: PassEvent, width: int = MAX_WIDTH, selected: int | None = None) -> list[str]:
+def table_lines(ev: PassEvent, width: int = MAX_WIDTH, selected: int | None = None,
+                rows: int | None = None) -> list[str]:
     """Every node, one line each (``>`` on ``selected``): node, token (indented by depth), depth, rank, q, p, u
-    and verdict; the first line the headings. At most ``min(width, MAX_WIDTH)`` columns."""
+    and verdict; the first line the headings. At most ``min(width, MAX_WIDTH)`` columns; with ``rows``, at most
+    that many nodes around ``selected`` (a forged trace's huge tree stays a screenful), a line for those left out."""
     w = min(width, MAX_WIDTH)
     tw = max(8, min(20, w - 55))
     sh = shape(ev)
+    n_nodes = len(ev.tree)
+    lo, hi = 0, n_nodes
+    if rows is not None and n_nodes > rows:
+        at = selected if selected is not None and 0 <= selected < n_nodes else 0
+        lo = max(0, min(at - rows // 2, n_nodes - rows))
+        hi = lo + rows
     lines = [f"  {'node':>4}  {pad('token', tw)}  depth  rank      q      p      u  verdict"]
-    for i, nd in enumerate(ev.tree):
+    if lo:
+        lines.append(f"  ... {lo} nodes before")
+    for i in range(lo, hi):
+        nd = ev.tree[i]
         ind = min(sh.depths[i] - 1, 6)
         tok = pad(" " * ind + show(nd.text, tw - ind), tw)
         rank, n = sh.rank(i)
@@ -192,6 +222,8 @@ def table_lines(ev: PassEvent, width: int = MAX_WIDTH, selected: int | None = No
         u = f"{j.u:.3f}" if j is not None and j.u >= 0 else "-"
         lines.append(f"{'>' if i == selected else ' '} {i:>4}  {tok}  {sh.depths[i]:>5}  {f'{rank}/{n}':>4}  "
                      f"{nd.prob:.3f}  {nd.target_prob:.3f}  {u:>5}  {WORDS[nd.verdict]}")
+    if hi < n_nodes:
+        lines.append(f"  ... {n_nodes - hi} nodes after")
     return [cut(ln, w) for ln in lines]
 
 
@@ -208,15 +240,17 @@ def render_tree(ev: PassEvent, width: int = MAX_WIDTH) -> list[str]:
     if not ev.tree:
         return []
     lines = [tree_heading(ev), *table_lines(ev, width)]
+    sh = shape(ev)
     for i in range(len(ev.tree)):
         lines.append("")
-        lines.extend(node_lines(ev, i, width))
+        lines.extend(node_lines(ev, i, width, sh))
     return lines
 
 
-def node_dict(ev: PassEvent, i: int) -> dict:
-    """Node i as the inspector explains it, JSON-ready (``spectui replay --explain PASS --json``)."""
-    sh = shape(ev)
+def node_dict(ev: PassEvent, i: int, sh: TreeShape | None = None) -> dict:
+    """Node i as the inspector explains it, JSON-ready (``spectui replay --explain PASS --json``; ``sh``: the
+    pass's ``shape``, when the caller has it)."""
+    sh = sh or shape(ev)
     nd = ev.tree[i]
     rank, n = sh.rank(i)
     j = nd.judged

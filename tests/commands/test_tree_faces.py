@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_cast import load_cast, screen_at
 
 from spectui.analysis import stats
-from spectui.commands.cast import render_cast
+from spectui.commands.cast import frames, inspect_plan, parse_inspect, render_cast
 from spectui.commands.replay import replay_cmd
 from spectui.contract.control import RunControl
 from spectui.contract.events import PassEvent, Settings
+from spectui.recording.player import mark_replay
 from spectui.recording.trace import read_trace, write_trace
 from spectui.views.tree import TREE, tree_counts
 from spectui.views.tree_inspector import chain_node, node_lines, render_tree, table_lines
@@ -120,13 +122,17 @@ def test_race_headless_and_json_give_a_tree_lanes_figures(traces):
 
 def test_cast_draws_the_tree_mark_and_the_inspectors_nodes(traces, tmp_path):
     events, _ = traces["tree"]
+    evs = list(mark_replay(events))
     ev = _widest(events)
+    spec = f"{ev.index}:1"
     out = tmp_path / "tree.cast"
-    render_cast(events, out, cols=100, rows=40, speed=8.0, inspect=f"{ev.index}:1")
-    frames = "".join(json.loads(ln)[2] for ln in out.read_text(encoding="utf-8").splitlines()[1:])
-    assert TREE in frames  # the ribbon's mark of the tree passes
-    assert f"tree: {len(ev.tree)} nodes verified" in frames  # the inspector held on a tree pass: its nodes
-    assert table_lines(ev, 80)[0].strip() in frames
+    render_cast(evs, out, cols=100, rows=40, speed=8.0, inspect=spec)
+    steps, (at, _, _, hold) = inspect_plan(evs, frames(evs, 8.0), *parse_inspect(spec))
+    header, cast_events = load_cast(out)
+    during = screen_at(header, cast_events, steps[at][1] + hold / 2)
+    assert "token inspector" in during and f"tree: {len(ev.tree)} nodes verified" in during  # its nodes listed
+    assert table_lines(ev, 80)[0].strip() in during
+    assert TREE in screen_at(header, cast_events, cast_events[-1][0])  # the ribbon's mark of the tree passes
 
 
 def test_bench_reports_a_tree_settings_nodes_and_acceptance_length(tiny_target, tiny_draft_noisy, tmp_path):

@@ -170,3 +170,21 @@ def test_the_rich_text_marks_the_chosen_node_without_colour():
     assert "node 3 · ' dog' (id 13) · accepted" in t.plain  # the chosen node explained under the list
     assert tree_text(explain(PassEvent(index=2, target=TargetToken(id=1, text="a")), 0), None, 80).plain == ""
     assert "n/b node" not in hint(explain(PassEvent(index=2, target=TargetToken(id=1, text="a")), 0))
+
+
+def test_a_forged_tree_of_many_nodes_costs_what_its_size_does():
+    """Twenty thousand root children (a forged trace's line holds that many): the list, every node's lines and
+    the screen's window are made in one pass each (a quadratic walk would not finish), the screen lists a window."""
+    n = 20_000
+    verdicts = [REJECTED] * (n // 2) + [DISCARDED] * (n - n // 2)
+    big = tuple(node(i, f"t{i}", -1, v, 0.5, 0.1, Judged(0.1, 0.5, 0.2, 0.9) if v == REJECTED else None)
+                for i, v in enumerate(verdicts))
+    ev = PassEvent(index=1, settings=Settings(temperature=0.8), target=TargetToken(id=1, text="x"), tree=big)
+    lines = render_tree(ev)
+    assert sum(1 for ln in lines if ln.startswith("node ")) == n
+    assert "rejected: the next sibling, node 1, is judged against norm(max(0, p - r))" in "\n".join(lines[:n + 12])
+    sh = shape(ev)
+    assert sh.ranks[-1] == n and sh.next_judged[n // 2 - 1] == -1 and sh.accepted[0] == -1
+    shown = tree_text(explain(ev, 0), n - 3, 80).plain.splitlines()
+    assert len(shown) < 64 + 20 and any(ln.startswith(">") and f"{n - 3}" in ln for ln in shown)
+    assert any("nodes before" in ln for ln in shown)

@@ -41,6 +41,7 @@ LEGEND = [
     ("dim italic", "drafts waiting for the verdict (?)"),
     ("plain colour", "target-only token (k = 0 or prefill) (○)"),
     ("‖p-min", "drafting stopped: draft confidence < --draft-p-min"),
+    ("⑂N", "a tree pass (--drafter tree): N branches pruned beside its path; the inspector lists every node"),
     ("▸ reverse", "the inspect cursor (inspector: * emitted, d drafted)"),
 ]
 
