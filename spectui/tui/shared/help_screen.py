@@ -31,7 +31,6 @@ INSPECT_KEYS = [
     ("←→ / h l", "in inspect mode: previous / next token"),
     ("↑↓ / k j", "in inspect mode: newer / older pass"),
     ("enter", "open the token inspector (or click a token)"),
-    ("n b p c s", "in the inspector of a tree pass: next / previous node, parent, first child, next sibling"),
     ("escape", "close the inspector / leave inspect mode"),
 ]
 LEGEND = [
@@ -41,7 +40,6 @@ LEGEND = [
     ("dim italic", "drafts waiting for the verdict (?)"),
     ("plain colour", "target-only token (k = 0 or prefill) (○)"),
     ("‖p-min", "drafting stopped: draft confidence < --draft-p-min"),
-    ("⑂N", "a tree pass (--drafter tree): N branches pruned beside its path; the inspector lists every node"),
     ("▸ reverse", "the inspect cursor (inspector: * emitted, d drafted)"),
 ]
 
