@@ -114,6 +114,8 @@ def test_race_headless_and_json_give_a_tree_lanes_figures(traces):
                for ln in lines), r.stdout
     assert any(ln.startswith("A ") and "acceptance by depth    1:" in ln for ln in lines)
     assert not any(ln.startswith("B ") and "tree nodes" in ln for ln in lines)
+    # the lane's label names the tree and the draft model that drafts it
+    assert any(ln.startswith("A: draft model tree k=6 T=0.8 · tiny-target + tiny-draft-noisy") for ln in lines)
     j = _spectui("race", tree_path, chain_path, "--json", timeout=60)
     assert j.returncode == 0, j.stderr
     lanes = json.loads(j.stdout)["lanes"]
@@ -161,3 +163,13 @@ def test_bench_reports_a_tree_settings_nodes_and_acceptance_length(tiny_target, 
     tree_row = next(x for x in rows if x["drafter"] == "tree")
     assert float(tree_row["tree_nodes_per_pass"]) == pytest.approx(trace_tree.nodes_per_pass)
     assert next(x for x in rows if x["drafter"] == "model")["tree_nodes_per_pass"] == ""
+
+
+def test_a_race_spec_of_trees_needs_the_draft_model():
+    from spectui.contract.errors import SpectuiError
+    from spectui.race.spec import parse_spec, spec_settings
+
+    spec = parse_spec("drafter=tree,k=6")
+    assert spec_settings(spec, temp=0.8, have_draft=True).drafter == "tree"
+    with pytest.raises(SpectuiError, match="drafter=tree needs --draft PATH"):
+        spec_settings(spec, have_draft=False)
