@@ -8,6 +8,7 @@ keeps one (``StatsSnapshot.tree``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..contract.events import ACCEPTED, DISCARDED, PassEvent
 
@@ -43,6 +44,43 @@ class TreeStats:
     def mean_acceptance_length(self) -> float:
         """Tokens a tree pass emits on average before a cut: its accepted nodes and the target's token."""
         return 1.0 + self.accepted / self.passes if self.passes else 0.0
+
+    def record(self) -> dict:
+        """The figures as JSON (every face's ``tree``: run and replay ``--json``, race ``--json``, bench ``--json``).
+
+        Returns:
+            passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes,
+            accepted).
+        """
+        return {"passes": self.passes, "nodes": self.nodes, "accepted": self.accepted, "pruned": self.pruned,
+                "nodes_per_pass": self.nodes_per_pass, "mean_acceptance_length": self.mean_acceptance_length,
+                "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in self.by_depth]}
+
+    def depth_text(self) -> str:
+        """Acceptance by depth in one line: ``1:62% (5/8)  2:50% (5/10)``."""
+        return "  ".join(f"{d.depth}:{100 * d.rate:.0f}% ({d.accepted}/{d.nodes})" for d in self.by_depth)
+
+
+def pooled(trees: Iterable[TreeStats | None]) -> TreeStats | None:
+    """Several runs' tree figures summed (a bench's category, a race's lanes); None when none drafted a tree.
+
+    Args:
+        trees: each run's ``StatsSnapshot.tree``.
+
+    Returns:
+        The pooled figures, or None.
+    """
+    known = [t for t in trees if t is not None]
+    if not known:
+        return None
+    nodes: dict[int, list[int]] = {}
+    for t in known:
+        for d in t.by_depth:
+            slot = nodes.setdefault(d.depth, [0, 0])
+            slot[0] += d.nodes
+            slot[1] += d.accepted
+    return TreeStats(sum(t.passes for t in known), sum(t.nodes for t in known), sum(t.accepted for t in known),
+                     sum(t.pruned for t in known), tuple(DepthStat(d, n, a) for d, (n, a) in sorted(nodes.items())))
 
 
 class TreeCounts:

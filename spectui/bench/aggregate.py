@@ -27,6 +27,7 @@ from typing import Sequence
 
 from ..analysis.lossless import UNMEASURED_MARGIN, GreedyCheck, check
 from ..analysis.stats import StatsSnapshot, pooled_rates
+from ..analysis.tree_stats import TreeStats, pooled
 from .datasets import Prompt
 from .plan import Setting
 
@@ -115,6 +116,7 @@ class Summary:
     near_ties: tuple[str, ...] = field(default_factory=tuple)  # per run parted at a near tie: where, at what margin
     noise: float = -1.0  # the near-tie threshold its runs were judged against (-1: none compared or not measured)
     n_passes: int = 0  # decode passes (after the prefill), pooled: passes_drafted / n_passes of them drafted
+    tree: TreeStats | None = None  # --drafter tree: the tree passes' nodes and acceptance by depth, pooled
 
     @property
     def label(self) -> str:
@@ -232,6 +234,7 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
         near_ties=near_ties,
         noise=max(measured) if measured else -1.0,
         n_passes=n_pass,
+        tree=pooled(r.stats.tree for r in ran),
     )
 
 

@@ -18,7 +18,7 @@ CSV_FIELDS = (
     "category", "question_id", "sub_category", "turn", "drafter", "k", "temperature", "pipeline", "repeat", "source",
     "prompt_tokens", "n_emitted", "n_drafted", "n_accepted", "passes_drafted", "n_passes", "mean_accepted_tokens",
     "acceptance_rate", "tokens_per_second", "baseline_tokens_per_second", "speedup", "ttft_ms", "itl_ms_p50",
-    "stop_reason", "equal", "contended", "skipped", "trace",
+    "stop_reason", "equal", "contended", "skipped", "trace", "tree_nodes_per_pass",
 )
 
 
@@ -48,6 +48,7 @@ def row_records(rows: Sequence[BenchRow]) -> list[dict]:
             "ttft_ms": s.ttft_ms if s else None, "itl_ms_p50": s.itl_ms_p50 if s else 0.0,
             "stop_reason": s.stop_reason if s else "",
             "equal": "" if c is None else c.equal, "contended": r.contended, "skipped": r.skipped, "trace": r.trace,
+            "tree_nodes_per_pass": s.tree.nodes_per_pass if s and s.tree else "",  # --drafter tree: nodes verified
         })
     return out
 
@@ -68,13 +69,15 @@ def summary_record(s: Summary) -> dict:
                     "label": s.setting.label}
     d["unequal"] = list(s.unequal)
     d["acceptance_by_position"] = list(s.acceptance_by_position)
+    d["tree"] = s.tree.record() if s.tree is not None else None  # nodes per pass, acceptance by depth
     return d
 
 
 def to_json(rows: Sequence[BenchRow], summaries: Sequence[Summary], report: Sequence[str], params: dict,
             status: dict, has_baseline: bool = True) -> dict:
-    """The --json document: params, status, every run (its text and acceptance by position), every summary, the
-    winner of each category with every setting's word (``bench.winners``) and the report's lines."""
+    """The --json document: params, status, every run (its text, acceptance by position and a tree setting's
+    ``tree``: nodes per pass, acceptance by depth), every summary (its ``tree`` pooled), the winner of each
+    category with every setting's word (``bench.winners``) and the report's lines."""
     recs = row_records(rows)
     for rec, r in zip(recs, rows):
         rec["acceptance_by_position"] = [
@@ -82,6 +85,7 @@ def to_json(rows: Sequence[BenchRow], summaries: Sequence[Summary], report: Sequ
             for p in (r.stats.acceptance_by_position if r.stats else ())
         ]
         rec["text"] = r.text
+        rec["tree"] = r.stats.tree.record() if r.stats and r.stats.tree else None
     return {"params": params, "status": status, "runs": recs,
             "summaries": [summary_record(s) for s in summaries],
             "winners": [v.record() for v in verdicts(summaries, has_baseline)], "report": list(report)}

@@ -14,7 +14,8 @@ TUI to ``spectui.tui.attach.app.run_attach_replay``.
 (:func:`spectui.views.inspector_model.render_pass`), or with ``--json`` that pass's event plus every token's explained
 view (:func:`explain_json`, each token through :func:`spectui.views.inspector_model.view_dict`): for scripts and bug
 reports. PASS is the pass index (0 = the prefill pass), TOKEN a 1-based token of that pass in the
-inspector's order (its drafts, then the target's own token).
+inspector's order (its drafts, then the target's own token). A tree pass (--drafter tree) lists and explains
+every node of its tree besides (:func:`spectui.views.tree_inspector.render_tree`; ``tree_nodes`` in the JSON).
 """
 
 from __future__ import annotations
@@ -88,8 +89,10 @@ def _check_token(ev: PassEvent, token: int | None, n_slots: int) -> None:
 
 def explain_json(ev: PassEvent, token: int | None = None, head=None) -> dict:
     """The pass event's dict plus ``inspector_data`` (has it any), ``draft_stop_text`` and ``explain``: the
-    explained view of every token (or of token slot ``token`` only)."""
+    explained view of every token (or of token slot ``token`` only); a tree pass's ``tree_nodes``, every node
+    explained (or token ``token``'s node only)."""
     from ..views.inspector_model import draft_stop_line, explain, slots, view_dict
+    from ..views.tree_inspector import chain_node, node_dict, shape
 
     n = len(slots(ev))
     _check_token(ev, token, n)
@@ -98,19 +101,26 @@ def explain_json(ev: PassEvent, token: int | None = None, head=None) -> dict:
     d["inspector_data"] = bool(ev.inspect)
     d["draft_stop_text"] = draft_stop_line(ev)
     d["explain"] = [view_dict(explain(ev, i, head)) for i in which]
+    nodes = range(len(ev.tree)) if token is None else [n for n in [chain_node(ev, token)] if n is not None]
+    sh = shape(ev)
+    d["tree_nodes"] = [node_dict(ev, i, sh) for i in nodes]
     return d
 
 
 def explain_text(ev: PassEvent, token: int | None = None, width: int = 100, head=None) -> list[str]:
-    """``render_pass`` (every token), or its header and token slot ``token`` alone."""
+    """``render_pass`` (every token) and a tree pass's every node (``render_tree``), or the header and token slot
+    ``token`` alone (and its node)."""
     from ..views.inspector_model import explain, render_pass, render_view, slots
+    from ..views.tree_inspector import chain_node, node_lines, render_tree
 
     _check_token(ev, token, len(slots(ev)))
     lines = render_pass(ev, width, head)
     if token is None:
-        return lines
+        return [*lines, "", *render_tree(ev, width)] if ev.tree else lines
     top = lines[: lines.index("")] if "" in lines else lines
-    return [*top, "", *render_view(explain(ev, token, head), width)]
+    node = chain_node(ev, token)
+    return [*top, "", *render_view(explain(ev, token, head), width),
+            *(["", *node_lines(ev, node, width)] if node is not None else [])]
 
 
 def explain_pass(path: str | os.PathLike, spec: str, out=None, *, as_json: bool = False, width: int = 100,

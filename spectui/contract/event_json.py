@@ -49,6 +49,7 @@ from .events import (
     TreeNode,
     is_drafter_name,
 )
+from .judged import Judged
 
 __all__ = ["EventFormatError", "NonFinite", "NumberTooLong", "from_dict", "loads_line", "to_dict"]
 
@@ -428,7 +429,7 @@ def _build(cls: type, data: Any) -> Any:
 
 
 _CLASSES.update({c.__name__: c for c in (Settings, ModelInfo, Token, DraftToken, TargetToken, Timing, Candidate,
-                                           Inspection, MachineProbe, HeadInfo, PipeInfo, TreeNode,
+                                           Inspection, MachineProbe, HeadInfo, PipeInfo, TreeNode, Judged,
                                            Target, Bucket, Histogram, PositionCount, EngineCounters)})
 _ENUMS.update(
     {

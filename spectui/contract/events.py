@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Union
 
 from .draft_length import DEFAULT_DRAFT_MAX
+from .judged import Judged
 
 # Verdict of one drafted token.
 ACCEPTED = "accepted"  # the target agreed (greedy) or the acceptance test passed (sampling)
@@ -40,7 +41,6 @@ STOP_ERROR = "error"  # an error inside the engine; RunEnded.error says which
 # one, so a trace of a newer drafter still replays): lower-case letters, digits, "-" and "_", at most 32; a chain
 # is up to 8 of them joined by commas ("ngram-mod,model": spectui.engine.drafters.chain).
 CHAIN_SEPARATOR = ","  # joins a chain's drafters in Settings.drafter
-# the drafters that propose a whole block in one draft pass, whatever k (spectui.engine.drafters.block)
 DRAFTER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}(,[a-z0-9][a-z0-9_-]{0,31}){0,7}")
 
 
@@ -141,6 +141,7 @@ class TreeNode(Token):  # PassEvent.tree: q (prob), parent (-1: the root), targe
     parent: int = -1
     verdict: str = DISCARDED
     target_prob: float = 0.0
+    judged: Judged | None = None  # T > 0, a judged node: its acceptance test (None: never judged, T = 0, older trace)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ class TreeVerdict:
     """Where a tree's walk went: the accepted nodes (root's child first), the target's token after them, the
     children judged and rejected on the way, and for each position of the path the last acceptance test made
     there (T > 0: min(1, p/r) and the uniform of the child accepted, or at the last node of the first child
-    refused; the chain's ``Verdict`` fields), the residual of a correction."""
+    refused; the chain's ``Verdict`` fields), the residual of a correction, and every child judged at T > 0 as
+    (node, p_i(x), r_i(x), min(1, p_i / r_i), u): the test that decided it (the inspector shows each node's)."""
 
     path: tuple[int, ...]
     token: int
@@ -41,6 +42,7 @@ class TreeVerdict:
     accept_p: tuple[float, ...] = ()
     u: tuple[float, ...] = ()
     residual: np.ndarray | None = None
+    judged: tuple[tuple[int, float, float, float, float], ...] = ()
 
 
 def children(parents: Sequence[int]) -> list[list[int]]:
@@ -134,6 +136,7 @@ def rrs_tree_verify(p_of: Callable[[int], np.ndarray], q_of: Callable[[int], np.
     rejected: list[int] = []
     acc: list[float] = []
     us: list[float] = []
+    judged: list[tuple[int, float, float, float, float]] = []
     v = -1
     while True:
         p = np.array(p_of(v + 1), dtype=np.float64)
@@ -145,6 +148,7 @@ def rrs_tree_verify(p_of: Callable[[int], np.ndarray], q_of: Callable[[int], np.
             rx = float(r[x]) if r is not None else 0.0
             a = 1.0 if rx <= 0.0 else min(1.0, float(p[x]) / rx)
             u = -1.0 if a >= 1.0 else float(rng.random())
+            judged.append((c, float(p[x]), rx, a, u))
             if a >= 1.0 or u < a:
                 nxt = c
                 break
@@ -160,6 +164,7 @@ def rrs_tree_verify(p_of: Callable[[int], np.ndarray], q_of: Callable[[int], np.
             us.append(u if nxt >= 0 else first[1])
         if nxt < 0:
             resid = p if drawn else None
-            return TreeVerdict(tuple(path), sample(p, rng), tuple(rejected), tuple(acc), tuple(us), resid)
+            return TreeVerdict(tuple(path), sample(p, rng), tuple(rejected), tuple(acc), tuple(us), resid,
+                               tuple(judged))
         path.append(nxt)
         v = nxt

@@ -76,7 +76,7 @@ def record_race(load: Callable[[bool], object], rec: RaceRecording, say=lambda m
     settings = [spec_settings(s, temp=rec.temp, seed=rec.seed, have_draft=rec.have_draft) for s in rec.specs]
     if record_dir is not None and os.path.exists(record_dir) and not os.path.isdir(record_dir):
         record_folder(record_dir)  # a file in the way: its one-line error before any model loads
-    engine = load(any(s.drafter == "model" for s in settings))
+    engine = load(any(s.drafter in ("model", "tree") for s in settings))  # the draft model: its chain or tree
     if signals is not None:
         try:
             signals.raise_if_stopped()  # a signal noted inside llama.cpp's log callback while loading

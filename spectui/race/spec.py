@@ -142,8 +142,8 @@ def spec_settings(spec: dict, *, temp: float = 0.0, seed: int = 0, have_draft: b
     drafter = spec.get("drafter") or ("model" if have_draft else "ngram")
     if draft_max == 0 and auto is None:
         drafter = "none"
-    if drafter == "model" and not have_draft:
-        raise SpectuiError("drafter=model needs --draft PATH (or drafter=ngram)")
+    if drafter in ("model", "tree") and not have_draft:
+        raise SpectuiError(f"drafter={drafter} needs --draft PATH (or drafter=ngram)")
     pipeline = bool(spec.get("pipeline", False))
     if pipeline and drafter != "model":
         raise SpectuiError("pipeline=on overlaps the draft model's drafting: it needs drafter=model (and --draft)")

@@ -20,8 +20,20 @@ def _pos(s: Summary, n: int = 4) -> str:
     return " ".join(f"{100 * a:.0f}" for a in s.acceptance_by_position[:n])
 
 
+TREE_COLUMN = "tree\nnodes"  # after TTFT, when a setting drafted trees: nodes verified per tree pass
+
+
+def columns(summaries: Sequence[Summary]) -> tuple[str, ...]:
+    """The table's headings: ``TABLE_COLUMNS``, and ``TREE_COLUMN`` when a setting drafted trees."""
+    if not any(s.tree is not None for s in summaries):
+        return TABLE_COLUMNS
+    at = TABLE_COLUMNS.index("TTFT\nms") + 1
+    return (*TABLE_COLUMNS[:at], TREE_COLUMN, *TABLE_COLUMNS[at:])
+
+
 def table_rows(summaries: Sequence[Summary], has_baseline: bool = True) -> list[list[str]]:
-    """The table's cells as text (the same strings the rich table and tests see)."""
+    """The table's cells as text (the same strings the rich table and tests see), in ``columns``' order."""
+    has_tree = TREE_COLUMN in columns(summaries)
     rows = []
     for s in summaries:
         if not s.runs and not s.skipped:
@@ -41,14 +53,16 @@ def table_rows(summaries: Sequence[Summary], has_baseline: bool = True) -> list[
             "" if base else f"{s.mean_accepted_tokens:.2f}", "" if base else f"{s.acceptance_rate:.0%}",
             "" if base else _pos(s),
             f"{s.baseline_tokens_per_second:.1f}" if s.baseline_tokens_per_second else ("" if not base else "-"),
-            f"{s.tokens_per_second:.1f}", sp, spread, ms_or_dash(s.ttft_ms), eq, ", ".join(flags),
+            f"{s.tokens_per_second:.1f}", sp, spread, ms_or_dash(s.ttft_ms),
+            *([f"{s.tree.nodes_per_pass:.2f}" if s.tree is not None else ""] if has_tree else []),
+            eq, ", ".join(flags),
         ])
     return rows
 
 
 def render_table(summaries: Sequence[Summary], has_baseline: bool = True, title: str = "") -> Table:
     t = Table(title=title or None, show_lines=False, header_style="bold")
-    for c in TABLE_COLUMNS:
+    for c in columns(summaries):
         t.add_column(c, justify="left" if c in ("category", "setting", "!") else "right", no_wrap=c != "!")
     prev = None
     for s, cells in zip([s for s in summaries if s.runs or s.skipped], table_rows(summaries, has_baseline)):

@@ -11,6 +11,7 @@ from ..contract.text import json_text, visible
 from ..views.numbers import ms_or_dash
 from ..views.race_outcome import Outcome
 from ..views.race_timeline import Race
+from .run import tree_lines
 
 
 def clock_text(race: Race) -> str:
@@ -33,6 +34,8 @@ def outcome_lines(race: Race, out: Outcome) -> list[str]:
         lines.append(f"{r.name:<{w}}  {r.tokens:>6}  {r.seconds:>8.2f}  {r.tokens_per_second:>7.2f}  "
                      f"{ms_or_dash(r.ttft_ms):>8}  {acc}  {r.tokens_per_pass:>8.2f}"
                      + ("  (trace cut off)" if r.truncated else ""))
+    for r in out.lanes:  # a lane that drafted trees: its nodes per pass and acceptance by depth
+        lines.extend(f"{r.name:<{w}}  {line}" for line in (tree_lines(r.tree) if r.tree is not None else ()))
     lines.append("")
     for r in out.lanes:
         lines.append(f"{r.label}  [{r.path}]")
@@ -46,7 +49,8 @@ def outcome_dict(race: Race, out: Outcome) -> dict:
     names = [r.name for r in out.lanes]
     d = out.divergence
     return {
-        "lanes": [dataclasses.asdict(r) for r in out.lanes],
+        "lanes": [{**dataclasses.asdict(r), "tree": r.tree.record() if r.tree is not None else None}
+                  for r in out.lanes],
         "from_start": race.from_start,
         "any_prompt": race.any_prompt,
         "winner": names[out.winner] if out.winner >= 0 else None,

@@ -400,7 +400,7 @@ def tree_lines(t: TreeStats) -> list[str]:
     Returns:
         Two lines.
     """
-    depth = "  ".join(f"{d.depth}:{100 * d.rate:.0f}% ({d.accepted}/{d.nodes})" for d in t.by_depth)
+    depth = t.depth_text()
     return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
             f"{t.passes} tree passes)",
             f"acceptance by depth    {depth}"]
@@ -415,11 +415,7 @@ def tree_dict(t: TreeStats | None) -> dict | None:
     Returns:
         passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes, accepted).
     """
-    if t is None:
-        return None
-    return {"passes": t.passes, "nodes": t.nodes, "accepted": t.accepted, "pruned": t.pruned,
-            "nodes_per_pass": t.nodes_per_pass, "mean_acceptance_length": t.mean_acceptance_length,
-            "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in t.by_depth]}
+    return None if t is None else t.record()
 
 
 def _acceptance_lines(snap: StatsSnapshot, stats: RunStats, decoded: bool) -> list[str]:

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from .inspector_model import InspectorView, explain, render_view
 from .state import PassView
+from .tree_inspector import PRUNED, SCREEN_ROWS, TREE_HINT, node_lines, table_lines, tree_heading
 from .view import InspectCursor
 
 HINT = "←/→ token · ↑/↓ pass · esc close"
@@ -113,4 +114,31 @@ def inspector_text(view: InspectorView, width: int) -> Text:
         elif view.near_tie and line.startswith("margin "):
             t.stylize("bold", 0, line.find(":") + 1)
         out.append_text(t)
+    return out
+
+
+def hint(view: InspectorView) -> str:
+    """The inspector's keys: a tree pass's node keys besides the token's."""
+    ev = view.event
+    return f"←/→ token · ↑/↓ pass · {TREE_HINT} · esc close" if ev is not None and ev.tree else HINT
+
+
+def tree_text(view: InspectorView, node: int | None, width: int) -> Text:
+    """A tree pass's every node under the token's view (empty for a chain's pass): the heading, the node list
+    (``tree_inspector.table_lines``: the chosen node marked ``>`` and in reverse, pruned nodes dim), then the
+    chosen node explained (``node_lines``). Nothing rests on colour: the marks are glyphs and words."""
+    ev = view.event
+    out = Text()
+    if ev is None or not ev.tree:
+        return out
+    out.append(tree_heading(ev), "bold")
+    for n, line in enumerate(table_lines(ev, width, node, SCREEN_ROWS)):
+        out.append("\n")
+        out.append(line, "bold" if n == 0 else "bold reverse" if line.startswith(">") else
+                   "dim" if line.rstrip().endswith(PRUNED) else "")
+    if node is None or not 0 <= node < len(ev.tree):
+        return out
+    for n, line in enumerate(node_lines(ev, node, width)):
+        out.append("\n\n" if n == 0 else "\n")
+        out.append(line, "bold" if n == 0 else "")
     return out

@@ -25,7 +25,7 @@ text there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..contract.events import (
     ACCEPTED,
@@ -101,6 +101,7 @@ class InspectorView:
     accept_p: float = -1.0
     u: float = -1.0
     notes: tuple[str, ...] = ()
+    event: PassEvent | None = field(default=None, compare=False, repr=False)  # the pass (a tree pass: its nodes)
 
 
 def show(text: str, width: int = 14) -> str:
@@ -142,7 +143,7 @@ def explain(ev: PassEvent, slot: int, head: HeadInfo | None = None) -> Inspector
         p = ev.target.prob if ev.target is not None else -1.0
     by = drafted_by(ev, s.slot, head) if s.is_draft else ""
     if ins is None:
-        return InspectorView(s, temp, False, q, p, NO_DATA, _outcome(ev, s), notes=(by,) if by else ())
+        return InspectorView(s, temp, False, q, p, NO_DATA, _outcome(ev, s), notes=(by,) if by else (), event=ev)
     drafted = ev.drafts[s.position].id if s.position < len(ev.drafts) else None
     chosen = _chosen_at(ev, s.position)
     notes = [by] if by else []
@@ -162,7 +163,7 @@ def explain(ev: PassEvent, slot: int, head: HeadInfo | None = None) -> Inspector
         outcome=_outcome(ev, s),
         target_top=_mark(ins.target_top, drafted, chosen), draft_top=_mark(ins.draft_top, drafted, chosen),
         residual_top=_mark(ins.residual_top, None, chosen), margin=ins.margin, near_tie=near_tie,
-        accept_p=ins.accept_p, u=ins.u, notes=tuple(notes),
+        accept_p=ins.accept_p, u=ins.u, notes=tuple(notes), event=ev,
     )
 
 

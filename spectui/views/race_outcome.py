@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.stats import RunStats, StatsSnapshot
+from ..analysis.tree_stats import TreeStats
 from .race_timeline import Lane, Race
 
 TIE_S = 1e-6  # finish times closer than this are a tie
@@ -28,6 +29,7 @@ class LaneResult:
     drafted: int
     truncated: bool
     pass_ms: float = 0.0  # mean decode pass (draft + verify + the rest), prefill excluded
+    tree: TreeStats | None = None  # the lane's tree passes (--drafter tree): nodes per pass, acceptance by depth
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def lane_result(lane: Lane) -> LaneResult:
         tokens_per_second=s.tokens_per_second, ttft_ms=s.ttft_ms, acceptance_rate=s.acceptance_rate,
         mean_acceptance_length=s.mean_acceptance_length, tokens_per_pass=s.tokens_per_pass,
         drafted=s.n_drafted, truncated=lane.truncated,
-        pass_ms=s.decode_wall_ms / s.n_passes if s.n_passes else 0.0)
+        pass_ms=s.decode_wall_ms / s.n_passes if s.n_passes else 0.0, tree=s.tree)
 
 
 def divergence(lanes: list[Lane]) -> Divergence:

@@ -48,8 +48,8 @@ def event_time(ev: Event) -> float | None:
 
 
 def setting_text(start: RunStarted | None) -> str:
-    """What a run was asked to do: "target alone", "draft model k=4 T=0.8", "prompt lookup k=3", "draft model k=3
-    T=0 pipelined 1+1" (--pipeline: the split's threads)."""
+    """What a run was asked to do: "target alone", "draft model k=4 T=0.8", "draft model tree k=6 T=0.8" (--drafter
+    tree), "prompt lookup k=3", "draft model k=3 T=0 pipelined 1+1" (--pipeline: the split's threads)."""
     if start is None:
         return "?"
     s = start.settings
@@ -60,12 +60,15 @@ def setting_text(start: RunStarted | None) -> str:
         k = f"k={s.draft_max}"
     if s.drafter == "none" or (s.draft_max == 0 and not s.auto):
         return "target alone" + temp
-    drafter = {"model": "draft model", "ngram": "prompt lookup"}.get(s.drafter, s.drafter)
+    drafter = {"model": "draft model", "tree": "draft model tree", "ngram": "prompt lookup"}.get(s.drafter, s.drafter)
     extra = f" p-min {s.draft_p_min:g}" if s.draft_p_min > 0 else ""
     if s.pipeline and s.drafter == "model":
         split = start.pipeline_threads
         extra += " pipelined" + (f" {split[0]}+{split[1]}" if len(split) == 2 else "")
     return f"{drafter} {k}{temp}{extra}"
+
+
+DRAFT_MODEL = ("model", "tree")  # the drafters of the draft model: its chain, its tree (--drafter tree)
 
 
 def _model(info) -> str:
@@ -79,7 +82,7 @@ def models_text(start: RunStarted | None) -> str:
     if start is None:
         return ""
     target = _model(start.target)
-    if start.settings.drafter == "model" and start.draft is not None and start.settings.draft_max > 0:
+    if start.settings.drafter in DRAFT_MODEL and start.draft is not None and start.settings.draft_max > 0:
         return f"{target} + {_model(start.draft)}"
     return target
 

@@ -113,7 +113,7 @@ class PassWork:
     clock: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # draft_ms, verify_ms, pass start, run start
     pipe: PipeWork | None = None  # a pipelined pass (pipeline.py): what the draft thread did meanwhile
     left_out: tuple[str, ...] = ()  # the chain's members auto k left out of this pass (PassEvent.left_out)
-    tree: tuple = ()  # a tree pass (tree_pass.py): every node as (id, parent, q, p, verdict)
+    tree: tuple = ()  # a tree pass (tree_pass.py): every node as (id, parent, q, p, verdict, Judged or None)
 
 
 def pass_timing(draft_ms: float, verify_ms: float, tp: float, t0: float) -> Timing:
@@ -162,8 +162,8 @@ class PassEventMaker:
             drafter=(prop.drafter or w.settings.drafter) if prop is not None and prop.ids else "",
             left_out=w.left_out,
             pipeline=self._pipe_info(w.pipe) if w.pipe is not None else None,
-            tree=tuple(TreeNode(id=t, text=self._text(t), prob=q, parent=par, verdict=vd, target_prob=pt)
-                       for t, par, q, pt, vd in w.tree),
+            tree=tuple(TreeNode(id=t, text=self._text(t), prob=q, parent=par, verdict=vd, target_prob=pt, judged=jd)
+                       for t, par, q, pt, vd, jd in w.tree),
         )
         # the pass's probability rows are read no more: back to the pool for the next passes
         for row in p.cache.values():

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...contract.errors import SpectuiError
 from ...contract.events import ACCEPTED, DISCARDED, REJECTED
+from ...contract.judged import Judged
 from ..drafters.base import Proposal
 from ..llama.kv_tree import decode_tree, seq_copy, seq_drop, seq_keep
 from ..llama.models import LoadedModel
@@ -35,13 +36,13 @@ from .eventmaker import TargetProbs
 @dataclass
 class TreeOutcome:
     """A verified tree seen as a chain: the target's probabilities of the chain's rows, its verdict and draft ids,
-    the accepted path's node indices, every node as (id, parent, q, p, verdict), and the verify's ms."""
+    the accepted path's node indices, every node as (id, parent, q, p, verdict, Judged or None), the verify's ms."""
 
     p: TargetProbs
     verdict: Verdict
     ids: list[int]
     path: tuple[int, ...]
-    nodes: tuple[tuple[int, int, float, float, str], ...]
+    nodes: tuple[tuple[int, int, float, float, str, Judged | None], ...]
     verify_ms: float
 
     def chain(self) -> tuple[TargetProbs, Verdict, None, float]:
@@ -137,10 +138,12 @@ def chain_view(rows: np.ndarray, tv: TreeVerdict, tp: TargetProbs, prop: Proposa
 
 
 def node_records(rows: np.ndarray, temperature: float, prop: Proposal, tv: TreeVerdict):
-    """Every node as (id, parent, q, the target's p of it in its parent's row, verdict)."""
+    """Every node as (id, parent, q, the target's p of it in its parent's row, verdict, the test that judged it at
+    T > 0 or None)."""
     t = temperature if temperature > 0 else 1.0
     lse: dict[int, float] = {}
     on_path, refused = set(tv.path), set(tv.rejected)
+    tests = {c: Judged(p=pj, r=r, accept_p=a, u=u) for c, pj, r, a, u in tv.judged}
     out = []
     for i, (x, par) in enumerate(zip(prop.ids, prop.parents or [])):
         row = rows[par + 1]
@@ -148,7 +151,7 @@ def node_records(rows: np.ndarray, temperature: float, prop: Proposal, tv: TreeV
             lse[par] = logsumexp(row, t)
         p = float(np.exp(float(row[x]) / t - lse[par]))
         verdict = ACCEPTED if i in on_path else REJECTED if i in refused else DISCARDED
-        out.append((int(x), int(par), float(prop.q_probs[i]), p, verdict))
+        out.append((int(x), int(par), float(prop.q_probs[i]), p, verdict, tests.get(i)))
     return tuple(out)
 
 

@@ -1,12 +1,13 @@
 """LaneHeader: a race lane's label (setting, models, machine) and its figures so far: elapsed on the race
-clock, tokens, tokens/s, acceptance, TTFT; its place once it finished. The focused lane is marked ▶ (and
-bold), so the mark does not rest on colour."""
+clock, tokens, tokens/s, acceptance, tokens per pass (a tree lane: ⑂ nodes verified per pass), TTFT; its place
+once it finished. The focused lane is marked ▶ (and bold), so the mark does not rest on colour."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from ...views.race_view import LaneView
+from ...views.tree import TREE
 from ..shared.panel import Panel, append_lines
 
 
@@ -36,6 +37,8 @@ class LaneHeader(Panel):
             pieces.append(Text(f"{s.tokens_per_second:.2f} tok/s", "bold"))
             pieces.append(Text(f"accept {100 * s.acceptance_rate:.0f}%" if s.n_drafted else "no drafts"))
             pieces.append(Text(f"{s.tokens_per_pass:.2f} tok/pass"))
+            if s.tree is not None:  # --drafter tree: nodes verified per pass (views.tree's mark)
+                pieces.append(Text(f"{TREE} {s.tree.nodes_per_pass:.1f} nodes/pass"))
             if s.ttft_ms is not None:
                 pieces.append(Text(f"TTFT {s.ttft_ms:.0f} ms", st["dim"]))
         if lane.truncated and lane.finished:
