@@ -353,7 +353,11 @@ class PassLoop:
         span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode, which a draft thread may overlap
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
-            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
+            if tree is None:
+                self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
+            else:  # a tree's batch: the rows of the root and of the accepted path
+                self.head.target_decoded([g.tokens[-1]] + ids[:v.n_accepted], g.n_past, v.n_accepted,
+                                         rows=[0] + [c + 1 for c in tree.path])
             draft_ms += (time.perf_counter() - t_h) * 1000.0
         # the finishing thread reads the rows while the next pass drafts: llama.cpp's buffer itself when draft
         # decodes come first (the next verify waits for it), else a copy

@@ -193,10 +193,11 @@ def tree_pass(loop, g, s, prop: Proposal, drafter) -> TreeOutcome:
         The outcome, seen as a chain.
 
     Raises:
-        SpectuiError: a head reads the run's target decodes, or the graph path is on.
+        SpectuiError: a head that cannot read a tree verify (a block drafter) reads the run's target decodes, or the
+            graph path is on.
     """
-    if loop.head is not None or loop.graph is not None:
-        raise SpectuiError("--drafter tree runs on an engine without a head and with --sampling cpu")
+    if (loop.head is not None and not loop.head.reads_tree) or loop.graph is not None:
+        raise SpectuiError("a tree runs with --sampling cpu, beside no head but an EAGLE-3 head or MTP layers")
     loop.fin.free_rows()  # the decode overwrites the rows the previous pass's finishing may still read
     out = verify_tree(loop.target, loop.parts.rows, g.tokens[-1], g.n_past, s.temperature, prop, g.rng)
     drafter.accept_tree(out.path)
