@@ -133,17 +133,21 @@ def _chain_q(head, last: int, path: list[int], x: int) -> float:
 def test_each_branch_sees_its_own_path_in_the_heads_cache(spec_dir, agree):
     """Every node's q (the head's row at its parent, decoded in the branch's own sequence, several nodes per
     batch) equals the q the head gives when the node's path is drafted as a plain chain. Two children per node,
-    depth 2 and 6 nodes: the root's two children have two children each, so the second child of the root (a new
-    sequence sharing the root's cells) is extended, and branched again (one sharing its cells)."""
-    spec = (("spec_eagle_topk", 2), ("spec_num_steps", 2), ("spec_num_draft_tokens", 7))
+    depth 3 and 14 nodes: the full binary tree, so the root's second child (a new sequence sharing the root's
+    cells) is extended by its first child and branched again by its second (a sequence sharing its cells), and the
+    nodes below read rows decoded in each of them."""
+    spec = (("spec_eagle_topk", 2), ("spec_num_steps", 3), ("spec_num_draft_tokens", 15))
     with _engine(spec_dir, spec, agree=agree) as e:
         evs = _run(e, Settings(draft_max=8, drafter="eagle3"), n_predict=12)
         tokens = e.tokenize(PROMPT) + _emitted(evs)
         drafter = e.parts().drafters.pick("eagle3")
-        prop = drafter.propose(tokens, 8, 0.0, np.random.default_rng(0))
+        prop = drafter.propose(tokens, 14, 0.0, np.random.default_rng(0))
         parents = prop.parents
-        assert len(prop.ids) == 6 and parents.count(-1) == 2
-        assert all(parents.count(v) == 2 for v in range(6) if parents[v] == -1)
+        depth: list[int] = []
+        for par in parents:
+            depth.append(1 if par < 0 else depth[par] + 1)
+        assert len(prop.ids) == 14 and parents.count(-1) == 2
+        assert all(parents.count(v) == 2 for v in range(14) if depth[v] < 3)
         for i, (x, par) in enumerate(zip(prop.ids, parents)):
             path, v = [], par
             while v >= 0:
