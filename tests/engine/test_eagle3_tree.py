@@ -44,7 +44,7 @@ TREES = [
 
 @pytest.fixture(scope="module")
 def spec_dir(tmp_path_factory) -> Path:
-    return _make(tmp_path_factory.mktemp("eagle3tree"), "--eagle3-agree", "0.5")
+    return _make(tmp_path_factory.mktemp("eagle3tree"), "--eagle3-agree", "0.5", "--mtp-agree", "0.5")
 
 
 def _pair(spec_dir: Path, agree: bool) -> tuple[str, str]:
@@ -175,6 +175,30 @@ def test_switching_to_other_drafters_mid_run_stays_lossless(spec_dir):
     assert {ev.settings.drafter for ev in passes} >= {"eagle3", "ngram", "none"}
     first_other = next(i for i, ev in enumerate(passes) if ev.settings.drafter != "eagle3")
     assert any(ev.tree and ev.n_accepted > 0 for ev in passes[first_other:])  # back in step after the others
+
+
+@pytest.mark.parametrize("kind", ["eagle3", "mtp"])
+def test_a_draft_models_tree_beside_a_head_that_reads_every_decode(spec_dir, tiny_draft_noisy, kind):
+    """A draft model's tree (``tree``) while a head reads every target decode (the TUI's engine): the head reads
+    each tree verify's root and accepted path, so switching between the draft model's tree and the head (an
+    EAGLE-3 head's own tree, or MTP's chain) stays lossless, and the head is accepted after the tree passes."""
+    t = str(spec_dir / f"{kind}-agree-target.gguf")
+    head_file = str(spec_dir / "eagle3-agree-draft.gguf") if kind == "eagle3" else t
+    order = ["tree", kind]
+
+    def switch(control, ev):
+        if isinstance(ev, PassEvent) and ev.index % 3 == 2:
+            control.update(drafter=order[(ev.index // 3) % 2])
+
+    with Engine(t, str(tiny_draft_noisy), n_ctx=256, threads=1, head=kind, head_file=head_file, warn=lambda m: None,
+                spec_options=(("spec_eagle_topk", 2),)) as e:
+        ref = _emitted(_run(e, Settings(draft_max=0, drafter="none"), n_predict=40))
+        evs = _run(e, Settings(draft_max=4, drafter=kind), n_predict=40, on_event=switch)
+    assert _emitted(evs) == ref
+    passes = _passes(evs)
+    assert any(ev.settings.drafter == "tree" and ev.tree for ev in passes)
+    first_tree = next(i for i, ev in enumerate(passes) if ev.settings.drafter == "tree")
+    assert any(ev.settings.drafter == kind and ev.n_accepted > 0 for ev in passes[first_tree:])
 
 
 @pytest.mark.slow  # a law checked over many samples
