@@ -95,9 +95,9 @@ def test_eagle3_tree_greedy_is_lossless(spec_dir, name, spec):
         on_path = [i for i, nd in enumerate(ev.tree) if nd.verdict == ACCEPTED]
         assert [ev.tree[i].id for i in on_path] == [d.id for d in ev.drafts[: ev.n_accepted]]
         assert [ev.tree[i].parent for i in on_path] == ([-1] + on_path[:-1] if on_path else [])
-        if name == "sglang":  # 3 children per node, depth 2: 6 nodes need 2 children of the root at least
+        if name == "sglang":  # 3 children per node, depth 2: more than 4 nodes need 2 children of the root
             assert all(sum(1 for nd in ev.tree if nd.parent == j) <= 3 for j in range(-1, 6))
-            assert len(ev.drafts) <= 2 and _root_children(ev) >= 2
+            assert len(ev.drafts) <= 2 and (_root_children(ev) >= 2 or len(ev.tree) <= 4)
         if name == "np3":
             assert sum(1 for i in range(len(ev.tree)) if all(nd.parent != i for nd in ev.tree)) <= 3
 
