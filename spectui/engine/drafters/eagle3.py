@@ -18,7 +18,7 @@ and calls in the same order, through spectui.engine.llama.llama_ext:
 
 The accepted context is sequence 0. Made with ``n_seq`` > 1 (one unified KV buffer), the head drafts trees too
 (``eagle3_tree.py``: each branch in its own sequence, sharing its parent's cells); after a tree's verify
-``process`` reads the target's rows of the accepted path only (``rows``). No UI imports.
+``process`` reads the target's rows of the chain the tree pass is seen as (``rows``). No UI imports.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Eagle3Head(HeadContext):
 
     def features(self, n_tokens: int, rows=None) -> np.ndarray:
         """The (n_tokens, 3 x n_embd_tgt) features of the target's last decode, in target_layer_ids order; with
-        ``rows``, those rows of the decode (a tree's accepted path), in that order."""
+        ``rows``, those rows of the decode (a tree verify's chain), in that order."""
         x = self.x
         n_read = n_tokens if rows is None else max(rows) + 1
         cols = []
@@ -111,7 +111,8 @@ class Eagle3Head(HeadContext):
 
     def process(self, tokens, pos0: int, rows=None) -> None:
         """After the target decoded ``tokens`` at positions pos0.. (every row's features extracted); ``rows``: the
-        decode's row of each token, where they are not its first rows in order (a tree verify's accepted path)."""
+        decode's row of each token, where they are not its first rows in order (a tree verify's chain:
+        ``tree_pass.chain_rows``)."""
         L = llama()
         n = len(tokens)
         if n == 0:

@@ -14,8 +14,9 @@ the last accepted token paired with the pending g at the pending position. A nod
 when it is the parent's first decoded child, else in a new sequence that first shares the parent's cells
 (llama_memory_seq_cp up to the parent's position: no KV data copied), so llama.cpp's mask lets each node see the
 context and its own ancestors only. After the search every sequence but 0 is dropped and sequence 0 keeps the
-root, the state a chain's draft leaves; after the verify the head reads the target's rows of the root and the
-accepted path (``HeadDrafter.target_decoded`` with ``rows``), as after a chain's verify.
+root, the state a chain's draft leaves; after the verify the head reads the target's rows of the chain the pass
+is seen as (the root, the accepted path, the first child refused after it: ``tree_pass.chain_rows``, through
+``HeadDrafter.target_decoded``'s ``rows``) and keeps the accepted pairs, as after a chain's verify.
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ class HeadDrafter(Drafter):
     def target_decoded(self, tokens: list[int], pos0: int, n_accepted: int | None = None, rows=None) -> None:
         """The target decoded ``tokens`` at ``pos0``.. (its hidden states are in its context now). After a
         verify, ``n_accepted`` drafts of ``tokens[1:]`` were accepted: keep those, drop the rest. ``rows``: the
-        decode's row of each token, where they are not its first rows (a tree verify: the root's and the accepted
-        path's)."""
+        decode's row of each token, where they are not its first rows (a tree verify: the rows of the chain it is
+        seen as, ``tree_pass.chain_rows``)."""
         h = self.head
         h.process(list(tokens), int(pos0), rows)
         if n_accepted is not None:

@@ -24,7 +24,7 @@ Shared-KV heads (gemma4 assistants, whose context reads the target's KV through 
 - ``accept(n_accepted)``: the pending h becomes the verify batch's row n_accepted.
 
 One sequence (seq 0): the head drafts chains; after a tree's verify (a draft model's tree, the head reading every
-decode) ``process`` reads the target's rows of the accepted path only (``rows``). No UI imports.
+decode) ``process`` reads the target's rows of the chain the tree pass is seen as (``rows``). No UI imports.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class MtpHead(HeadContext):
 
     def process(self, tokens, pos0: int, rows=None) -> None:
         """After the target decoded ``tokens`` at positions pos0..; ``rows``: the decode's row of each token, where
-        they are not its first rows in order (a tree verify's accepted path)."""
+        they are not its first rows in order (a tree verify's chain: ``tree_pass.chain_rows``)."""
         n = len(tokens)
         if n == 0:
             return

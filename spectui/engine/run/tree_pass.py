@@ -202,3 +202,18 @@ def tree_pass(loop, g, s, prop: Proposal, drafter) -> TreeOutcome:
     out = verify_tree(loop.target, loop.parts.rows, g.tokens[-1], g.n_past, s.temperature, prop, g.rng)
     drafter.accept_tree(out.path)
     return out
+
+
+def chain_rows(parents: list[int], path) -> list[int]:
+    """The rows of a tree's batch that its chain (``chain_view``: the root, the accepted path, the first child
+    refused after it) was read from, in the chain's order: a head that reads every target decode reads these.
+
+    Args:
+        parents: the tree's parents.
+        path: the accepted nodes.
+
+    Returns:
+        The batch's row of each token of the chain, the root's (0) first.
+    """
+    stop = path[-1] if path else -1
+    return [0] + [c + 1 for c in list(path) + children(parents)[stop + 1][:1]]
