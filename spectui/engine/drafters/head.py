@@ -54,7 +54,10 @@ class HeadDrafter(Drafter):
         decode's row of each token, where they are not its first rows (a tree verify: the rows of the chain it is
         seen as, ``tree_pass.chain_rows``)."""
         h = self.head
-        h.process(list(tokens), int(pos0), rows)
+        if rows is None:
+            h.process(list(tokens), int(pos0))
+        else:  # EAGLE-3's and MTP's process read a tree verify's rows (reads_tree)
+            h.process(list(tokens), int(pos0), rows)
         if n_accepted is not None:
             h.accept(int(n_accepted))
             h.rollback(int(pos0) + 1 + int(n_accepted))
