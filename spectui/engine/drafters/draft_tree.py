@@ -170,12 +170,12 @@ class RankRates:
         return out
 
 
-class TreeSearch:
+class _Search:
     """One pass's best-first search (see the module docstring): the nodes, the slots, the draft's rows. ``d`` is
     the drafter: its ``params``, ``rates`` and ``pool``, and ``decode_nodes(search, v)``, which reads the rows of v
     and of the nodes the search needs next (a draft model's: ``TreeDrafter``; an EAGLE-3 head's: ``eagle3_tree``)."""
 
-    def __init__(self, d, lim: DraftLimits, temperature: float, rng: np.random.Generator) -> None:
+    def __init__(self, d: "TreeDrafter", lim: DraftLimits, temperature: float, rng: np.random.Generator) -> None:
         p = d.params
         self.d, self.t, self.rng = d, temperature, rng
         self.budget, self.max_depth = p.budget(lim.k), p.depth(lim.k)
@@ -296,6 +296,9 @@ class TreeSearch:
         return [first] + [e[2] for e in waiting[: cap - 1]]
 
 
+TreeSearch = _Search  # the search, for the other drafters of trees (eagle3_tree.py)
+
+
 class TreeDrafter(Drafter):
     """The draft model drafting a tree (see the module docstring).
 
@@ -346,15 +349,22 @@ class TreeDrafter(Drafter):
         if lim.k <= 0 or self.model.n_seq < TREE_SEQS:
             return Proposal()
         self._catch_up(tokens)
-        s = TreeSearch(self, lim, temperature, rng)
+        s = _Search(self, lim, temperature, rng)
         self._seq_of, self._extended, self._next_seq = {-1: 0}, set(), 1
         self._parents = s.parents
         s.read_row(-1, self.model.logits_last())
         s.run()
-        self._judged = s.judged()
-        return s.proposal()
+        self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()})
+        tree_q = None
+        if temperature > 0:  # the rows children were drawn from; the others back to the pool
+            tree_q = {v: s.info[v][2] for v in s.drawn}
+            for v, info in s.info.items():
+                if v not in s.drawn:
+                    self.pool.give(info[2])
+        return Proposal(ids=s.ids, q_probs=s.q_probs, stop=DRAFT_STOP_K, pool=self.pool, parents=s.parents,
+                        tree_q=tree_q, p_split=s.split)
 
-    def decode_nodes(self, s: TreeSearch, v: int) -> bool:
+    def decode_nodes(self, s: _Search, v: int) -> bool:
         """Decode ``v`` and the nodes the search needs next in one batch, each in its sequence (see the module
         docstring), and read their rows. False: no sequence is left for ``v``."""
         batch, seqs = [], []
@@ -379,7 +389,7 @@ class TreeDrafter(Drafter):
             s.read_row(w, rows[j])
         return v in s.info
 
-    def _pos(self, v: int, s: TreeSearch) -> int:
+    def _pos(self, v: int, s: _Search) -> int:
         """Node v's position (the root's: the last accepted token's)."""
         return self.n_past - 1 + (s.depth[v] if v >= 0 else 0)
 

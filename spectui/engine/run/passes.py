@@ -353,8 +353,7 @@ class PassLoop:
         span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode, which a draft thread may overlap
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
-            rows = None if tree is None else chain_rows(prop.parents, tree.path)  # a tree's batch: the chain's rows
-            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted, rows=rows)
+            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted, rows=chain_rows(prop, tree))
             draft_ms += (time.perf_counter() - t_h) * 1000.0
         # the finishing thread reads the rows while the next pass drafts: llama.cpp's buffer itself when draft
         # decodes come first (the next verify waits for it), else a copy

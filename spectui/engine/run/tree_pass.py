@@ -204,16 +204,18 @@ def tree_pass(loop, g, s, prop: Proposal, drafter) -> TreeOutcome:
     return out
 
 
-def chain_rows(parents: list[int], path) -> list[int]:
+def chain_rows(prop: Proposal | None, tree: TreeOutcome | None) -> list[int] | None:
     """The rows of a tree's batch that its chain (``chain_view``: the root, the accepted path, the first child
     refused after it) was read from, in the chain's order: a head that reads every target decode reads these.
 
     Args:
-        parents: the tree's parents.
-        path: the accepted nodes.
+        prop: the pass's proposal.
+        tree: the pass's verified tree, or None (a chain's pass).
 
     Returns:
-        The batch's row of each token of the chain, the root's (0) first.
+        The batch's row of each token of the chain, the root's (0) first; None for a chain's pass (its rows in order).
     """
-    stop = path[-1] if path else -1
-    return [0] + [c + 1 for c in list(path) + children(parents)[stop + 1][:1]]
+    if tree is None or prop is None:
+        return None
+    stop = tree.path[-1] if tree.path else -1
+    return [0] + [c + 1 for c in list(tree.path) + children(prop.parents or [])[stop + 1][:1]]
