@@ -69,11 +69,11 @@ def detected_drafter(drafter: str | None, models: ModelOptions) -> str | None:
 
 
 def wants_tree(models: ModelOptions) -> bool:
-    """The tree drafter's options were given (-np above 1, --draft-p-split, SGLang's): a draft model drafts trees."""
-    given = dict(models.spec_options)
-    if any(k in given for k in ("spec_tree_p_split", "spec_eagle_topk", "spec_num_steps", "spec_num_draft_tokens")):
-        return True
-    return int(given.get("spec_tree_np", 1)) > 1
+    """The tree drafter's options were given (-np above 1, --draft-p-split, SGLang's): a draft model drafts trees
+    (and an EAGLE-3 head: the engine reads the same rule, ``draft_tree.drafts_tree``)."""
+    from ..engine.drafters.draft_tree import drafts_tree
+
+    return drafts_tree(models.spec_options)
 
 
 def draft_kind(models: ModelOptions) -> str | None:

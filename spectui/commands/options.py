@@ -84,7 +84,7 @@ def spec_type_options() -> list:
 def tree_options() -> list:
     """The tree drafter's limits (--drafter tree, docs/trees.md), in llama-speculative's spelling (-np: parallel
     drafts, the leaves; --draft-p-split) and SGLang's (as long options); given, they make the tree the default
-    drafter of a draft model (-np 1 alone: a chain, as llama-speculative)."""
+    drafter of a draft model and make an EAGLE-3 head draft trees (-np 1 alone: a chain, as llama-speculative)."""
     return [
         click.option("-np", "--parallel", "spec_tree_np", type=whole(1, 32), default=None,
                      help="tree: parallel drafts, the most leaves (llama-speculative's -np)"),

@@ -41,7 +41,7 @@ from .cpu import spare_core as _spare_core
 from .drafters import spec_params
 from .drafters import specs as drafter_specs
 from .drafters.base import Drafter, DrafterResources
-from .drafters.draft_tree import TREE_SEQS
+from .drafters.draft_tree import TREE_SEQS, drafts_tree
 from .drafters.spec_heads import check_head, make_head_drafter
 from .files.chat import chat_template_of
 from .files.pair import pair_warning
@@ -110,6 +110,9 @@ class Engine:
         self.head, self.head_file, head_path, dpath = _heads(o.head, o.head_file, tpath, dpath)
         n_shared = check_pair(tpath, dpath, n_ctx, ngl_t, ngl_d, self.warn)
         params = spec_params(o.spec_options)  # llama.cpp's n-gram options, refused before any weights load
+        # an EAGLE-3 head drafts trees when the tree's options ask for them (its context and the target's hold the
+        # tree's sequences: drafters/eagle3_tree.py)
+        self.head_tree = params.get("tree") if self.head == "eagle3" and drafts_tree(o.spec_options) else None
         self._load(tpath, dpath, (n_shared, ngl_t, ngl_d), o.but(n_ctx=n_ctx, grow_kv=o.grow_kv and o.head is None))
         self.target_info = self.target.info
         self.draft_info = self.draft.info if self.draft else None
@@ -132,7 +135,8 @@ class Engine:
         draft; the head's with that head)."""
         if head is not None:
             try:
-                self._head = make_head_drafter(head, self.target, head_path, self.n_ctx, self.threads)
+                self._head = make_head_drafter(head, self.target, head_path, self.n_ctx, self.threads,
+                                               self.head_tree)
             except BaseException:
                 self.close()
                 raise
@@ -161,8 +165,9 @@ class Engine:
             common = dict(n_ctx=o.n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=o.n_batch,
                           n_ubatch=o.n_ubatch, use_mmap=o.use_mmap, kv_cells=0 if self.grow_kv else None)
             # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
-            # with a draft model both contexts hold a token tree's sequences (drafters/draft_tree.py)
-            common["n_seq"] = TREE_SEQS if dpath else 1
+            # with a draft model both contexts hold a token tree's sequences (drafters/draft_tree.py); the target
+            # does too when an EAGLE-3 head drafts trees
+            common["n_seq"] = TREE_SEQS if dpath or self.head_tree is not None else 1
             self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=o.head == "mtp",
                                         n_outputs_max_per_seq=1 if o.sampling == "cpu" else 0, **common)
             if dpath:

@@ -29,7 +29,8 @@ from ..topn import top_ids
 from ..verify import logsumexp
 
 NEEDS = ("nothing", "draft model", "EAGLE-3 head", "target's MTP layers", "target's hidden states")
-SHAPES = ("chain", "tree")  # a chain is a tree with one branch
+SHAPES = ("chain", "tree", "chain or tree")  # a chain is a tree with one branch; the last: a tree when the tree's
+# options are given (an EAGLE-3 head: drafters/eagle3_tree.py)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class DraftLimits:
 class Drafter:
     name = "none"
     keep_rows = False  # copy raw logit rows into proposals (tests / debugging)
+    reads_tree = False  # a head whose ``target_decoded`` reads a tree verify's rows (``rows``): head.HeadDrafter
 
     def start(self) -> None:
         """A new run begins (the target's and the draft's caches are empty)."""

@@ -35,6 +35,7 @@ class BlockDrafter(HeadDrafter):
     (``target_decoded``: the features go into the draft's cache; after a verify the rejected positions go)."""
 
     block = True  # one draft decode per pass, whatever k (probes.head_probe: its step is the whole propose)
+    reads_tree = False  # its head reads a decode's first rows only: no tree verify beside it
 
     def start(self) -> None:
         """A new run: the draft's cache is empty."""

@@ -100,6 +100,22 @@ def tree_params(given: Sequence[tuple[str, object]]) -> TreeParams | None:
     return TreeParams(**fields) if fields else None
 
 
+def drafts_tree(given: Sequence[tuple[str, object]]) -> bool:
+    """Whether the options given ask for trees: any of the tree's options but ``-np``, or ``-np`` above 1 (``-np 1``
+    alone stays a chain, as in llama-speculative).
+
+    Args:
+        given: the options' click names and values, as ``tree_params`` reads them.
+
+    Returns:
+        True when a drafter that can draft trees (the draft model, an EAGLE-3 head) should.
+    """
+    names = {k for k, v in given if v is not None}
+    if names & {"spec_tree_p_split", "spec_eagle_topk", "spec_num_steps", "spec_num_draft_tokens"}:
+        return True
+    return any(k == "spec_tree_np" and v is not None and int(v) > 1 for k, v in given)
+
+
 class RankRates:
     """What a run's verdicts taught the tree drafter: how often a node's first child, and a later one, was accepted
     when it was judged, by the node's draft confidence (its top q, in fifths). The draft's q is a poor guess of it
@@ -130,6 +146,20 @@ class RankRates:
             c[0] += 1
             c[1] += accepted
 
+    def learn_tree(self, judged: tuple, path: Sequence[int]) -> None:
+        """A tree's verdicts (``TreeSearch.judged``: parents, ranks, confidences): at each node of the accepted
+        ``path`` its children were judged in rank order up to the one accepted; at the last, all of them, refused."""
+        parents, ranks, conf = judged
+        kids: dict[int, list[int]] = {}
+        for i, par in enumerate(parents):
+            kids.setdefault(par, []).append(i)
+        for j, u in enumerate([-1, *path]):
+            nxt = path[j] if j < len(path) else -1
+            for c in kids.get(u, ()):
+                self.learn(conf[u], ranks[c], c == nxt)
+                if c == nxt:
+                    break
+
     def log_score(self, probs: list[float], rank: int) -> float:
         """log of the chance the walk takes the child of ``rank``: the ranks before it refused, it accepted (each
         rate starting from the rank's q)."""
@@ -141,7 +171,9 @@ class RankRates:
 
 
 class _Search:
-    """One pass's best-first search (see the module docstring): the nodes, the slots, the draft's rows."""
+    """One pass's best-first search (see the module docstring): the nodes, the slots, the draft's rows. ``d`` is
+    the drafter: its ``params``, ``rates`` and ``pool``, and ``decode_nodes(search, v)``, which reads the rows of v
+    and of the nodes the search needs next (a draft model's: ``TreeDrafter``; an EAGLE-3 head's: ``eagle3_tree``)."""
 
     def __init__(self, d: "TreeDrafter", lim: DraftLimits, temperature: float, rng: np.random.Generator) -> None:
         p = d.params
@@ -241,10 +273,30 @@ class _Search:
         if self.depth[i] < self.max_depth:  # its first child's score is at most its own path score
             self.push(i, 1, self.logp[i], False)
 
+    def judged(self) -> tuple:
+        """What the run's verdicts on this tree will teach ``RankRates.learn_tree``: (parents, ranks, each decoded
+        node's confidence)."""
+        return self.parents, self.rank, {v: info[1][0] for v, info in self.info.items()}
+
+    def proposal(self) -> Proposal:
+        """The tree as a proposal; at T > 0 the q rows its children were drawn from (the others back to the
+        drafter's pool)."""
+        tree_q = None
+        if self.t > 0:
+            tree_q = {v: self.info[v][2] for v in self.drawn}
+            for v, info in self.info.items():
+                if v not in self.drawn:
+                    self.d.pool.give(info[2])
+        return Proposal(ids=self.ids, q_probs=self.q_probs, stop=DRAFT_STOP_K, pool=self.d.pool, parents=self.parents,
+                        tree_q=tree_q, p_split=self.split)
+
     def pending(self, first: int, cap: int) -> list[int]:
         """``first`` and up to cap - 1 more nodes whose first-child slots wait, best first, none decoded yet."""
         waiting = sorted(e for e in self.heap if e[3] == 1 and e[2] not in self.info and e[2] != first)
         return [first] + [e[2] for e in waiting[: cap - 1]]
+
+
+TreeSearch = _Search  # the search, for the other drafters of trees (eagle3_tree.py)
 
 
 class TreeDrafter(Drafter):
@@ -360,22 +412,8 @@ class TreeDrafter(Drafter):
         self.n_past += c
         self._seq_of = {}
         if self._judged is not None:
-            self._learn(path)
-
-    def _learn(self, path: Sequence[int]) -> None:
-        """The verdicts of the last tree into ``rates`` (at each node of the path, its children were judged
-        in rank order up to the one accepted; at the last, all of them, refused)."""
-        parents, ranks, conf = self._judged
-        self._judged = None
-        kids: dict[int, list[int]] = {}
-        for i, par in enumerate(parents):
-            kids.setdefault(par, []).append(i)
-        for j, u in enumerate([-1, *path]):
-            nxt = path[j] if j < len(path) else -1
-            for c in kids.get(u, ()):
-                self.rates.learn(conf[u], ranks[c], c == nxt)
-                if c == nxt:
-                    break
+            self.rates.learn_tree(self._judged, path)
+            self._judged = None
 
     def accept(self, n_accepted: int) -> None:
         """Without the tree's path (a caller that knows only a count): the chain of first children.
@@ -401,4 +439,5 @@ SPEC = DrafterSpec(name="tree", spec_type="", needs="draft model", shape="tree",
                            "target decode (-np, --draft-p-split, --spec-eagle-topk; docs/trees.md)",
                    make=_make)
 
-__all__ = ["DEFAULT_TOPK", "SPEC", "TREE_SEQS", "TreeDrafter", "TreeParams", "tree_params"]
+__all__ = ["DEFAULT_TOPK", "SPEC", "TREE_SEQS", "RankRates", "TreeDrafter", "TreeParams", "TreeSearch", "drafts_tree",
+           "tree_params"]

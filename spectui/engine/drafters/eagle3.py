@@ -16,7 +16,9 @@ and calls in the same order, through spectui.engine.llama.llama_ext:
   falls below p_min; then drops the draft steps' KV past the deferred position (the server's step);
 - ``accept(n_accepted)``: rebases the deferred pair to the first position not accepted.
 
-One sequence (seq 0). No UI imports.
+The accepted context is sequence 0. Made with ``n_seq`` > 1 (one unified KV buffer), the head drafts trees too
+(``eagle3_tree.py``: each branch in its own sequence, sharing its parent's cells); after a tree's verify
+``process`` reads the target's rows of the chain the tree pass is seen as (``rows``). No UI imports.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ __all__ = ["TOP_K", "DraftStep", "Eagle3Head"]  # TOP_K and DraftStep live in ll
 class Eagle3Head(HeadContext):
     """An ``eagle3`` draft model and its context, drafting for one target context."""
 
-    def __init__(self, path: str, model_tgt, ctx_tgt, n_ctx: int, threads: int = 1, n_ubatch: int = 512) -> None:
+    def __init__(self, path: str, model_tgt, ctx_tgt, n_ctx: int, threads: int = 1, n_ubatch: int = 512,
+                 n_seq: int = 1) -> None:
         self.x = x = ext()
         self.open_own(path, "EAGLE-3 head", ctx_tgt, n_ctx, n_ubatch, threads,
-                      lambda: self._read_layers(path, model_tgt))
+                      lambda: self._read_layers(path, model_tgt), n_seq)
         # the target extracts the three layers for every token it decodes; the head its pre-norm state
         for lid in self.layer_ids:
             if lid < self.n_layer_tgt:
@@ -74,14 +77,18 @@ class Eagle3Head(HeadContext):
         if bad:
             raise SpectuiError(f"the EAGLE-3 head {path} reads target layers {self.layer_ids}, but the target has "
                                f"{self.n_layer_tgt} (ids 0..{self.n_layer_tgt})")
-    def features(self, n_tokens: int) -> np.ndarray:
-        """The (n_tokens, 3 x n_embd_tgt) features of the target's last decode, in target_layer_ids order."""
+
+    def features(self, n_tokens: int, rows=None) -> np.ndarray:
+        """The (n_tokens, 3 x n_embd_tgt) features of the target's last decode, in target_layer_ids order; with
+        ``rows``, those rows of the decode (a tree verify's chain), in that order."""
         x = self.x
+        n_read = n_tokens if rows is None else max(rows) + 1
         cols = []
         for lid in self.layer_ids:
             addr = x.get_embeddings_layer_inp(self.ctx_tgt, lid) if lid < self.n_layer_tgt \
                 else x.get_embeddings_nextn(self.ctx_tgt)
-            cols.append(x.rows(addr, n_tokens, self.n_embd_tgt))
+            got = x.rows(addr, n_read, self.n_embd_tgt)
+            cols.append(got if rows is None else got[list(rows)])
         return np.concatenate(cols, axis=1)
 
     # ---- the reference's three calls
@@ -102,13 +109,15 @@ class Eagle3Head(HeadContext):
             out[i:i + len(chunk)] = self.x.rows(self.x.get_embeddings_nextn(self.ctx), len(chunk), self.n_embd_dec)
         return out
 
-    def process(self, tokens, pos0: int) -> None:
-        """After the target decoded ``tokens`` at positions pos0.. (every row's features extracted)."""
+    def process(self, tokens, pos0: int, rows=None) -> None:
+        """After the target decoded ``tokens`` at positions pos0.. (every row's features extracted); ``rows``: the
+        decode's row of each token, where they are not its first rows in order (a tree verify's chain:
+        ``tree_pass.chain_rows``)."""
         L = llama()
         n = len(tokens)
         if n == 0:
             return
-        g = self.encode(self.features(n))
+        g = self.encode(self.features(n, rows))
         b = self.batch
         b.clear()
         if self.pending_pos >= 0 and self.pending_pos + 1 == pos0 \
@@ -152,7 +161,8 @@ class Eagle3Head(HeadContext):
         self.pending_g = self.verify_g[i_g].copy()
 
 
-SPEC = DrafterSpec(name="eagle3", spec_type="draft-eagle3", needs="EAGLE-3 head", shape="chain",
+SPEC = DrafterSpec(name="eagle3", spec_type="draft-eagle3", needs="EAGLE-3 head", shape="chain or tree",
                    order=11, priority=11, head=True,
-                   summary="an EAGLE-3 head (--draft) drafts from the target's hidden states",
+                   summary="an EAGLE-3 head (--draft) drafts from the target's hidden states; a tree with -np, "
+                           "--spec-eagle-topk ... (docs/trees.md)",
                    make=loaded_head("eagle3"))

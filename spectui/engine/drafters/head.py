@@ -24,6 +24,7 @@ class HeadDrafter(Drafter):
     softmax(row / T) above, and the same acceptance rules in the loop."""
 
     reads_target = True
+    reads_tree = True
     info = None  # events.HeadInfo, set by spec_heads.make_head_drafter (RunStarted.head)
 
     def __init__(self, name: str, head) -> None:
@@ -47,11 +48,16 @@ class HeadDrafter(Drafter):
         L = llama()
         return np.ctypeslib.as_array(L.llama_get_logits_ith(self.head.ctx, int(i)), shape=(self._n_vocab,))
 
-    def target_decoded(self, tokens: list[int], pos0: int, n_accepted: int | None = None) -> None:
+    def target_decoded(self, tokens: list[int], pos0: int, n_accepted: int | None = None, rows=None) -> None:
         """The target decoded ``tokens`` at ``pos0``.. (its hidden states are in its context now). After a
-        verify, ``n_accepted`` drafts of ``tokens[1:]`` were accepted: keep those, drop the rest."""
+        verify, ``n_accepted`` drafts of ``tokens[1:]`` were accepted: keep those, drop the rest. ``rows``: the
+        decode's row of each token, where they are not its first rows (a tree verify: the rows of the chain it is
+        seen as, ``tree_pass.chain_rows``)."""
         h = self.head
-        h.process(list(tokens), int(pos0))
+        if rows is None:
+            h.process(list(tokens), int(pos0))
+        else:  # EAGLE-3's and MTP's process read a tree verify's rows (reads_tree)
+            h.process(list(tokens), int(pos0), rows)
         if n_accepted is not None:
             h.accept(int(n_accepted))
             h.rollback(int(pos0) + 1 + int(n_accepted))

@@ -23,7 +23,8 @@ Shared-KV heads (gemma4 assistants, whose context reads the target's KV through 
   pre-norm output back as h; then drops the draft region's KV (the server's step);
 - ``accept(n_accepted)``: the pending h becomes the verify batch's row n_accepted.
 
-One sequence (seq 0). No UI imports.
+One sequence (seq 0): the head drafts chains; after a tree's verify (a draft model's tree, the head reading every
+decode) ``process`` reads the target's rows of the chain the tree pass is seen as (``rows``). No UI imports.
 """
 
 from __future__ import annotations
@@ -81,11 +82,16 @@ class MtpHead(HeadContext):
         llama().llama_memory_seq_rm(self.mem, 0, pos0, -1)
         self.x.set_nextn_layer_offset(self.ctx, head)
 
-    def process(self, tokens, pos0: int) -> None:
+    def process(self, tokens, pos0: int, rows=None) -> None:
+        """After the target decoded ``tokens`` at positions pos0..; ``rows``: the decode's row of each token, where
+        they are not its first rows in order (a tree verify's chain: ``tree_pass.chain_rows``)."""
         n = len(tokens)
         if n == 0:
             return
-        h_tgt = self.x.rows(self.x.get_embeddings_nextn(self.ctx_tgt), n, self.n_embd).copy()
+        if rows is None:
+            h_tgt = self.x.rows(self.x.get_embeddings_nextn(self.ctx_tgt), n, self.n_embd).copy()
+        else:
+            h_tgt = self.x.rows(self.x.get_embeddings_nextn(self.ctx_tgt), max(rows) + 1, self.n_embd)[list(rows)]
         b = self.batch
         b.clear()
         for k in range(n):

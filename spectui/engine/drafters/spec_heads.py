@@ -11,7 +11,9 @@ from ...contract.events import HeadInfo
 from ..files import spec_kinds
 from .block import BlockDrafter
 from .block_head import BlockHead
+from .draft_tree import TREE_SEQS
 from .eagle3 import Eagle3Head
+from .eagle3_tree import HeadTreeDrafter
 from .head import HeadDrafter
 from .mtp import MtpHead
 
@@ -48,8 +50,10 @@ def check_head(kind: str, target: str, draft: str | None) -> str | None:
     raise SpectuiError(f"unknown head kind {kind!r} (one of {', '.join(HEAD_KINDS)})")
 
 
-def make_head_drafter(kind: str, target, head_path: str | None, n_ctx: int, threads: int):
-    """The drafter for ``kind`` on the loaded target (``models.LoadedModel``; for mtp loaded with load_mtp)."""
+def make_head_drafter(kind: str, target, head_path: str | None, n_ctx: int, threads: int, tree=None):
+    """The drafter for ``kind`` on the loaded target (``models.LoadedModel``; for mtp loaded with load_mtp).
+    ``tree`` (``draft_tree.TreeParams``): an EAGLE-3 head drafts trees, its context made with ``TREE_SEQS``
+    sequences (the target's must hold as many: the tree verify's)."""
     if kind in BLOCK_KINDS:
         block = BlockHead(str(head_path), target.model, target.ctx, n_ctx, dspark=kind == spec_kinds.KIND_DSPARK,
                           threads=threads)
@@ -57,8 +61,14 @@ def make_head_drafter(kind: str, target, head_path: str | None, n_ctx: int, thre
         drafter.info = HeadInfo(kind=kind, path=str(head_path), target_layers=tuple(int(i) for i in block.layer_ids))
         return drafter
     if kind == spec_kinds.KIND_EAGLE3:
-        head = Eagle3Head(str(head_path), target.model, target.ctx, n_ctx, threads=threads)
+        trees = tree is not None and target.n_seq >= TREE_SEQS
+        head = Eagle3Head(str(head_path), target.model, target.ctx, n_ctx, threads=threads,
+                          n_seq=TREE_SEQS if trees else 1)
         info = HeadInfo(kind=kind, path=str(head_path), target_layers=tuple(int(i) for i in head.layer_ids))
+        if trees:
+            drafter = HeadTreeDrafter(kind, head, tree)
+            drafter.info = info
+            return drafter
     else:
         head = MtpHead(target.model, target.ctx, n_ctx, threads=threads, path=target.path)
         info = HeadInfo(kind=kind, path=str(target.path), n_heads=int(head.n_mtp_layers), chained=bool(head.chain))

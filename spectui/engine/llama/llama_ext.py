@@ -175,9 +175,9 @@ def ext() -> Ext:
 
 
 class ExtBatch:
-    """A ``llama_batch_ext`` for one sequence (seq 0) of one context: entries of (token, position, embedding)
-    as common_batch builds them (common/common.cpp: get_sub_batch), and ``run`` = llama_process. The float
-    rows handed in are kept alive until the next ``clear``."""
+    """A ``llama_batch_ext`` of one context (sequence 0 unless an entry names another): entries of (token,
+    position, embedding) as common_batch builds them (common/common.cpp: get_sub_batch), and ``run`` =
+    llama_process. The float rows handed in are kept alive until the next ``clear``."""
 
     def __init__(self, ctx, n_embd: int, role: str) -> None:
         self.L = llama()
@@ -207,10 +207,10 @@ class ExtBatch:
         p = ctypes.c_int32(int(pos))
         self.L.llama_batch_ext_set_pos(self.batch, idx, ctypes.byref(p))
 
-    def add(self, token: int, pos: int, row: np.ndarray, output: bool) -> int:
+    def add(self, token: int, pos: int, row: np.ndarray, output: bool, seq: int = 0) -> int:
         """A token with an embedding beside it (llama_batch_ext_set_embd_token): EAGLE-3's (token, g) and
-        MTP's (token, h) pairs."""
-        idx = self.L.llama_batch_ext_add_token(self.batch, 0, int(token))
+        MTP's (token, h) pairs; ``seq``: its sequence (a tree's branch, in a context of several)."""
+        idx = self.L.llama_batch_ext_add_token(self.batch, int(seq), int(token))
         if idx < 0:
             raise RuntimeError(f"llama_batch_ext_add_token failed on the {self.role} ({idx})")
         self._pos(idx, pos)
@@ -257,15 +257,18 @@ class ExtBatch:
             self.batch = None
 
 
-def head_context(model, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, ctx_type: int):
-    """A head's own context on ``model`` (one sequence, batches of ``n_ubatch``), with ``ctx_other`` = the
-    target's context (an EAGLE-3 head without token_embd / output uses the target's; an MTP context reads the
-    target's model). NULL when llama.cpp refuses it."""
+def head_context(model, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, ctx_type: int, n_seq: int = 1):
+    """A head's own context on ``model`` (batches of ``n_ubatch``), with ``ctx_other`` = the target's context (an
+    EAGLE-3 head without token_embd / output uses the target's; an MTP context reads the target's model). One
+    sequence, or ``n_seq`` sharing one unified KV buffer (an EAGLE-3 head drafting trees: one per branch, as the
+    draft model's context, ``models.context_params``). NULL when llama.cpp refuses it."""
     L = llama()
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
     cp.n_batch = cp.n_ubatch = max(1, n_ubatch)
-    cp.n_seq_max = 1
+    cp.n_seq_max = max(1, int(n_seq))
+    if cp.n_seq_max > 1:
+        cp.kv_unified = True
     cp.n_threads = cp.n_threads_batch = threads
     cp.ctx_type = ctx_type
     cp.n_rs_seq = 0
@@ -322,11 +325,14 @@ class HeadContext:
     mem = None
     batch = None
     model = None
+    n_seq = 1  # the sequences of its context (more: an EAGLE-3 head drafting trees)
 
-    def open_own(self, path: str, what: str, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, check) -> None:
+    def open_own(self, path: str, what: str, ctx_tgt, n_ctx: int, n_ubatch: int, threads: int, check,
+                 n_seq: int = 1) -> None:
         """Load the head's own model from ``path`` and make its context (EAGLE-3's and the block drafters'):
         ``check()`` reads the model's metadata first; any failure closes what was made and raises (one line,
-        ``what`` names the file's kind). Sets ``model``, ``ctx``, ``ctx_tgt``, ``n_ubatch``, ``n_vocab``, ``mem``."""
+        ``what`` names the file's kind). Sets ``model``, ``ctx``, ``ctx_tgt``, ``n_ubatch``, ``n_vocab``, ``mem``,
+        ``n_seq`` (the context's sequences: ``head_context``)."""
         L = llama()
         self.model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
         if not self.model:
@@ -335,13 +341,14 @@ class HeadContext:
         self.batch = None
         try:
             check()
-            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT)
+            self.ctx = head_context(self.model, ctx_tgt, n_ctx, n_ubatch, threads, CONTEXT_TYPE_DEFAULT, n_seq)
             if not self.ctx:
                 raise SpectuiError(f"llama.cpp could not create a context for the {what} {path}")
         except BaseException:
             self.close()
             raise
         self.ctx_tgt = ctx_tgt
+        self.n_seq = max(1, int(n_seq))
         self.n_ubatch = int(L.llama_n_ubatch(self.ctx))
         self.n_vocab = int(L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model)))
         self.mem = L.llama_get_memory(self.ctx)

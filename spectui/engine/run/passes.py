@@ -35,7 +35,7 @@ from .graph_path import GraphTargetProbs, greedy_tokens_verify
 from .parts import RunParts, RunRequest
 from .policy import DraftPolicy
 from .prefill import decode_prompt, first_token, run_started
-from .tree_pass import tree_pass
+from .tree_pass import chain_rows, tree_pass
 
 
 def _described(exc: BaseException) -> str:
@@ -353,7 +353,7 @@ class PassLoop:
         span = (t_v - verify_ms / 1000.0, t_v)  # (about) the target's decode, which a draft thread may overlap
         if self.head is not None:  # an EAGLE-3 / MTP head reads the verify batch's hidden states (drafter work)
             t_h = time.perf_counter()
-            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted)
+            self.head.target_decoded([g.tokens[-1]] + ids, g.n_past, v.n_accepted, rows=chain_rows(prop, tree))
             draft_ms += (time.perf_counter() - t_h) * 1000.0
         # the finishing thread reads the rows while the next pass drafts: llama.cpp's buffer itself when draft
         # decodes come first (the next verify waits for it), else a copy

@@ -196,11 +196,29 @@ def tree_pass(loop, g, s, prop: Proposal, drafter) -> TreeOutcome:
         The outcome, seen as a chain.
 
     Raises:
-        SpectuiError: a head reads the run's target decodes, or the graph path is on.
+        SpectuiError: a head that cannot read a tree verify (a block drafter) reads the run's target decodes, or the
+            graph path is on.
     """
-    if loop.head is not None or loop.graph is not None:
-        raise SpectuiError("--drafter tree runs on an engine without a head and with --sampling cpu")
+    if (loop.head is not None and not loop.head.reads_tree) or loop.graph is not None:
+        raise SpectuiError("a tree runs with --sampling cpu, beside no head but an EAGLE-3 head or MTP layers")
     loop.fin.free_rows()  # the decode overwrites the rows the previous pass's finishing may still read
     out = verify_tree(loop.target, loop.parts.rows, g.tokens[-1], g.n_past, s.temperature, prop, g.rng)
     drafter.accept_tree(out.path)
     return out
+
+
+def chain_rows(prop: Proposal | None, tree: TreeOutcome | None) -> list[int] | None:
+    """The rows of a tree's batch that its chain (``chain_view``: the root, the accepted path, the first child
+    refused after it) was read from, in the chain's order: a head that reads every target decode reads these.
+
+    Args:
+        prop: the pass's proposal.
+        tree: the pass's verified tree, or None (a chain's pass).
+
+    Returns:
+        The batch's row of each token of the chain, the root's (0) first; None for a chain's pass (its rows in order).
+    """
+    if tree is None or prop is None:
+        return None
+    stop = tree.path[-1] if tree.path else -1
+    return [0] + [c + 1 for c in list(tree.path) + children(prop.parents or [])[stop + 1][:1]]
