@@ -1,5 +1,6 @@
 """A tree's statistics (--drafter tree: ``PassEvent.tree``): how many nodes each pass verified, how many were pruned,
-and acceptance by depth (a node of depth d is accepted when the walk passed through it).
+and acceptance by depth (a node of depth d is accepted when the walk passed through it); and, under --draft-max auto,
+the passes a tree drafter drafted a chain because the cost model predicted it faster (``chain_passes``).
 
 ``TreeCounts.add(ev)`` per pass, ``snapshot()`` the frozen ``TreeStats`` (None: no tree pass); ``RunStats``
 keeps one (``StatsSnapshot.tree``).
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..contract.events import ACCEPTED, DISCARDED, PassEvent
+from ..engine.drafters import by_name
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class TreeStats:
     accepted: int = 0
     pruned: int = 0  # nodes below a node the walk never reached
     by_depth: tuple[DepthStat, ...] = ()
+    chain_passes: int = 0  # passes a tree drafter drafted as a chain (--draft-max auto chose it)
 
     @property
     def nodes_per_pass(self) -> float:
@@ -49,13 +52,15 @@ class TreeCounts:
     """The running sums behind ``TreeStats``."""
 
     def __init__(self) -> None:
-        self.passes = self.nodes = self.accepted = self.pruned = 0
+        self.passes = self.nodes = self.accepted = self.pruned = self.chain_passes = 0
         self.depth_nodes: list[int] = []
         self.depth_accepted: list[int] = []
 
     def add(self, ev: PassEvent) -> None:
-        """Count a pass's tree (a pass without one counts for nothing)."""
+        """Count a pass's tree (a tree drafter's pass without one: a chain; any other pass counts for nothing)."""
         if not ev.tree:
+            spec = by_name(ev.drafter) if ev.drafts else None
+            self.chain_passes += spec is not None and spec.shape == "tree"
             return
         self.passes += 1
         self.nodes += len(ev.tree)
@@ -74,8 +79,9 @@ class TreeCounts:
                 self.pruned += 1
 
     def snapshot(self) -> TreeStats | None:
-        if not self.passes:
+        if not self.passes and not self.chain_passes:
             return None
         return TreeStats(self.passes, self.nodes, self.accepted, self.pruned,
                          tuple(DepthStat(i + 1, n, a) for i, (n, a) in enumerate(zip(self.depth_nodes,
-                                                                                     self.depth_accepted))))
+                                                                                     self.depth_accepted))),
+                         self.chain_passes)

@@ -392,7 +392,7 @@ def _drafter_lines(start) -> list[str]:
 
 
 def tree_lines(t: TreeStats) -> list[str]:
-    """The tree passes' figures (--drafter tree): nodes verified per pass, pruned, acceptance by depth.
+    """The tree passes' figures (--drafter tree): nodes per pass, pruned, acceptance by depth, auto's chain passes.
 
     Args:
         t: the run's ``StatsSnapshot.tree``.
@@ -401,8 +401,9 @@ def tree_lines(t: TreeStats) -> list[str]:
         Two lines.
     """
     depth = "  ".join(f"{d.depth}:{100 * d.rate:.0f}% ({d.accepted}/{d.nodes})" for d in t.by_depth)
+    chains = f", {t.chain_passes} chain passes chosen by auto" if t.chain_passes else ""
     return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
-            f"{t.passes} tree passes)",
+            f"{t.passes} tree passes{chains})",
             f"acceptance by depth    {depth}"]
 
 
@@ -413,12 +414,12 @@ def tree_dict(t: TreeStats | None) -> dict | None:
         t: the run's ``StatsSnapshot.tree``.
 
     Returns:
-        passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes, accepted).
+        passes, chain_passes (auto's), nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth.
     """
     if t is None:
         return None
-    return {"passes": t.passes, "nodes": t.nodes, "accepted": t.accepted, "pruned": t.pruned,
-            "nodes_per_pass": t.nodes_per_pass, "mean_acceptance_length": t.mean_acceptance_length,
+    return {"passes": t.passes, "chain_passes": t.chain_passes, "nodes": t.nodes, "accepted": t.accepted,
+            "pruned": t.pruned, "nodes_per_pass": t.nodes_per_pass, "mean_acceptance_length": t.mean_acceptance_length,
             "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in t.by_depth]}
 
 

@@ -153,6 +153,9 @@ class DraftLimits:
     # a chain (chain.ChainDrafter) under --draft-max auto: (member, its most drafts) pairs, 0 leaving the member
     # out of the pass; a member not named drafts up to k
     members: tuple[tuple[str, int], ...] = ()
+    # a tree drafter under --draft-max auto: its most children per node in this pass (0: its own limits; 1: a chain,
+    # proposed and verified as one: the cost model chose it over a tree, analysis/cost/tree_cost.py)
+    children: int = 0
 
 
 class Drafter:

@@ -147,7 +147,9 @@ class _Search:
         p = d.params
         self.d, self.t, self.rng = d, temperature, rng
         self.budget, self.max_depth = p.budget(lim.k), p.depth(lim.k)
-        self.topk, self.split, self.parallel = max(1, p.topk), p.split(), p.parallel
+        # under auto k the cost model may ask for a chain (lim.children 1): the first children only
+        self.topk = min(max(1, p.topk), lim.children) if lim.children > 0 else max(1, p.topk)
+        self.split, self.parallel = p.split(), p.parallel
         self.ids: list[int] = []
         self.parents: list[int] = []
         self.depth: list[int] = []
@@ -303,6 +305,8 @@ class TreeDrafter(Drafter):
         s.read_row(-1, self.model.logits_last())
         s.run()
         self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()})
+        if lim.children == 1:
+            return self._as_chain(s, temperature)
         tree_q = None
         if temperature > 0:  # the rows children were drawn from; the others back to the pool
             tree_q = {v: s.info[v][2] for v in s.drawn}
@@ -311,6 +315,18 @@ class TreeDrafter(Drafter):
                     self.pool.give(info[2])
         return Proposal(ids=s.ids, q_probs=s.q_probs, stop=DRAFT_STOP_K, pool=self.pool, parents=s.parents,
                         tree_q=tree_q, p_split=s.split)
+
+    def _as_chain(self, s: _Search, temperature: float) -> Proposal:
+        """A search of one child per node proposed as a chain (verified as one: the pass loop's chain verify), each
+        draft's q row the row of the node before it at T > 0 (the others back to the pool)."""
+        q_rows = None
+        if temperature > 0:
+            rows = [-1, *range(len(s.ids) - 1)] if s.ids else []
+            q_rows = [s.info[v][2] for v in rows]
+            for v, info in s.info.items():
+                if v not in rows:
+                    self.pool.give(info[2])
+        return Proposal(ids=s.ids, q_probs=s.q_probs, q_rows=q_rows, stop=DRAFT_STOP_K, pool=self.pool)
 
     def decode_nodes(self, s: _Search, v: int) -> bool:
         """Decode ``v`` and the nodes the search needs next in one batch, each in its sequence (see the module

@@ -109,8 +109,8 @@ def walk(rows: np.ndarray, temperature: float, prop: Proposal, rng: np.random.Ge
     parents = prop.parents or []
     tp = TargetProbs(rows, temperature, pool)
     if temperature > 0:
-        tree_q = prop.tree_q or {}
-        v = rrs_tree_verify(tp.__getitem__, tree_q.__getitem__, prop.ids, parents, prop.p_split, rng)
+        tree_q = prop.tree_q or {}  # none for a node whose children were not drawn (point masses: suffix-tree)
+        v = rrs_tree_verify(tp.__getitem__, tree_q.get, prop.ids, parents, prop.p_split, rng)
     else:
         v = greedy_tree_verify(rows, prop.ids, parents)
     return v, tp
