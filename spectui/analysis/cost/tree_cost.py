@@ -156,10 +156,10 @@ def draft_units(nodes: Sequence[tuple[float, int, int]], verify_ms: Sequence[flo
     Returns:
         The decodes by prefix (a chain of k: k).
     """
-    v0 = verify_ms[0] if verify_ms and verify_ms[0] > 0 else 1.0
-
-    def batch(w: int) -> float:
-        return verify_ms[min(w - 1, len(verify_ms) - 1)] / v0 if verify_ms else float(w)
+    def batch(w: int) -> float:  # (nothing measured yet: one decode a batch, as a chain's)
+        if not verify_ms or verify_ms[0] <= 0:
+            return 1.0
+        return verify_ms[min(w - 1, len(verify_ms) - 1)] / verify_ms[0]
 
     width: dict[int, int] = {}
     parents: set[int] = set()
