@@ -15,7 +15,9 @@ budget, as llama-speculative stops once its target batch holds ``--draft-max`` d
 parallel drafts) caps the leaves (branches); ``--draft-p-split P`` lets a node branch only into tokens whose q is
 above P (llama-speculative's split test, which also applies at -np's default); SGLang's ``--spec-eagle-topk`` caps
 each node's children, ``--spec-num-steps`` the depth and ``--spec-num-draft-tokens`` the tokens verified (the
-nodes plus the root).
+nodes plus the root). Under ``--draft-max auto`` the cost model may ask a pass for a chain (``DraftLimits.children``
+1: analysis/cost/tree_cost.py): the search then keeps one child a node and the pass is proposed, verified and
+reported as a chain, its q rows the rows its drafts were drawn from.
 
 The draft's KV cache: the accepted context is sequence 0 and ends with the root (the last accepted token). A
 node is decoded (to read its row) in its parent's sequence when it is the parent's first decoded child, else in a
