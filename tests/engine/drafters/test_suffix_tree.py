@@ -120,6 +120,9 @@ def test_lossless_on_the_engine_and_it_branches(make_engine, tiny_target):
     for p in trees:
         on_path = [i for i, nd in enumerate(p.tree) if nd.verdict == ACCEPTED]
         assert [p.tree[i].id for i in on_path] == [d.id for d in p.drafts[: p.n_accepted]]
+        # each draft's q is its node's (the frequency share), the path's nodes not the first ones drafted
+        assert [p.tree[i].prob for i in on_path] == [d.prob for d in p.drafts[: p.n_accepted]]
+        assert all(0 < nd.prob <= 1 for nd in p.tree)
 
 
 def test_exact_at_t_above_zero_on_the_engine(make_engine, tiny_target):
