@@ -105,32 +105,33 @@ def test_the_spec_needs_a_target_with_the_trees_sequences():
 PROMPT = "at if false same it true at if false same"
 
 
+def _branched(ev: PassEvent) -> bool:
+    """A node of the pass's tree has two children or more."""
+    parents = [nd.parent for nd in ev.tree]
+    return any(parents.count(u) > 1 for u in set(parents))
+
+
 def test_lossless_on_the_engine_and_it_branches(make_engine, tiny_target):
+    """Six sampled runs (T = 0.7) fill the global suffix tree with outputs that share their first tokens and then
+    part: a greedy run's context then has several continuations, and its trees branch."""
     with make_engine(tiny_target, tree_seqs=True) as e:
         ref = reference(e, 64, prompt=PROMPT)
         alone, _ = run_with_hook(e, Settings(draft_max=0, drafter="none"), 64, prompt=PROMPT)
-        events, _ = run_with_hook(e, Settings(draft_max=6, drafter="suffix-tree"), 64, prompt=PROMPT)
-        second, _ = run_with_hook(e, Settings(draft_max=6, drafter="suffix-tree"), 64, prompt=PROMPT)
-    for evs in (events, second):
-        assert_lossless(emitted_ids(evs), *ref)
-        assert emitted_ids(evs) == emitted_ids(alone)  # every emitted id the target alone's
-    trees = [p for p in events + second if isinstance(p, PassEvent) and p.tree]
+        sampled = [run_with_hook(e, Settings(draft_max=8, drafter="suffix-tree", temperature=0.7, seed=seed), 64,
+                                 prompt=PROMPT)[0] for seed in range(1, 7)]
+        events, _ = run_with_hook(e, Settings(draft_max=8, drafter="suffix-tree"), 64, prompt=PROMPT)
+    assert_lossless(emitted_ids(events), *ref)
+    assert emitted_ids(events) == emitted_ids(alone)  # every emitted id the target alone's
+    trees = [p for p in events if isinstance(p, PassEvent) and p.tree]
     assert trees and all(p.drafter == "suffix-tree" for p in trees)
-    assert any(sum(1 for nd in p.tree if nd.parent == -1) > 1 for p in trees)  # it branched
+    assert any(_branched(p) for p in trees)
     for p in trees:
         on_path = [i for i, nd in enumerate(p.tree) if nd.verdict == ACCEPTED]
         assert [p.tree[i].id for i in on_path] == [d.id for d in p.drafts[: p.n_accepted]]
         # each draft's q is its node's (the frequency share), the path's nodes not the first ones drafted
         assert [p.tree[i].prob for i in on_path] == [d.prob for d in p.drafts[: p.n_accepted]]
         assert all(0 < nd.prob <= 1 for nd in p.tree)
-
-
-def test_exact_at_t_above_zero_on_the_engine(make_engine, tiny_target):
-    """A T > 0 run drafts point masses; every pass's emitted tokens came through the tree verify (no error, a
-    correction drawn from the residual where every child was refused)."""
-    with make_engine(tiny_target, tree_seqs=True) as e:
-        events, _ = run_with_hook(e, Settings(draft_max=6, drafter="suffix-tree", temperature=0.8, seed=3), 64,
-                                  prompt=PROMPT)
-    passes = [p for p in events if isinstance(p, PassEvent) and not p.prefill]
-    assert sum(len(p.emitted) for p in passes) + 1 == 64
-    assert any(p.tree for p in passes)
+    # at T > 0 the trees went through the recursive rejection sampling with point masses: every run emitted its 64
+    for run in sampled:
+        passes = [p for p in run if isinstance(p, PassEvent)]
+        assert sum(len(p.emitted) for p in passes) == 64 and any(p.tree for p in passes)
