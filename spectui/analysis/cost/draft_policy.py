@@ -224,7 +224,7 @@ class CostPolicy:
             if nd < asked and ev.draft_stop:
                 self.draft_stop_cause = ev.draft_stop
         if self.probing and asked > 0:  # the probe pass: its cost over a k = 0 pass's
-            k0 = self._k0_pass_ms()
+            k0 = self.k0_pass_ms()
             self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
             self.probe_skipped = self.zero_run
         if ev.tree:  # its verify is its nodes, its drafting its levels, its acceptance by rank (tree_cost.py)
@@ -279,7 +279,7 @@ class CostPolicy:
             weights.append(p.trials)
         return rates, weights
 
-    def _k0_pass_ms(self) -> float:
+    def k0_pass_ms(self) -> float:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
@@ -293,7 +293,7 @@ class CostPolicy:
         """The start's single draft decode (ms)."""
         return self.draft.calib_ms
 
-    def _points(self) -> dict[int, float]:
+    def points(self) -> dict[int, float]:
         points = {0: self.calib_target_ms, **self.verify_ms} if self.calib_target_ms > 0 else dict(self.verify_ms)
         # a pass that drafts never costs less than one that does not: a stale or noisy point is raised to k = 0's
         return {k: max(ms, points[0]) for k, ms in points.items()} if 0 in points else points
@@ -302,14 +302,14 @@ class CostPolicy:
         """The best case: every draft accepted (or ``rate`` per draft), with the measured times (and the
         hardware's curve)."""
         d, fixed = self.draft.costs()
-        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), d, self.other_ms or 0.0,
+        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self.points(), d, self.other_ms or 0.0,
                             k_max=self.k_max, curve=self.curve, draft_ms_fixed=fixed)
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         rates, weights = self.rates(optimism)
         c_rates, c_weights = self.continue_rates()
         d, fixed = self.draft.costs()
-        return predict_from(rates, weights, self._points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
+        return predict_from(rates, weights, self.points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
                             k_max=self.k_max, current_k=current_k, curve=self.curve, continue_rates=c_rates,
                             continue_weights=c_weights, draft_stop_cause=self.draft_stop_cause)
 
@@ -394,7 +394,7 @@ class CostPolicy:
             self._at_zero = True
             if self.probe_cost_ms == 0.0:
                 # no probe measured yet: estimate the draft model's catch-up on the skipped text
-                k0 = self._k0_pass_ms()
+                k0 = self.k0_pass_ms()
                 d = self.draft.costs()[0]
                 if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
                     self.probe_every = PROBE_MAX
@@ -409,7 +409,7 @@ class CostPolicy:
 
 def _observe_tree(pol: CostPolicy, ev: PassEvent) -> None:
     """A tree pass: its verify is its nodes, its drafting its levels, its acceptance by rank (tree_cost.py)."""
-    t, n, v = ev.timing, len(ev.tree), verify_sources(pol._points(), pol.k_max, pol.curve)[0]
+    t, n, v = ev.timing, len(ev.tree), verify_sources(pol.points(), pol.k_max, pol.curve)[0]
     pol.zero_run, pol.other_ms = 0, ewma(pol.other_ms, t.other_ms)
     pol.verify_ms[n] = ewma(pol.verify_ms.get(n), t.verify_ms)
     pol.draft.observe(pol.tree.learn(ev, pol.positions, pol.n_decode_passes, v), t.draft_ms, pol.prev_k > 0)
@@ -420,7 +420,7 @@ def _judge_probe(pol: CostPolicy, best: int, n: int) -> None:
     """After a probe pass: the next is far off while k = 0 wins (PROBE_BUDGET), near when drafting pays."""
     pol.probing = False
     if best == 0:
-        k0 = pol._k0_pass_ms()
+        k0 = pol.k0_pass_ms()
         per_skipped = pol.probe_cost_ms / max(1, pol.probe_skipped)
         if k0 <= 0 or per_skipped >= PROBE_BUDGET * k0:
             # the probe's cost grows with the text skipped (the draft model catches up on it), so
