@@ -398,13 +398,13 @@ def tree_lines(t: TreeStats) -> list[str]:
         t: the run's ``StatsSnapshot.tree``.
 
     Returns:
-        Two lines.
+        Two lines (one when auto drafted only chains).
     """
     depth = "  ".join(f"{d.depth}:{100 * d.rate:.0f}% ({d.accepted}/{d.nodes})" for d in t.by_depth)
     chains = f", {t.chain_passes} chain passes chosen by auto" if t.chain_passes else ""
     return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
             f"{t.passes} tree passes{chains})",
-            f"acceptance by depth    {depth}"]
+            f"acceptance by depth    {depth}"][: 2 if t.passes else 1]
 
 
 def tree_dict(t: TreeStats | None) -> dict | None:
