@@ -113,10 +113,11 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
     import dataclasses
 
     from ..engine.drafters import by_name
+    from ..engine.drafters.base import TREE_TARGET
     from ..engine.drafters.chain import chain_names
 
     names = [n for d in ([drafters] if isinstance(drafters, str) else drafters) for n in chain_names(d)]
-    trees = any((s := by_name(n)) is not None and s.shape == "tree" and s.needs == "nothing" for n in names)
+    trees = any((s := by_name(n)) is not None and s.needs == TREE_TARGET for n in names)
     return dataclasses.replace(_files_for(command, names, models), tree_seqs=trees)
 
 

@@ -28,7 +28,11 @@ from ..rowmath import RowPool
 from ..topn import top_ids
 from ..verify import logsumexp
 
-NEEDS = ("nothing", "draft model", "EAGLE-3 head", "target's MTP layers", "target's hidden states")
+# what a drafter drafts from; "target's tree sequences": no model, but a target context made with a token tree's
+# sequences (a model-free drafter proposing trees: suffix-tree; EngineOptions.tree_seqs)
+NEEDS = ("nothing", "draft model", "EAGLE-3 head", "target's MTP layers", "target's hidden states",
+         "target's tree sequences")
+TREE_TARGET = NEEDS[-1]
 SHAPES = ("chain", "tree")  # a chain is a tree with one branch
 
 

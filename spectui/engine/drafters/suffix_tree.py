@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...contract.events import DRAFT_STOP_K, DRAFT_STOP_NO_MATCH
-from .base import DrafterSpec, DraftLimits, Proposal
+from .base import TREE_TARGET, DrafterSpec, DraftLimits, Proposal
 from .draft_tree import TREE_SEQS, TreeParams
 from .suffix import FACTOR_EPS, SuffixDrafter, SuffixParams, SuffixTree
 
@@ -173,7 +173,7 @@ def _make(res) -> SuffixTreeDrafter | None:
     return SuffixTreeDrafter(tree=res.params.get("tree"))
 
 
-SPEC = DrafterSpec(name="suffix-tree", spec_type="", needs="nothing", shape="tree", order=27, priority=8,
+SPEC = DrafterSpec(name="suffix-tree", spec_type="", needs=TREE_TARGET, shape="tree", order=27, priority=8,
                    summary="suffix decoding proposing a tree: several frequent continuations from the suffix trees, "
                            "best first, verified in one target decode (docs/trees.md)",
                    make=_make)

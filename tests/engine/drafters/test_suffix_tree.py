@@ -88,7 +88,7 @@ def test_the_drafter_proposes_a_tree_or_the_chain_auto_asks_for():
 
 def test_the_spec_needs_a_target_with_the_trees_sequences():
     s = D.by_name("suffix-tree")
-    assert (s.needs, s.shape) == ("nothing", "tree")
+    assert (s.needs, s.shape) == ("target's tree sequences", "tree")
 
     class Target:
         n_seq = TREE_SEQS
