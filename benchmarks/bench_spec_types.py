@@ -197,6 +197,23 @@ def table(rows: list[dict]) -> None:
         f"{c} {statistics.median(r['base'] for r in rows if r['category'] == c):.2f}" for c in cats))
 
 
+def markdown(rows: list[dict]) -> None:
+    """The same medians as ``table``, a row per category (Markdown): x target alone, [x llama-speculative-simple]."""
+    cats = list(dict.fromkeys(r["category"] for r in rows))
+    names = list(dict.fromkeys(r["setting"] for r in rows))
+    print("| category | target alone t/s | " + " | ".join(f"`{n}`" for n in names) + " |")
+    print("|---" * (len(names) + 2) + "|")
+    for c in cats:
+        cells = []
+        for name in names:
+            rs = [r for r in rows if r["category"] == c and r["setting"] == name]
+            x = statistics.median(r["spectui"]["tps"] / r["base"] for r in rs)
+            v = [r["spectui"]["tps"] / r["llama"]["tps"] for r in rs if r["llama"]]
+            cells.append(f"{x:.2f}" + (f" [{statistics.median(v):.2f}]" if v else ""))
+        base = statistics.median(r["base"] for r in rows if r["category"] == c)
+        print(f"| {c} | {base:.1f} | " + " | ".join(cells) + " |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=64)
@@ -213,9 +230,11 @@ def main() -> int:
     ap.add_argument("--reverse", type=int, default=0, choices=(0, 1),
                     help="1: each prompt's settings in the other order (a second run, for --table)")
     ap.add_argument("--table", help="print the table of earlier --json files (comma-separated) and stop")
+    ap.add_argument("--markdown", action="store_true", help="with --table: a Markdown table, a row per category")
     args = ap.parse_args()
     if args.table:
-        table([r for f in args.table.split(",") for r in json.loads(Path(f).read_text(encoding="utf-8"))])
+        rows = [r for f in args.table.split(",") for r in json.loads(Path(f).read_text(encoding="utf-8"))]
+        (markdown if args.markdown else table)(rows)
         return 0
     if not (TARGET.is_file() and DRAFT.is_file()):
         raise SystemExit(f"Qwen pair not found in {MODELS} (../shared/models/fetch-qwen-coder-pair.sh)")

@@ -1,5 +1,6 @@
 """A tree's statistics (--drafter tree: ``PassEvent.tree``): how many nodes each pass verified, how many were pruned,
-and acceptance by depth (a node of depth d is accepted when the walk passed through it).
+and acceptance by depth (a node of depth d is accepted when the walk passed through it); and, under --draft-max auto,
+the passes a tree drafter drafted a chain because the cost model predicted it faster (``chain_passes``).
 
 ``TreeCounts.add(ev)`` per pass, ``snapshot()`` the frozen ``TreeStats`` (None: no tree pass); ``RunStats``
 keeps one (``StatsSnapshot.tree``).
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..contract.events import ACCEPTED, DISCARDED, PassEvent
+from ..engine.drafters import by_name
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class TreeStats:
     accepted: int = 0
     pruned: int = 0  # nodes below a node the walk never reached
     by_depth: tuple[DepthStat, ...] = ()
+    chain_passes: int = 0  # passes a tree drafter drafted as a chain (--draft-max auto chose it)
 
     @property
     def nodes_per_pass(self) -> float:
@@ -49,10 +52,10 @@ class TreeStats:
         """The figures as JSON (every face's ``tree``: run and replay ``--json``, race ``--json``, bench ``--json``).
 
         Returns:
-            passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes,
-            accepted).
+            passes, chain_passes (auto's), nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length,
+            by_depth (depth, nodes, accepted).
         """
-        return {"passes": self.passes, "nodes": self.nodes, "accepted": self.accepted, "pruned": self.pruned,
+        return {"passes": self.passes, "chain_passes": self.chain_passes, "nodes": self.nodes, "accepted": self.accepted, "pruned": self.pruned,
                 "nodes_per_pass": self.nodes_per_pass, "mean_acceptance_length": self.mean_acceptance_length,
                 "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in self.by_depth]}
 
@@ -80,20 +83,23 @@ def pooled(trees: Iterable[TreeStats | None]) -> TreeStats | None:
             slot[0] += d.nodes
             slot[1] += d.accepted
     return TreeStats(sum(t.passes for t in known), sum(t.nodes for t in known), sum(t.accepted for t in known),
-                     sum(t.pruned for t in known), tuple(DepthStat(d, n, a) for d, (n, a) in sorted(nodes.items())))
+                     sum(t.pruned for t in known), tuple(DepthStat(d, n, a) for d, (n, a) in sorted(nodes.items())),
+                     sum(t.chain_passes for t in known))
 
 
 class TreeCounts:
     """The running sums behind ``TreeStats``."""
 
     def __init__(self) -> None:
-        self.passes = self.nodes = self.accepted = self.pruned = 0
+        self.passes = self.nodes = self.accepted = self.pruned = self.chain_passes = 0
         self.depth_nodes: list[int] = []
         self.depth_accepted: list[int] = []
 
     def add(self, ev: PassEvent) -> None:
-        """Count a pass's tree (a pass without one counts for nothing)."""
+        """Count a pass's tree (a tree drafter's pass without one: a chain; any other pass counts for nothing)."""
         if not ev.tree:
+            spec = by_name(ev.drafter) if ev.drafts else None
+            self.chain_passes += spec is not None and spec.shape == "tree"
             return
         self.passes += 1
         self.nodes += len(ev.tree)
@@ -112,8 +118,9 @@ class TreeCounts:
                 self.pruned += 1
 
     def snapshot(self) -> TreeStats | None:
-        if not self.passes:
+        if not self.passes and not self.chain_passes:
             return None
         return TreeStats(self.passes, self.nodes, self.accepted, self.pruned,
                          tuple(DepthStat(i + 1, n, a) for i, (n, a) in enumerate(zip(self.depth_nodes,
-                                                                                     self.depth_accepted))))
+                                                                                     self.depth_accepted))),
+                         self.chain_passes)

@@ -107,13 +107,25 @@ def plan_drafting(command: str, drafters, models: ModelOptions) -> Drafting:
         models: the model options.
 
     Returns:
-        The Drafting: whether the draft model loads, and which head, from which file.
+        The Drafting: whether the draft model loads, and which head, from which file; whether the target holds a
+        token tree's sequences without a draft model (a drafter that needs none proposes trees: suffix-tree).
     """
-    from ..engine.drafters import block_names, head_names
+    import dataclasses
+
+    from ..engine.drafters import by_name
+    from ..engine.drafters.base import TREE_TARGET
     from ..engine.drafters.chain import chain_names
 
-    heads_known = head_names()
     names = [n for d in ([drafters] if isinstance(drafters, str) else drafters) for n in chain_names(d)]
+    trees = any((s := by_name(n)) is not None and s.needs == TREE_TARGET for n in names)
+    return dataclasses.replace(_files_for(command, names, models), tree_seqs=trees)
+
+
+def _files_for(command: str, names: list[str], models: ModelOptions) -> Drafting:
+    """``plan_drafting``'s files: the draft model and the head for the drafters ``names`` (a chain's members)."""
+    from ..engine.drafters import block_names, head_names
+
+    heads_known = head_names()
     kind = draft_kind(models)
     heads = [d for d in dict.fromkeys(names) if d in heads_known]
     if len(heads) > 1:
@@ -162,7 +174,7 @@ def offered_drafters(drafter: str | None, models: ModelOptions) -> list[str]:
     heads_known = head_names()
     kind = draft_kind(models)
     members = chain_names(drafter) if drafter else []  # a chain's members load as each would alone
-    out = [d for d in members if d in heads_known or d == "model"]
+    out = [d for d in members if d in heads_known or d in ("model", "suffix-tree")]  # (suffix-tree: the target's)
     if kind == "model" and not ("eagle3" in members and not models.head):  # else --draft is the head (-md)
         out.append("model")
     elif kind in heads_known and not any(d in heads_known for d in members):
@@ -229,7 +241,9 @@ def load_engine(models: ModelOptions, drafting: Drafting, *, quiet: bool = False
         from ..analysis.cost.draft_policy import PolicyByMode
         from ..engine.loop import Engine
 
-        return Engine(target, draft, EngineOptions.of_models(models, head=head, head_file=head_file, **engine_options),
+        options = EngineOptions.of_models(models, head=head, head_file=head_file, tree_seqs=drafting.tree_seqs,
+                                          **engine_options)
+        return Engine(target, draft, options,
                       warn=warn, draft_policy=PolicyByMode)
 
     if own_thread:  # the TUI: load, run and close on one thread (one OpenMP team; see engine/thread.py)

@@ -76,11 +76,13 @@ class ModelOptions:
 @dataclass(frozen=True)
 class Drafting:
     """What an engine must hold for a command's drafters (``commands.common.plan_drafting``): the separate draft
-    model, and one head (eagle3: an EAGLE-3 head's file; mtp: the target's own MTP layers) beside it or alone."""
+    model, and one head (eagle3: an EAGLE-3 head's file; mtp: the target's own MTP layers) beside it or alone; and
+    whether the target holds a token tree's sequences without a draft model (suffix-tree)."""
 
     draft_model: bool = False  # --draft loads as a separate draft model (the model drafter)
     head: str | None = None  # eagle3, mtp or None
     head_file: str | None = None  # eagle3: the head's file (--head, or --draft when that is the head)
+    tree_seqs: bool = False  # a drafter proposes trees without a draft model (suffix-tree): the target holds them
 
     def head_is_draft(self, models: ModelOptions) -> bool:
         """The head's file is --draft itself (llama.cpp's -md): the engine loads it as the head."""
@@ -101,7 +103,8 @@ class EngineOptions:
     (False: only in runs that start with it). sampling: "cpu", "graph" or "auto" (docs/lossless.md).
     pin_pipeline, pipeline_threads: the pipelined passes' placement and thread split (engine/run/pipeline.py).
     grow_kv: KV caches of ``n_batch`` cells that each run grows to what it can use, up to ``n_ctx`` (the limit
-    recorded and enforced); no head, numpy sampling only. Headless runs ask for it.
+    recorded and enforced); no head, numpy sampling only. Headless runs ask for it. tree_seqs: the target's context
+    holds a token tree's sequences without a draft model (a draft model's engine always does), for suffix-tree.
     """
 
     n_ctx: int = 4096
@@ -123,6 +126,7 @@ class EngineOptions:
     pipeline_threads: tuple[int, int] | None = None
     spec_options: tuple[tuple[str, object], ...] = ()  # llama.cpp's n-gram types' options (ModelOptions')
     grow_kv: bool = False  # KV caches of n_batch cells each run grows to what it can use, up to n_ctx (headless)
+    tree_seqs: bool = False  # the target holds a token tree's sequences without a draft model (suffix-tree)
 
     def but(self, **changes) -> "EngineOptions":
         """These options with ``changes`` (field names; an unknown one is a TypeError)."""

@@ -165,9 +165,9 @@ class Engine:
             common = dict(n_ctx=o.n_ctx, threads=self.threads, use_extra_bufts=use_extra_bufts, n_batch=o.n_batch,
                           n_ubatch=o.n_ubatch, use_mmap=o.use_mmap, kv_cells=0 if self.grow_kv else None)
             # the graph path's target chain samples every row of a verify (n_outputs_max_per_seq 0: n_batch)
-            # with a draft model both contexts hold a token tree's sequences (drafters/draft_tree.py); the target
-            # does too when an EAGLE-3 head drafts trees
-            common["n_seq"] = TREE_SEQS if dpath or self.head_tree is not None else 1
+            # with a draft model both contexts hold a token tree's sequences (drafters/draft_tree.py); without one the
+            # target does when an EAGLE-3 head or a model-free drafter proposes trees (drafters/suffix_tree.py)
+            common["n_seq"] = TREE_SEQS if dpath or o.tree_seqs or self.head_tree is not None else 1
             self.target = LoadedModel(tpath, "target", n_gpu_layers=ngl_t, load_mtp=o.head == "mtp",
                                         n_outputs_max_per_seq=1 if o.sampling == "cpu" else 0, **common)
             if dpath:

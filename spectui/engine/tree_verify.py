@@ -13,9 +13,11 @@ a node none of whose children is, and the target's own token there is the correc
   with probability min(1, p_i(x_i) / r_i(x_i)), and on a rejection p_{i + 1} = norm(max(0, p_i - r_i)); when
   every child is rejected the token is drawn from the last residual. Here r_i is the distribution x_i was drawn
   from (``child_proposal``: q without the children drawn before it; for i >= 2 only tokens with q above the
-  split). Each step emits exactly p_i (the speculative-sampling identity min(r, p) + (1 - sum min(r, p)) *
-  norm(max(0, p - r)) = p), so by induction the node emits exactly p. It holds as long as whether child i
-  exists is decided before x_i is drawn (the drafter's best-first order guarantees it: drafters/draft_tree.py).
+  split; a drafter that proposes its children without drawing them, as suffix-tree, gives each the point mass on
+  itself, its true law given the tree). Each step emits exactly p_i (the speculative-sampling identity min(r, p)
+  + (1 - sum min(r, p)) * norm(max(0, p - r)) = p), so by induction the node emits exactly p. It holds as long as
+  whether child i exists is decided before x_i is drawn (the drafter's best-first order guarantees it:
+  drafters/draft_tree.py).
 """
 
 from __future__ import annotations
@@ -87,6 +89,21 @@ def child_proposal(q: np.ndarray, drawn: Sequence[int], rank: int, split: float)
     return r
 
 
+def point_mass(x: int, n: int) -> np.ndarray:
+    """The distribution of a child proposed without a draw: all its mass on ``x`` (of ``n`` ids).
+
+    Args:
+        x: the child's id.
+        n: the vocabulary's size.
+
+    Returns:
+        The one-hot float64 row.
+    """
+    r = np.zeros(n, dtype=np.float64)
+    r[x] = 1.0
+    return r
+
+
 def greedy_tree_verify(rows: Sequence[np.ndarray], ids: Sequence[int], parents: Sequence[int]) -> TreeVerdict:
     """The greedy walk: from the root, the child equal to the argmax of the current row, while there is one.
 
@@ -122,7 +139,9 @@ def rrs_tree_verify(p_of: Callable[[int], np.ndarray], q_of: Callable[[int], np.
 
     Args:
         p_of: the target's distribution at row i (0 the root, i + 1 node i) at the run's temperature.
-        q_of: the draft's distribution at a node with children (-1 the root), the one its children were drawn from.
+        q_of: the draft's distribution at a node with children (-1 the root), the one its children were drawn from;
+            None: a drafter that proposes its children without drawing them (suffix-tree), each child judged as a
+            point mass on itself.
         ids: the nodes' token ids.
         parents: the nodes' parents (-1: the root).
         split: the threshold ``child_proposal`` applied to children after the first.
@@ -144,7 +163,8 @@ def rrs_tree_verify(p_of: Callable[[int], np.ndarray], q_of: Callable[[int], np.
         nxt, a, u, first = -1, -1.0, -1.0, (-1.0, -1.0)
         for rank, c in enumerate(kids[v + 1], start=1):
             x = int(ids[c])
-            r = child_proposal(q_of(v), drawn, rank, split)
+            q = q_of(v)
+            r = child_proposal(q, drawn, rank, split) if q is not None else point_mass(x, p.size)
             rx = float(r[x]) if r is not None else 0.0
             a = 1.0 if rx <= 0.0 else min(1.0, float(p[x]) / rx)
             u = -1.0 if a >= 1.0 else float(rng.random())

@@ -392,18 +392,19 @@ def _drafter_lines(start) -> list[str]:
 
 
 def tree_lines(t: TreeStats) -> list[str]:
-    """The tree passes' figures (--drafter tree): nodes verified per pass, pruned, acceptance by depth.
+    """The tree passes' figures (--drafter tree): nodes per pass, pruned, acceptance by depth, auto's chain passes.
 
     Args:
         t: the run's ``StatsSnapshot.tree``.
 
     Returns:
-        Two lines.
+        Two lines (one when auto drafted only chains).
     """
     depth = t.depth_text()
+    chains = f", {t.chain_passes} chain passes chosen by auto" if t.chain_passes else ""
     return [f"tree nodes per pass    {t.nodes_per_pass:.2f} verified ({t.pruned} of {t.nodes} pruned, "
-            f"{t.passes} tree passes)",
-            f"acceptance by depth    {depth}"]
+            f"{t.passes} tree passes{chains})",
+            f"acceptance by depth    {depth}"][: 2 if t.passes else 1]
 
 
 def tree_dict(t: TreeStats | None) -> dict | None:
@@ -413,7 +414,7 @@ def tree_dict(t: TreeStats | None) -> dict | None:
         t: the run's ``StatsSnapshot.tree``.
 
     Returns:
-        passes, nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth (depth, nodes, accepted).
+        passes, chain_passes (auto's), nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length, by_depth.
     """
     return None if t is None else t.record()
 

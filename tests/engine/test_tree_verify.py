@@ -12,7 +12,14 @@ from test_engine_sampling import chi2_check
 
 from spectui.engine.drafters.draft_tree import TreeParams, tree_params
 from spectui.engine.run.tree_pass import leaf_sequences
-from spectui.engine.tree_verify import child_proposal, children, depths, greedy_tree_verify, rrs_tree_verify
+from spectui.engine.tree_verify import (
+    child_proposal,
+    children,
+    depths,
+    greedy_tree_verify,
+    point_mass,
+    rrs_tree_verify,
+)
 from spectui.engine.verify import sample
 
 
@@ -152,3 +159,21 @@ def test_rank_rates_learn_from_the_verdicts():
     assert rates.rate(0.3, 1, 0.3) > 0.85
     assert rates.rate(0.9, 1, 0.9) > 0.85  # another confidence fifth starts from what every fifth learned
     assert rates.log_score(probs, 2) < math.log(0.15)  # a sibling is worth little after a likely first child
+
+
+def test_point_masses_are_judged_exactly():
+    """At T > 0 a child proposed without a draw is judged as the point mass on itself: the emitted token follows the
+    target's law whatever the tree (three root children, one with a child)."""
+    rng = np.random.default_rng(4)
+    v = 6
+    p_root = rng.dirichlet(np.ones(v))
+    p_next = rng.dirichlet(np.ones(v))
+    ids, parents = [2, 0, 5, 1], [-1, -1, -1, 0]
+    runs = 12000
+    first = Counter()
+    for _ in range(runs):
+        tv = rrs_tree_verify(lambda i: p_root if i == 0 else p_next, lambda u: None, ids, parents, 0.0, rng)
+        first[([ids[c] for c in tv.path] + [tv.token])[0]] += 1
+    chi2, bound = chi2_check(first, p_root, runs)
+    assert chi2 < bound, (chi2, bound)
+    assert point_mass(2, 4).tolist() == [0.0, 0.0, 1.0, 0.0]

@@ -35,6 +35,7 @@ from typing import Callable, Protocol
 
 from ...contract.events import CHAIN_SEPARATOR, Event, PassEvent, RunStarted, Settings, SettingsChanged
 from ...engine.drafters import by_name
+from ...engine.drafters.base import TREE_TARGET
 from .costmodel import Prediction
 
 
@@ -58,10 +59,11 @@ def model_free(name: str) -> bool:
         name: a drafter's spectui name ("ngram-mod", "model").
 
     Returns:
-        True for a drafter whose spec needs nothing; False for a model or a head, and for an unknown name.
+        True for a drafter whose spec needs no model (nothing, or the target's tree sequences: suffix-tree); False
+        for a model or a head, and for an unknown name.
     """
     spec = by_name(name)
-    return spec is not None and spec.needs == "nothing"
+    return spec is not None and spec.needs in ("nothing", TREE_TARGET)
 
 
 def is_chain(drafter: str) -> bool:

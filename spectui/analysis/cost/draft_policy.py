@@ -10,8 +10,7 @@ maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0
   accepted), exponentially weighted per observation of that position (``ACC_DECAY``), so it follows a change of text
   within a few dozen passes; a weak prior (``PRIOR_RATE`` with weight ``PRIOR_WEIGHT``) keeps the first decisions
   sane. A position not seen for ``STALE_PASSES`` passes counts as unmeasured (the cost model then holds the last
-  measured rate). A change of temperature or drafter resets acceptance (it is a different game) and keeps the
-  timings.
+  measured rate). A change of temperature or drafter resets acceptance and keeps the timings.
 - drafting continuation (``--draft-p-min``, short n-gram matches): per position i, the chance that a pass that asked
   for at least i drafts and drafted the i - 1 before drafts position i, learned the same way (``ACC_DECAY`` per
   observation, ``STALE_PASSES``, ``MIN_WEIGHT``) with a weak prior of 1 (``PRIOR_WEIGHT``: drafting continues);
@@ -44,8 +43,7 @@ maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0
   policy waits ``PROBE_MAX`` passes between probes. Before any probe is measured, the catch-up is estimated as
   ``CATCHUP_FRACTION`` of a draft decode per skipped token (measured on the Qwen pair: 85 ms to catch up 16 tokens
   against 21 ms per single draft decode). The interval resets when speculation starts paying again. While the model
-  says k > 0, every ``PROBE_MIN`` passes one pass drafts k + 1, so deeper positions and the next verify size stay
-  measured.
+  says k > 0, every ``PROBE_MIN`` passes one pass drafts k + 1 (deeper positions, the next verify size).
 
 - the hardware's curve: when the target's verify cost by batch size was measured on this machine (``spectui probe``;
   the run records it in ``RunStarted.probe``, or ``make_policy(mode, curve)`` is handed one), the model uses it from
@@ -54,25 +52,20 @@ maximises predicted tokens/s (see :mod:`spectui.analysis.cost.costmodel`), k = 0
   at every position cannot pay, the policy chooses k = 0 from the first pass on, with no warm-up and no re-probing
   (on the Qwen pair on 2 cores only k = 15 with 98.5% acceptance would break even); otherwise it proceeds as above,
   without needing passes to learn verify costs.
-- cost of the policy itself: a prediction takes 0.2-0.5 ms of Python, about 1-2% of a 30 ms pass, so while settled at
-  k = 0 (no drafts, hence no new acceptance) the model is consulted again only every ``CURVE_RECHECK`` passes or at a
-  re-probe.
-- draft cost (``DraftCost``, :mod:`.draft_cost`): a model's per drafted token; a model-free drafter's (prompt
-  lookup, the n-gram types, suffix) per pass that drafts (its lookup costs the same whatever it drafts); a block
-  drafter's (DFlash, DSpark) by its one draft pass, as the run measures that pass's cost by k (flat when it is
-  flat), so an extra draft costs the verify's extra row, not a draft step, and the best k is longer than a draft
-  model's with the same acceptance and step cost. Before any draft was made: the start event's calibration of the
-  draft model (a block's pass is one draft decode), ``NGRAM_DRAFT_MS`` for a model-free drafter.
+- cost of the policy itself: a prediction takes 0.2-0.5 ms, 1-2% of a 30 ms pass, so settled at k = 0 (no new
+  acceptance) the model is consulted again only every ``CURVE_RECHECK`` passes or at a re-probe.
+- draft cost (``DraftCost``, :mod:`.draft_cost`): a model's per drafted token, a model-free drafter's per pass that
+  drafts, a block drafter's (DFlash, DSpark) by its one draft pass as measured by k; before any draft, the start's
+  calibration (a block's pass is one draft decode), ``NGRAM_DRAFT_MS`` for a model-free drafter.
 - a chain (``--spec-type ngram-mod,draft-simple``): one such policy per member, each priced by its own measured cost
   and acceptance; a member that loses is left out of the pass (``members``): :mod:`.chain_cost`.
+- a tree drafter (``--drafter tree``, ``suffix-tree``): each pass a chain of k (``children`` 1) or a tree of n nodes
+  (``children`` 0), whichever is predicted faster; a tree pass teaches no drafting continuation: :mod:`.tree_cost`.
 
-One run, any mode (``PolicyByMode``, what the engine is handed): the user may switch auto k on, off or between modes
-mid-run, so one policy per mode observes every event from ``RunStarted`` on and the mode in ``settings.auto``
-chooses. A mode switched on mid-run has therefore seen the whole run, settings changes included, yet no event is
-kept: what a policy learns is aggregates (decayed rates per position, EWMAs per batch size, counters), bounded by
-``K_LIMIT`` positions, so memory stays flat over a long run. A mode switched back on resumes where it left off (the
-cost model has kept learning meanwhile); the schedule starts again from ``settings.draft_max``, as a fresh HF
-schedule does.
+One run, any mode (``PolicyByMode``, what the engine is handed): one policy per mode observes every event from
+``RunStarted`` on (auto k may go on, off or change mode mid-run) and the mode in ``settings.auto`` chooses. No event
+is kept: a policy learns aggregates bounded by ``K_LIMIT`` positions, so memory stays flat. A mode switched back on
+resumes; the schedule starts again from ``settings.draft_max``, as a fresh HF schedule does.
 
 ``schedule``: ``SchedulePolicy`` (spectui/analysis/cost/schedule_policy.py), Hugging Face's heuristic schedule.
 
@@ -93,6 +86,8 @@ from .costmodel import Prediction, predict_from
 from .decayed import DecayedRate
 from .draft_cost import DraftCost, ewma
 from .schedule_policy import SchedulePolicy
+from .tree_cost import TreeChoice
+from .verify_time import verify_sources
 
 K_LIMIT = DRAFT_MAX_LIMIT  # the draft length range, 0..32 (the one rule: contract.draft_length)
 
@@ -154,6 +149,7 @@ class CostPolicy:
     _curve_hopeless: bool = False
     _zero_check_at: int = 0  # while settled at k = 0: the pass at which the model is consulted again
     chain: ChainCost | None = None  # the drafter is a chain: one policy per member (chain_cost.py)
+    tree: TreeChoice = field(default_factory=TreeChoice)  # a tree drafter's chain or tree each pass (tree_cost.py)
 
     def __post_init__(self) -> None:
         if self.given_curve:
@@ -210,6 +206,7 @@ class CostPolicy:
 
     def _reset_acceptance(self) -> None:
         self.positions.clear()
+        self.tree.reset()
         self.best_positive_k, self.probe_every, self.next_probe = 0, FIRST_PROBE, self.n_decode_passes + FIRST_PROBE
         self.probing, self._at_zero, self.warmup_left = False, False, WARMUP_PASSES
 
@@ -218,7 +215,7 @@ class CostPolicy:
         nd = len(ev.drafts)
         t = ev.timing
         asked = max(ev.k, nd)
-        if asked > 0:
+        if asked > 0 and not ev.tree:  # (a tree's node budget is all drafted or none: no continuation)
             # drafting continuation: positions 1..min(k, nd + 1) were asked for with the one before drafted
             while len(self.continuation) < min(asked, nd + 1):
                 self.continuation.append(DecayedRate())
@@ -227,9 +224,11 @@ class CostPolicy:
             if nd < asked and ev.draft_stop:
                 self.draft_stop_cause = ev.draft_stop
         if self.probing and asked > 0:  # the probe pass: its cost over a k = 0 pass's
-            k0 = self._k0_pass_ms()
+            k0 = self.k0_pass_ms()
             self.probe_cost_ms = max(0.0, t.wall_ms - len(ev.emitted) * k0) if k0 > 0 else 0.0
             self.probe_skipped = self.zero_run
+        if ev.tree:  # its verify is its nodes, its drafting its levels, its acceptance by rank (tree_cost.py)
+            return _observe_tree(self, ev)
         if nd == 0 and asked > 0:
             # asked for drafts, made none (confidence below --draft-p-min at the first, no n-gram match): the
             # target verified one token, and the draft model did catch up (no k = 0 stretch)
@@ -280,7 +279,7 @@ class CostPolicy:
             weights.append(p.trials)
         return rates, weights
 
-    def _k0_pass_ms(self) -> float:
+    def k0_pass_ms(self) -> float:
         v0 = self.verify_ms.get(0, self.calib_target_ms)
         return v0 + (self.other_ms or 0.0) if v0 else 0.0
 
@@ -294,7 +293,7 @@ class CostPolicy:
         """The start's single draft decode (ms)."""
         return self.draft.calib_ms
 
-    def _points(self) -> dict[int, float]:
+    def points(self) -> dict[int, float]:
         points = {0: self.calib_target_ms, **self.verify_ms} if self.calib_target_ms > 0 else dict(self.verify_ms)
         # a pass that drafts never costs less than one that does not: a stale or noisy point is raised to k = 0's
         return {k: max(ms, points[0]) for k, ms in points.items()} if 0 in points else points
@@ -303,19 +302,20 @@ class CostPolicy:
         """The best case: every draft accepted (or ``rate`` per draft), with the measured times (and the
         hardware's curve)."""
         d, fixed = self.draft.costs()
-        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self._points(), d, self.other_ms or 0.0,
+        return predict_from([rate] * self.k_max, [1.0] * self.k_max, self.points(), d, self.other_ms or 0.0,
                             k_max=self.k_max, curve=self.curve, draft_ms_fixed=fixed)
 
     def prediction(self, current_k: int | None = None, optimism: float = 0.0) -> Prediction:
         rates, weights = self.rates(optimism)
         c_rates, c_weights = self.continue_rates()
         d, fixed = self.draft.costs()
-        return predict_from(rates, weights, self._points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
+        return predict_from(rates, weights, self.points(), d, self.other_ms or 0.0, draft_ms_fixed=fixed,
                             k_max=self.k_max, current_k=current_k, curve=self.curve, continue_rates=c_rates,
                             continue_weights=c_weights, draft_stop_cause=self.draft_stop_cause)
 
     # ------------------------------------------------------------ choosing
     def choose(self, settings: Settings) -> int:
+        self.tree.begin(settings.drafter)
         k, why = self._choose(settings)
         self.last_choice, self.last_reason = clamp_draft_length(k), why
         return self.last_choice
@@ -323,6 +323,10 @@ class CostPolicy:
     def members(self) -> tuple[tuple[str, int], ...]:
         """A chain's members and their k in the pass just chosen (0: left out); () for a single drafter."""
         return self.chain.caps if self.chain is not None else ()
+
+    def children(self) -> int:
+        """A tree drafter's children per node in the pass just chosen (1: a chain; 0: a tree, or not a tree drafter)."""
+        return self.tree.children
 
     def _choose(self, settings: Settings) -> tuple[int, str]:
         if settings.drafter == "none":
@@ -346,7 +350,10 @@ class CostPolicy:
             return min(WARMUP_K, self.k_max), "no timings yet"
         best = pred.best_k
         if self.probing:  # the probe pass has been observed: judge it
-            self._judge_probe(best, n)
+            _judge_probe(self, best, n)
+        if (tree := self.tree.choose(pred)) is not None:  # a tree drafter: a tree predicted faster than any chain
+            self._at_zero = False
+            return tree.n, tree.why()
         if best > 0:
             self.best_positive_k = best
             self.probe_every = FIRST_PROBE
@@ -368,23 +375,6 @@ class CostPolicy:
                 self.last_prediction = bound
         return self._curve_hopeless
 
-    def _judge_probe(self, best: int, n: int) -> None:
-        """After a probe pass: the next is far off while k = 0 wins (PROBE_BUDGET), near when drafting pays."""
-        self.probing = False
-        if best == 0:
-            k0 = self._k0_pass_ms()
-            per_skipped = self.probe_cost_ms / max(1, self.probe_skipped)
-            if k0 <= 0 or per_skipped >= PROBE_BUDGET * k0:
-                # the probe's cost grows with the text skipped (the draft model catches up on it), so
-                # no interval keeps it within budget: probe as rarely as allowed
-                budget = PROBE_MAX
-            else:
-                budget = int(self.probe_cost_ms / (PROBE_BUDGET * k0))
-            self.probe_every = min(PROBE_MAX, max(self.probe_every * 2, budget))
-        else:
-            self.probe_every = FIRST_PROBE
-        self.next_probe = n + self.probe_every
-
     def _choose_at_zero(self, n: int) -> tuple[int, str]:
         """The model predicts k = 0 best: explore while that is not yet certain, else stay at k = 0 and
         re-probe now and then."""
@@ -404,7 +394,7 @@ class CostPolicy:
             self._at_zero = True
             if self.probe_cost_ms == 0.0:
                 # no probe measured yet: estimate the draft model's catch-up on the skipped text
-                k0 = self._k0_pass_ms()
+                k0 = self.k0_pass_ms()
                 d = self.draft.costs()[0]
                 if k0 > 0 and CATCHUP_FRACTION * d >= PROBE_BUDGET * k0:
                     self.probe_every = PROBE_MAX
@@ -415,6 +405,33 @@ class CostPolicy:
             return max(1, min(k, self.k_max)), f"probe: re-checking acceptance at k = {k}"
         self._zero_check_at = n + CURVE_RECHECK
         return 0, "speculation loses: k = 0"
+
+
+def _observe_tree(pol: CostPolicy, ev: PassEvent) -> None:
+    """A tree pass: its verify is its nodes, its drafting its levels, its acceptance by rank (tree_cost.py)."""
+    t, n, v = ev.timing, len(ev.tree), verify_sources(pol.points(), pol.k_max, pol.curve)[0]
+    pol.zero_run, pol.other_ms = 0, ewma(pol.other_ms, t.other_ms)
+    pol.verify_ms[n] = ewma(pol.verify_ms.get(n), t.verify_ms)
+    pol.draft.observe(pol.tree.learn(ev, pol.positions, pol.n_decode_passes, v), t.draft_ms, pol.prev_k > 0)
+    pol.prev_k = ev.k
+
+
+def _judge_probe(pol: CostPolicy, best: int, n: int) -> None:
+    """After a probe pass: the next is far off while k = 0 wins (PROBE_BUDGET), near when drafting pays."""
+    pol.probing = False
+    if best == 0:
+        k0 = pol.k0_pass_ms()
+        per_skipped = pol.probe_cost_ms / max(1, pol.probe_skipped)
+        if k0 <= 0 or per_skipped >= PROBE_BUDGET * k0:
+            # the probe's cost grows with the text skipped (the draft model catches up on it), so
+            # no interval keeps it within budget: probe as rarely as allowed
+            budget = PROBE_MAX
+        else:
+            budget = int(pol.probe_cost_ms / (PROBE_BUDGET * k0))
+        pol.probe_every = min(PROBE_MAX, max(pol.probe_every * 2, budget))
+    else:
+        pol.probe_every = FIRST_PROBE
+    pol.next_probe = n + pol.probe_every
 
 
 def make_policy(mode: str | None, curve: Mapping[int, float] | None = None):
@@ -473,6 +490,10 @@ class PolicyByMode:
         """A chain's members and their k in the pass just chosen (0: left out), from the mode that chose it."""
         policy = self.policies.get(self._active) if self._active else None
         return policy.members() if policy is not None else ()
+
+    def children(self) -> int:
+        """A tree drafter's children per node in the pass just chosen (1: a chain), from the mode that chose it."""
+        return self.policies[self._active].children() if self._active in self.policies else 0
 
     def current(self, mode: str | None):
         """The policy of ``mode`` (its last choice, reason and prediction), or None."""

@@ -40,6 +40,10 @@ class SchedulePolicy:
         """Every member of a chain drafts up to the schedule's k: ()."""
         return ()
 
+    def children(self) -> int:
+        """A tree drafter drafts its trees (0): the schedule chooses their node budget."""
+        return 0
+
     def choose(self, settings: Settings) -> int:
         if self.k is None:
             self.k = settings.draft_max if settings.draft_max >= 1 else 5

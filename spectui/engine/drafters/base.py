@@ -28,7 +28,11 @@ from ..rowmath import RowPool
 from ..topn import top_ids
 from ..verify import logsumexp
 
-NEEDS = ("nothing", "draft model", "EAGLE-3 head", "target's MTP layers", "target's hidden states")
+# what a drafter drafts from; "target's tree sequences": no model, but a target context made with a token tree's
+# sequences (a model-free drafter proposing trees: suffix-tree; EngineOptions.tree_seqs)
+NEEDS = ("nothing", "draft model", "EAGLE-3 head", "target's MTP layers", "target's hidden states",
+         "target's tree sequences")
+TREE_TARGET = NEEDS[-1]
 SHAPES = ("chain", "tree", "chain or tree")  # a chain is a tree with one branch; the last: a tree when the tree's
 # options are given (an EAGLE-3 head: drafters/eagle3_tree.py)
 
@@ -154,6 +158,9 @@ class DraftLimits:
     # a chain (chain.ChainDrafter) under --draft-max auto: (member, its most drafts) pairs, 0 leaving the member
     # out of the pass; a member not named drafts up to k
     members: tuple[tuple[str, int], ...] = ()
+    # a tree drafter under --draft-max auto: its most children per node in this pass (0: its own limits; 1: a chain,
+    # proposed and verified as one: the cost model chose it over a tree, analysis/cost/tree_cost.py)
+    children: int = 0
 
 
 class Drafter:

@@ -15,7 +15,9 @@ budget, as llama-speculative stops once its target batch holds ``--draft-max`` d
 parallel drafts) caps the leaves (branches); ``--draft-p-split P`` lets a node branch only into tokens whose q is
 above P (llama-speculative's split test, which also applies at -np's default); SGLang's ``--spec-eagle-topk`` caps
 each node's children, ``--spec-num-steps`` the depth and ``--spec-num-draft-tokens`` the tokens verified (the
-nodes plus the root).
+nodes plus the root). Under ``--draft-max auto`` the cost model may ask a pass for a chain (``DraftLimits.children``
+1: analysis/cost/tree_cost.py): the search then keeps one child a node and the pass is proposed, verified and
+reported as a chain, its q rows the rows its drafts were drawn from.
 
 The draft's KV cache: the accepted context is sequence 0 and ends with the root (the last accepted token). A
 node is decoded (to read its row) in its parent's sequence when it is the parent's first decoded child, else in a
@@ -179,7 +181,9 @@ class _Search:
         p = d.params
         self.d, self.t, self.rng = d, temperature, rng
         self.budget, self.max_depth = p.budget(lim.k), p.depth(lim.k)
-        self.topk, self.split, self.parallel = max(1, p.topk), p.split(), p.parallel
+        # under auto k the cost model may ask for a chain (lim.children 1): the first children only
+        self.topk = min(max(1, p.topk), lim.children) if lim.children > 0 else max(1, p.topk)
+        self.split, self.parallel = p.split(), p.parallel
         self.ids: list[int] = []
         self.parents: list[int] = []
         self.depth: list[int] = []
@@ -355,6 +359,8 @@ class TreeDrafter(Drafter):
         s.read_row(-1, self.model.logits_last())
         s.run()
         self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()})
+        if lim.children == 1:
+            return self._as_chain(s, temperature)
         tree_q = None
         if temperature > 0:  # the rows children were drawn from; the others back to the pool
             tree_q = {v: s.info[v][2] for v in s.drawn}
@@ -363,6 +369,18 @@ class TreeDrafter(Drafter):
                     self.pool.give(info[2])
         return Proposal(ids=s.ids, q_probs=s.q_probs, stop=DRAFT_STOP_K, pool=self.pool, parents=s.parents,
                         tree_q=tree_q, p_split=s.split)
+
+    def _as_chain(self, s: _Search, temperature: float) -> Proposal:
+        """A search of one child per node proposed as a chain (verified as one: the pass loop's chain verify), each
+        draft's q row the row of the node before it at T > 0 (the others back to the pool)."""
+        q_rows = None
+        if temperature > 0:
+            rows = [-1, *range(len(s.ids) - 1)] if s.ids else []
+            q_rows = [s.info[v][2] for v in rows]
+            for v, info in s.info.items():
+                if v not in rows:
+                    self.pool.give(info[2])
+        return Proposal(ids=s.ids, q_probs=s.q_probs, q_rows=q_rows, stop=DRAFT_STOP_K, pool=self.pool)
 
     def decode_nodes(self, s: _Search, v: int) -> bool:
         """Decode ``v`` and the nodes the search needs next in one batch, each in its sequence (see the module

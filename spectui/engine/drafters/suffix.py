@@ -164,23 +164,52 @@ class SuffixTree:
         Returns:
             The draft (empty where nothing in the tree continues the context).
         """
-        ctx = np.asarray(context, dtype=np.int64)[-self.max_depth:]
         best = SuffixDraft()
-        if ctx.size < 2:
-            return best
-        buf = self.buf[:self.end]
-        ends = np.flatnonzero(buf == ctx[-1]) + 1  # where each occurrence of the last m tokens ends
-        for m in range(1, ctx.size):
-            if m > 1:
-                ends = ends[buf[ends - m] == ctx[-m]]
-            if ends.size == 0:
-                break
+        for m, ends in self.matches(context):
             n_max = max(min(max_spec_tokens, int(m * max_spec_factor + max_spec_offset + FACTOR_EPS)), 0)
             draft = self._walk(ends, m, n_max, np.float32(min_token_prob))
             if draft.score >= best.score:
                 best = draft
                 best.match_len = m
         return best
+
+    def matches(self, context):
+        """Arctic's ``_match_context`` for every match length: for m = 1, 2, ... (below the context's last
+        ``max_depth`` tokens) while the last m tokens occur, m and where each occurrence ends in the buffer (the
+        cell after it: its continuation).
+
+        Args:
+            context: the token ids to continue.
+
+        Yields:
+            (m, the occurrences' end cells).
+        """
+        ctx = np.asarray(context, dtype=np.int64)[-self.max_depth:]
+        if ctx.size < 2:
+            return
+        buf = self.buf[:self.end]
+        ends = np.flatnonzero(buf == ctx[-1]) + 1  # where each occurrence of the last m tokens ends
+        for m in range(1, ctx.size):
+            if m > 1:
+                ends = ends[buf[ends - m] == ctx[-m]]
+            if ends.size == 0:
+                return
+            yield m, ends
+
+    def continuations(self, ends: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+        """What follows the string that ends at ``ends``: each token stored after it, most frequent first (ties: the
+        one stored first), with its count and where the string extended by it ends.
+
+        Args:
+            ends: the string's occurrences' end cells.
+
+        Returns:
+            (token, count, end cells of the longer string) per continuation (a sequence's end is none).
+        """
+        nxt = self.buf[ends]
+        tokens, first, counts = np.unique(nxt, return_index=True, return_counts=True)
+        order = sorted((i for i in range(tokens.size) if tokens[i] != SEP), key=lambda i: (-counts[i], first[i]))
+        return [(int(tokens[i]), int(counts[i]), ends[nxt == tokens[i]] + 1) for i in order]
 
     def _walk(self, ends: np.ndarray, depth: int, n_max: int, min_prob: np.float32) -> SuffixDraft:
         """``_speculate_path`` from the string that ends at ``ends`` (``depth`` tokens long): each step to its most
@@ -305,13 +334,22 @@ class SuffixDrafter(Drafter):
         self.cache.start_request(list(prompt))
         self.seen = len(prompt)
 
-    def propose(self, tokens, k, temperature, rng) -> Proposal:
-        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
+    def follow(self, tokens) -> None:
+        """The context's tokens accepted since the last proposal into the trees (a new request where this run had
+        none, or where the context is shorter than what the request holds).
+
+        Args:
+            tokens: the whole accepted context.
+        """
         if self.seen < 0 or len(tokens) < self.seen:  # no prefill this run (or a shorter context: a new request)
             self.prefill(list(tokens))
         elif len(tokens) > self.seen:
             self.cache.add_active_response(list(tokens[self.seen:]))
             self.seen = len(tokens)
+
+    def propose(self, tokens, k, temperature, rng) -> Proposal:
+        lim = k if isinstance(k, DraftLimits) else DraftLimits(int(k))
+        self.follow(tokens)
         if lim.k <= 0:
             return Proposal()
         ids = self.cache.speculate(tokens, lim.k, self.params).ids

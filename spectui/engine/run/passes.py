@@ -85,10 +85,10 @@ def cap_k(draft_max: int, n_past: int, n_emitted: int, n_ctx: int, n_batch: int,
 
 
 def limits(s: Settings, k: int, inspect_top: int, defer: bool,
-           members: tuple[tuple[str, int], ...] = ()) -> DraftLimits:
+           members: tuple[tuple[str, int], ...] = (), children: int = 0) -> DraftLimits:
     """How far a pass under ``s`` drafts (k, --draft-p-min / --draft-min, the inspector's top-N, deferred; a
-    chain's caps per member under auto k)."""
-    return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer, members=members)
+    chain's caps per member and a tree drafter's children per node under auto k)."""
+    return DraftLimits(k, s.draft_p_min, s.draft_min, inspect_top, defer=defer, members=members, children=children)
 
 
 def left_out(members: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
@@ -127,7 +127,7 @@ class PassLoop:
         self.may_overlap = request.overlap and parts.spare_core
         self.st = RunCounters()
         self.policy: DraftPolicy | None = None
-        self.members: tuple[tuple[str, int], ...] = ()  # auto k with a chain: each member's cap this pass
+        self.members, self.children = (), 0  # auto k: a chain's caps per member; a tree drafter's children per node
         self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
         self.t0 = 0.0
         self.graph = parts.graph  # graph_path.GraphRun: the run's backend chains, or None
@@ -318,7 +318,8 @@ class PassLoop:
             if self.policy is None:
                 raise SpectuiError("automatic draft length needs a draft-length policy (Engine(draft_policy=...))")
             draft_max = clamp_draft_length(self.policy.choose(s))  # the one range rule, where a policy's k enters
-        self.members = self.policy.members() if s.auto and self.policy is not None else ()
+        auto = s.auto and self.policy is not None
+        self.members, self.children = (self.policy.members(), self.policy.children()) if auto else ((), 0)
         return cap_k(draft_max, g.n_past, self.st.n_emitted, self.parts.n_ctx, self.target.n_batch, self.n_predict)
 
     def _spare_core_for(self, s: Settings) -> bool:
@@ -336,7 +337,7 @@ class PassLoop:
     def _draft(self, g: Generation, s: Settings, k: int, drafter: Drafter) -> tuple[Proposal | None, float]:
         """``drafter``'s proposal of at most k tokens after ``g.tokens`` (None for k = 0) and its ms."""
         t_d = time.perf_counter()
-        lim = limits(s, k, self.parts.inspect_top, self.fin.overlap, self.members)
+        lim = limits(s, k, self.parts.inspect_top, self.fin.overlap, self.members, self.children)
         prop = drafter.propose(g.tokens, lim, s.temperature, g.rng) if k > 0 else None
         return prop, (time.perf_counter() - t_d) * 1000.0
 

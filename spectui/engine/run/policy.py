@@ -4,7 +4,8 @@ The engine never imports a policy: it is handed a factory (``Engine(draft_policy
 ``analysis.draft_policy.PolicyByMode``), makes one policy per run and lets it see every event of that run;
 before each decode pass under automatic k (``Settings.auto``) the loop asks it for the pass's draft length and
 caps the answer like any other (context, batch, n_predict). For a chain it then asks which members draft
-(``members``): the pass's ``DraftLimits.members``, and ``PassEvent.left_out`` names those left out.
+(``members``): the pass's ``DraftLimits.members``, and ``PassEvent.left_out`` names those left out; for a tree
+drafter, whether the pass drafts a chain or a tree (``children``: the pass's ``DraftLimits.children``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ class DraftPolicy(Protocol):
 
         Returns:
             (member name, its most drafts) pairs, or ().
+        """
+
+    def children(self) -> int:
+        """After ``choose``: for a tree drafter (``--drafter tree``, ``suffix-tree``), its most children per node in
+        the pass just chosen: 1 drafts a chain (the cost model predicts it faster than any tree here), 0 a tree
+        within the drafter's own limits; 0 for every other drafter.
+
+        Returns:
+            0 or 1.
         """
 
 

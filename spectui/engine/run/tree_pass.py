@@ -110,20 +110,24 @@ def walk(rows: np.ndarray, temperature: float, prop: Proposal, rng: np.random.Ge
     parents = prop.parents or []
     tp = TargetProbs(rows, temperature, pool)
     if temperature > 0:
-        tree_q = prop.tree_q or {}
-        v = rrs_tree_verify(tp.__getitem__, tree_q.__getitem__, prop.ids, parents, prop.p_split, rng)
+        tree_q = prop.tree_q or {}  # none for a node whose children were not drawn (point masses: suffix-tree)
+        v = rrs_tree_verify(tp.__getitem__, tree_q.get, prop.ids, parents, prop.p_split, rng)
     else:
         v = greedy_tree_verify(rows, prop.ids, parents)
     return v, tp
+
+
+def chain_nodes(parents: list[int], tv: TreeVerdict) -> list[int]:
+    """The nodes a verified tree is seen as (a chain): the accepted path, then the first child refused after it."""
+    kids = children(parents)
+    return list(tv.path) + kids[(tv.path[-1] if tv.path else -1) + 1][:1]
 
 
 def chain_view(rows: np.ndarray, tv: TreeVerdict, tp: TargetProbs, prop: Proposal,
                pool: RowPool) -> tuple[TargetProbs, Verdict, list[int]]:
     """The verified tree as a chain: the accepted path then the first child refused after it, their rows (a copy:
     the chain's rows 0..n), probabilities and verdict."""
-    kids = children(prop.parents or [])
-    stop = tv.path[-1] if tv.path else -1
-    chain = list(tv.path) + kids[stop + 1][:1]
+    chain = chain_nodes(prop.parents or [], tv)
     idx = [0] + [c + 1 for c in chain]
     p = TargetProbs(np.take(rows, idx, axis=0), tp.t, pool)
     for j, r in enumerate(idx):
@@ -178,6 +182,8 @@ def verify_tree(target: LoadedModel, pool: RowPool, last: int, n_past: int, temp
     tv, tp = walk(rows, temperature, prop, rng, pool)
     nodes = node_records(rows, temperature, prop, tv)
     p, verdict, ids = chain_view(rows, tv, tp, prop, pool)
+    # the event's drafts are the chain's: their q are its nodes' (the path need not be the first nodes drafted)
+    prop.q_probs = [prop.q_probs[i] for i in chain_nodes(prop.parents or [], tv)]
     keep_path(target, n_past, prop.parents or [], seqs, tv.path)
     return TreeOutcome(p=p, verdict=verdict, ids=ids, path=tv.path, nodes=nodes, verify_ms=verify_ms)
 
