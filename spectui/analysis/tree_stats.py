@@ -55,7 +55,8 @@ class TreeStats:
             passes, chain_passes (auto's), nodes, accepted, pruned, nodes_per_pass, mean_acceptance_length,
             by_depth (depth, nodes, accepted).
         """
-        return {"passes": self.passes, "chain_passes": self.chain_passes, "nodes": self.nodes, "accepted": self.accepted, "pruned": self.pruned,
+        return {"passes": self.passes, "chain_passes": self.chain_passes, "nodes": self.nodes,
+                "accepted": self.accepted, "pruned": self.pruned,
                 "nodes_per_pass": self.nodes_per_pass, "mean_acceptance_length": self.mean_acceptance_length,
                 "by_depth": [{"depth": d.depth, "nodes": d.nodes, "accepted": d.accepted} for d in self.by_depth]}
 
