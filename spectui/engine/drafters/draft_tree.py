@@ -361,14 +361,7 @@ class TreeDrafter(Drafter):
         self._judged = (s.parents, s.rank, {v: info[1][0] for v, info in s.info.items()})
         if lim.children == 1:
             return self._as_chain(s, temperature)
-        tree_q = None
-        if temperature > 0:  # the rows children were drawn from; the others back to the pool
-            tree_q = {v: s.info[v][2] for v in s.drawn}
-            for v, info in s.info.items():
-                if v not in s.drawn:
-                    self.pool.give(info[2])
-        return Proposal(ids=s.ids, q_probs=s.q_probs, stop=DRAFT_STOP_K, pool=self.pool, parents=s.parents,
-                        tree_q=tree_q, p_split=s.split)
+        return s.proposal()
 
     def _as_chain(self, s: _Search, temperature: float) -> Proposal:
         """A search of one child per node proposed as a chain (verified as one: the pass loop's chain verify), each

@@ -117,7 +117,7 @@ def walk(rows: np.ndarray, temperature: float, prop: Proposal, rng: np.random.Ge
     return v, tp
 
 
-def chain_nodes(parents: list[int], tv: TreeVerdict) -> list[int]:
+def chain_nodes(parents: list[int], tv: TreeVerdict | TreeOutcome) -> list[int]:
     """The nodes a verified tree is seen as (a chain): the accepted path, then the first child refused after it."""
     kids = children(parents)
     return list(tv.path) + kids[(tv.path[-1] if tv.path else -1) + 1][:1]
@@ -226,5 +226,4 @@ def chain_rows(prop: Proposal | None, tree: TreeOutcome | None) -> list[int] | N
     """
     if tree is None or prop is None:
         return None
-    stop = tree.path[-1] if tree.path else -1
-    return [0] + [c + 1 for c in list(tree.path) + children(prop.parents or [])[stop + 1][:1]]
+    return [0] + [c + 1 for c in chain_nodes(prop.parents or [], tree)]
