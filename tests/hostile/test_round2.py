@@ -56,6 +56,25 @@ def peak(*args: str, timeout: float = 120) -> tuple[int, float, float, bytes, by
     return run_peak(*args, timeout=timeout)
 
 
+def ended(*args: str) -> tuple[int, float, bytes, bytes]:
+    """(exit status, seconds, stdout, stderr) of ``python -m spectui ARGS`` (``peak`` above)."""
+    rc, s, _mb, out, err = peak(*args)
+    return rc, s, out, err
+
+
+def ended_in_process(*args: str) -> tuple[int, float, bytes, bytes]:
+    """``ended`` with the command in this process (tests/in_process.py)."""
+    t0 = time.monotonic()
+    r = in_process(*args)
+    return r.returncode, time.monotonic() - t0, r.stdout, r.stderr
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def timed(request):
+    """``ended`` in this process (the fast lane) or as its own process (the full suite)."""
+    return ended_in_process if request.param == "in_process" else ended
+
+
 def one_line(err: bytes) -> str:
     lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
     assert len(lines) == 1, lines
@@ -166,10 +185,10 @@ def test_O10_a_newline_in_the_output_name_stays_on_one_line(tmp_path, small):
     ("E_tok_comb_x", "tok_comb", 10_000),
     ("E_tok_wide_x", "tok_wide", 3_600),
 ])
-def test_E_replay_explain_of_a_long_token_ends(tmp_path, case, name, n):
+def test_E_replay_explain_of_a_long_token_ends(tmp_path, case, name, n, timed):
     """Past 60 s before (show() cut one character at a time and measured the rest each time)."""
     trace = text_trace(tmp_path / f"{name}.jsonl", long_texts(n)[name])
-    rc, s, _mb, out, err = peak("replay", trace, "--explain", "1")
+    rc, s, out, err = timed("replay", trace, "--explain", "1")
     assert rc == 0 and s < 30, (s, err)
     text = out.decode()
     assert text.startswith("pass 1:") and "target top (p)" in text
