@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from in_process import both_ways
 from test_engine_sampling import chi2_check, target_law
-from test_spec_models import _compare, _greedy, _make, _server_completion, _spectui_mtp
+from test_spec_models import _compare, _greedy, _server_completion, _spectui_mtp, shared_spec
 
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
@@ -31,10 +31,8 @@ N_PREDICT = 24
 
 
 @pytest.fixture(scope="module")
-def chain_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("chain")
-    _make(d, "--mtp-heads", str(N_HEADS), "--mtp-agree", "0.5")
-    return d
+def chain_dir(tiny_dir) -> Path:
+    return shared_spec(tiny_dir, "--mtp-heads", str(N_HEADS), "--mtp-agree", "0.5")
 
 
 def _server(tmp_path, target: Path, k: int, n_predict: int = N_PREDICT, p_min: float = 0.0):
