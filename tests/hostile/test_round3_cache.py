@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from in_process import spectui_in_process
+from in_process import both_ways, spectui_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ("-t", "1", "-c", "256", "--max-batch", "2", "--repeats", "1")
@@ -39,10 +39,7 @@ def probe_in_process(target, env: dict) -> subprocess.CompletedProcess:
     return spectui_in_process("probe", "--target", str(target), *ARGS, env={"NO_COLOR": "1", **env}, text=False)
 
 
-@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
-def run_probe(request):
-    """``probe(target, env)`` in this process (the fast lane) or as its own process (the full suite)."""
-    return probe_in_process if request.param == "in_process" else probe
+run_probe = both_ways(probe, probe_in_process)  # in this process in the fast lane, both ways in the full suite
 
 
 def warning_line(err: bytes) -> str:
