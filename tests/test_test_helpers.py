@@ -32,6 +32,23 @@ def test_a_shared_model_is_built_once_and_is_the_model_build_model_writes(tmp_pa
     assert not [p for p in tmp_path.rglob("*.part")]
 
 
+def test_a_shared_folder_is_built_once_whole_and_per_key(tmp_path):
+    builds: list[Path] = []
+
+    def build(d: Path) -> None:
+        builds.append(d)
+        d.mkdir()
+        (d / "m.txt").write_text(f"build {len(builds)}")
+
+    a = tinymodels.shared_folder(tmp_path, "spec", b"one", build)
+    b = tinymodels.shared_folder(tmp_path, "spec", b"one", build)
+    assert a == b and a.name.startswith("spec-") and len(builds) == 1  # found, not built again
+    assert (a / "m.txt").read_text() == "build 1" and builds[0] != a  # built aside, renamed into place
+    other = tinymodels.shared_folder(tmp_path, "spec", b"two", build)
+    assert other != a and (other / "m.txt").read_text() == "build 2"  # another key, another folder
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+
+
 _BUILD = """
 import sys
 sys.path.insert(0, sys.argv[2])

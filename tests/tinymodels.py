@@ -20,6 +20,10 @@ fixtures of tests/conftest.py pass one folder for a whole test run, shared by ev
 under ``folder/<key>/filename``, where the key hashes the arguments and this file's source, so that two
 different models never share a path. The first process to ask builds it under a file lock and renames it into
 place whole; the others wait for the lock and find it there.
+
+``shared_folder(folder, name, key, build)``: the same for a folder of models another builder writes (the
+drafting heads of benchmarks/make_spec_models.py): ``build(path)`` fills a new folder once per ``folder``, under
+``folder/<name>-<hash of key>``, renamed into place whole; its files are for reading only.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -260,3 +266,18 @@ def shared_model(folder: str | Path, filename: str, **kwargs) -> Path:
             build_model(part, **kwargs)
             os.replace(part, path)
     return path
+
+
+def shared_folder(folder: str | Path, name: str, key: bytes, build: Callable[[Path], object]) -> Path:
+    """``folder/<name>-<hash of key>``, a folder that ``build(path)`` fills, built at most once per ``folder``
+    (under a file lock, into a temporary folder renamed into place whole). ``key`` must change with whatever the
+    build writes: its arguments and its builders' sources."""
+    where = Path(folder) / f"{name}-{hashlib.sha256(key).hexdigest()[:16]}"
+    where.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(where.parent / f"{where.name}.lock"):
+        if not where.exists():
+            part = where.parent / f".{where.name}.{os.getpid()}.part"
+            shutil.rmtree(part, ignore_errors=True)
+            build(part)
+            os.replace(part, where)
+    return where

@@ -11,6 +11,7 @@ import time
 import zipfile
 
 import pytest
+from in_process import both_ways
 
 from spectui.analysis.stats import compute
 from spectui.commands.demo import ACTS, DEMO_TRACE, act_reason, demo_trace_path, make_demo_app, race_paths
@@ -63,10 +64,17 @@ def test_bundled_trace_shows_acceptance_changing(demo):
     assert len(rates) >= 3 and max(rates) - min(rates) > 0.1, rates
 
 
-def _demo_headless(*args):
+def _spectui(*args) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": REPO}
-    r = subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", "demo", "--headless", *args],
-                       capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+
+cli = both_ways(_spectui)  # the demo's output: in this process in the fast lane (tests/in_process.py)
+
+
+def _demo_headless(*args, run=_spectui):
+    r = run("demo", "--headless", *args)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -77,9 +85,9 @@ def _act_text(act):
     return act_reason(act, load_for_tui(demo_trace_path(act.number))[1]) + "\n\n" + out.getvalue()
 
 
-def test_demo_headless_prints_the_recording_summary():
+def test_demo_headless_prints_the_recording_summary(cli):
     """--act 1: the act's reason, then exactly what replaying its recording headless prints."""
-    stdout = _demo_headless("--act", "1")
+    stdout = _demo_headless("--act", "1", run=cli)
     assert stdout == _act_text(ACTS[0]) + ""
     assert "def is_palindrome" in stdout and "n_accept  =" in stdout
 

@@ -1,7 +1,9 @@
 """Exit statuses scripts can trust (README, "Exit statuses"), every row for every subcommand, with real
 processes and real signals: 0 done, 1 the run failed, 2 bad usage or input, 130 SIGINT, 143 SIGTERM,
 129 SIGHUP (the trace still flushed and replayable, the partial summary printed). The TUI faces in a real
-tmux pane. Real llama.cpp on the tiny models, real sockets for attach; no mocks."""
+tmux pane. Real llama.cpp on the tiny models, real sockets for attach; no mocks. A row that checks an exit
+status without a signal takes the ``cli`` fixture: the command in the test's process in the fast lane, as its
+own process in the full suite (tests/in_process.py)."""
 
 from __future__ import annotations
 
@@ -158,9 +160,9 @@ async def test_run_tui_exit_status_is_1_after_a_failed_run(make_engine, tiny_tar
 @pytest.mark.parametrize("args", [["-k", "99"], pytest.param(["--temp", "5"], marks=pytest.mark.slow),
                                   pytest.param(["--bogus"], marks=pytest.mark.slow), ["-m", "/no/such.gguf"]],
                          ids=["k", "temp", "usage", "missing"])
-def test_run_2_bad_usage_or_input(tiny_target, args):
+def test_run_2_bad_usage_or_input(tiny_target, args, cli):
     base = [] if "-m" in args else ["-m", tiny_target, "--drafter", "ngram"]
-    r = spectui(*base, "--headless", "-p", "x", *args)
+    r = cli(*base, "--headless", "-p", "x", *args)
     assert r.returncode == USAGE, r.stderr
     assert "Traceback" not in r.stderr
 
@@ -337,13 +339,13 @@ def e501():
     s.stop()
 
 
-def test_attach_0_done(good):
-    r = spectui("attach", good.url, "--interval", 0.1, "--count", 2, "--headless")
+def test_attach_0_done(good, cli):
+    r = cli("attach", good.url, "--interval", 0.1, "--count", 2, "--headless")
     assert r.returncode == OK, r.stderr
 
 
-def test_attach_1_refused_with_count():
-    r = spectui("attach", f"http://127.0.0.1:{free_port()}", "--interval", 0.1, "--count", 2, "--headless")
+def test_attach_1_refused_with_count(cli):
+    r = cli("attach", f"http://127.0.0.1:{free_port()}", "--interval", 0.1, "--count", 2, "--headless")
     assert r.returncode == FAILED
     assert "never answered: connection refused" in r.stderr
 
@@ -360,9 +362,9 @@ def test_attach_1_http_501_and_html(e501):
         html.stop()
 
 
-def test_attach_1_a_server_that_never_answers_ends_with_count(silent):
+def test_attach_1_a_server_that_never_answers_ends_with_count(silent, cli):
     t = time.monotonic()
-    r = spectui("attach", silent.url, "--interval", 0.2, "--timeout", 0.2, "--count", 2, "--headless", timeout=60)
+    r = cli("attach", silent.url, "--interval", 0.2, "--timeout", 0.2, "--count", 2, "--headless", timeout=60)
     assert r.returncode == FAILED and "timed out" in r.stderr
     assert time.monotonic() - t < 30
 
@@ -374,10 +376,10 @@ def test_attach_1_request_mode_deadline_against_a_silent_server(silent):
     assert r.returncode == FAILED and "did not finish" in r.stderr
 
 
-def test_attach_1_request_refused_and_501(e501):
-    r = spectui("attach", f"http://127.0.0.1:{free_port()}", "-p", "hi", "-n", 4, "--interval", 0.2, "--headless")
+def test_attach_1_request_refused_and_501(e501, cli):
+    r = cli("attach", f"http://127.0.0.1:{free_port()}", "-p", "hi", "-n", 4, "--interval", 0.2, "--headless")
     assert r.returncode == FAILED and "the request failed: connection refused" in r.stderr
-    r = spectui("attach", e501.url, "-p", "hi", "-n", 4, "--interval", 0.2, "--headless")
+    r = cli("attach", e501.url, "-p", "hi", "-n", 4, "--interval", 0.2, "--headless")
     assert r.returncode == FAILED and "HTTP 501" in r.stderr
 
 
@@ -385,8 +387,8 @@ def test_attach_1_request_refused_and_501(e501):
                                  pytest.param("ftp://h:1", marks=pytest.mark.slow),
                                  pytest.param("http://:8080", marks=pytest.mark.slow),
                                  pytest.param("http://h:port", marks=pytest.mark.slow)])
-def test_attach_2_bad_urls_before_any_scrape(url):
-    r = spectui("attach", url, "--headless", "--count", 1)
+def test_attach_2_bad_urls_before_any_scrape(url, cli):
+    r = cli("attach", url, "--headless", "--count", 1)
     assert r.returncode == USAGE
     assert one_error_line(r.stderr).startswith("spectui: error: attach: ")
     assert r.stdout == ""  # nothing scraped, nothing printed

@@ -33,14 +33,19 @@ KINDS = ("eagle3", "mtp")
 CLI_KINDS = ("eagle3", pytest.param("mtp", marks=pytest.mark.slow))  # fast lane: eagle3 (one CLI path for both)
 
 
-@pytest.fixture(scope="module")
-def spec_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("heads-commands")
+def _build(d: Path) -> None:
     r = subprocess.run([sys.executable, str(MAKER), str(d), "--eagle3-agree", "0.5", "--mtp-agree", "0.5"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     tinymodels.build_model(d / "draft.gguf", seed=0, noise=0.1)
-    return d
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tiny_dir) -> Path:
+    """The models, made once per test run for every pytest-xdist worker (``tinymodels.shared_folder``): read only."""
+    key = b"".join(p.read_bytes() for p in (Path(__file__), MAKER, ROOT / "benchmarks" / "make_block_models.py",
+                                             Path(tinymodels.__file__)))
+    return tinymodels.shared_folder(tiny_dir, "heads-commands", key, _build)
 
 
 def _files(d: Path, kind: str) -> list[str]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import both_ways, spectui_in_process
 from waits import settled
 
 from spectui.engine.files.pair import same_file_warning, size_warning
@@ -22,6 +23,14 @@ REPO = Path(__file__).resolve().parents[2]
 def spectui(*args, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "spectui", *[str(a) for a in args]], capture_output=True, text=True,
                           cwd=REPO, timeout=timeout)
+
+
+def in_process(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py)."""
+    return spectui_in_process(*args)
+
+
+cli = both_ways(spectui, in_process)  # exit status and lines only: in this process in the fast lane
 
 
 # ------------------------------------------------------------------ the pair
@@ -204,7 +213,7 @@ def test_a_damaged_tail_of_any_length_replays_the_intact_events_with_one_warning
     assert r.returncode == 0 and out.exists() and "the trace ends there" in r.stderr
 
 
-def test_damage_followed_by_intact_events_is_still_an_error(tmp_path):
+def test_damage_followed_by_intact_events_is_still_an_error(tmp_path, cli):
     evs = list(synthetic_run(10))
     p = tmp_path / "t.jsonl"
     write_trace(p, evs)
@@ -214,5 +223,5 @@ def test_damage_followed_by_intact_events_is_still_an_error(tmp_path):
     p.write_bytes(b"".join(lines))
     with pytest.raises(TraceError, match="line 6: not JSON .*intact events follow it"):
         read_trace(p)
-    r = spectui("replay", p, "--headless")
+    r = cli("replay", p, "--headless")
     assert r.returncode == 2 and "intact events follow" in r.stderr

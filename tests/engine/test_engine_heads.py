@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from test_engine_sampling import chi2_check, target_law
-from test_spec_models import _make, _server_completion
+from test_spec_models import _server_completion, shared_spec
 
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
@@ -31,11 +31,8 @@ N_PREDICT, K = 24, 3
 
 
 @pytest.fixture(scope="module")
-def spec_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("heads")
-    _make(d)
-    _make(d, "--eagle3-agree", "0.5", "--mtp-agree", "0.5")
-    return d
+def spec_dir(tiny_dir) -> Path:
+    return shared_spec(tiny_dir, "--eagle3-agree", "0.5", "--mtp-agree", "0.5")  # the plain models too
 
 
 def _pair(spec_dir: Path, kind: str, agree: bool = True) -> tuple[str, str | None]:

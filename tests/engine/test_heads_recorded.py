@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from in_process import spectui_in_process
-from test_spec_models import _make
+from test_spec_models import shared_spec
 
 from spectui.contract.control import RunControl
 from spectui.contract.events import HeadInfo, PassEvent, RunStarted, Settings
@@ -24,10 +24,8 @@ PROMPT = "the hash map"
 
 
 @pytest.fixture(scope="module")
-def spec_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("recorded")
-    _make(d, "--eagle3-agree", "0.5", "--mtp-agree", "0.5", "--mtp-heads", "2")
-    return d
+def spec_dir(tiny_dir) -> Path:
+    return shared_spec(tiny_dir, "--eagle3-agree", "0.5", "--mtp-agree", "0.5", "--mtp-heads", "2")
 
 
 def _spectui(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -10,12 +10,15 @@ position i), on the mimo2 targets ``benchmarks/make_spec_models.py --mtp-heads N
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from in_process import both_ways
 from test_engine_sampling import chi2_check, target_law
-from test_spec_models import _compare, _greedy, _make, _server_completion, _spectui_mtp
+from test_spec_models import _compare, _greedy, _server_completion, _spectui_mtp, shared_spec
 
 from spectui.contract.control import RunControl
 from spectui.contract.errors import SpectuiError
@@ -28,10 +31,8 @@ N_PREDICT = 24
 
 
 @pytest.fixture(scope="module")
-def chain_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("chain")
-    _make(d, "--mtp-heads", str(N_HEADS), "--mtp-agree", "0.5")
-    return d
+def chain_dir(tiny_dir) -> Path:
+    return shared_spec(tiny_dir, "--mtp-heads", str(N_HEADS), "--mtp-agree", "0.5")
 
 
 def _server(tmp_path, target: Path, k: int, n_predict: int = N_PREDICT, p_min: float = 0.0):
@@ -167,10 +168,14 @@ def _gemma4_assistant_header(path: Path) -> Path:
     return path
 
 
-def test_shared_kv_head_is_refused_in_one_line(chain_dir, tmp_path):
-    import subprocess
-    import sys
+def _spectui(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spectui", *args], capture_output=True, text=True, timeout=120)
 
+
+cli = both_ways(_spectui)  # exit status and lines: in this process in the fast lane (tests/in_process.py)
+
+
+def test_shared_kv_head_is_refused_in_one_line(chain_dir, tmp_path, cli):
     from spectui.engine.files.spec_kinds import detect_drafter, spec_info
 
     head = _gemma4_assistant_header(tmp_path / "gemma4-assistant.gguf")
@@ -183,7 +188,6 @@ def test_shared_kv_head_is_refused_in_one_line(chain_dir, tmp_path):
         msg = str(exc.value)
         assert "shares the target's KV cache" in msg and "\n" not in msg and exc.value.exit_code == 2
     for args in (["--drafter", "mtp"], []):
-        r = subprocess.run([sys.executable, "-m", "spectui", "--target", target, "--draft", str(head), *args,
-                            "--headless", "-n", "4"], capture_output=True, text=True, timeout=120)
+        r = cli("--target", target, "--draft", str(head), *args, "--headless", "-n", "4")
         assert r.returncode == 2 and "shares the target's KV cache" in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1

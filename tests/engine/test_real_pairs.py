@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import tinymodels
+from in_process import both_ways
 
 from spectui.analysis.stats import compute
 from spectui.contract.control import RunControl
@@ -23,6 +24,14 @@ from spectui.contract.errors import SpectuiError
 from spectui.contract.events import PassEvent, RunEnded, RunStarted, Settings
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def spectui(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spectui", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
+
+
+cli = both_ways(spectui)  # exit status and lines: in this process in the fast lane (tests/in_process.py)
 NV = len(tinymodels.default_vocab())  # the tiny models' vocabulary size
 
 
@@ -71,12 +80,8 @@ def test_vocab_size_difference_129_is_refused_in_one_line(make_engine, tiny_targ
     assert "\n" not in msg and str(NV) in msg and str(NV + 129) in msg and "129" in msg and "128" in msg
 
 
-def test_vocab_size_difference_129_cli_exit_2(tiny_target, padded):
-    r = subprocess.run(
-        [sys.executable, "-m", "spectui", "--target", str(tiny_target), "--draft", str(padded[129]), "--headless",
-         "-n", "4", "-t", "1"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )
+def test_vocab_size_difference_129_cli_exit_2(tiny_target, padded, cli):
+    r = cli("--target", str(tiny_target), "--draft", str(padded[129]), "--headless", "-n", "4", "-t", "1")
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "vocabulary mismatch" in lines[0] and "129" in lines[0]
@@ -161,13 +166,10 @@ def test_gpu_layers_bad_value(make_engine, tiny_target):
     assert "-ngl" in str(e.value) and "'all'" in str(e.value)
 
 
-def test_cli_ngl_warning_and_json_placement(tiny_target, tiny_draft_same, tmp_path):
+def test_cli_ngl_warning_and_json_placement(tiny_target, tiny_draft_same, tmp_path, cli):
     trace = tmp_path / "run.jsonl"
-    r = subprocess.run(
-        [sys.executable, "-m", "spectui", "-m", str(tiny_target), "-md", str(tiny_draft_same), "-ngl", "all",
-         "-ngld", "all", "--headless", "--json", "-n", "6", "-t", "1", "--record", str(trace)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )
+    r = cli("-m", str(tiny_target), "-md", str(tiny_draft_same), "-ngl", "all", "-ngld", "all", "--headless", "--json",
+            "-n", "6", "-t", "1", "--record", str(trace))
     assert r.returncode == 0, r.stderr
     warn = [ln for ln in r.stderr.splitlines() if "GPU" in ln]
     assert len(warn) == 1 and warn[0].startswith("spectui: warning:")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tinymodels
 import tomllib
 
 from spectui.contract.errors import SpectuiError
@@ -26,15 +27,27 @@ MAKER = ROOT / "benchmarks" / "make_spec_models.py"
 FILES = ("eagle3-target.gguf", "eagle3-draft.gguf", "mtp-target.gguf")
 
 
+# what make_spec_models.py writes depends on: a shared folder's key
+MAKERS = (MAKER, ROOT / "benchmarks" / "make_block_models.py", ROOT / "tests" / "tinymodels.py")
+
+
 def _make(out: Path, *args: str) -> Path:
     r = subprocess.run([sys.executable, str(MAKER), str(out), *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return out
 
 
+def shared_spec(tiny_dir: Path, *args: str) -> Path:
+    """``_make(DIR, *args)``'s folder, made once per test run for every module and pytest-xdist worker that asks
+    with the same arguments (``tinymodels.shared_folder``, under the ``tiny_dir`` fixture's folder). Read only:
+    a test that writes beside its files makes a folder of its own with ``_make``."""
+    key = repr(args).encode() + b"".join(p.read_bytes() for p in MAKERS)
+    return tinymodels.shared_folder(tiny_dir, "spec", key, lambda d: _make(d, *args))
+
+
 @pytest.fixture(scope="module")
-def spec_dir(tmp_path_factory) -> Path:
-    return _make(tmp_path_factory.mktemp("spec"))
+def spec_dir(tiny_dir) -> Path:
+    return shared_spec(tiny_dir)
 
 
 def _one_line(exc: pytest.ExceptionInfo) -> str:
@@ -90,7 +103,7 @@ def test_header_reader_agrees_with_gguf(spec_dir):
             assert h.metadata[key] == f.contents(), key
 
 
-def test_drafter_refusals_are_one_line(spec_dir, tmp_path):
+def test_drafter_refusals_are_one_line(spec_dir, tiny_dir):
     target, draft, mtp = (str(spec_dir / n) for n in FILES)
     ti = spec_kinds.spec_info(target)
     assert spec_kinds.check_eagle3_draft(draft, ti).target_layer_ids == (1, 2, 3)
@@ -106,7 +119,7 @@ def test_drafter_refusals_are_one_line(spec_dir, tmp_path):
             spec_kinds.check_mtp_target(not_mtp)
         assert "--drafter mtp needs a target with MTP (NextN) layers" in _one_line(e)
     # a head that reads a layer the target lacks
-    other = _make(tmp_path / "other", "--eagle3-layers", "0,1,5")  # the target has ids 0..4
+    other = shared_spec(tiny_dir, "--eagle3-layers", "0,1,5")  # the target has ids 0..4
     assert spec_kinds.spec_info(str(other / "eagle3-draft.gguf")).target_layer_ids == (0, 1, 5)
     with pytest.raises(SpectuiError) as e:
         spec_kinds.check_eagle3_draft(str(other / "eagle3-draft.gguf"), ti)
@@ -231,10 +244,10 @@ def loaded():
         m.close()
 
 
-def test_target_layer_ids_read_back_as_written(spec_dir, tmp_path, loaded):
+def test_target_layer_ids_read_back_as_written(spec_dir, tiny_dir, loaded):
     x = llama_ext.ext()
     assert x.target_layer_ids(loaded(spec_dir / "eagle3-draft.gguf").model) == [1, 2, 3]
-    other = _make(tmp_path / "other", "--eagle3-layers", "2,0,1")
+    other = shared_spec(tiny_dir, "--eagle3-layers", "2,0,1")
     assert x.target_layer_ids(loaded(other / "eagle3-draft.gguf").model) == [2, 0, 1]
     assert x.target_layer_ids(loaded(spec_dir / "eagle3-target.gguf").model) == []  # not a head
 
@@ -570,7 +583,7 @@ def test_eagle3_head_accepts_what_llama_cpp_accepts(tmp_path, noise):
     assert mine[3] == _greedy(target, "the hash map", n_predict)
 
 
-def test_heads_refuse_what_they_cannot_draft_with(spec_dir, tmp_path):
+def test_heads_refuse_what_they_cannot_draft_with(spec_dir, tiny_dir, tmp_path):
     """The drafter classes refuse in one line (exit 2) what llama.cpp would abort on or refuse."""
     from spectui.engine.drafters.eagle3 import Eagle3Head
     from spectui.engine.drafters.mtp import MtpHead
@@ -583,7 +596,7 @@ def test_heads_refuse_what_they_cannot_draft_with(spec_dir, tmp_path):
     with pytest.raises(SpectuiError) as e:
         spec_kinds.check_eagle3_draft(str(wide), spec_kinds.spec_info(str(spec_dir / "eagle3-target.gguf")))
     assert "expects a target of width 128" in _one_line(e)
-    bad = _make(tmp_path / "bad", "--eagle3-layers", "0,1,5") / "eagle3-draft.gguf"
+    bad = shared_spec(tiny_dir, "--eagle3-layers", "0,1,5") / "eagle3-draft.gguf"
     t = LoadedModel(str(spec_dir / "eagle3-target.gguf"), "target", 256, 1, False)
     try:
         with pytest.raises(SpectuiError) as e:

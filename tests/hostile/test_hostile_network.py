@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import FakeServer
+from in_process import both_ways, spectui_in_process
 from waits import catches, wait_until
 
 from spectui.attach.request import stream_completion
@@ -97,6 +98,19 @@ def spectui(*args: str, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
 
 
+def _process(*args: str) -> subprocess.CompletedProcess:
+    p = spectui(*args)
+    out, err = p.communicate(timeout=30)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def _in_process(*args: str) -> subprocess.CompletedProcess:
+    return spectui_in_process(*args, text=False)
+
+
+cli = both_ways(_process, _in_process)  # no signal: in this process in the fast lane (tests/in_process.py)
+
+
 def in_its_work(p: subprocess.Popen, asked, what: str) -> None:
     """Until the server was asked (``asked()``) and the command's own stop catches SIGTERM and SIGHUP."""
     wait_until(lambda: asked() and catches(p.pid, signal.SIGTERM, signal.SIGHUP) is not False, 60, what)
@@ -104,11 +118,10 @@ def in_its_work(p: subprocess.Popen, asked, what: str) -> None:
 
 @pytest.mark.parametrize("args", [["--count", "3", "--interval", "0.5"],
                                   pytest.param(["--duration", "3"], marks=pytest.mark.slow)])
-def test_count_and_duration_end_the_session_on_a_drip(drip, args):
+def test_count_and_duration_end_the_session_on_a_drip(drip, args, cli):
     t0 = time.monotonic()
-    p = spectui("attach", drip.url, "--headless", *args)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 1 and "timed out after" in err.decode() and time.monotonic() - t0 < 8
+    r = cli("attach", drip.url, "--headless", *args)
+    assert r.returncode == 1 and "timed out after" in r.stderr.decode() and time.monotonic() - t0 < 8
 
 
 @pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not

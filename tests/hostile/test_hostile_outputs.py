@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import FakeServer
+from in_process import both_ways, spectui_in_process
 
 from spectui.contract.outputs import CAST, TRACE, OutputError, atomic_write, check_distinct, check_output
 from spectui.recording.trace import TraceWriter, synthetic_run, write_trace
@@ -23,6 +24,14 @@ def spectui(*args: str, stdout=subprocess.PIPE, cwd=None) -> subprocess.Complete
     env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-m", "spectui", *args], stdin=subprocess.DEVNULL, stdout=stdout,
                           stderr=subprocess.PIPE, env=env, cwd=cwd, timeout=120)
+
+
+def in_process(*args: str) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py), its output bytes as the process's."""
+    return spectui_in_process(*args, text=False)
+
+
+cli = both_ways(spectui, in_process)  # exit status and lines only: in this process in the fast lane
 
 
 def test_a_link_to_a_file_is_written_through_its_real_path(tmp_path):
@@ -101,11 +110,11 @@ def ok_server():
 
 
 @pytest.mark.parametrize("force", [False, True])
-def test_bench_exports_to_one_path_refused_before_any_work(tmp_path, ok_server, force):
+def test_bench_exports_to_one_path_refused_before_any_work(tmp_path, ok_server, force, cli):
     x = tmp_path / "x.json"
     before = ok_server.requests
-    r = spectui("bench", "--url", ok_server.url, "-n", "4", "--limit", "1", "--json", str(x), "--csv", str(x),
-                *(["--force"] if force else []))
+    r = cli("bench", "--url", ok_server.url, "-n", "4", "--limit", "1", "--json", str(x), "--csv", str(x),
+            *(["--force"] if force else []))
     assert r.returncode == 2 and b"--json and --csv both name" in r.stderr
     assert not x.exists() and ok_server.requests == before  # nothing asked of the server
 
@@ -124,8 +133,8 @@ def test_one_failed_export_keeps_the_table_and_the_others(tmp_path, ok_server):
     assert "overall" in r.stdout.decode().lower()  # the table
 
 
-def test_attach_record_to_dev_full_is_one_line(ok_server):
-    r = spectui("attach", ok_server.url, "--headless", "--count", "2", "--interval", "0.5", "--record", "/dev/full")
+def test_attach_record_to_dev_full_is_one_line(ok_server, cli):
+    r = cli("attach", ok_server.url, "--headless", "--count", "2", "--interval", "0.5", "--record", "/dev/full")
     err = r.stderr.decode()
     assert r.returncode == 2 and "Traceback" not in err and "No space left on device" in err
     assert len([ln for ln in err.splitlines() if ln.strip()]) == 1

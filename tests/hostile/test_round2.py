@@ -1,8 +1,10 @@
 """The second hostile-input report (../shared/reports/bad-input-2026-12-02.md, issue 37) re-run: each failing
 row it names, by its id, as a real process (``python -m spectui``), against real servers on 127.0.0.1
-(tests/hostile/fake_servers.py) started and stopped here, and real files, links and FIFOs. The ``serve``
-rows (SV06, SV07, SV09) and the attach position-label rows (AT19118, TUI_att19103) are tested with their
-own code (tests/tui/test_serve_*.py, tests/attach/).
+(tests/hostile/fake_servers.py) started and stopped here, and real files, links and FIFOs. The rows that
+check only a command's exit status and lines (the ``cli`` fixture) run it in the test's process in the fast
+lane and as a process in the full suite (tests/in_process.py); signals, FIFOs and locales stay processes.
+The ``serve`` rows (SV06, SV07, SV09) and the attach position-label rows (AT19118, TUI_att19103) are tested
+with their own code (tests/tui/test_serve_*.py, tests/attach/).
 
 The traces are written here (tests/hostile/round2_traces.py): a small well-formed run whose pass 1 carries
 the hostile text or number.
@@ -22,6 +24,7 @@ from pathlib import Path
 import click
 import pytest
 from fake_servers import FakeServer
+from in_process import both_ways, spectui_in_process
 from peak_rss import run_peak
 from round2_traces import WIDE_TOKENS, long_texts, text_trace, with_pass_field
 
@@ -39,10 +42,37 @@ def spectui(*args: str, env: dict | None = None, timeout: float = 120, cwd=None)
                           capture_output=True, env=e, timeout=timeout, cwd=cwd)
 
 
+def in_process(*args: str, env: dict | None = None, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py), its output bytes as the process's."""
+    return spectui_in_process(*args, env={"NO_COLOR": "1", **(env or {})}, text=False, cwd=cwd)
+
+
+cli = both_ways(spectui, in_process)  # a command's exit status and lines: in this process in the fast lane
+
+
 def peak(*args: str, timeout: float = 120) -> tuple[int, float, float, bytes, bytes]:
     """(exit status, seconds, peak RSS in MB, stdout, stderr) of ``python -m spectui ARGS``, the RSS its own
     (tests/hostile/peak_rss.py)."""
     return run_peak(*args, timeout=timeout)
+
+
+def ended(*args: str) -> tuple[int, float, bytes, bytes]:
+    """(exit status, seconds, stdout, stderr) of ``python -m spectui ARGS`` (``peak`` above)."""
+    rc, s, _mb, out, err = peak(*args)
+    return rc, s, out, err
+
+
+def ended_in_process(*args: str) -> tuple[int, float, bytes, bytes]:
+    """``ended`` with the command in this process (tests/in_process.py)."""
+    t0 = time.monotonic()
+    r = in_process(*args)
+    return r.returncode, time.monotonic() - t0, r.stdout, r.stderr
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def timed(request):
+    """``ended`` in this process (the fast lane) or as its own process (the full suite)."""
+    return ended_in_process if request.param == "in_process" else ended
 
 
 def one_line(err: bytes) -> str:
@@ -155,10 +185,10 @@ def test_O10_a_newline_in_the_output_name_stays_on_one_line(tmp_path, small):
     ("E_tok_comb_x", "tok_comb", 10_000),
     ("E_tok_wide_x", "tok_wide", 3_600),
 ])
-def test_E_replay_explain_of_a_long_token_ends(tmp_path, case, name, n):
+def test_E_replay_explain_of_a_long_token_ends(tmp_path, case, name, n, timed):
     """Past 60 s before (show() cut one character at a time and measured the rest each time)."""
     trace = text_trace(tmp_path / f"{name}.jsonl", long_texts(n)[name])
-    rc, s, _mb, out, err = peak("replay", trace, "--explain", "1")
+    rc, s, out, err = timed("replay", trace, "--explain", "1")
     assert rc == 0 and s < 30, (s, err)
     text = out.decode()
     assert text.startswith("pass 1:") and "target top (p)" in text
@@ -254,31 +284,31 @@ def test_a_fifo_with_a_reader_gets_the_whole_trace(tmp_path, ok_server):
 
 
 # ------------------------------------------------------------------ tracebacks: a link loop as an output or input
-def test_O02_cast_onto_a_link_loop(loop, small):
-    r = spectui("cast", small, "-o", loop)
+def test_O02_cast_onto_a_link_loop(loop, small, cli):
+    r = cli("cast", small, "-o", loop)
     assert r.returncode == 2 and "a loop of symbolic links" in one_line(r.stderr)
 
 
-def test_O12_attach_record_onto_a_link_loop(loop, ok_server):
-    r = spectui("attach", ok_server.url, "--headless", "--count", "1", "--record", loop)
+def test_O12_attach_record_onto_a_link_loop(loop, ok_server, cli):
+    r = cli("attach", ok_server.url, "--headless", "--count", "1", "--record", loop)
     assert r.returncode == 2 and "a loop of symbolic links" in one_line(r.stderr)
 
 
-def test_O13_bench_json_onto_a_link_loop(loop, ok_server):
+def test_O13_bench_json_onto_a_link_loop(loop, ok_server, cli):
     before = ok_server.requests
-    r = spectui("bench", "--url", ok_server.url, "--limit", "1", "-n", "4", "--timeout", "5", "--json", "-o", loop)
+    r = cli("bench", "--url", ok_server.url, "--limit", "1", "-n", "4", "--timeout", "5", "--json", "-o", loop)
     assert r.returncode == 2 and "a loop of symbolic links" in one_line(r.stderr)
     assert ok_server.requests == before  # before any request
 
 
-def test_BP02_bench_prompts_from_a_link_loop(loop, ok_server):
-    r = spectui("bench", "--url", ok_server.url, "--prompts", loop, "-n", "4", "--timeout", "5")
+def test_BP02_bench_prompts_from_a_link_loop(loop, ok_server, cli):
+    r = cli("bench", "--url", ok_server.url, "--prompts", loop, "-n", "4", "--timeout", "5")
     line = one_line(r.stderr)
     assert r.returncode == 2 and "a loop of symbolic links" in line and "not found" not in line
 
 
-def test_a_model_that_is_a_link_loop(loop):
-    r = spectui("--target", loop, "--headless", "-p", "hi")
+def test_a_model_that_is_a_link_loop(loop, cli):
+    r = cli("--target", loop, "--headless", "-p", "hi")
     assert r.returncode == 2 and "target file" in one_line(r.stderr) and "a loop of symbolic links" in r.stderr.decode()
 
 
@@ -318,17 +348,17 @@ def test_V08_V09_the_demo_on_a_c_locale(case, extra):
 
 
 # ------------------------------------------------------------------ wrong exit status: every option at the option
-def test_N16_seed_minus_one_is_refused_at_the_option_before_any_model_loads(tiny_target):
-    r = spectui("--target", tiny_target, "--draft", tiny_target, "--headless", "-p", "hi", "-n", "16", "-t", "1",
-                "--no-probe", "-s", "-1")
+def test_N16_seed_minus_one_is_refused_at_the_option_before_any_model_loads(tiny_target, cli):
+    r = cli("--target", tiny_target, "--draft", tiny_target, "--headless", "-p", "hi", "-n", "16", "-t", "1",
+            "--no-probe", "-s", "-1")
     err = r.stderr.decode()
     assert r.returncode == 2 and "Invalid value for '--seed' / '-s': -1 is not in the range x>=0" in err
     assert "loading" not in err and "Traceback" not in err
 
 
-def test_N10_threads_zero_is_refused_at_the_option(tiny_target):
-    r = spectui("--target", tiny_target, "--draft", tiny_target, "--headless", "-p", "hi", "-n", "16", "--no-probe",
-                "-t", "0")
+def test_N10_threads_zero_is_refused_at_the_option(tiny_target, cli):
+    r = cli("--target", tiny_target, "--draft", tiny_target, "--headless", "-p", "hi", "-n", "16", "--no-probe",
+            "-t", "0")
     assert r.returncode == 2 and b"Invalid value for '-t' / '--threads': 0 is not in the range 1<=x<=512" in r.stderr
 
 
@@ -446,10 +476,10 @@ def test_BU19106_bench_is_not_redirected_to_another_host():
         srv.stop()
 
 
-def test_AT19108_a_body_cut_short_of_its_content_length_is_an_error_saying_so():
+def test_AT19108_a_body_cut_short_of_its_content_length_is_an_error_saying_so(cli):
     srv = FakeServer("short_body")
     try:
-        r = spectui("attach", srv.url, "--headless", "--count", "2", "--interval", "0.3", "--timeout", "3")
+        r = cli("attach", srv.url, "--headless", "--count", "2", "--interval", "0.3", "--timeout", "3")
         out = r.stdout.decode()
         assert "(Content-Length): cut short, not read" in out and "Invalid value" not in out, out
         assert "not Prometheus" not in out and r.returncode == 1
@@ -492,8 +522,8 @@ def test_note_bidi_marks_zero_width_and_tag_characters_are_escaped():
     assert cut("A" * 1_000_000, 14) == "A" * 13 + "…" and cut("e" + "\u0301" * 10_000, 14).endswith("…")
 
 
-def test_note_help_shows_the_temperature_range():
-    r = spectui("--help")
+def test_note_help_shows_the_temperature_range(cli):
+    r = cli("--help")
     out = r.stdout.decode()
     assert "x<=None" not in out and "0.0<=x<=2.0" in out
 

@@ -4,7 +4,8 @@ where ``$XDG_CACHE_HOME``, ``$XDG_CACHE_HOME/spectui`` or ``$HOME`` should be) a
 ``XDG_CACHE_HOME``. The measurement still runs and prints, with one warning line that names the file in the way
 and says it was not cached (docs/untrusted-input.md); a relative ``XDG_CACHE_HOME`` is ignored, as the XDG
 base-directory specification says: the cache goes to ``~/.cache``. In-process, the same folders through the
-measurement cache itself: a run's start reads nothing from them and says nothing; a measurement warns once."""
+measurement cache itself: a run's start reads nothing from them and says nothing; a measurement warns once.
+The fast lane runs the probe-folder row in the test's process (tests/in_process.py), the full suite both ways."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import both_ways, spectui_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ("-t", "1", "-c", "256", "--max-batch", "2", "--repeats", "1")
@@ -30,6 +32,14 @@ def probe(target, env: dict, cwd=None, drop=()) -> subprocess.CompletedProcess:
         e.pop(name, None)
     return subprocess.run([sys.executable, "-m", "spectui", "probe", "--target", str(target), *ARGS],
                           stdin=subprocess.DEVNULL, capture_output=True, env=e, timeout=300, cwd=cwd)
+
+
+def probe_in_process(target, env: dict) -> subprocess.CompletedProcess:
+    """``probe`` above in this process (tests/in_process.py), its output bytes as the process's."""
+    return spectui_in_process("probe", "--target", str(target), *ARGS, env={"NO_COLOR": "1", **env}, text=False)
+
+
+run_probe = both_ways(probe, probe_in_process)  # in this process in the fast lane, both ways in the full suite
 
 
 def warning_line(err: bytes) -> str:
@@ -75,10 +85,10 @@ def test_a_cache_folder_that_is_a_file_is_named_and_the_probe_still_prints(tiny_
     assert blocker.read_text() == "not a folder\n"  # the file in the way: untouched
 
 
-def test_a_probe_cache_folder_that_is_a_file(tiny_target, tmp_path):
+def test_a_probe_cache_folder_that_is_a_file(tiny_target, tmp_path, run_probe):
     """The last step of the same row: $XDG_CACHE_HOME/spectui/probe itself a file."""
     blocker = a_file(tmp_path / "xdg" / "spectui" / "probe")
-    line = measured_and_printed(probe(tiny_target, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}))
+    line = measured_and_printed(run_probe(tiny_target, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}))
     assert f"the cache folder {blocker} is a file, not a folder" in line
     assert blocker.read_text() == "not a folder\n"
 

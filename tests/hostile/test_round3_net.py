@@ -2,7 +2,8 @@
 from a server: attach's /metrics (A-gzip_ok, A-gzip_multi, A-chunkneg, A-cl_two, A-flipengine), bench --url
 (BU-sse_esc, N-bench-https, N-1000-bench-urls) and serve's static files (S-trav-deep). Each page is served
 byte for byte by a real server on 127.0.0.1 (``RawServer``: one canned HTTP response per connection, in
-turn), started and stopped here, and read by the command as a real process.
+turn), started and stopped here, and read by the command as a real process (the rows that take the ``cli`` fixture:
+in the test's process in the fast lane, tests/in_process.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from fake_servers import vllm_metrics
+from in_process import both_ways, spectui_in_process
 from servers import free_port
 
 from spectui.attach.scraper import MAX_BYTES, Scraper
@@ -145,8 +147,16 @@ def scrape(url: str) -> object:
     return ev
 
 
-def attach(url: str, count: str = "2") -> subprocess.CompletedProcess:
-    return spectui("attach", url, "--headless", "--count", count, "--interval", "0.3", "--timeout", "5")
+def in_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py)."""
+    return spectui_in_process(*args, env={"NO_COLOR": "1"})
+
+
+cli = both_ways(spectui, in_process)  # exit status and lines only: in this process in the fast lane
+
+
+def attach(url: str, count: str = "2", run=spectui) -> subprocess.CompletedProcess:
+    return run("attach", url, "--headless", "--count", count, "--interval", "0.3", "--timeout", "5")
 
 
 # ------------------------------------------------------------------ /metrics bodies
@@ -184,32 +194,32 @@ def test_a_gzip_bomb_and_an_encoding_spectui_does_not_decode_are_refused(serve_r
     assert "Content-Encoding: br" in ev.error and "does not decode" in ev.error
 
 
-def test_a_chunkneg_a_negative_chunk_size_is_a_malformed_body_not_unreachable(serve_raw):
+def test_a_chunkneg_a_negative_chunk_size_is_a_malformed_body_not_unreachable(serve_raw, cli):
     body = b"-5\r\nhello\r\n0\r\n\r\n"
     srv = serve_raw([response(body, "Transfer-Encoding: chunked")])
     ev = scrape(srv.url)
     assert "malformed chunked body" in ev.error and "unreachable" not in ev.error, ev.error
-    r = attach(srv.url, count="1")
+    r = attach(srv.url, count="1", run=cli)
     assert r.returncode == 1 and "malformed chunked body" in one_error(r.stderr)
 
 
-def test_a_cl_two_conflicting_content_lengths_are_refused(serve_raw):
+def test_a_cl_two_conflicting_content_lengths_are_refused(serve_raw, cli):
     page = LLAMA_PAGE.encode()
     srv = serve_raw([response(page, "Content-Length: 5", f"Content-Length: {len(page)}")])
     ev = scrape(srv.url)
     assert f"2 different Content-Length headers (5 and {len(page)})" in ev.error and "malformed" in ev.error
-    r = attach(srv.url, count="1")
+    r = attach(srv.url, count="1", run=cli)
     assert r.returncode == 1 and "Content-Length" in one_error(r.stderr)
     # the same length twice is one length (RFC 9112): read
     same = serve_raw([response(page, f"Content-Length: {len(page)}", f"Content-Length: {len(page)}")])
     assert scrape(same.url).error == ""
 
 
-def test_a_flipengine_another_engine_at_the_url_is_a_reset_not_a_delta(serve_raw):
+def test_a_flipengine_another_engine_at_the_url_is_a_reset_not_a_delta(serve_raw, cli):
     vllm = vllm_page_unlabelled(100, 300, 250, 900).encode()  # every vLLM counter above llama-server's
     slots = response(b'[{"id": 0, "speculative": true}]', "Content-Type: application/json")
     srv = serve_raw([response(LLAMA_PAGE.encode()), response(vllm)], by_path={"/slots": slots})
-    r = attach(srv.url, count="3")  # llama-server, vLLM, llama-server, vLLM
+    r = attach(srv.url, count="3", run=cli)  # llama-server, vLLM, llama-server, vLLM
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("t=")]
     assert len(lines) == 4 and "[vllm]" in lines[1] and "[vllm]" in lines[3], r.stdout

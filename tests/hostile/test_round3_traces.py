@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import both_ways, spectui_in_process
 from peak_rss import run_peak
 
 from spectui.recording.trace import synthetic_run, write_trace
@@ -29,6 +30,14 @@ def spectui(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
     return subprocess.run([sys.executable, "-m", "spectui", *map(str, args)], stdin=subprocess.DEVNULL,
                           capture_output=True, env=env, timeout=timeout)
+
+
+def in_process(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py), its output bytes as the process's."""
+    return spectui_in_process(*args, env={"NO_COLOR": "1"}, text=False)
+
+
+cli = both_ways(spectui, in_process)  # exit status and lines only: in this process in the fast lane
 
 
 def _events(path: Path) -> tuple[str, list[dict]]:
@@ -183,9 +192,9 @@ def test_T_emit_many_replays_the_speed_the_verdicts_allow(tmp_path, base):
     assert "tokens per pass        " in summary and "tokens per pass        200" not in summary
 
 
-def test_T_ctx_bad_says_no_negative_prompt(tmp_path, base):
+def test_T_ctx_bad_says_no_negative_prompt(tmp_path, base, cli):
     t = lie(base, tmp_path / "ctx_bad.jsonl", ctx_bad)
-    r = spectui("replay", "--headless", t)
+    r = cli("replay", "--headless", t)
     assert r.returncode == 0 and "encoded    0 tokens" in r.stdout.decode() and "-100" not in r.stdout.decode()
 
 

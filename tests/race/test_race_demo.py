@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+from in_process import both_ways
+
 from spectui.commands.demo import ACTS, RACE_TRACES, load_race_act, make_race_demo_app, race_paths, race_reason
 from spectui.recording.trace import read_trace
 from spectui.text.race import print_outcome
@@ -46,10 +48,17 @@ def test_race_act_lookup_wins_draft_model_loses_and_says_why():
     assert reason.startswith("Act 3 - the race") and "B finished first" in reason and "C loses" in reason
 
 
-def test_demo_act_3_headless():
+def spectui(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": REPO}
-    r = subprocess.run([sys.executable, "-m", "spectui", "demo", "--headless", "--act", "3"], capture_output=True,
-                       text=True, cwd=REPO, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "spectui", *args], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=120)
+
+
+cli = both_ways(spectui)  # the act's output: in this process in the fast lane (tests/in_process.py)
+
+
+def test_demo_act_3_headless(cli):
+    r = cli("demo", "--headless", "--act", "3")
     assert r.returncode == 0, r.stderr
     race = load_race_act(ACT)
     buf = io.StringIO()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from in_process import both_ways, spectui_in_process
 from race_traces import WORDS, run_events, write_run
 
 from spectui.contract.errors import SpectuiError
@@ -26,6 +27,14 @@ def spectui(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": REPO, "NO_COLOR": "1"}
     return subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+
+def in_process(*args: str) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py)."""
+    return spectui_in_process(*args, env={"NO_COLOR": "1"})
+
+
+cli = both_ways(spectui, in_process)  # exit status and lines only: in this process in the fast lane
 
 
 @pytest.fixture
@@ -137,13 +146,13 @@ def test_different_prompts_are_refused_unless_asked(tmp_path, pair):
     assert r.returncode == 0 and "different prompts (--any-prompt)" in r.stdout
 
 
-def test_a_cut_off_trace_races_as_far_as_it_goes(tmp_path, pair):
+def test_a_cut_off_trace_races_as_far_as_it_goes(tmp_path, pair, cli):
     events = run_events(per_pass=1, pass_ms=50.0, end=False)
     p = tmp_path / "cut.jsonl"
     write_trace(p, events)
     with open(p, "ab") as fh:
         fh.write(b'{"type": "pass", "index": 9')  # a half-written last line (a killed run)
-    r = spectui("race", pair[1], str(p), "--headless")
+    r = cli("race", pair[1], str(p), "--headless")
     assert r.returncode == 0, r.stderr
     assert "(trace cut off)" in r.stdout
     assert "warning" in r.stderr
@@ -154,10 +163,10 @@ def test_a_cut_off_trace_races_as_far_as_it_goes(tmp_path, pair):
     ("empty.jsonl", "empty.jsonl"),
     ("nopasses.jsonl", "no passes"),
 ])
-def test_bad_traces_are_one_line_errors(tmp_path, pair, bad, message):
+def test_bad_traces_are_one_line_errors(tmp_path, pair, bad, message, cli):
     (tmp_path / "empty.jsonl").write_bytes(b"")
     write_trace(tmp_path / "nopasses.jsonl", [e for e in run_events() if not isinstance(e, PassEvent)])
-    r = spectui("race", pair[0], str(tmp_path / bad), "--headless")
+    r = cli("race", pair[0], str(tmp_path / bad), "--headless")
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from in_process import both_ways, spectui_in_process
 
 from spectui.contract.events import RunStarted
 from spectui.recording.player import mark_replay, paced
@@ -25,6 +26,14 @@ def spectui(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", "from spectui.cli import main; main()", *args],
                           capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=120, **kw)
+
+
+def in_process(*args: str) -> subprocess.CompletedProcess:
+    """``spectui`` above in this process (tests/in_process.py)."""
+    return spectui_in_process(*args)
+
+
+cli = both_ways(spectui, in_process)  # exit status and lines only: in this process in the fast lane
 
 
 def _live_output(events, as_json):
@@ -58,7 +67,7 @@ def test_replay_cli_headless_and_json(tmp_path):
     assert json.loads(r.stdout) == json.loads(_live_output(EVENTS, True))
 
 
-def test_replay_of_a_killed_recording_warns_and_summarises_what_is_there(tmp_path):
+def test_replay_of_a_killed_recording_warns_and_summarises_what_is_there(tmp_path, cli):
     p = tmp_path / "killed.jsonl"
     w = TraceWriter(p)
     for ev in EVENTS[:20]:
@@ -66,7 +75,7 @@ def test_replay_of_a_killed_recording_warns_and_summarises_what_is_there(tmp_pat
     w.flush()
     with open(p, "ab") as fh:  # half a line, as SIGKILL mid-write leaves it
         fh.write(b'{"type": "pass", "index": 19, "prefill": fal')
-    r = spectui("replay", str(p), "--headless", "--json")
+    r = cli("replay", str(p), "--headless", "--json")
     assert r.returncode == 0, r.stderr
     assert "spectui: warning:" in r.stderr and "truncated line" in r.stderr
     d = json.loads(r.stdout)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from in_process import both_ways  # noqa: E402
 from pty_term import PtyProcess  # noqa: E402
 from waits import wait_until  # noqa: E402
 
@@ -83,26 +84,32 @@ def test_the_first_run_decodes_first_and_measures_once_it_has_ended(tiny_target,
     assert cached.stat().st_mtime_ns == before
 
 
-def _headless_json(args, cache: Path) -> dict:
-    r = subprocess.run([sys.executable, "-m", "spectui", *map(str, args), "--headless", "--json"], cwd=REPO,
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+def spectui(*args, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spectui", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+cli = both_ways(spectui)  # a headless run and the probe: in this process in the fast lane (tests/in_process.py)
+
+
+def _headless_json(cli, args, cache: Path) -> dict:
+    r = cli(*args, "--headless", "--json", env={"XDG_CACHE_HOME": str(cache)})
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
 
-def test_a_headless_run_never_measures_and_reads_the_cache(tiny_target, tiny_draft_noisy, tmp_path):
+def test_a_headless_run_never_measures_and_reads_the_cache(tiny_target, tiny_draft_noisy, tmp_path, cli):
     cache = tmp_path / "cache"
     cache.mkdir()
     args = ["--target", tiny_target, "--draft", tiny_draft_noisy, "-p", "the cat", "-n", "8", "-t", "1", "-k", "auto"]
-    out = _headless_json(args, cache)
+    out = _headless_json(cli, args, cache)
     assert out["start"]["probe"] is None and out["n_passes"] > 0  # auto k from the run's own passes
     assert not _probe_files(cache)  # nothing measured, before or after
-    r = subprocess.run([sys.executable, "-m", "spectui", "probe", "--target", tiny_target, "--draft",
-                        tiny_draft_noisy, "-t", "1"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+    r = cli("probe", "--target", tiny_target, "--draft", tiny_draft_noisy, "-t", "1",
+            env={"XDG_CACHE_HOME": str(cache)})
     assert r.returncode == 0, r.stderr
     _as_quiet(cache)
-    out = _headless_json(args, cache)
+    out = _headless_json(cli, args, cache)
     assert out["start"]["probe"] is not None  # spectui probe's figures feed auto k from the first pass
 
 

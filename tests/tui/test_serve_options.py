@@ -1,7 +1,8 @@
 """`spectui serve` parses like every other command (issue 33, item 4): serve's own options before or after
 the command, each once; then `spectui COMMAND ...` is parsed by spectui's own click commands (without
 running it), so a repeated option, an unknown option (`serve demo --bogus`, `serve --act 2 demo`) or a bad
-value (`serve demo --act 9`) is refused in one line, exit 2, before anything listens. A real server (by
+value (`serve demo --act 9`) is refused in one line, exit 2, before anything listens (in the test's process
+in the fast lane, as its own process in the full suite: tests/in_process.py). A real server (by
 PID) on 127.0.0.1 and, where chromium is installed, a real browser showing each of the demo's three acts,
 SIGTERM / SIGINT with the tab still open (serve ends within 2 s, 143 / 130, no traceback, no process left),
 and the page showing the command's own error when it cannot start."""
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from browser import Chromium, chromium_path, read_png  # noqa: E402
+from in_process import spectui_in_process  # noqa: E402
 from serve_probe import Serve, gone, no_traceback  # noqa: E402
 
 from spectui.commands.serve import own_options  # noqa: E402
@@ -67,6 +70,48 @@ def _refused(*args: str) -> str:
     return lines[0]
 
 
+def _listening() -> set:
+    return {c.laddr for c in psutil.Process().net_connections() if c.status == psutil.CONN_LISTEN}
+
+
+def _refused_in_process(*args: str) -> str:
+    """``_refused`` with `spectui serve ARGS` run in this process (tests/in_process.py): exit 2 with one line,
+    having listened on nothing, that is no listening socket of this process's that was not there before, looked
+    for every 20 ms while the command runs. One that listens is sent SIGTERM (serve's own stop, after which it
+    ends this process: the worker's crash names the test) rather than left serving."""
+    before = _listening()
+    new: set = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.02):
+            new.update(_listening() - before)
+            if new:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        r = spectui_in_process("serve", *args)
+    finally:
+        done.set()
+        watcher.join()
+    new.update(_listening() - before)
+    err = r.stderr
+    assert r.returncode == 2, (args, err)
+    assert not new and "serving" not in err, (args, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spectui: error: "), (args, err)
+    return lines[0]
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def refused(request):
+    """``_refused`` in this process (the fast lane) or as its own process (the full suite)."""
+    return _refused_in_process if request.param == "in_process" else _refused
+
+
 @pytest.mark.parametrize("args,says", [
     (["--port", "8001", "--port", "8002", "demo"], "--port is given twice"),  # click's last-wins, refused
     (["demo", "--port", "8001", "--port", "8002"], "--port is given twice"),
@@ -81,8 +126,8 @@ def _refused(*args: str) -> str:
     (["--max-sessions", "0", "demo"], "--max-sessions takes a number from 1 to 64"),
     (["--host", "", "demo"], "--host is empty"),
 ])
-def test_serve_refuses_what_the_command_would_in_one_line_before_listening(args, says):
-    line = _refused(*args)
+def test_serve_refuses_what_the_command_would_in_one_line_before_listening(args, says, refused):
+    line = refused(*args)
     assert says in line, line
 
 
