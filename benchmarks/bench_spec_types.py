@@ -179,39 +179,35 @@ def run_prompt(engine, binary, i: int, cat: str, text: str, args, rows: list[dic
                   + f" | target alone {base[0]:.2f}, {base[1]:.2f} | load {load()}", flush=True)
 
 
+def cell(rows: list[dict], category: str, name: str) -> tuple[float, float | None]:
+    """(median x the target alone, median x llama-speculative-simple or None) of one setting in one category."""
+    rs = [r for r in rows if r["category"] == category and r["setting"] == name]
+    v = [r["spectui"]["tps"] / r["llama"]["tps"] for r in rs if r["llama"]]
+    return statistics.median(r["spectui"]["tps"] / r["base"] for r in rs), statistics.median(v) if v else None
+
+
 def table(rows: list[dict]) -> None:
     cats = list(dict.fromkeys(r["category"] for r in rows))
-    names = list(dict.fromkeys(r["setting"] for r in rows))
     print("\nmedian ratio to the target alone (spectui); in brackets spectui / llama-speculative-simple, same "
           "--spec-type")
     print(f"{'setting':36s} " + " ".join(f"{c[:9]:>13s}" for c in cats))
-    for name in names:
-        cells = []
-        for c in cats:
-            rs = [r for r in rows if r["category"] == c and r["setting"] == name]
-            x = statistics.median(r["spectui"]["tps"] / r["base"] for r in rs)
-            v = [r["spectui"]["tps"] / r["llama"]["tps"] for r in rs if r["llama"]]
-            cells.append(f"{x:5.2f}" + (f" [{statistics.median(v):4.2f}]" if v else "       "))
-        print(f"{name:36s} " + " ".join(f"{c:>13s}" for c in cells))
+    for name in dict.fromkeys(r["setting"] for r in rows):
+        cells = [cell(rows, c, name) for c in cats]
+        print(f"{name:36s} " + " ".join(f"{x:5.2f}" + (f" [{v:4.2f}]" if v else "       ") for x, v in cells))
     print("\ntarget alone, tokens/s: " + ", ".join(
         f"{c} {statistics.median(r['base'] for r in rows if r['category'] == c):.2f}" for c in cats))
 
 
 def markdown(rows: list[dict]) -> None:
     """The same medians as ``table``, a row per category (Markdown): x target alone, [x llama-speculative-simple]."""
-    cats = list(dict.fromkeys(r["category"] for r in rows))
     names = list(dict.fromkeys(r["setting"] for r in rows))
     print("| category | target alone t/s | " + " | ".join(f"`{n}`" for n in names) + " |")
     print("|---" * (len(names) + 2) + "|")
-    for c in cats:
-        cells = []
-        for name in names:
-            rs = [r for r in rows if r["category"] == c and r["setting"] == name]
-            x = statistics.median(r["spectui"]["tps"] / r["base"] for r in rs)
-            v = [r["spectui"]["tps"] / r["llama"]["tps"] for r in rs if r["llama"]]
-            cells.append(f"{x:.2f}" + (f" [{statistics.median(v):.2f}]" if v else ""))
+    for c in dict.fromkeys(r["category"] for r in rows):
+        cells = [cell(rows, c, name) for name in names]
         base = statistics.median(r["base"] for r in rows if r["category"] == c)
-        print(f"| {c} | {base:.1f} | " + " | ".join(cells) + " |")
+        print(f"| {c} | {base:.1f} | " + " | ".join(f"{x:.2f}" + (f" [{v:.2f}]" if v else "") for x, v in cells)
+              + " |")
 
 
 def main() -> int:
