@@ -1,5 +1,5 @@
 """Every spec type, per Spec-Bench category and on the agentic set, against the target alone and against
-``llama-speculative-simple --spec-type`` the same: the table of issue 42 (docs/ngram-drafters.md).
+``llama-speculative-simple --spec-type`` the same: the table in docs/measurements.md (#spec-types).
 
 On the Qwen2.5-Coder pair (1.5B target, 0.5B draft, Q4_K_M), greedy, ``-t 2``. For each category's first prompt
 (by question id) of Spec-Bench's question.jsonl and each turn of the first ``--agentic``

@@ -53,10 +53,11 @@ def _json_escape_one(ch: str) -> str:
 
 Ranges = tuple[tuple[int, int], ...]
 # Everything that must never reach a terminal as it is: controls, bidi controls and marks, invisible format
-# characters, Hangul fillers, tag characters, lone surrogates (C0 apart: tab and newline differ by place).
+# characters, the line and paragraph separators (a line break to a reader of JSON Lines by str.splitlines),
+# Hangul fillers, tag characters, lone surrogates (C0 apart: tab and newline differ by place).
 _FORBIDDEN: Ranges = ((0x7F, 0x9F), (0x61C, 0x61C), (0x115F, 0x1160), (0x180E, 0x180E), (0x200B, 0x200B),
-                      (0x200E, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFEFF, 0xFEFF),
-                      (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB), (0xD800, 0xDFFF), (0xE0000, 0xE007F))
+                      (0x200E, 0x200F), (0x2028, 0x2029), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+                      (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB), (0xD800, 0xDFFF), (0xE0000, 0xE007F))
 _C0: Ranges = ((0x00, 0x08), (0x0B, 0x1F))  # newline and tab kept
 _C0_LINE: Ranges = ((0x00, 0x1F),)
 # what terminals measure differently (joiner, variation selectors, skin-tone modifiers): for the cell faces

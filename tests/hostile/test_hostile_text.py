@@ -150,6 +150,7 @@ def attach_events(texts: list[str]) -> list:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(outside, min_size=1, max_size=6))
 @example(ATTACKS)
+@example(["\u2028", "\u2029"])  # line and paragraph separators: str.splitlines cut a --json line at them (found)
 def test_attach_headless_text_and_json(texts):
     from spectui.text.attach import HeadlessFace
 
