@@ -168,13 +168,18 @@ def offered_drafters(drafter: str | None, models: ModelOptions) -> list[str]:
     """The drafters an engine loads for a command that starts with ``drafter`` (a chain: its members) and may
     switch (a run's TUI, d), or measures them (probe): the one asked for, plus what the files given draft with: the
     separate draft model (beside a head too), the --head, a head given as --draft."""
-    from ..engine.drafters import head_names
+    from ..engine.drafters import by_name, head_names
+    from ..engine.drafters.base import TREE_TARGET
     from ..engine.drafters.chain import chain_names
 
     heads_known = head_names()
     kind = draft_kind(models)
     members = chain_names(drafter) if drafter else []  # a chain's members load as each would alone
-    out = [d for d in members if d in heads_known or d in ("model", "suffix-tree")]  # (suffix-tree: the target's)
+
+    def loads(d: str) -> bool:  # a head, the draft model, or a drafter that needs the target's tree sequences
+        return d in heads_known or d == "model" or ((s := by_name(d)) is not None and s.needs == TREE_TARGET)
+
+    out = [d for d in members if loads(d)]
     if kind == "model" and not ("eagle3" in members and not models.head):  # else --draft is the head (-md)
         out.append("model")
     elif kind in heads_known and not any(d in heads_known for d in members):

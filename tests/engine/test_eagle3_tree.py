@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_engine_heads import _run as run_events
 from test_engine_sampling import chi2_check, target_law
 from test_spec_models import _make
 
-from spectui.contract.control import RunControl
 from spectui.contract.events import ACCEPTED, REJECTED, PassEvent, RunEnded, Settings
 from spectui.engine.drafters.eagle3_tree import HeadTreeDrafter
 from spectui.engine.loop import Engine
@@ -58,13 +58,7 @@ def _engine(spec_dir: Path, spec, agree: bool = True, **kw) -> Engine:
 
 
 def _run(e: Engine, settings: Settings, n_predict: int = N_PREDICT, on_event=None) -> list:
-    control = RunControl(settings)
-    evs = []
-    for ev in e.run(PROMPT, control, n_predict):
-        evs.append(ev)
-        if on_event is not None:
-            on_event(control, ev)
-    return evs
+    return run_events(e, settings, n_predict, prompt=PROMPT, on_event=on_event)
 
 
 def _passes(evs) -> list[PassEvent]:
