@@ -145,8 +145,13 @@ class SignalStop:
         return for_signal(self.signum) if self.signum is not None else otherwise
 
     def raise_if_stopped(self) -> None:
-        """Raise :class:`Interrupted` if a signal came (for an ``on_stop`` that only noted it)."""
+        """Raise :class:`Interrupted` if a signal came (for an ``on_stop`` that only noted it). A redelivery
+        still pending (the signal landed in a callback from C) is cancelled first: raised here, it would
+        land again in the caller's clean-up (a bench's empty --record-dir left behind)."""
         if self.signum is not None:
+            if self._again is not None:
+                self._again.cancel()
+                self._again = None
             raise Interrupted(self.signum)
 
 

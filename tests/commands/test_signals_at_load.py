@@ -243,6 +243,20 @@ def test_a_stop_never_raises_inside_a_callback_from_c():
         _called_back()
 
 
+def test_the_clean_up_after_raise_if_stopped_is_not_interrupted_again():
+    """The stop noted inside a callback and raised by raise_if_stopped() is raised once: its pending re-delivery
+    goes with it, so the clean-up that follows (a bench removing the --record-dir it made) runs to its end.
+    Before, the re-delivery landed in that clean-up and left the folder behind (CI, under load)."""
+    with SignalStop(quiet_in=[_called_back.__code__]) as stop:
+        assert _called_back() == "went on"
+        with pytest.raises(Interrupted):
+            stop.raise_if_stopped()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 10 * REDELIVER_S:  # the clean-up: plain Python, where a signal raises
+            pass
+        assert stop.signum == signal.SIGTERM
+
+
 def test_a_stop_noted_inside_a_callback_raises_once_outside_it():
     """A command that never calls raise_if_stopped() again (a probe measuring, its contexts logging as they are
     made) still stops: the noted signal comes again until it lands outside the callback, and raises there,
