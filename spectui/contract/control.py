@@ -83,5 +83,8 @@ class RunControl:
         return not self._running.is_set()
 
     def wait_if_paused(self, timeout: float | None = None) -> None:
-        """Block while paused (returns at once when running or stopped)."""
-        self._running.wait(timeout)
+        """Block while paused (returns at once when running or stopped). Running, it takes no lock: a stop
+        signal's handler (``stop()``, which sets this event under its lock) may run in the middle of this call,
+        on this same thread, and would wait forever for a lock its own thread holds."""
+        if not self._running.is_set():
+            self._running.wait(timeout)

@@ -98,8 +98,18 @@ class SignalStop:
         self.at = 0.0  # time.monotonic() of the first signal
         self._old: dict[int, object] = {}
         self._again: threading.Timer | None = None  # the noted signal's next delivery
+        self._handling = False  # inside _handler: a signal landing in on_stop must not call it again
 
     def _handler(self, signum, frame) -> None:
+        if self._handling:  # a second signal inside this handler (on_stop runs): noted by the first already
+            return
+        self._handling = True
+        try:
+            self._handle(signum, frame)
+        finally:
+            self._handling = False
+
+    def _handle(self, signum, frame) -> None:
         again, self._again = self._again, None
         if again is None and self.signum is not None and signum == signal.SIGINT and self.second_sigint_raises:
             raise KeyboardInterrupt

@@ -15,6 +15,7 @@ import pty
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -255,6 +256,47 @@ def test_the_clean_up_after_raise_if_stopped_is_not_interrupted_again():
         while time.monotonic() - t0 < 10 * REDELIVER_S:  # the clean-up: plain Python, where a signal raises
             pass
         assert stop.signum == signal.SIGTERM
+
+
+def test_wait_if_paused_takes_no_lock_while_running():
+    """The headless loop calls wait_if_paused() every pass on the main thread, where the stop signal's handler
+    runs control.stop(), which sets the same event under its lock: had the signal landed while wait_if_paused
+    held that lock, the handler would have waited forever for its own thread (the SIGTERM test that hung once
+    in a whole-suite run). Running, it must not take the lock at all: here another thread holds it."""
+    from spectui.contract.control import RunControl
+
+    control = RunControl()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with control._running._cond:  # the event's own lock, as a stop() in progress would hold it
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    t0 = time.monotonic()
+    control.wait_if_paused()
+    waited = time.monotonic() - t0
+    release.set()
+    holder.join()
+    assert waited < 1.0
+
+
+def test_a_signal_inside_on_stop_does_not_call_it_again():
+    """A second stop signal landing while the first one's on_stop runs (two SIGTERMs at once) is already
+    noted: on_stop is not entered again on the same thread, where it would wait for the locks it holds."""
+    calls = []
+
+    def on_stop() -> None:
+        calls.append(1)
+        signal.raise_signal(signal.SIGTERM)  # lands here, at the next instruction
+        calls.append(2)
+
+    with SignalStop(on_stop) as stop:
+        signal.raise_signal(signal.SIGTERM)
+        assert calls == [1, 2] and stop.status() == SIGTERM_STATUS
 
 
 def test_a_stop_noted_inside_a_callback_raises_once_outside_it():
