@@ -65,6 +65,15 @@ def pytest_configure_node(node) -> None:  # pytest-xdist, in the controller: one
     node.workerinput[_KEY] = _made[0]
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under xdist, the ``timing`` tests first (each worker collects the same order; the first worker's first
+    batch takes them): each waits only for the tests the other workers run at that moment, and there the other
+    workers are at their first tests. Scattered through the run, each waited for whatever ran beside it (a
+    vLLM test of a minute or two), while no new test started on any worker."""
+    if getattr(config, "workerinput", {}).get(_KEY) and fcntl is not None:
+        items.sort(key=lambda it: it.get_closest_marker(MARK) is None)  # stable: the rest keep their order
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if _locks is None:

@@ -134,3 +134,5 @@ def test_timing_tests_run_alone_under_xdist(tmp_path):
     for name, a, b in rows:
         if name.startswith("timing"):
             assert not [m for m, c, d in rows if m != name and c < b and a < d], name  # nothing beside it
+    # and first (collected last here): while they wait for the tests beside them, no worker starts another
+    assert max(b for name, a, b in rows if name.startswith("timing")) < max(a for a, _ in plain)
