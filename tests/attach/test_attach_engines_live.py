@@ -1,7 +1,7 @@
 """``spectui attach`` on the three dialects at once (issue 36), over real HTTP on 127.0.0.1: a real llama-server
 (the vendored llama.cpp, tiny GGUF pair, ``-md --spec-type draft-simple``), an endpoint writing vLLM's /metrics
 (its counters and per-position series through prometheus_client, as vllm/v1/spec_decode/metrics.py declares
-them; the real CPU vLLM is in test_attach_vllm.py and below) and one speaking SGLang's format
+them; the real CPU vLLM and its per-request histograms: test_attach_vllm.py) and one speaking SGLang's format
 (tests/attach/sglang_format.py: SGLang does not install here). Each prompt goes to each engine (``-p ... --each``):
 per-request acceptance with the outliers flagged, acceptance by position side by side, in the headless face and
 the TUI."""
@@ -20,8 +20,6 @@ pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from servers import SKIP_REASON, LlamaServer, llama_server_binary
 from sglang_format import SGLangFormatServer
-from vllm_server import SKIP_REASON as VLLM_SKIP
-from vllm_server import VENV
 
 from spectui.analysis.attach_stats import HIGH, OK
 from spectui.attach.session import AttachSession
@@ -206,26 +204,3 @@ def test_a_real_llama_server_beside_them(tiny_target, tiny_draft_noisy, tmp_path
         llama.stop()
         vllm.stop()
         sgl.stop()
-
-
-@pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
-@pytest.mark.timeout(1800)
-@pytest.mark.slow
-def test_the_real_vllm_per_request_histogram(tmp_path):
-    """The real CPU vLLM with --per-request-spec-decode-metrics summary: each request's acceptance histogram
-    gives its acceptance by position, and the counters' per-position series the engine's."""
-    from vllm_server import vllm_server
-
-    text = "hash map key value table bucket hash map key value table bucket hash map key value"
-    (tmp_path / "v").mkdir()
-    with vllm_server(tmp_path / "v", ["--per-request-spec-decode-metrics", "summary"]) as url:
-        session, evs, _ = run_session([url], [text, text], n_predict=24)
-    assert session.failure() == "", session.failure()
-    snap = session.stats.snapshot()
-    assert len(snap.requests) == 2
-    for r in snap.requests:
-        assert r.spec_steps > 0 and len(r.accepted_per_pos) == 3  # k = 3 (tests/vllm_server.py SPEC)
-        assert sum(r.accepted_per_pos) == r.draft_n_accepted  # the same accepted drafts, counted by position
-    w = snap.session[0]
-    assert len(w.acceptance_by_pos) == 3
-    assert w.accepted == pytest.approx(sum(r.draft_n_accepted for r in snap.requests))

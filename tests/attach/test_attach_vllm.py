@@ -139,3 +139,23 @@ def test_vllm_numbers_match_server(vllm_server):
     assert f"TTFT p50/p95 {secs(win.ttft_p50)}/{secs(win.ttft_p95)} | {secs(w.ttft_p50)}/{secs(w.ttft_p95)}" in summary
     assert f"accept {pct(req.acceptance_rate)} ({end.draft_n_accepted}/{end.draft_n})" in request
     assert f"len {req.mean_acceptance_length:.2f}" in request
+
+
+def test_the_per_request_histogram(vllm_server):
+    """The same server's --per-request-spec-decode-metrics summary, two requests through an attach session:
+    each request's acceptance histogram gives its acceptance by position, and the counters' per-position
+    series the engine's."""
+    from spectui.attach.session import AttachSession
+
+    text = "hash map key value table bucket hash map key value table bucket hash map key value"
+    session = AttachSession([vllm_server], interval=0.3, timeout=3.0, prompt=[text, text], each=True, n_predict=24)
+    session.run(lambda ev: None)
+    assert session.failure() == "", session.failure()
+    snap = session.stats.snapshot()
+    assert len(snap.requests) == 2
+    for r in snap.requests:
+        assert r.spec_steps > 0 and len(r.accepted_per_pos) == 3  # k = 3 (tests/vllm_server.py SPEC)
+        assert sum(r.accepted_per_pos) == r.draft_n_accepted  # the same accepted drafts, counted by position
+    w = snap.session[0]
+    assert len(w.acceptance_by_pos) == 3
+    assert w.accepted == pytest.approx(sum(r.draft_n_accepted for r in snap.requests))

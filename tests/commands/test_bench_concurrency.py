@@ -212,7 +212,7 @@ def test_sweep_against_llama_server_with_ngram_lookup(servers, tiny_target, tmp_
 
 try:
     from vllm_server import SKIP_REASON as VLLM_SKIP
-    from vllm_server import VENV, vllm_server
+    from vllm_server import VENV, metrics, series, vllm_server
 except ImportError:  # pragma: no cover
     VENV, VLLM_SKIP, vllm_server = None, "vLLM helper missing", None
 
@@ -224,19 +224,37 @@ ADD_TEMPLATE = "\nimport json\np = out / 'tokenizer_config.json'\nc = json.loads
 @pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
 @pytest.mark.timeout(1800)
 @pytest.mark.slow
-def test_sweep_against_the_cpu_vllm(tmp_path):
+def test_bench_and_the_sweep_against_the_cpu_vllm(tmp_path):
+    """A tiny Llama in Hugging Face format with a chat template, served by the real CPU vLLM with n-gram
+    speculation and without (started and stopped here by PID). One request at a time, the bench's acceptance
+    agrees with vLLM's own spec_decode counters within 0.01; then the sweep over concurrency 1, 2 and 4 against
+    the baseline."""
     prompts = tmp_path / "q.jsonl"
     prompts.write_text("".join(json.dumps(p) + "\n" for p in [
         {"question_id": 1, "category": "lookup", "turns": ["hash map key value table bucket hash map key value "
                                                            "table bucket hash map key value table bucket hash map"]},
         {"question_id": 2, "category": "free", "turns": ["the a of to in and is it code data time"]}]))
-    out = tmp_path / "v.json"
+    out, one = tmp_path / "v.json", tmp_path / "b.json"
     (tmp_path / "spec").mkdir()
     (tmp_path / "base").mkdir()
     with vllm_server(tmp_path / "spec", model_script=ADD_TEMPLATE) as url, \
             vllm_server(tmp_path / "base", model_script=ADD_TEMPLATE, spec=None) as base_url:
+        before = metrics(url)
+        b = bench("--url", url, "--prompts", prompts, "-n", "32", "--json", one, timeout=600)
+        assert b.returncode == 0, b.stderr
+        time.sleep(1.0)
+        after = metrics(url)
         r = bench("--url", url, "--baseline-url", base_url, "--prompts", prompts, "-n", "24",
                   "--concurrency", "1,2,4", "--json", "-o", out, timeout=1200)
+    d = {n: series(after, f"vllm:spec_decode_{n}_total") - series(before, f"vllm:spec_decode_{n}_total")
+         for n in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")}
+    assert d["num_draft_tokens"] > 0
+    data = json.loads(one.read_text())
+    assert data["params"]["kinds"][url] == "vllm"
+    ov = next(s for s in data["summaries"] if s["category"] == "overall")
+    assert abs(ov["acceptance_rate"] - d["num_accepted_tokens"] / d["num_draft_tokens"]) <= 0.01
+    assert abs(ov["mean_accepted_tokens"] - (1 + d["num_accepted_tokens"] / d["num_drafts"])) <= 0.01
+    assert "No baseline: give --baseline-url" in b.stdout
     assert r.returncode == 0, r.stderr + r.stdout
     sw = json.loads(out.read_text())["concurrency_sweep"]
     assert [lv["concurrency"] for lv in sw["levels"]] == [1, 2, 4]
