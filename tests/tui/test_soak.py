@@ -1,5 +1,5 @@
 """The short version of benchmarks/soak_demo.py (the endurance soak, 20 minutes and more, is that script): the
-demo's full loop, every act in turn, twice and five times over at max speed in a real pty: it never stops by
+demo's full loop, every act in turn, five times over at max speed in a real pty: it never stops by
 itself, q exits 0, no traceback, and the resident memory stays within 10% of its value after the first loop
 (it grew about 4.5 MiB a loop for a dozen loops while Textual 8 kept every gone widget's line cache:
 spectui/tui/shared/textual_fixes.py, tests/tui/test_textual_fixes.py); and a live run of a few hundred passes
@@ -12,13 +12,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "benchmarks"))
 from soak_demo import RSS_TOLERANCE, soak_demo, soak_live  # noqa: E402
-
-
-def test_the_demo_loops_with_flat_memory():
-    r = soak_demo(minutes=0.0, speed="max", cols=120, rows=36, sample_s=1.0, min_loops=2, say=lambda *a, **k: None)
-    assert r["loops"] >= 2 and r["status"] == 0 and not r["traceback"]
-    assert r["rss_end"] <= (1 + RSS_TOLERANCE) * r["rss_first_loop"], r
-    assert r["rss_max"] <= (1 + RSS_TOLERANCE) * r["rss_first_loop"], r
 
 
 def test_the_demo_memory_stays_flat_over_five_loops():
