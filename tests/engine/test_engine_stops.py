@@ -3,6 +3,8 @@ an abandoned generator, an error inside a pass; RunEnded is always last."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from spectui.analysis import stats
@@ -148,3 +150,21 @@ def test_measure_verify_ms_between_passes_keeps_the_run_intact(noisy_engine):
             assert noisy_engine.measure_verify_ms(ev.index + 1, repeats=2) > 0
     assert check_end(events).reason == "n_predict"
     assert ids(events) == fresh
+
+
+def test_started_at_is_the_instant_the_runs_clock_starts(noisy_engine):
+    """RunStarted.started_at is the unix time of t0, the instant the passes' t_end and RunEnded.wall_s count
+    from, so started_at + a pass's t_end is its wall-clock time. It was stamped after the run's single-decode
+    calibration, later than t0 by that time (tens of ms on a busy machine: a probe measured after the run seemed
+    to start before it had ended, tests/tui/test_first_run.py)."""
+    before = time.time()
+    evs = []
+    for ev in noisy_engine.run("the hash map", RunControl(Settings(draft_max=2)), 24):
+        evs.append(ev)
+        if isinstance(ev, RunEnded):
+            after = time.time()
+    start, end = evs[0], evs[-1]
+    assert before <= start.started_at
+    assert start.started_at + end.wall_s <= after
+    passes = [ev for ev in evs if isinstance(ev, PassEvent)]
+    assert passes and all(before <= start.started_at + p.timing.t_end <= after for p in passes)

@@ -130,6 +130,7 @@ class PassLoop:
         self.members, self.children = (), 0  # auto k: a chain's caps per member; a tree drafter's children per node
         self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
         self.t0 = 0.0
+        self.started_at = 0.0  # unix time at t0
         self.graph = parts.graph  # graph_path.GraphRun: the run's backend chains, or None
 
     def _observe(self, ev: Event) -> Event:
@@ -149,7 +150,7 @@ class PassLoop:
         self.policy = parts.policy_factory() if parts.policy_factory else None
         maker = PassEventMaker(self.target, parts.inspect_top, parts.others, parts.rows, parts.texts)
         self.fin = Finisher(parts.finishing, maker, self.may_overlap)
-        self.t0 = time.perf_counter()
+        self.t0, self.started_at = time.perf_counter(), time.time()  # one instant: RunStarted.started_at is t0
         self.cursor.in_run = True
         aborting = parts.abort.watching(self.control)  # a stop ends the decode in progress (abort.py)
         aborting.__enter__()
@@ -199,7 +200,7 @@ class PassLoop:
         # the head reads the target's decodes in this run (Engine.head_in_every_run, or the run starts with it)
         head = parts.head
         self.head = head if head is not None and (parts.head_in_every_run or settings.drafter == head.name) else None
-        yield run_started(parts, self.request, prompt_tokens, settings)
+        yield run_started(parts, self.request, prompt_tokens, settings, self.started_at)
         st.reason, st.error = why_not_start(prompt_tokens, parts.n_ctx, self.n_predict, self.control.stopped)
         if st.reason:
             return

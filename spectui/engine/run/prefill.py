@@ -90,7 +90,8 @@ def decode_prompt(tgt: LoadedModel, head, prompt_tokens: list[int]) -> tuple[flo
     return verify_ms, head_ms
 
 
-def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], settings: Settings) -> RunStarted:
+def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], settings: Settings,
+                started_at: float) -> RunStarted:
     """A run's first event, with single-token decode times of both models measured at position 0.
 
     Args:
@@ -98,6 +99,8 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
         request: the run's request (prompt, n_predict, probe, chat template).
         prompt_tokens: the tokenized prompt.
         settings: the settings the run starts with.
+        started_at: the unix time of the instant the run's clock starts (every event's ``t`` counts from it),
+            taken before these decode times are measured.
 
     Returns:
         The run's ``RunStarted``.
@@ -109,7 +112,7 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
     except DecodeAborted:  # stopped while calibrating: the run starts stopped (no pass; nothing measured)
         target_ms = draft_ms = 0.0
     return RunStarted(
-        run_id=uuid.uuid4().hex[:12], started_at=time.time(), target=parts.target_info, draft=parts.draft_info,
+        run_id=uuid.uuid4().hex[:12], started_at=started_at, target=parts.target_info, draft=parts.draft_info,
         prompt=request.prompt, prompt_tokens=len(prompt_tokens), n_predict=request.n_predict, n_ctx=parts.n_ctx,
         threads=parts.threads, settings=settings, target_decode_ms=target_ms, draft_decode_ms=draft_ms,
         inspect_top=parts.inspect_top, probe=request.probe, chat_template=request.chat_template,
