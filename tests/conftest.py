@@ -30,6 +30,13 @@ from typing import Callable
 
 import pytest
 
+# Bytecode is written during the tests even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on
+# the machines CI runs on): without it every worker compiled and assertion-rewrote every test module again
+# (about 9 of a worker's 12 s of collection), and every `python -m spectui` a test starts (hundreds) compiled
+# the package from source. The files go to the __pycache__ folders git ignores; each is written atomically.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tinymodels  # noqa: E402
@@ -39,6 +46,15 @@ pytest_plugins = ["tmux_pane", "run_alone"]  # pane_factory for every test file;
 
 TARGET_SEED = 0
 NOISY_DRAFT_NOISE = 0.1
+
+
+def pytest_configure(config) -> None:
+    """Under xdist, the controller compiles the package once before its workers start (a fresh clone has no
+    bytecode: each worker, and the first processes each started, would compile it again)."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        import compileall  # noqa: PLC0415
+
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "spectui"), quiet=1)
 
 
 @pytest.fixture(scope="session")
