@@ -129,8 +129,7 @@ class PassLoop:
         self.policy: DraftPolicy | None = None
         self.members, self.children = (), 0  # auto k: a chain's caps per member; a tree drafter's children per node
         self.head = None  # the engine's head when it reads this run's target decodes (set at the run's start)
-        self.t0 = 0.0
-        self.started_at = 0.0  # unix time at t0
+        self.t0 = self.started_at = 0.0  # the run's clock, and the unix time at its start
         self.graph = parts.graph  # graph_path.GraphRun: the run's backend chains, or None
 
     def _observe(self, ev: Event) -> Event:
