@@ -1,6 +1,8 @@
 """Tests marked ``timing`` (they measure wall-clock time: paces, paints per second, how much of a run its
-passes' clocks cover) run alone under pytest-xdist: while one runs, no other test of the same run does, so
-the run's other workers add no load to what it measures. Serially (no xdist) this plugin does nothing.
+passes' clocks cover) or ``alone`` (they read the whole log of a llama.cpp program, whose asynchronous logger
+loses its last lines at exit when the machine is loaded) run alone under pytest-xdist: while one runs, no other
+test of the same run does, so the run's other workers add no load to it. Serially (no xdist) this plugin does
+nothing.
 
 A writer-preferring lock over two files in a folder the xdist controller makes for the run (and removes at
 its end): every test holds ``tests.lock`` shared while it runs (setup, call, teardown), a ``timing`` test holds
@@ -22,7 +24,7 @@ try:
 except ImportError:  # not POSIX
     fcntl = None
 
-MARK = "timing"
+MARKS = ("timing", "alone")  # wall-clock measurements; programs whose output a loaded machine loses
 _KEY = "spectui_lock_dir"
 
 
@@ -65,13 +67,17 @@ def pytest_configure_node(node) -> None:  # pytest-xdist, in the controller: one
     node.workerinput[_KEY] = _made[0]
 
 
+def _alone(item) -> bool:
+    return any(item.get_closest_marker(m) is not None for m in MARKS)
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Under xdist, the ``timing`` tests first (each worker collects the same order; the first worker's first
     batch takes them): each waits only for the tests the other workers run at that moment, and there the other
     workers are at their first tests. Scattered through the run, each waited for whatever ran beside it (a
     vLLM test of a minute or two), while no new test started on any worker."""
     if getattr(config, "workerinput", {}).get(_KEY) and fcntl is not None:
-        items.sort(key=lambda it: it.get_closest_marker(MARK) is None)  # stable: the rest keep their order
+        items.sort(key=lambda it: not _alone(it))  # stable: the rest keep their order
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -79,7 +85,7 @@ def pytest_runtest_protocol(item, nextitem):
     if _locks is None:
         yield
         return
-    alone = item.get_closest_marker(MARK) is not None
+    alone = _alone(item)
     _locks.enter(alone)
     try:
         yield

@@ -145,6 +145,7 @@ def _ours_in_their_loop(d: Path, kind: str, n: int, k: int, p_min: float) -> lis
         t.close()
 
 
+@pytest.mark.alone  # the reference program's whole log: tests/run_alone.py
 @pytest.mark.slow  # llama-speculative-simple runs
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("agree, k, p_min", [(0.0, 4, 0.0), (30.0, 8, 0.0), (30.0, 6, 0.6)])

@@ -54,6 +54,7 @@ def logged(argv: list[str]) -> str:
     raise AssertionError("llama-speculative-simple's log never reached its end in 8 runs")
 
 
+@pytest.mark.alone  # the reference program's whole log: tests/run_alone.py
 @pytest.mark.slow
 @pytest.mark.parametrize("spec_type", list(OPTIONS))
 def test_counts_equal_llama_speculative_simple(make_engine, tiny_target, spec_type):
@@ -77,6 +78,7 @@ QWEN_PROMPT = ("Repeat this Python function exactly, then write it again with th
                "    return result\n")
 
 
+@pytest.mark.alone  # the reference program's whole log: tests/run_alone.py
 @needs_qwen
 @pytest.mark.qwen
 @pytest.mark.slow
