@@ -25,7 +25,6 @@ except ImportError:  # not POSIX
     fcntl = None
 
 MARKS = ("timing", "alone")  # wall-clock measurements; programs whose output a loaded machine loses
-HEAVY = ("heavy", "qwen")  # a minute or more, or the whole machine: started before the rest
 _KEY = "spectui_lock_dir"
 
 
@@ -72,32 +71,13 @@ def _alone(item) -> bool:
     return any(item.get_closest_marker(m) is not None for m in MARKS)
 
 
-def _rank(item) -> int:
-    if _alone(item):
-        return 0
-    return 1 if any(item.get_closest_marker(m) is not None for m in HEAVY) else 2
-
-
 def pytest_collection_modifyitems(config, items) -> None:
-    """Under xdist, the tests that run alone first, then the ``heavy`` ones (a minute or more, or the whole machine:
-    the Qwen pair, the CPU vLLM, lavapipe), then the rest, each group in its own order (each worker collects the
-    same order). Alone at the start, each waits only for the tests the other workers have just started;
-    scattered through the run, each waited for whatever ran beside it (a vLLM test of a minute or two) while no
-    new test started on any worker. Heavy tests at the start leave the short ones to even out the workers' ends
-    (work stealing, below), where a heavy one started late kept one worker busy after the others had finished."""
+    """Under xdist, the ``timing`` tests first (each worker collects the same order; the first worker's first
+    batch takes them): each waits only for the tests the other workers run at that moment, and there the other
+    workers are at their first tests. Scattered through the run, each waited for whatever ran beside it (a
+    vLLM test of a minute or two), while no new test started on any worker."""
     if getattr(config, "workerinput", {}).get(_KEY) and fcntl is not None:
-        items.sort(key=_rank)  # stable: each group keeps its order
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (firstresult)
-def pytest_xdist_make_scheduler(config, log):
-    """``-n N`` (``--dist load``) schedules by work stealing: each worker starts on its share of the ordered tests
-    and one that runs out takes half of another's pending tests, so the run ends when the work does."""
-    if config.getvalue("dist") != "load":
-        return None
-    from xdist.scheduler import WorkStealingScheduling  # noqa: PLC0415
-
-    return WorkStealingScheduling(config, log)
+        items.sort(key=lambda it: not _alone(it))  # stable: the rest keep their order
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -29,7 +29,6 @@ pytestmark = [
     pytest.mark.skipif(VENV is None, reason=SKIP_REASON),
     pytest.mark.timeout(900),
     pytest.mark.slow,
-    pytest.mark.heavy,  # a CPU vLLM
 ]
 
 PROMPT = "hash map key value table bucket hash map key value table bucket hash map key value table bucket hash map"

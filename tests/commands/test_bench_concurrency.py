@@ -224,7 +224,6 @@ ADD_TEMPLATE = "\nimport json\np = out / 'tokenizer_config.json'\nc = json.loads
 @pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
 @pytest.mark.timeout(1800)
 @pytest.mark.slow
-@pytest.mark.heavy  # two CPU vLLMs
 def test_bench_and_the_sweep_against_the_cpu_vllm(tmp_path):
     """A tiny Llama in Hugging Face format with a chat template, served by the real CPU vLLM with n-gram
     speculation and without (started and stopped here by PID). One request at a time, the bench's acceptance

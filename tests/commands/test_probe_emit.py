@@ -117,7 +117,6 @@ def test_the_emitted_vllm_config_is_read_by_vllm(tiny_target, tmp_path):
 @pytest.mark.skipif(VENV is None, reason=VLLM_SKIP)
 @pytest.mark.timeout(1800)
 @pytest.mark.slow
-@pytest.mark.heavy  # a CPU vLLM
 def test_vllm_serves_with_the_emitted_config(tiny_target, tmp_path):
     """The real CPU vLLM started with the emitted --speculative-config serves a completion."""
     import urllib.request

@@ -21,7 +21,7 @@ PY = VENV / "bin" / "python"
 ENV = dict(os.environ, GGML_VK_VISIBLE_DEVICES=os.environ.get("GGML_VK_VISIBLE_DEVICES", "0"),
            PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # 300 sampled runs on lavapipe: minutes
+pytestmark = pytest.mark.slow
 
 SCRIPT = r"""
 import dataclasses, json, sys

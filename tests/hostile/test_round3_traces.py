@@ -287,7 +287,6 @@ def test_T_big_replay_and_race_stay_flat(long_traces, tmp_path, face):
 
 
 @pytest.mark.slow  # seconds of processes or large inputs: the full suite runs it, the fast lane does not
-@pytest.mark.heavy  # 40 s of cast
 def test_T_cast_cols1000_100k_stays_under_300_mb(long_traces, tmp_path):
     """T-cast-cols1000-100k: ``cast`` of a 100,000-pass trace at 1000 x 1000 (was 661 MB at 60 s) plans its frames
     from a stream and keeps its drawn output in a temporary file: stopped after 40 s (the whole cast takes over an

@@ -10,13 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "benchmarks"))
 from soak_demo import RSS_TOLERANCE, soak_demo, soak_live  # noqa: E402
 
 
-@pytest.mark.heavy  # the demo five times over: about a minute and a half
 def test_the_demo_memory_stays_flat_over_five_loops():
     r = soak_demo(minutes=0.0, speed="max", cols=120, rows=36, sample_s=1.0, min_loops=5, say=lambda *a, **k: None)
     assert r["loops"] >= 5 and r["status"] == 0 and not r["traceback"]
