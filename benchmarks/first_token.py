@@ -18,6 +18,7 @@ run has its own empty cache folder.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -57,10 +58,11 @@ def decoded_passes(trace: Path) -> int:
 
 def pass_ms(trace: Path) -> tuple[list[float], dict[str, float]]:
     """The decode passes' wall times, and where the time before pass 1 went: the start event's calibration
-    (single decodes of each model, a warm-up and CALIBRATION_REPEATS timed: estimated from their median), the
+    (single decodes of each model, a warm-up and up to CALIBRATION_REPEATS timed, no more once they add up to
+    CALIBRATION_BUDGET_MS: estimated from their median), the
     prefill pass and pass 1 itself, in ms."""
     from spectui.contract.events import PassEvent, RunStarted  # noqa: PLC0415
-    from spectui.engine.run.prefill import CALIBRATION_REPEATS  # noqa: PLC0415
+    from spectui.engine.run.prefill import CALIBRATION_BUDGET_MS, CALIBRATION_REPEATS  # noqa: PLC0415
     from spectui.recording.trace import read_trace  # noqa: PLC0415
 
     evs = read_trace(str(trace)).events
@@ -68,7 +70,8 @@ def pass_ms(trace: Path) -> tuple[list[float], dict[str, float]]:
     start = next((e for e in evs if isinstance(e, RunStarted)), None)
     parts = {}
     if start is not None:
-        parts["calibration"] = (CALIBRATION_REPEATS + 1) * (start.target_decode_ms + start.draft_decode_ms)
+        parts["calibration"] = sum((1 + min(CALIBRATION_REPEATS, max(1, math.ceil(CALIBRATION_BUDGET_MS / ms)))) * ms
+                                   for ms in (start.target_decode_ms, start.draft_decode_ms) if ms > 0)
     if passes and passes[0].prefill:
         parts["prefill"] = passes[0].timing.wall_ms
     decode = [p.timing.wall_ms for p in passes if not p.prefill]

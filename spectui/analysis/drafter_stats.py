@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..contract.events import ACCEPTED, PassEvent
+from .rates import mean_acceptance_length
 
 LEFT_OUT_WHY = "its predicted tokens/s below the target alone's"  # why auto leaves a chain member out (chain_cost)
 
@@ -31,7 +32,7 @@ class DrafterStat:
 
     @property
     def mean_acceptance_length(self) -> float:
-        return 1.0 + self.accepted / self.passes if self.passes else 0.0
+        return mean_acceptance_length(self.accepted, self.passes)
 
 
 class ByDrafter:

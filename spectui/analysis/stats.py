@@ -59,6 +59,7 @@ from typing import Iterable
 from ..contract.events import ACCEPTED, REJECTED, Event, PassEvent, RunEnded, RunStarted, SettingsChanged
 from .drafter_stats import ByDrafter, DrafterStat
 from .quantiles import percentile
+from .rates import mean_acceptance_length
 from .tree_stats import TreeCounts, TreeStats
 
 CONTENDED_CORES = 0.5  # other processes using at least this many of the run's cores ...
@@ -432,7 +433,7 @@ class RunStats:
             n_accepted=self.n_accepted,
             passes_drafted=self.passes_drafted,
             acceptance_rate=self.n_accepted / self.n_drafted if self.n_drafted else 0.0,
-            mean_acceptance_length=(1.0 + self.n_accepted / self.passes_drafted) if self.passes_drafted else 0.0,
+            mean_acceptance_length=mean_acceptance_length(self.n_accepted, self.passes_drafted),
             tokens_per_pass=self.decode_tokens / self.n_passes if self.n_passes else 0.0,
             acceptance_by_position=tuple(
                 PositionStat(i + 1, d, a) for i, (d, a) in enumerate(zip(self.pos_drafted, self.pos_accepted))

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from ..contract.events import ACCEPTED, DISCARDED, PassEvent
 from ..engine.drafters import by_name
+from .rates import mean_acceptance_length
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class TreeStats:
     @property
     def mean_acceptance_length(self) -> float:
         """Tokens a tree pass emits on average before a cut: its accepted nodes and the target's token."""
-        return 1.0 + self.accepted / self.passes if self.passes else 0.0
+        return mean_acceptance_length(self.accepted, self.passes)
 
     def record(self) -> dict:
         """The figures as JSON (every face's ``tree``: run and replay ``--json``, race ``--json``, bench ``--json``).

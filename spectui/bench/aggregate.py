@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..analysis.lossless import UNMEASURED_MARGIN, GreedyCheck, check
+from ..analysis.rates import mean_acceptance_length
 from ..analysis.stats import StatsSnapshot, pooled_rates
 from ..analysis.tree_stats import TreeStats, pooled
 from .datasets import Prompt
@@ -210,7 +211,7 @@ def summarize(rows: Sequence[BenchRow], category: str, setting: Setting,
         setting=setting,
         runs=len(ran),
         prompts=len({(r.prompt.category, r.prompt.question_id) for r in ran}),
-        mean_accepted_tokens=(1.0 + n_accepted / passes_drafted) if passes_drafted else 0.0,
+        mean_accepted_tokens=mean_acceptance_length(n_accepted, passes_drafted),
         acceptance_rate=n_accepted / n_drafted if n_drafted else 0.0,
         acceptance_by_position=by_pos,
         n_drafted=n_drafted,

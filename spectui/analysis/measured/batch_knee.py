@@ -38,6 +38,7 @@ from ...contract.errors import SpectuiError
 from ...contract.prompt import DEFAULT_PROMPT
 from ...contract.text import model_label
 from ..cost.costmodel import break_even_acceptance, leviathan
+from ..rates import mean_acceptance_length
 from .cachefile import MAX_CACHE_BYTES, CachedRecord, CacheError, Measurement
 from .machine import cache_key, load_average, machine_key, quiet_machine
 
@@ -246,7 +247,7 @@ def acceptance_from_events(events, label: str) -> tuple[float, str]:
     k = int(getattr(getattr(start, "settings", None), "draft_max", 0) or 0)
     if snap.n_drafted <= 0 or snap.passes_drafted <= 0 or k < 1:
         raise SpectuiError(f"--acceptance-from: {label} has no drafted tokens")
-    a = acceptance_from_tokens_per_pass(1.0 + snap.n_accepted / snap.passes_drafted, k)
+    a = acceptance_from_tokens_per_pass(mean_acceptance_length(snap.n_accepted, snap.passes_drafted), k)
     return a, f"{label} (k = {k}, {snap.n_accepted}/{snap.n_drafted} drafts accepted)"
 
 
@@ -288,7 +289,7 @@ def _acceptance_from_bench(doc, path: str) -> tuple[float, str]:
         raise SpectuiError(f"--acceptance-from: {path} has no drafted tokens")
     if passes > 0 and len(ks) == 1 and min(ks) >= 1:  # one k: the rate whose expectation is the mean pass
         k = ks.pop()
-        a = acceptance_from_tokens_per_pass(1.0 + accepted / passes, k)
+        a = acceptance_from_tokens_per_pass(mean_acceptance_length(accepted, passes), k)
         return a, f"bench {name} (k = {k}, {accepted}/{drafted} drafts accepted)"
     return accepted / drafted, f"bench {name} ({accepted}/{drafted} drafts accepted, the raw rate)"
 

@@ -18,22 +18,27 @@ from ..llama.models import LoadedModel
 from ..verify import logsumexp, sample, softmax
 from .parts import RunParts, RunRequest
 
-CALIBRATION_REPEATS = 3  # timed single decodes of each model in a run's start event, after one warm-up
+CALIBRATION_REPEATS = 3  # timed single decodes of each model in a run's start event, after one warm-up, at most
+CALIBRATION_BUDGET_MS = 250.0  # ... and no more once the timed ones add up to this (a slow model: one is enough)
 
 
-def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = CALIBRATION_REPEATS) -> float:
+def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = CALIBRATION_REPEATS,
+                     budget_ms: float = float("inf")) -> float:
     """Median time of single-token decodes, each rolled back (one warm-up decode first).
 
     Args:
         model: the model to time.
         token: the token decoded.
         pos: the position it is decoded at (cells from ``pos`` on are rolled back after each decode).
-        repeats: timed decodes after the warm-up.
+        repeats: timed decodes after the warm-up, at most.
+        budget_ms: no further timed decode once those already timed add up to this (a run's start passes
+            ``CALIBRATION_BUDGET_MS``: on a model whose decode takes seconds, one timed decode measures it to well
+            under 1%, and the run starts seconds sooner).
 
     Returns:
         The median, in ms.
     """
-    times = []
+    times: list[float] = []
     for i in range(repeats + 1):
         t = time.perf_counter()
         model.decode([token], pos, "last")
@@ -41,6 +46,8 @@ def single_decode_ms(model: LoadedModel, token: int, pos: int, repeats: int = CA
         model.rollback(pos)
         if i:
             times.append(dt)
+            if sum(times) >= budget_ms:
+                break
     return statistics.median(times)
 
 
@@ -107,8 +114,9 @@ def run_started(parts: RunParts, request: RunRequest, prompt_tokens: list[int], 
     """
     calib_tok = prompt_tokens[0] if prompt_tokens else 0
     try:
-        target_ms = single_decode_ms(parts.target, calib_tok, 0)
-        draft_ms = single_decode_ms(parts.draft, calib_tok, 0) if parts.draft is not None else 0.0
+        target_ms = single_decode_ms(parts.target, calib_tok, 0, budget_ms=CALIBRATION_BUDGET_MS)
+        draft_ms = (single_decode_ms(parts.draft, calib_tok, 0, budget_ms=CALIBRATION_BUDGET_MS)
+                    if parts.draft is not None else 0.0)
     except DecodeAborted:  # stopped while calibrating: the run starts stopped (no pass; nothing measured)
         target_ms = draft_ms = 0.0
     return RunStarted(

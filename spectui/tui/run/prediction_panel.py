@@ -65,6 +65,7 @@ def _knee_lines(view) -> list[str]:
     with the run (``spectui probe --batched`` cached) and the run's own acceptance at its k."""
     from ...analysis.knee.knee_text import panel_lines  # noqa: PLC0415
     from ...analysis.measured.batch_knee import acceptance_from_tokens_per_pass  # noqa: PLC0415
+    from ...analysis.rates import mean_acceptance_length  # noqa: PLC0415
 
     snap = view.snap
     probe = snap.start.probe if snap is not None and snap.start is not None else None
@@ -76,5 +77,5 @@ def _knee_lines(view) -> list[str]:
         return []
     import json  # noqa: PLC0415
 
-    a = acceptance_from_tokens_per_pass(1.0 + s.n_accepted / s.passes_drafted, k)
+    a = acceptance_from_tokens_per_pass(mean_acceptance_length(s.n_accepted, s.passes_drafted), k)
     return panel_lines(json.loads(probe.report_json), a)
