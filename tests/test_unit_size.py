@@ -1,7 +1,9 @@
 """Every unit of the package stays a size a reader can hold in their head: no function or method over 60 lines
 and no class over 300 anywhere in spectui/, the engine included (measured with ast: from the ``def``/``class``
-line to its last line, decorators excluded, docstrings and comments included), and no module over 500
-lines. (This is the engine's size check, extended to the whole package.)"""
+line to its last line, decorators excluded, docstrings and comments included). Modules have no line cap: a
+module is one concern, split where its concerns part, not where a count runs out (a 500-line cap once left
+four modules at exactly 500 lines, trimmed to fit). (This is the engine's size check, extended to the whole
+package.)"""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import spectui
 PACKAGE = Path(spectui.__file__).parent
 MAX_CLASS_LINES = 300
 MAX_FUNCTION_LINES = 60
-MAX_MODULE_LINES = 500
 
 
 def sizes(path: Path) -> list[tuple[str, str, int, int]]:
@@ -53,12 +54,3 @@ def test_no_function_over_60_lines_and_no_class_over_300_in_the_package():
                 too_long.append(f"spectui/{rel}:{line} {kind} {name}: {n} lines (at most {limit})")
     assert not too_long, "\n".join(too_long)
 
-
-def test_no_module_over_500_lines():
-    too_long = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        n = len(path.read_text(encoding="utf-8").splitlines())
-        if n > MAX_MODULE_LINES:
-            too_long.append(f"spectui/{rel}: {n} lines (at most {MAX_MODULE_LINES})")
-    assert not too_long, "\n".join(too_long)
