@@ -37,6 +37,15 @@ import pytest
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# Under pytest-xdist the workers' llama.cpp processes share the cores, and OpenMP's spinning threads then hold a
+# core the thread they wait for needs: passes collapse (a Qwen-pair test took 29 s in one whole-suite run and 99 s
+# in the next, by what ran beside it). Every worker, and every process its tests start, waits sleeping: what
+# spectui chooses by itself when the cores are busy at launch (spectui.engine.llama.omp), set here because a
+# worker loads llama.cpp once, whatever the load is then. A policy set by whoever runs the tests is kept; the tests
+# of spectui's own choice give their processes an environment of their own (tests/engine/test_omp.py).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tinymodels  # noqa: E402
