@@ -30,7 +30,9 @@ def engine(make_engine, tiny_target, tiny_draft_noisy):
 
 @pytest.fixture(scope="module")
 def points(engine):
-    return measure_batched(engine, max_seqs=32, ks=(1, 2, 4), repeats=1, prompt="the hash map key")
+    # the median of 3 rounds: one round's single-token decode preempted on a loaded machine (4 workers beside two
+    # busy loops) took longer than 32 x 5 tokens, twice in a row
+    return measure_batched(engine, max_seqs=32, ks=(1, 2, 4), repeats=3, prompt="the hash map key")
 
 
 def test_sizes():
@@ -47,7 +49,7 @@ def test_shape_on_the_tiny_models(points):
     assert set(p.target_ms) == {(b, n) for b in p.seqs for n in (1, 2, 3, 5)}
     assert all(ms > 0 for ms in p.target_ms.values())
     assert set(p.draft_ms) == set(p.seqs) and all(ms > 0 for ms in p.draft_ms.values())
-    assert p.context_tokens > 1 and p.repeats == 1
+    assert p.context_tokens > 1 and p.repeats == 3
 
 
 def test_monotone_where_it_must_be(points):
