@@ -43,8 +43,9 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # spectui chooses by itself when the cores are busy at launch (spectui.engine.llama.omp), set here because a
 # worker loads llama.cpp once, whatever the load is then. A policy set by whoever runs the tests is kept; the tests
 # of spectui's own choice give their processes an environment of their own (tests/engine/test_omp.py).
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_WAIT_POLICY"):
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ["SPECTUI_TESTS_SET_OMP"] = "1"  # so that a vLLM server keeps its own default (tests/vllm_server.py)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -74,6 +74,8 @@ def vllm_server(folder: Path, extra_args: Sequence[str] = (), model_script: str 
     iomp = (VENV / ".spectui-ok").read_text().strip()
     env = dict(os.environ, LD_PRELOAD=iomp, VLLM_CPU_KVCACHE_SPACE="1", VLLM_LOGGING_LEVEL="WARNING",
                OMP_NUM_THREADS="2", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if env.pop("SPECTUI_TESTS_SET_OMP", None):  # the passive policy is for llama.cpp (tests/conftest.py): vLLM's own
+        env.pop("OMP_WAIT_POLICY", None)  # OpenMP (libiomp5) keeps its default, whose step pace these tests know
     subprocess.run([str(VENV / "bin" / "python"), "-c", WRITE_MODEL + model_script, str(model)], check=True,
                    env=env, timeout=300, capture_output=True)
     port = free_port()
