@@ -62,6 +62,20 @@ class Pane:
             time.sleep(0.2)
         raise AssertionError(f"{text!r} never appeared on the pane:\n{screen}")
 
+    def settled(self, still_s: float = 1.0, timeout: float = 30.0) -> str:
+        """The pane once it has not changed for ``still_s`` (the app's last paints done, however loaded the
+        machine: a fixed sleep once caught a replay's final screen half drawn under the whole suite)."""
+        deadline = time.monotonic() + timeout
+        screen, since = self.capture(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = self.capture()
+            if now != screen:
+                screen, since = now, time.monotonic()
+            elif time.monotonic() - since >= still_s:
+                return screen
+        raise AssertionError(f"the pane never held still for {still_s} s:\n{screen}")
+
     def app_pid(self) -> int:
         """The app's pid (the pane runs a shell that waits for it and writes its exit status)."""
         import psutil

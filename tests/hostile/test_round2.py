@@ -501,9 +501,8 @@ def test_TUI_tok_wide_keeps_its_layout_in_tmux(tmp_path, pane_factory):
     screens = []
     for trace in (wide, plain):
         pane = pane_factory(spectui_cmd(f"replay {trace} --speed 8"), cols=100, rows=30)
-        screens.append(pane.wait_for("ENDED", timeout=90).splitlines())
-        time.sleep(1.0)
-        screens[-1] = pane.capture().splitlines()
+        pane.wait_for("ENDED", timeout=90)
+        screens.append(pane.settled().splitlines())
     w, p = screens
     legend = next(i for i, ln in enumerate(p) if ln.startswith("accepted ✓ rejected ✗"))
     assert w[legend] == p[legend] and w[:2] == p[:2]
