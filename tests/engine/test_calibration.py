@@ -42,3 +42,22 @@ def test_a_run_start_on_a_fast_model_keeps_the_median_of_three(target):
     target.decodes = 0
     prefill.single_decode_ms(target, 1, 0, budget_ms=prefill.CALIBRATION_BUDGET_MS)
     assert target.decodes == 1 + prefill.CALIBRATION_REPEATS
+
+
+def test_a_runs_start_calibrates_within_the_budget(make_engine, tiny_target, tiny_draft_noisy, monkeypatch):
+    """A real run's RunStarted is timed with CALIBRATION_BUDGET_MS, for both models."""
+    from spectui.contract.control import RunControl
+    from spectui.contract.events import RunStarted, Settings
+
+    budgets = []
+    real = prefill.single_decode_ms
+
+    def recorded(model, token, pos, repeats=prefill.CALIBRATION_REPEATS, budget_ms=float("inf")):
+        budgets.append((model.role, budget_ms))
+        return real(model, token, pos, repeats, budget_ms)
+
+    monkeypatch.setattr(prefill, "single_decode_ms", recorded)
+    with make_engine(tiny_target, tiny_draft_noisy) as e:
+        start = next(iter(e.run("the cat", RunControl(Settings(draft_max=2)), 4)))
+    assert isinstance(start, RunStarted) and start.target_decode_ms > 0 and start.draft_decode_ms > 0
+    assert budgets == [("target", prefill.CALIBRATION_BUDGET_MS), ("draft", prefill.CALIBRATION_BUDGET_MS)]
